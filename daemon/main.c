@@ -1,0 +1,2 @@
+/* nddd: placeholder until the server lands. */
+int main(void) { return 0; }

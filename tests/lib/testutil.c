@@ -1,0 +1,112 @@
+/*
+ * testutil: helpers shared by the test programs.  See testutil.h.
+ */
+#include "testutil.h"
+
+#include <check.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *
+tu_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+	char *path;
+
+	if (base == NULL || *base == '\0')
+		base = "/tmp";
+	ck_assert_int_ne(asprintf(&path, "%s/nddd-test.XXXXXX", base), -1);
+	ck_assert_msg(mkdtemp(path) != NULL, "mkdtemp %s failed", path);
+	return path;
+}
+
+static int
+tu_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void
+tu_rmtree(const char *path)
+{
+	if (path != NULL)
+		nftw(path, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *
+tu_join(const char *env, const char *fallback, const char *rel)
+{
+	const char *base = getenv(env);
+	char *path;
+
+	if (base == NULL || *base == '\0')
+		base = fallback;
+	ck_assert_int_ne(asprintf(&path, "%s/%s", base, rel), -1);
+	return path;
+}
+
+char *
+tu_data_path(const char *rel)
+{
+	char *path = tu_join("NDDD_TEST_DATA", "../shared/data", rel);
+
+	ck_assert_msg(access(path, R_OK) == 0,
+	    "test data %s is missing (set NDDD_TEST_DATA)", path);
+	return path;
+}
+
+char *
+tu_source_path(const char *rel)
+{
+	return tu_join("NDDD_SOURCE_DIR", ".", rel);
+}
+
+char *
+tu_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long size;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) != 0)
+		goto out;
+	if ((buf = malloc((size_t)size + 1)) == NULL)
+		goto out;
+	if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
+		free(buf);
+		buf = NULL;
+		goto out;
+	}
+	buf[size] = '\0';
+	if (len != NULL)
+		*len = (size_t)size;
+out:
+	fclose(f);
+	return buf;
+}
+
+uint64_t
+tu_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+uint64_t
+tu_rand_below(uint64_t *state, uint64_t n)
+{
+	return (uint64_t)(((unsigned __int128)tu_rand(state) * n) >> 64);
+}
