@@ -1,2 +1,288 @@
-/* placeholder */
-int main(void) { return 0; }
+/*
+ * nddctl: the command-line client of nddd.
+ *
+ *   nddctl [-H HOST:PORT] [--json] [options] COMMAND [ARGS]
+ *
+ * Commands are looked up by name in one table; each parses its own
+ * arguments.  The commands that talk to a daemon share the options before
+ * the command name.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nddctl.h"
+
+static const struct command {
+	const char *name;
+	int (*daemon_cmd)(const struct nddctl_common *, int, char **);
+	int (*local_cmd)(int, char **);
+	const char *help;
+} commands[] = {
+	{ "url-submit", nddctl_url_submit, NULL,
+	  "URL...|-    record URLs; prints new or duplicate and the count" },
+	{ "url-check", nddctl_url_check, NULL,
+	  "URL...|-     has each URL been seen? prints seen or unseen" },
+	{ "url-delete", nddctl_url_delete, NULL,
+	  "URL...|-    forget URLs; prints deleted or not_found" },
+	{ "stats", nddctl_stats, NULL,
+	  "                daemon statistics" },
+	{ "simhash", NULL, nddctl_simhash,
+	  "[...] [FILE|-]  fingerprint documents locally (no daemon; "
+	  "see simhash --help)" },
+};
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+	    "usage: nddctl [-H HOST:PORT] [--json] [--timeout MS] "
+	    "[--batch N] [--window N]\n"
+	    "              COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %s %s\n", commands[i].name, commands[i].help);
+	fprintf(out,
+	    "\nURLs come from the arguments, or one per line from standard "
+	    "input when the\nonly argument is '-'.  Results are printed in "
+	    "input order, one line each, as\nsoon as they are acknowledged "
+	    "(tab-separated, or one JSON object per line\nwith --json).\n"
+	    "\noptions:\n"
+	    "  -H, --host HOST:PORT  daemon address (default 127.0.0.1:%d)\n"
+	    "  --json                one JSON object per result line\n"
+	    "  --timeout MS          give up on a silent daemon after MS "
+	    "(default 30000; 0: never)\n"
+	    "  --batch N             URLs per request (default 1000)\n"
+	    "  --window N            requests in flight (default 8)\n"
+	    "  --no-progress         no progress bar on standard error\n"
+	    "\nexit status: 0 success, 1 some items failed, 2 usage error, "
+	    "3 daemon unreachable\nor connection lost.\n", NDDD_DEFAULT_PORT);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "host", required_argument, NULL, 'H' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "no-progress", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nddctl_common co = {
+		.address = "127.0.0.1",
+		.timeout_ms = 30000,
+		.batch = 1000,
+		.window = 8,
+		.progress = isatty(STDERR_FILENO),
+	};
+	char *end;
+	long v;
+	int ch;
+
+	/* Options stop at the command name: the command parses the rest. */
+	while ((ch = getopt_long(argc, argv, "+H:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'H':
+			co.address = optarg;
+			break;
+		case 'j':
+			co.json = true;
+			break;
+		case 't':
+		case 'b':
+		case 'w':
+			v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || v < 0 ||
+			    (ch != 't' && v == 0) || v > 100000000) {
+				fprintf(stderr, "nddctl: bad number '%s'\n",
+				    optarg);
+				return NDDCTL_EXIT_USAGE;
+			}
+			if (ch == 't')
+				co.timeout_ms = (int)v;
+			else if (ch == 'b')
+				co.batch = (size_t)v;
+			else
+				co.window = (unsigned)v;
+			break;
+		case 'P':
+			co.progress = false;
+			break;
+		case 'h':
+			usage(stdout);
+			return NDDCTL_EXIT_OK;
+		default:
+			usage(stderr);
+			return NDDCTL_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return NDDCTL_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *cmd = &commands[i];
+
+		if (strcmp(argv[optind], cmd->name) != 0)
+			continue;
+		argc -= optind;
+		argv += optind;
+		optind = 0;	/* the command's getopt starts afresh */
+		if (cmd->local_cmd != NULL)
+			return cmd->local_cmd(argc, argv);
+		return cmd->daemon_cmd(&co, argc, argv);
+	}
+	fprintf(stderr, "nddctl: unknown command '%s'\n", argv[optind]);
+	usage(stderr);
+	return NDDCTL_EXIT_USAGE;
+}
+
+nddd_client *
+nddctl_connect(const struct nddctl_common *co)
+{
+	nddd_client *c;
+	char *err;
+
+	if ((c = nddd_connect(co->address, co->timeout_ms, &err)) == NULL) {
+		fprintf(stderr, "nddctl: %s\n", err ? err : "out of memory");
+		free(err);
+	}
+	return c;
+}
+
+void
+nddctl_print_json(json_t *obj)
+{
+	char *s = json_dumps(obj, 0);
+
+	if (s != NULL) {
+		fputs(s, stdout);
+		fputc('\n', stdout);
+		free(s);
+	}
+	json_decref(obj);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+json_t *
+nddctl_json_string(const char *s, size_t len)
+{
+	json_t *j = json_stringn(s, len);
+	char *clean, *p;
+
+	if (j != NULL)
+		return j;
+	/* Not UTF-8: keep what is, mark what is not. */
+	if ((clean = malloc(len * 3 + 1)) == NULL)
+		return json_string("");
+	p = clean;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+
+		if (n == 0) {
+			memcpy(p, "\xef\xbf\xbd", 3);
+			p += 3;
+			i++;
+		} else {
+			memcpy(p, s + i, n);
+			p += n;
+			i += n;
+		}
+	}
+	j = json_stringn(clean, (size_t)(p - clean));
+	free(clean);
+	return j ? j : json_string("");
+}
+
+static double
+now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void
+progress_start(struct progress *p, bool enabled, const char *what)
+{
+	p->enabled = enabled;
+	p->done = 0;
+	p->started = p->last_drawn = now_seconds();
+	p->what = what;
+}
+
+static void
+progress_draw(struct progress *p, double now)
+{
+	double secs = now - p->started;
+
+	fprintf(stderr, "\r%zu %s, %.0f/s, %.1f s   ", p->done, p->what,
+	    secs > 0 ? (double)p->done / secs : 0.0, secs);
+	fflush(stderr);
+	p->last_drawn = now;
+}
+
+void
+progress_update(struct progress *p, size_t done)
+{
+	double now;
+
+	p->done = done;
+	if (!p->enabled)
+		return;
+	now = now_seconds();
+	/* Small inputs finish before the first redraw and never show one. */
+	if (now - p->last_drawn >= 0.1 && now - p->started >= 0.5)
+		progress_draw(p, now);
+}
+
+void
+progress_finish(struct progress *p)
+{
+	double now = now_seconds();
+
+	if (!p->enabled || now - p->started < 0.5)
+		return;
+	progress_draw(p, now);
+	fputc('\n', stderr);
+}

@@ -1,2 +1,208 @@
-/* nddd: placeholder until the server lands. */
-int main(void) { return 0; }
+/*
+ * nddd: the near-duplicate detection daemon.
+ *
+ * Start-up order matters: the whole configuration is read and checked, the
+ * store opened and the URL filter rebuilt from it before the listener opens,
+ * so the first answer is already exact.  Then systemd hears READY=1.
+ * SIGTERM or SIGINT starts a graceful shutdown: no new connections or
+ * requests, in-flight requests finish and are answered, the store is closed,
+ * exit status 0.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <systemd/sd-daemon.h>
+
+#include "config.h"
+#include "dispatch.h"
+#include "log.h"
+#include "server.h"
+#include "store.h"
+#include "urlset.h"
+#include "version.h"
+#include "writer.h"
+
+struct daemon {
+	struct config cfg;
+	struct event_base *base;
+	struct store *store;
+	struct urlset *urls;
+	struct writer *writer;
+	struct dispatch *dispatch;
+	struct server *server;
+	struct event *sigterm, *sigint;
+};
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+	    "usage: nddd [-c FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
+	    "            [--log-level LEVEL] [--check-config] [--version]\n"
+	    "\n"
+	    "  -c, --config FILE     read settings from FILE (INI; see "
+	    "conf/nddd.conf)\n"
+	    "  --listen HOST:PORT    override [server] listen\n"
+	    "  --data-dir DIR        override [store] data_dir\n"
+	    "  --log-level LEVEL     override [log] level\n"
+	    "  -t, --check-config    check the configuration and exit\n"
+	    "  -V, --version         print the version and exit\n");
+}
+
+static void
+load_config(struct config *cfg, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "log-level", required_argument, NULL, 'L' },
+		{ "check-config", no_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = NULL, *listen = NULL, *data_dir = NULL;
+	const char *level = NULL, *cause;
+	char *errors;
+	int ch, check_only = 0;
+
+	while ((ch = getopt_long(argc, argv, "c:tVh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': path = optarg; break;
+		case 'l': listen = optarg; break;
+		case 'd': data_dir = optarg; break;
+		case 'L': level = optarg; break;
+		case 't': check_only = 1; break;
+		case 'V': printf("nddd %s\n", NDDD_VERSION); exit(0);
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		exit(2);
+	}
+	config_defaults(cfg);
+	if (path != NULL && config_load(cfg, path, &errors) == -1) {
+		fprintf(stderr, "%s", errors ? errors : "out of memory\n");
+		fprintf(stderr, "nddd: invalid configuration; not starting\n");
+		exit(1);
+	}
+	if ((listen && config_set(cfg, "server", "listen", listen, &cause)) ||
+	    (data_dir && config_set(cfg, "store", "data_dir", data_dir,
+	    &cause)) ||
+	    (level && config_set(cfg, "log", "level", level, &cause))) {
+		fprintf(stderr, "nddd: command line: %s\n", cause);
+		exit(1);
+	}
+	if (config_validate(cfg, &cause) == -1) {
+		fprintf(stderr, "nddd: %s: %s\n", path ? path : "defaults",
+		    cause);
+		exit(1);
+	}
+	if (check_only) {
+		printf("nddd: configuration %s is valid\n",
+		    path ? path : "(defaults)");
+		exit(0);
+	}
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)what;
+	log_info("%s: %s: shutting down", __func__, strsignal(sig));
+	sd_notify(0, "STOPPING=1");
+	server_shutdown(d->server);
+}
+
+static void
+open_everything(struct daemon *d)
+{
+	struct store_options so = {
+		.dir = d->cfg.data_dir,
+		.map_size = d->cfg.map_size,
+		.sync = d->cfg.sync,
+	};
+	struct urlset_options uo = {
+		.capacity = d->cfg.capacity,
+		.canon = {
+			.strip_session_ids = d->cfg.strip_session_ids,
+			.strip_tracking = d->cfg.strip_tracking,
+			.sort_query = d->cfg.sort_query,
+		},
+	};
+	char *cause = NULL;
+
+	if ((d->store = store_open(&so, &cause)) == NULL)
+		fatalx("%s", cause ? cause : "cannot open the store");
+	if ((d->urls = urlset_open(d->store, &uo, &cause)) == NULL)
+		fatalx("%s", cause ? cause : "cannot open the URL set");
+	if ((d->base = event_base_new()) == NULL)
+		fatalx("%s: event_base_new failed", __func__);
+	if ((d->writer = writer_new(d->store, d->base)) == NULL)
+		fatalx("%s: cannot start the store writer", __func__);
+	if ((d->dispatch = dispatch_new(&d->cfg, d->base, d->store, d->urls,
+	    d->writer)) == NULL)
+		fatalx("%s: cannot start the request workers", __func__);
+	if ((d->server = server_new(d->base, &d->cfg, d->dispatch,
+	    &cause)) == NULL)
+		fatalx("%s", cause ? cause : "cannot start the server");
+	dispatch_set_server(d->dispatch, d->server);
+	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
+	d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);
+	if (d->sigterm == NULL || d->sigint == NULL ||
+	    evsignal_add(d->sigterm, NULL) == -1 ||
+	    evsignal_add(d->sigint, NULL) == -1)
+		fatalx("%s: cannot handle signals", __func__);
+}
+
+static void
+close_everything(struct daemon *d)
+{
+	/* The server drained the workers and the writer before the loop
+	 * ended; what remains is tearing down. */
+	dispatch_free(d->dispatch);
+	writer_stop(d->writer);
+	server_free(d->server);
+	writer_free(d->writer);
+	event_free(d->sigterm);
+	event_free(d->sigint);
+	event_base_free(d->base);
+	urlset_free(d->urls);
+	store_close(d->store);
+	config_clear(&d->cfg);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct daemon d;
+
+	memset(&d, 0, sizeof(d));
+	load_config(&d.cfg, argc, argv);
+	log_init(d.cfg.log_level, "nddd");
+	log_route_libevent();
+	signal(SIGPIPE, SIG_IGN);
+
+	open_everything(&d);
+	log_info("nddd %s listening on %s, data in %s", NDDD_VERSION,
+	    d.cfg.listen, d.cfg.data_dir);
+	sd_notifyf(0, "READY=1\nSTATUS=serving on %s\nMAINPID=%lu",
+	    d.cfg.listen, (unsigned long)getpid());
+
+	if (event_base_dispatch(d.base) == -1)
+		fatalx("event loop failed");
+
+	close_everything(&d);
+	log_info("nddd stopped");
+	return 0;
+}

@@ -1,0 +1,644 @@
+/*
+ * libnddd: the C client library of nddd.  See nddd.h.
+ *
+ * The socket is non-blocking; the client keeps an output buffer of encoded
+ * requests and an input buffer of received bytes, and a wait always both
+ * sends and receives, so a pipelining client never deadlocks against a
+ * server that has stopped reading until its replies are read.
+ */
+#include "nddd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nddd.pb-c.h"
+
+/* Largest reply frame accepted: a reply to the largest batch is ~1 MiB. */
+#define NDDD_MAX_REPLY (64u << 20)
+
+struct nddd_client {
+	int fd;
+	int timeout_ms;
+	uint64_t next_id;
+	size_t outstanding;
+	char err[256];
+	unsigned char *out;	/* queued bytes: out[out_off..out_len) */
+	size_t out_off, out_len, out_cap;
+	unsigned char *in;	/* received bytes: in[in_off..in_len) */
+	size_t in_off, in_len, in_cap;
+};
+
+const char *
+nddd_code_name(enum nddd_code code)
+{
+	static const char *const names[] = {
+		"OK", "INVALID_ARGUMENT", "NOT_FOUND", "PERMISSION_DENIED",
+		"RESOURCE_EXHAUSTED", "EMPTY_DOCUMENT", "UNAVAILABLE",
+		"INTERNAL",
+	};
+
+	if ((unsigned)code < sizeof(names) / sizeof(names[0]))
+		return names[code];
+	return "UNKNOWN";
+}
+
+static int
+fail(nddd_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+fail(nddd_client *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+const char *
+nddd_errstr(const nddd_client *c)
+{
+	return c->err;
+}
+
+static int
+split_address(const char *address, char *host, size_t hsize, char *port,
+    size_t psize)
+{
+	const char *colon;
+	size_t hlen;
+
+	if (address[0] == '[') {
+		const char *close = strchr(address, ']');
+
+		if (close == NULL)
+			return -1;
+		hlen = (size_t)(close - address - 1);
+		if (hlen >= hsize)
+			return -1;
+		memcpy(host, address + 1, hlen);
+		host[hlen] = '\0';
+		if (close[1] == '\0')
+			snprintf(port, psize, "%d", NDDD_DEFAULT_PORT);
+		else if (close[1] == ':' && close[2] != '\0')
+			snprintf(port, psize, "%s", close + 2);
+		else
+			return -1;
+		return 0;
+	}
+	colon = strrchr(address, ':');
+	hlen = colon ? (size_t)(colon - address) : strlen(address);
+	if (hlen >= hsize || hlen == 0)
+		return -1;
+	memcpy(host, address, hlen);
+	host[hlen] = '\0';
+	if (colon == NULL)
+		snprintf(port, psize, "%d", NDDD_DEFAULT_PORT);
+	else if (colon[1] != '\0')
+		snprintf(port, psize, "%s", colon + 1);
+	else
+		return -1;
+	return 0;
+}
+
+static int
+connect_one(const struct addrinfo *ai, int timeout_ms, int *err)
+{
+	struct pollfd pfd;
+	socklen_t len = sizeof(*err);
+	int fd, one = 1;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd == -1) {
+		*err = errno;
+		return -1;
+	}
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == -1) {
+		if (errno != EINPROGRESS) {
+			*err = errno;
+			close(fd);
+			return -1;
+		}
+		pfd.fd = fd;
+		pfd.events = POLLOUT;
+		if (poll(&pfd, 1, timeout_ms > 0 ? timeout_ms : -1) != 1) {
+			*err = ETIMEDOUT;
+			close(fd);
+			return -1;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, err, &len) == -1 ||
+		    *err != 0) {
+			close(fd);
+			return -1;
+		}
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+nddd_client *
+nddd_connect(const char *address, int timeout_ms, char **err)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char host[256], port[16];
+	nddd_client *c;
+	int rc, last = ECONNREFUSED;
+
+	*err = NULL;
+	if (split_address(address, host, sizeof(host), port,
+	    sizeof(port)) == -1) {
+		if (asprintf(err, "%s: not an address (host:port)",
+		    address) == -1)
+			*err = NULL;
+		return NULL;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		if (asprintf(err, "%s: %s", address, gai_strerror(rc)) == -1)
+			*err = NULL;
+		return NULL;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		freeaddrinfo(res);
+		return NULL;
+	}
+	c->fd = -1;
+	c->timeout_ms = timeout_ms;
+	c->next_id = 1;
+	for (ai = res; ai != NULL && c->fd == -1; ai = ai->ai_next)
+		c->fd = connect_one(ai, timeout_ms, &last);
+	freeaddrinfo(res);
+	if (c->fd == -1) {
+		if (asprintf(err, "cannot connect to %s: %s", address,
+		    strerror(last)) == -1)
+			*err = NULL;
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void
+nddd_close(nddd_client *c)
+{
+	if (c == NULL)
+		return;
+	if (c->fd != -1)
+		close(c->fd);
+	free(c->out);
+	free(c->in);
+	free(c);
+}
+
+size_t
+nddd_outstanding(const nddd_client *c)
+{
+	return c->outstanding;
+}
+
+static int
+grow(unsigned char **buf, size_t *cap, size_t need)
+{
+	size_t ncap = *cap ? *cap : 65536;
+	unsigned char *p;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	if ((p = realloc(*buf, ncap)) == NULL)
+		return -1;
+	*buf = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Writes what the socket takes now.  Returns -1 on a socket error. */
+static int
+flush_some(nddd_client *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off,
+		    c->out_len - c->out_off, MSG_NOSIGNAL);
+
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			return fail(c, "send: %s", strerror(errno));
+		}
+		c->out_off += (size_t)n;
+	}
+	c->out_off = c->out_len = 0;
+	return 0;
+}
+
+static int
+queue_request(nddd_client *c, Nddd__V1__Request *req, uint64_t *id)
+{
+	size_t size, pos;
+
+	if (c->fd == -1)
+		return fail(c, "not connected");
+	req->id = c->next_id++;
+	size = nddd__v1__request__get_packed_size(req);
+	if (size > UINT32_MAX)
+		return fail(c, "request too large");
+	/* Compact before growing. */
+	if (c->out_off > 0 && c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	if (grow(&c->out, &c->out_cap, c->out_len + 4 + size) == -1)
+		return fail(c, "out of memory");
+	pos = c->out_len;
+	c->out[pos] = (unsigned char)(size >> 24);
+	c->out[pos + 1] = (unsigned char)(size >> 16);
+	c->out[pos + 2] = (unsigned char)(size >> 8);
+	c->out[pos + 3] = (unsigned char)size;
+	nddd__v1__request__pack(req, c->out + pos + 4);
+	c->out_len += 4 + size;
+	c->outstanding++;
+	if (id != NULL)
+		*id = req->id;
+	return flush_some(c);
+}
+
+int
+nddd_send_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
+    const size_t *lens, size_t n, uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
+	ProtobufCBinaryData *items;
+	int rc;
+
+	if ((items = calloc(n + 1, sizeof(*items))) == NULL)
+		return fail(c, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		items[i].data = (uint8_t *)urls[i];
+		items[i].len = lens ? lens[i] : strlen(urls[i]);
+	}
+	batch.n_urls = n;
+	batch.urls = items;
+	switch (op) {
+	case NDDD_URL_SUBMIT:
+		req.op_case = NDDD__V1__REQUEST__OP_URL_SUBMIT;
+		req.url_submit = &batch;
+		break;
+	case NDDD_URL_CHECK:
+		req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
+		req.url_check = &batch;
+		break;
+	case NDDD_URL_DELETE:
+		req.op_case = NDDD__V1__REQUEST__OP_URL_DELETE;
+		req.url_delete = &batch;
+		break;
+	}
+	rc = queue_request(c, &req, id);
+	free(items);
+	return rc;
+}
+
+int
+nddd_send_stats(nddd_client *c, uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__StatsRequest stats = NDDD__V1__STATS_REQUEST__INIT;
+
+	req.op_case = NDDD__V1__REQUEST__OP_STATS;
+	req.stats = &stats;
+	return queue_request(c, &req, id);
+}
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sets *frame to the next complete frame's payload, or NULL. */
+static int
+next_frame(nddd_client *c, const unsigned char **frame, uint32_t *len)
+{
+	const unsigned char *p = c->in + c->in_off;
+	size_t have = c->in_len - c->in_off;
+
+	*frame = NULL;
+	if (have < 4)
+		return 0;
+	*len = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+	if (*len > NDDD_MAX_REPLY)
+		return fail(c, "reply of %u bytes exceeds the client's limit",
+		    *len);
+	if (have >= 4 + (size_t)*len)
+		*frame = p + 4;
+	return 0;
+}
+
+static char *
+dup_message(const Nddd__V1__Status *st)
+{
+	return strdup(st && st->message ? st->message : "");
+}
+
+static void
+copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->version, sizeof(o->version), "%s",
+	    s->version ? s->version : "");
+	o->uptime_seconds = s->uptime_seconds;
+	o->urls = s->urls;
+	if (s->cbf != NULL) {
+		o->cbf_counters = s->cbf->counters;
+		o->cbf_nonzero = s->cbf->nonzero;
+		o->cbf_saturated = s->cbf->saturated;
+		o->cbf_bytes = s->cbf->bytes;
+		o->cbf_k = s->cbf->k;
+	}
+	o->checks = s->checks;
+	o->checks_filter_only = s->checks_filter_only;
+	o->filter_false_positives = s->filter_false_positives;
+	o->submits_new = s->submits_new;
+	o->submits_duplicate = s->submits_duplicate;
+	o->deletes = s->deletes;
+	o->commits = s->commits;
+	o->store_bytes = s->store_bytes;
+	o->connections = s->connections;
+}
+
+static struct nddd_reply *
+convert(nddd_client *c, const Nddd__V1__Response *resp)
+{
+	struct nddd_reply *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return NULL;
+	r->id = resp->id;
+	if (resp->status != NULL && resp->status->code != 0) {
+		r->kind = NDDD_REPLY_ERROR;
+		r->code = (enum nddd_code)resp->status->code;
+		r->message = dup_message(resp->status);
+		return r;
+	}
+	switch (resp->result_case) {
+	case NDDD__V1__RESPONSE__RESULT_URLS:
+		r->kind = NDDD_REPLY_URLS;
+		r->nresults = resp->urls->n_counts;
+		r->results = calloc(r->nresults + 1, sizeof(*r->results));
+		if (r->results == NULL)
+			goto oom;
+		for (size_t i = 0; i < r->nresults; i++)
+			r->results[i].count = resp->urls->counts[i];
+		for (size_t i = 0; i < resp->urls->n_errors; i++) {
+			const Nddd__V1__ItemError *e = resp->urls->errors[i];
+
+			if (e->index >= r->nresults) {
+				fail(c, "reply names item %u of %zu", e->index,
+				    r->nresults);
+				nddd_reply_free(r);
+				return NULL;
+			}
+			r->results[e->index].code = e->status ?
+			    (enum nddd_code)e->status->code : NDDD_INTERNAL;
+			r->results[e->index].message = dup_message(e->status);
+		}
+		return r;
+	case NDDD__V1__RESPONSE__RESULT_STATS:
+		r->kind = NDDD_REPLY_STATS;
+		copy_stats(&r->stats, resp->stats);
+		return r;
+	default:
+		r->kind = NDDD_REPLY_ERROR;
+		r->code = NDDD_INTERNAL;
+		r->message = strdup("reply carries no result");
+		return r;
+	}
+oom:
+	nddd_reply_free(r);
+	fail(c, "out of memory");
+	return NULL;
+}
+
+int
+nddd_recv(nddd_client *c, struct nddd_reply **out)
+{
+	long long deadline = c->timeout_ms > 0 ? now_ms() + c->timeout_ms : 0;
+	const unsigned char *frame;
+	uint32_t len;
+
+	*out = NULL;
+	if (c->fd == -1)
+		return fail(c, "not connected");
+	for (;;) {
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		int wait = -1;
+		ssize_t n;
+
+		if (next_frame(c, &frame, &len) == -1)
+			return -1;
+		if (frame != NULL) {
+			Nddd__V1__Response *resp =
+			    nddd__v1__response__unpack(NULL, len, frame);
+
+			c->in_off += 4 + (size_t)len;
+			if (resp == NULL)
+				return fail(c, "malformed reply");
+			*out = convert(c, resp);
+			nddd__v1__response__free_unpacked(resp, NULL);
+			if (*out == NULL)
+				return -1;
+			/* Replies with id 0 answer no request: the server
+			 * refused the connection or a frame. */
+			if ((*out)->id != 0 && c->outstanding > 0)
+				c->outstanding--;
+			return 0;
+		}
+		if (c->out_off < c->out_len)
+			pfd.events |= POLLOUT;
+		if (deadline) {
+			long long left = deadline - now_ms();
+
+			if (left <= 0)
+				return fail(c, "timed out waiting for a reply");
+			wait = (int)left;
+		}
+		if (poll(&pfd, 1, wait) == -1) {
+			if (errno == EINTR)
+				continue;
+			return fail(c, "poll: %s", strerror(errno));
+		}
+		if ((pfd.revents & POLLOUT) && flush_some(c) == -1)
+			return -1;
+		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (c->in_off > 0) {
+			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+			c->in_len -= c->in_off;
+			c->in_off = 0;
+		}
+		if (grow(&c->in, &c->in_cap, c->in_len + 65536) == -1)
+			return fail(c, "out of memory");
+		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+		if (n == 0)
+			return fail(c, "connection closed by the server");
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return fail(c, "recv: %s", strerror(errno));
+		}
+		c->in_len += (size_t)n;
+	}
+}
+
+void
+nddd_reply_free(struct nddd_reply *r)
+{
+	if (r == NULL)
+		return;
+	if (r->results != NULL)
+		for (size_t i = 0; i < r->nresults; i++)
+			free((char *)r->results[i].message);
+	free(r->results);
+	free((char *)r->message);
+	free(r);
+}
+
+struct inflight {
+	uint64_t id;
+	size_t base, n;
+};
+
+int
+nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
+    size_t n, struct nddd_url_result *results, size_t batch,
+    unsigned window, void (*progress)(size_t done, void *arg), void *arg)
+{
+	struct inflight *fl;
+	size_t sent = 0, done = 0, nfl = 0;
+	int rc = 0;
+
+	if (batch == 0)
+		batch = 1000;
+	if (window == 0)
+		window = 1;
+	if ((fl = calloc(window, sizeof(*fl))) == NULL)
+		return fail(c, "out of memory");
+	memset(results, 0, n * sizeof(*results));
+	while (done < n) {
+		struct nddd_reply *r;
+		size_t k;
+
+		while (sent < n && nfl < window) {
+			size_t m = n - sent < batch ? n - sent : batch;
+
+			if (nddd_send_urls(c, op, urls + sent, NULL, m,
+			    &fl[nfl].id) == -1) {
+				rc = -1;
+				goto out;
+			}
+			fl[nfl].base = sent;
+			fl[nfl++].n = m;
+			sent += m;
+		}
+		if (nddd_recv(c, &r) == -1) {
+			rc = -1;
+			goto out;
+		}
+		for (k = 0; k < nfl && fl[k].id != r->id; k++)
+			;
+		if (k == nfl) {
+			/* Not ours: a refusal of the connection (id 0). */
+			if (r->kind == NDDD_REPLY_ERROR)
+				fail(c, "%s: %s", nddd_code_name(r->code),
+				    r->message);
+			else
+				fail(c, "reply to an unknown request %llu",
+				    (unsigned long long)r->id);
+			nddd_reply_free(r);
+			rc = -1;
+			goto out;
+		}
+		for (size_t i = 0; i < fl[k].n; i++) {
+			struct nddd_url_result *res = &results[fl[k].base + i];
+
+			if (r->kind == NDDD_REPLY_URLS && i < r->nresults) {
+				res->code = r->results[i].code;
+				res->count = r->results[i].count;
+				res->message = r->results[i].message;
+				r->results[i].message = NULL;
+			} else {
+				res->code = r->kind == NDDD_REPLY_ERROR ?
+				    r->code : NDDD_INTERNAL;
+				res->message = strdup(r->message ? r->message :
+				    "reply has too few results");
+				rc = -1;
+			}
+		}
+		if (r->kind == NDDD_REPLY_ERROR)
+			fail(c, "batch refused: %s: %s",
+			    nddd_code_name(r->code), r->message);
+		done += fl[k].n;
+		fl[k] = fl[--nfl];
+		nddd_reply_free(r);
+		if (progress != NULL)
+			progress(done, arg);
+	}
+out:
+	free(fl);
+	return rc;
+}
+
+void
+nddd_urls_results_free(struct nddd_url_result *results, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free((char *)results[i].message);
+		results[i].message = NULL;
+	}
+}
+
+int
+nddd_stats(nddd_client *c, struct nddd_stats *out)
+{
+	struct nddd_reply *r;
+	uint64_t id;
+
+	if (nddd_send_stats(c, &id) == -1)
+		return -1;
+	for (;;) {
+		if (nddd_recv(c, &r) == -1)
+			return -1;
+		if (r->id == id || r->id == 0)
+			break;
+		nddd_reply_free(r);
+	}
+	if (r->kind != NDDD_REPLY_STATS) {
+		fail(c, "stats refused: %s: %s", nddd_code_name(r->code),
+		    r->message ? r->message : "");
+		nddd_reply_free(r);
+		return -1;
+	}
+	*out = r->stats;
+	nddd_reply_free(r);
+	return 0;
+}

@@ -1,0 +1,132 @@
+/*
+ * libnddd: the C client library of nddd.
+ *
+ * One nddd_client is one TCP connection to a daemon.  Requests may be
+ * pipelined: nddd_send_* queue a request and return its id at once;
+ * nddd_recv returns the next reply, which may answer any request sent
+ * (the server answers out of order).  nddd_urls does the common thing for
+ * you: a whole list of URLs, cut into batches, pipelined, results in input
+ * order.
+ *
+ * Errors: functions return 0 or -1; after -1, nddd_errstr says why (the
+ * connection is then unusable unless the error was a protocol refusal of
+ * one request, which arrives as a reply with a code instead).  A reply or a
+ * URL result that failed carries a code (enum nddd_code, the protocol's)
+ * and a message.
+ *
+ * Not thread-safe: use one client per thread.
+ */
+#ifndef LIBNDDD_NDDD_H
+#define LIBNDDD_NDDD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NDDD_DEFAULT_PORT 6464
+
+typedef struct nddd_client nddd_client;
+
+/* The protocol's status codes. */
+enum nddd_code {
+	NDDD_OK = 0,
+	NDDD_INVALID_ARGUMENT = 1,
+	NDDD_NOT_FOUND = 2,
+	NDDD_PERMISSION_DENIED = 3,
+	NDDD_RESOURCE_EXHAUSTED = 4,
+	NDDD_EMPTY_DOCUMENT = 5,
+	NDDD_UNAVAILABLE = 6,
+	NDDD_INTERNAL = 7,
+};
+
+/* "OK", "INVALID_ARGUMENT", ...: the code's protocol name. */
+const char *nddd_code_name(enum nddd_code code);
+
+enum nddd_url_op {
+	NDDD_URL_SUBMIT,	/* record; count 1 = new, > 1 = duplicate */
+	NDDD_URL_CHECK,		/* count 0 = never seen */
+	NDDD_URL_DELETE,	/* count 0 = was not stored */
+};
+
+struct nddd_url_result {
+	enum nddd_code code;	/* NDDD_OK, or why this URL failed */
+	uint64_t count;		/* reference count; see enum nddd_url_op */
+	const char *message;	/* when code != NDDD_OK; owned by the reply */
+};
+
+struct nddd_stats {
+	char version[32];
+	uint64_t uptime_seconds;
+	uint64_t urls;
+	uint64_t cbf_counters, cbf_nonzero, cbf_saturated, cbf_bytes;
+	uint32_t cbf_k;
+	uint64_t checks, checks_filter_only, filter_false_positives;
+	uint64_t submits_new, submits_duplicate, deletes;
+	uint64_t commits;
+	uint64_t store_bytes;
+	uint32_t connections;
+};
+
+enum nddd_reply_kind {
+	NDDD_REPLY_ERROR,	/* the request was refused as a whole */
+	NDDD_REPLY_URLS,
+	NDDD_REPLY_STATS,
+};
+
+struct nddd_reply {
+	uint64_t id;		/* the request's id; 0 for connection errors */
+	enum nddd_reply_kind kind;
+	enum nddd_code code;	/* NDDD_OK unless kind is NDDD_REPLY_ERROR */
+	const char *message;
+	size_t nresults;	/* NDDD_REPLY_URLS: one per URL sent */
+	struct nddd_url_result *results;
+	struct nddd_stats stats;	/* NDDD_REPLY_STATS */
+};
+
+/*
+ * Connects to address ("host:port", "[v6addr]:port", or "host" for the
+ * default port), with timeout_ms for connecting and for each later wait
+ * (0: wait forever).  Returns NULL with *err set (caller frees) on failure.
+ */
+nddd_client *nddd_connect(const char *address, int timeout_ms, char **err);
+void nddd_close(nddd_client *c);
+
+/* Why the last call failed. */
+const char *nddd_errstr(const nddd_client *c);
+
+/*
+ * Queues a URL batch (n URLs; lens[i] their lengths, or lens NULL for
+ * NUL-terminated strings) and sends what the socket takes.  *id is the
+ * request's id.  The batch must respect the server's max_batch.
+ */
+int nddd_send_urls(nddd_client *c, enum nddd_url_op op,
+    const char *const *urls, const size_t *lens, size_t n, uint64_t *id);
+int nddd_send_stats(nddd_client *c, uint64_t *id);
+
+/* Requests sent whose replies have not been received. */
+size_t nddd_outstanding(const nddd_client *c);
+
+/*
+ * Waits for the next reply (sending queued requests meanwhile) and returns
+ * it in *out; free it with nddd_reply_free.  Returns -1 on a connection
+ * error, a timeout or a malformed reply.
+ */
+int nddd_recv(nddd_client *c, struct nddd_reply **out);
+void nddd_reply_free(struct nddd_reply *r);
+
+/*
+ * Applies op to urls[0..n) in batches of batch URLs with up to window
+ * batches in flight, and fills results[0..n) in input order.  Messages in
+ * results stay valid until nddd_urls_results_free.  progress, if not NULL,
+ * is called with the number of URLs answered so far.  Returns -1 on a
+ * connection error, or when a batch is refused as a whole (every result of
+ * that batch then carries the refusal's code).
+ */
+int nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
+    size_t n, struct nddd_url_result *results, size_t batch,
+    unsigned window, void (*progress)(size_t done, void *arg), void *arg);
+void nddd_urls_results_free(struct nddd_url_result *results, size_t n);
+
+/* Stats, in one call. */
+int nddd_stats(nddd_client *c, struct nddd_stats *out);
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * nddctl: the command-line client of nddd.  Shared declarations of its
+ * subcommands and helpers.
+ */
+#ifndef NDDCTL_H
+#define NDDCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "nddd.h"
+
+/* Exit statuses, documented in nddctl's help. */
+#define NDDCTL_EXIT_OK		0	/* everything succeeded */
+#define NDDCTL_EXIT_ITEMS	1	/* some items failed; see the output */
+#define NDDCTL_EXIT_USAGE	2	/* bad command line or input */
+#define NDDCTL_EXIT_UNREACHABLE	3	/* daemon unreachable or lost */
+
+/* Options common to the commands that talk to a daemon. */
+struct nddctl_common {
+	const char *address;	/* -H HOST:PORT */
+	bool json;		/* --json */
+	int timeout_ms;		/* --timeout */
+	size_t batch;		/* --batch */
+	unsigned window;	/* --window */
+	bool progress;		/* progress bar allowed (stderr is a tty) */
+};
+
+int nddctl_url_submit(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_url_check(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_url_delete(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_stats(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_simhash(int argc, char **argv);
+
+/* Connects or prints why not; NULL means exit NDDCTL_EXIT_UNREACHABLE. */
+nddd_client *nddctl_connect(const struct nddctl_common *co);
+
+/* Prints obj as one line of JSON on stdout and releases it. */
+void nddctl_print_json(json_t *obj);
+/* A JSON string of s[0..len); invalid UTF-8 bytes become U+FFFD. */
+json_t *nddctl_json_string(const char *s, size_t len);
+
+/* A progress line on stderr, redrawn at most ten times a second. */
+struct progress {
+	bool enabled;
+	size_t done;
+	double started, last_drawn;
+	const char *what;
+};
+void progress_start(struct progress *p, bool enabled, const char *what);
+void progress_update(struct progress *p, size_t done);
+void progress_finish(struct progress *p);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * nddctl stats: the daemon's statistics, as text or one JSON object.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "nddctl.h"
+
+int
+nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
+{
+	struct nddd_stats s;
+	nddd_client *c;
+	json_t *o, *cbf;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: nddctl stats\n");
+		return NDDCTL_EXIT_USAGE;
+	}
+	if ((c = nddctl_connect(co)) == NULL)
+		return NDDCTL_EXIT_UNREACHABLE;
+	if (nddd_stats(c, &s) == -1) {
+		fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
+		nddd_close(c);
+		return NDDCTL_EXIT_UNREACHABLE;
+	}
+	nddd_close(c);
+	if (!co->json) {
+		printf("version\t%s\n", s.version);
+		printf("uptime_seconds\t%" PRIu64 "\n", s.uptime_seconds);
+		printf("urls\t%" PRIu64 "\n", s.urls);
+		printf("cbf.counters\t%" PRIu64 "\n", s.cbf_counters);
+		printf("cbf.nonzero\t%" PRIu64 "\n", s.cbf_nonzero);
+		printf("cbf.saturated\t%" PRIu64 "\n", s.cbf_saturated);
+		printf("cbf.k\t%" PRIu32 "\n", s.cbf_k);
+		printf("cbf.bytes\t%" PRIu64 "\n", s.cbf_bytes);
+		printf("checks\t%" PRIu64 "\n", s.checks);
+		printf("checks_filter_only\t%" PRIu64 "\n",
+		    s.checks_filter_only);
+		printf("filter_false_positives\t%" PRIu64 "\n",
+		    s.filter_false_positives);
+		printf("submits_new\t%" PRIu64 "\n", s.submits_new);
+		printf("submits_duplicate\t%" PRIu64 "\n", s.submits_duplicate);
+		printf("deletes\t%" PRIu64 "\n", s.deletes);
+		printf("commits\t%" PRIu64 "\n", s.commits);
+		printf("store_bytes\t%" PRIu64 "\n", s.store_bytes);
+		printf("connections\t%" PRIu32 "\n", s.connections);
+		return NDDCTL_EXIT_OK;
+	}
+	o = json_object();
+	cbf = json_object();
+	json_object_set_new(o, "version", json_string(s.version));
+	json_object_set_new(o, "uptime_seconds",
+	    json_integer((json_int_t)s.uptime_seconds));
+	json_object_set_new(o, "urls", json_integer((json_int_t)s.urls));
+	json_object_set_new(cbf, "counters",
+	    json_integer((json_int_t)s.cbf_counters));
+	json_object_set_new(cbf, "nonzero",
+	    json_integer((json_int_t)s.cbf_nonzero));
+	json_object_set_new(cbf, "saturated",
+	    json_integer((json_int_t)s.cbf_saturated));
+	json_object_set_new(cbf, "k", json_integer(s.cbf_k));
+	json_object_set_new(cbf, "bytes", json_integer((json_int_t)s.cbf_bytes));
+	json_object_set_new(o, "cbf", cbf);
+	json_object_set_new(o, "checks", json_integer((json_int_t)s.checks));
+	json_object_set_new(o, "checks_filter_only",
+	    json_integer((json_int_t)s.checks_filter_only));
+	json_object_set_new(o, "filter_false_positives",
+	    json_integer((json_int_t)s.filter_false_positives));
+	json_object_set_new(o, "submits_new",
+	    json_integer((json_int_t)s.submits_new));
+	json_object_set_new(o, "submits_duplicate",
+	    json_integer((json_int_t)s.submits_duplicate));
+	json_object_set_new(o, "deletes", json_integer((json_int_t)s.deletes));
+	json_object_set_new(o, "commits", json_integer((json_int_t)s.commits));
+	json_object_set_new(o, "store_bytes",
+	    json_integer((json_int_t)s.store_bytes));
+	json_object_set_new(o, "connections", json_integer(s.connections));
+	nddctl_print_json(o);
+	return NDDCTL_EXIT_OK;
+}

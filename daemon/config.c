@@ -1,0 +1,353 @@
+/*
+ * config: nddd's settings.  See config.h.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/util.h>
+#include <ini.h>
+
+enum key_type {
+	KEY_STRING,
+	KEY_SIZE,	/* unsigned integer, optional K/M/G/T suffix (x1024) */
+	KEY_UINT,
+	KEY_BOOL,
+	KEY_SYNC,
+	KEY_LOG_LEVEL,
+	KEY_ADDRESS,	/* HOST:PORT */
+};
+
+struct key {
+	const char *section;
+	const char *name;
+	enum key_type type;
+	size_t offset;
+	uint64_t min, max;	/* for KEY_SIZE and KEY_UINT */
+	const char *dflt;	/* why this default: in the comment above it */
+};
+
+#define F(field) offsetof(struct config, field)
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+#define TiB (UINT64_C(1) << 40)
+
+static const struct key keys[] = {
+	/* Loopback: nddd has no authentication yet, so it is reachable only
+	 * from this machine until an operator says otherwise. */
+	{ "server", "listen", KEY_ADDRESS, F(listen), 0, 0,
+	  "127.0.0.1:6464" },
+	/* 8 MiB holds a batch of ~100,000 URLs or a large HTML page. */
+	{ "server", "max_frame", KEY_SIZE, F(max_frame), 64, GiB, "8M" },
+	/* Bounds the work and memory of one request; crawlers batch by the
+	 * thousand.  At most 32768 so one batch always fits one store
+	 * transaction. */
+	{ "server", "max_batch", KEY_UINT, F(max_batch), 1, 32768, "10000" },
+	/* Each idle connection costs a few KiB; 4096 is far below memory and
+	 * the usual file-descriptor limits. */
+	{ "server", "max_connections", KEY_UINT, F(max_connections), 1,
+	  1000000, "4096" },
+	/* Enough pipelining to hide a commit's latency, few enough that a
+	 * client cannot queue unbounded work. */
+	{ "server", "max_inflight", KEY_UINT, F(max_inflight), 1, 65536,
+	  "64" },
+	/* A client that stops reading holds at most this much output. */
+	{ "server", "output_high_water", KEY_SIZE, F(output_high_water), 4096,
+	  GiB, "4M" },
+	/* Canonicalizing, hashing and reading the store are CPU work that
+	 * scales with cores; the event loop itself only moves bytes. */
+	{ "server", "workers", KEY_UINT, F(workers), 0, 256, "0" },
+	/* Relative to the working directory, so `make run` keeps its data in
+	 * the source tree; the systemd unit passes --data-dir. */
+	{ "store", "data_dir", KEY_STRING, F(data_dir), 0, 0, "var/nddd" },
+	/* Address space, not memory: the file grows as data arrives.  64 GiB
+	 * holds several hundred million URL records. */
+	{ "store", "map_size", KEY_SIZE, F(map_size), MiB, 256 * TiB, "64G" },
+	/* An acknowledged write must survive power loss. */
+	{ "store", "sync", KEY_SYNC, F(sync), 0, 0, "full" },
+	/* 10 million URLs: a 100 MB filter (10 bytes per URL).  The filter's
+	 * 4-bit counters are indexed by 32 bits, so capacity x 20 must stay
+	 * below 2^32. */
+	{ "urls", "capacity", KEY_UINT, F(capacity), 1, UINT32_MAX / 20,
+	  "10000000" },
+	/* Crawler rules change which URLs are equal: off unless asked. */
+	{ "urls", "strip_session_ids", KEY_BOOL, F(strip_session_ids), 0, 0,
+	  "no" },
+	{ "urls", "strip_tracking", KEY_BOOL, F(strip_tracking), 0, 0, "no" },
+	{ "urls", "sort_query", KEY_BOOL, F(sort_query), 0, 0, "no" },
+	{ "log", "level", KEY_LOG_LEVEL, F(log_level), 0, 0, "info" },
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static int
+parse_uint(const char *v, int allow_suffix, uint64_t *out)
+{
+	char *end;
+	unsigned long long n;
+	uint64_t mult = 1;
+
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (allow_suffix && *end != '\0' && end[1] == '\0') {
+		switch (toupper((unsigned char)*end)) {
+		case 'K': mult = KiB; break;
+		case 'M': mult = MiB; break;
+		case 'G': mult = GiB; break;
+		case 'T': mult = TiB; break;
+		default: return -1;
+		}
+		end++;
+	}
+	if (*end != '\0' || (n != 0 && mult > UINT64_MAX / n))
+		return -1;
+	*out = (uint64_t)n * mult;
+	return 0;
+}
+
+static int
+set_key(struct config *cfg, const struct key *k, const char *v,
+    const char **cause)
+{
+	void *field = (char *)cfg + k->offset;
+	uint64_t n;
+
+	switch (k->type) {
+	case KEY_STRING:
+	case KEY_ADDRESS:
+		if (*v == '\0') {
+			*cause = "empty value";
+			return -1;
+		}
+		if (k->type == KEY_ADDRESS) {
+			struct sockaddr_storage ss;
+			int len = sizeof(ss);
+
+			if (evutil_parse_sockaddr_port(v,
+			    (struct sockaddr *)&ss, &len) == -1 ||
+			    strrchr(v, ':') == NULL ||
+			    strrchr(v, ']') > strrchr(v, ':')) {
+				*cause = "not an address HOST:PORT (IPv4, or "
+				    "[IPv6])";
+				return -1;
+			}
+		}
+		free(*(char **)field);
+		if ((*(char **)field = strdup(v)) == NULL) {
+			*cause = "out of memory";
+			return -1;
+		}
+		return 0;
+	case KEY_SIZE:
+	case KEY_UINT:
+		if (parse_uint(v, k->type == KEY_SIZE, &n) == -1) {
+			*cause = k->type == KEY_SIZE ?
+			    "not a size (digits, optional K, M, G or T)" :
+			    "not an unsigned integer";
+			return -1;
+		}
+		if (n < k->min || n > k->max) {
+			*cause = "out of range";
+			return -1;
+		}
+		*(uint64_t *)field = n;
+		return 0;
+	case KEY_BOOL:
+		if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
+		    !strcasecmp(v, "on") || !strcmp(v, "1"))
+			*(bool *)field = true;
+		else if (!strcasecmp(v, "no") || !strcasecmp(v, "false") ||
+		    !strcasecmp(v, "off") || !strcmp(v, "0"))
+			*(bool *)field = false;
+		else {
+			*cause = "not a boolean (yes or no)";
+			return -1;
+		}
+		return 0;
+	case KEY_SYNC:
+		if (strcmp(v, "full") == 0)
+			*(enum store_sync *)field = STORE_SYNC_FULL;
+		else if (strcmp(v, "none") == 0)
+			*(enum store_sync *)field = STORE_SYNC_NONE;
+		else {
+			*cause = "not a sync policy (full or none)";
+			return -1;
+		}
+		return 0;
+	case KEY_LOG_LEVEL:
+		if (log_level_parse(v, (enum log_level *)field) == -1) {
+			*cause = "not a log level (error, warn, info, debug)";
+			return -1;
+		}
+		return 0;
+	}
+	*cause = "unknown key type";
+	return -1;
+}
+
+static const struct key *
+find_key(const char *section, const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(keys[i].section, section) == 0 &&
+		    strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+void
+config_defaults(struct config *cfg)
+{
+	const char *cause;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < NKEYS; i++)
+		if (set_key(cfg, &keys[i], keys[i].dflt, &cause) == -1)
+			fatalx("%s: default of %s.%s: %s", __func__,
+			    keys[i].section, keys[i].name, cause);
+}
+
+void
+config_clear(struct config *cfg)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].type == KEY_STRING || keys[i].type == KEY_ADDRESS)
+			free(*(char **)((char *)cfg + keys[i].offset));
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+int
+config_set(struct config *cfg, const char *section, const char *key,
+    const char *value, const char **cause)
+{
+	const struct key *k = find_key(section, key);
+
+	if (k == NULL) {
+		*cause = "unknown key";
+		return -1;
+	}
+	return set_key(cfg, k, value, cause);
+}
+
+/* The parse state: inih tells the handler nothing of lines, so the reader
+ * counts them. */
+struct load {
+	struct config *cfg;
+	const char *path;
+	FILE *f;
+	int line;
+	char *errors;
+	size_t errors_len;
+};
+
+static void
+load_error(struct load *ld, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+load_error(struct load *ld, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+	char *grown;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = snprintf(NULL, 0, "%s:%d: %s\n", ld->path, ld->line, msg);
+	if ((grown = realloc(ld->errors, ld->errors_len + n + 1)) == NULL)
+		return;
+	ld->errors = grown;
+	snprintf(ld->errors + ld->errors_len, n + 1, "%s:%d: %s\n", ld->path,
+	    ld->line, msg);
+	ld->errors_len += n;
+}
+
+static char *
+load_reader(char *str, int num, void *stream)
+{
+	struct load *ld = stream;
+	char *s = fgets(str, num, ld->f);
+
+	if (s != NULL && strchr(s, '\n') != NULL)
+		ld->line++;
+	return s;
+}
+
+static int
+load_handler(void *user, const char *section, const char *name,
+    const char *value)
+{
+	struct load *ld = user;
+	const struct key *k;
+	const char *cause;
+	int known_section = 0;
+
+	if ((k = find_key(section, name)) == NULL) {
+		for (size_t i = 0; i < NKEYS; i++)
+			known_section |= strcmp(keys[i].section, section) == 0;
+		if (known_section)
+			load_error(ld, "unknown key '%s' in [%s]", name,
+			    section);
+		else
+			load_error(ld, "unknown section [%s]", section);
+		return 1;
+	}
+	if (set_key(ld->cfg, k, value, &cause) == -1)
+		load_error(ld, "%s: %s: '%s'", name, cause, value);
+	return 1;	/* go on: report every error */
+}
+
+int
+config_load(struct config *cfg, const char *path, char **errors)
+{
+	struct load ld = { .cfg = cfg, .path = path };
+	int rc;
+
+	*errors = NULL;
+	if ((ld.f = fopen(path, "r")) == NULL) {
+		if (asprintf(errors, "%s: %s\n", path, strerror(errno)) == -1)
+			*errors = NULL;
+		return -1;
+	}
+	rc = ini_parse_stream(load_reader, &ld, load_handler, &ld);
+	fclose(ld.f);
+	if (rc > 0) {
+		ld.line = rc;
+		load_error(&ld, "syntax error (want [section] or key = value)");
+	} else if (rc < 0)
+		load_error(&ld, "cannot parse: out of memory");
+	*errors = ld.errors;
+	return ld.errors ? -1 : 0;
+}
+
+int
+config_validate(struct config *cfg, const char **cause)
+{
+	if (cfg->workers == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		cfg->workers = n > 0 ? (uint64_t)n : 1;
+	}
+	if (cfg->max_batch * 16 > cfg->max_frame) {
+		/* A batch of short URLs must fit one frame. */
+		*cause = "[server] max_frame is too small for max_batch";
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * config: nddd's settings, read from an INI file (inih) into one struct
+ * before anything is opened or bound.
+ *
+ * Every key, its default and the reason for that default live in one table
+ * in config.c; conf/nddd.conf documents the same keys and a test checks
+ * that the shipped file states exactly the defaults.  Errors are reported
+ * as "file:line: reason", all of them, and stop start-up.
+ */
+#ifndef NDDD_CONFIG_H
+#define NDDD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "store.h"
+
+#define CONFIG_DEFAULT_PORT 6464
+
+struct config {
+	/* [server] */
+	char *listen;			/* HOST:PORT */
+	uint64_t max_frame;		/* bytes of one frame */
+	uint64_t max_batch;		/* items in one batch request */
+	uint64_t max_connections;
+	uint64_t max_inflight;		/* requests awaiting replies, per
+					   connection, before reading pauses */
+	uint64_t output_high_water;	/* bytes queued to a client before
+					   reading from it pauses */
+	uint64_t workers;		/* request worker threads; 0: one per
+					   online CPU */
+	/* [store] */
+	char *data_dir;
+	uint64_t map_size;
+	enum store_sync sync;
+	/* [urls] */
+	uint64_t capacity;
+	bool strip_session_ids;
+	bool strip_tracking;
+	bool sort_query;
+	/* [log] */
+	enum log_level log_level;
+};
+
+/* Fills every field with its default.  Free with config_clear. */
+void config_defaults(struct config *cfg);
+void config_clear(struct config *cfg);
+
+/*
+ * Reads path over the defaults already in cfg.  On error returns -1 and sets
+ * *errors to the "file:line: reason" lines (caller frees); cfg is then
+ * partially updated and should be cleared.
+ */
+int config_load(struct config *cfg, const char *path, char **errors);
+
+/*
+ * Sets one key from its text form, as the file would ("server", "listen",
+ * "0.0.0.0:6464").  Used for command-line overrides.  Returns -1 with a
+ * static *cause on a bad value.
+ */
+int config_set(struct config *cfg, const char *section, const char *key,
+    const char *value, const char **cause);
+
+/*
+ * Checks relations between keys and resolves automatic values (workers = 0
+ * becomes the number of online CPUs).  Returns -1 with a static *cause.
+ */
+int config_validate(struct config *cfg, const char **cause);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * frame: the wire's framing, with no I/O of its own.
+ *
+ * A frame is a 4-byte big-endian length, then that many bytes: one protobuf
+ * message.  The decoder looks at bytes already received (an evbuffer, which
+ * is plain memory: tests and fuzzers feed it directly) and checks the length
+ * against the limit before anything is allocated for the payload.
+ */
+#ifndef NDDD_FRAME_H
+#define NDDD_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+struct evbuffer;
+
+#define FRAME_HEADER_LEN 4
+
+enum frame_status {
+	FRAME_INCOMPLETE,	/* need more bytes */
+	FRAME_READY,		/* a whole frame is buffered */
+	FRAME_OVERSIZED,	/* its length exceeds the limit */
+};
+
+/*
+ * Looks at the front of in.  On FRAME_READY, *payload points to the frame's
+ * payload (made contiguous, valid until in changes) and *len is its length;
+ * remove it with frame_consume.  On FRAME_OVERSIZED, *len is the announced
+ * length.
+ */
+enum frame_status frame_next(struct evbuffer *in, size_t max_len,
+    const uint8_t **payload, uint32_t *len);
+/* Removes the frame whose payload length is len from the front of in. */
+void frame_consume(struct evbuffer *in, uint32_t len);
+
+/* Appends msg to out as one frame.  Returns 0, or -1 if out of memory. */
+int frame_write(struct evbuffer *out, const ProtobufCMessage *msg);
+/*
+ * Appends a Response with request id, status code (an Nddd__V1__Code) and
+ * message to out.  Returns 0, or -1 if out of memory.
+ */
+int frame_write_error(struct evbuffer *out, uint64_t id, int code,
+    const char *message);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * request: turning a frame's payload into a validated Request.  See
+ * request.h.
+ */
+#include "request.h"
+
+#include "arena.h"
+
+static void *
+request_alloc(void *data, size_t size)
+{
+	return arena_alloc(data, size);
+}
+
+static void
+request_free(void *data, void *p)
+{
+	(void)data;
+	(void)p;	/* released with the arena */
+}
+
+Nddd__V1__Request *
+request_decode(struct arena *a, const uint8_t *payload, size_t len)
+{
+	ProtobufCAllocator alloc = {
+		.alloc = request_alloc,
+		.free = request_free,
+		.allocator_data = a,
+	};
+
+	return nddd__v1__request__unpack(&alloc, len, payload);
+}
+
+const Nddd__V1__UrlBatch *
+request_url_batch(const Nddd__V1__Request *req)
+{
+	switch (req->op_case) {
+	case NDDD__V1__REQUEST__OP_URL_SUBMIT:
+		return req->url_submit;
+	case NDDD__V1__REQUEST__OP_URL_CHECK:
+		return req->url_check;
+	case NDDD__V1__REQUEST__OP_URL_DELETE:
+		return req->url_delete;
+	default:
+		return NULL;
+	}
+}
+
+Nddd__V1__Code
+request_validate(const Nddd__V1__Request *req, const struct request_limits *lim,
+    const char **message)
+{
+	const Nddd__V1__UrlBatch *batch;
+
+	switch (req->op_case) {
+	case NDDD__V1__REQUEST__OP_URL_SUBMIT:
+	case NDDD__V1__REQUEST__OP_URL_CHECK:
+	case NDDD__V1__REQUEST__OP_URL_DELETE:
+		batch = request_url_batch(req);
+		if (batch != NULL && batch->n_urls > lim->max_batch) {
+			*message = "batch exceeds the server's max_batch";
+			return NDDD__V1__CODE__RESOURCE_EXHAUSTED;
+		}
+		return NDDD__V1__CODE__OK;
+	case NDDD__V1__REQUEST__OP_STATS:
+		return NDDD__V1__CODE__OK;
+	default:
+		*message = "request names no operation this server knows";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+}

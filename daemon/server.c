@@ -1,0 +1,442 @@
+/*
+ * server: the TCP front end on libevent.  See server.h.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "config.h"
+#include "dispatch.h"
+#include "frame.h"
+#include "log.h"
+
+/* Bytes read from a socket per callback: several batches at a time. */
+#define SERVER_READ_CHUNK (256 * 1024)
+/* How often a shutdown looks whether the last replies have drained, and
+ * how long it waits for them at most. */
+#define SERVER_DRAIN_POLL_MS 20
+#define SERVER_DRAIN_LIMIT_S 30
+
+struct conn {
+	struct server *srv;
+	struct bufferevent *bev;
+	TAILQ_ENTRY(conn) entry;
+	char peer[INET6_ADDRSTRLEN + 8];
+	unsigned refs;		/* 1 while open, +1 per request in flight */
+	uint32_t inflight;
+	bool open;		/* false once the socket is gone */
+	bool closing;		/* close as soon as the output has drained */
+	bool paused;		/* reading stopped: backpressure */
+	bool in_read;		/* conn_read_cb is running */
+};
+
+TAILQ_HEAD(conn_list, conn);
+
+struct server {
+	struct event_base *base;
+	const struct config *cfg;
+	struct dispatch *dispatch;
+	struct evconnlistener *listener;
+	struct conn_list conns;
+	uint32_t nconns;		/* read by workers: atomic */
+	bool shutting_down;
+	struct event *drain_timer;
+	int drain_polls;
+};
+
+static void conn_read_cb(struct bufferevent *bev, void *arg);
+static void conn_write_cb(struct bufferevent *bev, void *arg);
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg);
+
+static void
+conn_unref(struct conn *c)
+{
+	if (--c->refs > 0)
+		return;
+	free(c);
+}
+
+/* Closes the socket now; the conn lives on while requests hold it. */
+static void
+conn_close(struct conn *c)
+{
+	struct server *srv = c->srv;
+
+	if (!c->open)
+		return;
+	c->open = false;
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	TAILQ_REMOVE(&srv->conns, c, entry);
+	__atomic_fetch_sub(&srv->nconns, 1, __ATOMIC_RELAXED);
+	log_debug("%s: %s closed", __func__, c->peer);
+	conn_unref(c);
+}
+
+/* Stops reading and closes once what was queued has been sent. */
+static void
+conn_close_after_flush(struct conn *c)
+{
+	if (!c->open)
+		return;
+	c->closing = true;
+	bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		conn_close(c);
+		return;
+	}
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+}
+
+static bool
+conn_should_pause(const struct conn *c)
+{
+	const struct config *cfg = c->srv->cfg;
+
+	return c->inflight >= cfg->max_inflight ||
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) >
+	    cfg->output_high_water;
+}
+
+static void
+conn_update_reading(struct conn *c)
+{
+	if (!c->open || c->closing || c->srv->shutting_down)
+		return;
+	if (conn_should_pause(c)) {
+		if (!c->paused) {
+			c->paused = true;
+			bufferevent_disable(c->bev, EV_READ);
+		}
+	} else if (c->paused) {
+		c->paused = false;
+		bufferevent_enable(c->bev, EV_READ);
+		/* Frames already buffered raise no read event: go on now. */
+		conn_read_cb(c->bev, c);
+	}
+}
+
+void
+conn_send_buffer(struct conn *c, struct evbuffer *buf)
+{
+	if (!c->open)
+		return;
+	if (evbuffer_add_buffer(bufferevent_get_output(c->bev), buf) == -1) {
+		log_warnx("%s: %s: out of memory for a reply", __func__,
+		    c->peer);
+		conn_close(c);
+		return;
+	}
+	conn_update_reading(c);
+}
+
+void
+conn_send_error(struct conn *c, uint64_t id, Nddd__V1__Code code,
+    const char *message)
+{
+	if (!c->open)
+		return;
+	if (frame_write_error(bufferevent_get_output(c->bev), id, code,
+	    message) == -1) {
+		conn_close(c);
+		return;
+	}
+	conn_update_reading(c);
+}
+
+void
+conn_fail(struct conn *c, Nddd__V1__Code code, const char *message)
+{
+	if (!c->open || c->closing)
+		return;
+	log_info("%s: %s: %s; closing", __func__, c->peer, message);
+	conn_send_error(c, 0, code, message);
+	conn_close_after_flush(c);
+}
+
+const char *
+conn_peer(const struct conn *c)
+{
+	return c->peer;
+}
+
+void
+conn_hold(struct conn *c)
+{
+	c->refs++;
+	c->inflight++;
+	conn_update_reading(c);
+}
+
+void
+conn_release(struct conn *c)
+{
+	c->inflight--;
+	conn_update_reading(c);
+	conn_unref(c);
+}
+
+static void
+conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	const uint8_t *payload;
+	uint32_t len;
+	char msg[128];
+
+	if (c->in_read)
+		return;		/* resumed from within this loop: it goes on */
+	c->in_read = true;
+	c->refs++;		/* c stays allocated while we look at it */
+	while (c->open && !c->closing && !c->paused) {
+		enum frame_status st = frame_next(in, c->srv->cfg->max_frame,
+		    &payload, &len);
+
+		if (st == FRAME_INCOMPLETE)
+			break;
+		if (st == FRAME_OVERSIZED) {
+			snprintf(msg, sizeof(msg), "frame of %u bytes exceeds "
+			    "the limit of %llu", len,
+			    (unsigned long long)c->srv->cfg->max_frame);
+			conn_fail(c, NDDD__V1__CODE__RESOURCE_EXHAUSTED, msg);
+			break;
+		}
+		dispatch_frame(c->srv->dispatch, c, payload, len);
+		if (!c->open)
+			break;
+		frame_consume(in, len);
+	}
+	c->in_read = false;
+	conn_unref(c);
+}
+
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->closing) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_close(c);
+		return;
+	}
+	conn_update_reading(c);
+}
+
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_ERROR)
+		log_debug("%s: %s: %s", __func__, c->peer,
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		conn_close(c);
+}
+
+static void
+format_peer(const struct sockaddr *sa, char *buf, size_t size)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		evutil_inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		evutil_inet_ntop(AF_INET6, &in6->sin6_addr, host,
+		    sizeof(host));
+		port = ntohs(in6->sin6_port);
+	}
+	snprintf(buf, size, "%s:%u", host, port);
+}
+
+static void
+accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct server *srv = arg;
+	struct conn *c;
+	int one = 1;
+
+	(void)l;
+	(void)salen;
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->srv = srv;
+	c->refs = 1;
+	format_peer(sa, c->peer, sizeof(c->peer));
+	/* Replies are whole frames already: send them at once. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL) {
+		evutil_closesocket(fd);
+		free(c);
+		return;
+	}
+	c->open = true;
+	TAILQ_INSERT_TAIL(&srv->conns, c, entry);
+	__atomic_fetch_add(&srv->nconns, 1, __ATOMIC_RELAXED);
+	bufferevent_set_max_single_read(c->bev, SERVER_READ_CHUNK);
+	bufferevent_set_max_single_write(c->bev, SERVER_READ_CHUNK);
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	bufferevent_setwatermark(c->bev, EV_WRITE,
+	    srv->cfg->output_high_water / 2, 0);
+	if (srv->nconns > srv->cfg->max_connections) {
+		log_warnx("%s: %s refused: %u connections open", __func__,
+		    c->peer, srv->nconns - 1);
+		conn_fail(c, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
+		    "too many connections (max_connections)");
+		return;
+	}
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	log_debug("%s: %s connected", __func__, c->peer);
+}
+
+static void
+accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	/* Usually EMFILE: the listener retries on the next event. */
+	log_warn("%s: accept", __func__);
+}
+
+struct server *
+server_new(struct event_base *base, const struct config *cfg,
+    struct dispatch *d, char **cause)
+{
+	struct server *srv;
+	struct sockaddr_storage ss;
+	int sslen = sizeof(ss);
+
+	*cause = NULL;
+	if ((srv = calloc(1, sizeof(*srv))) == NULL)
+		return NULL;
+	srv->base = base;
+	srv->cfg = cfg;
+	srv->dispatch = d;
+	TAILQ_INIT(&srv->conns);
+	if (evutil_parse_sockaddr_port(cfg->listen, (struct sockaddr *)&ss,
+	    &sslen) == -1) {
+		if (asprintf(cause, "listen address %s is not HOST:PORT",
+		    cfg->listen) == -1)
+			*cause = NULL;
+		goto err;
+	}
+	srv->listener = evconnlistener_new_bind(base, accept_cb, srv,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+	    1024, (struct sockaddr *)&ss, sslen);
+	if (srv->listener == NULL) {
+		if (asprintf(cause, "cannot listen on %s: %s", cfg->listen,
+		    strerror(errno)) == -1)
+			*cause = NULL;
+		goto err;
+	}
+	evconnlistener_set_error_cb(srv->listener, accept_error_cb);
+	return srv;
+err:
+	server_free(srv);
+	return NULL;
+}
+
+void
+server_free(struct server *srv)
+{
+	struct conn *c;
+
+	if (srv == NULL)
+		return;
+	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
+		conn_close(c);
+	if (srv->listener != NULL)
+		evconnlistener_free(srv->listener);
+	if (srv->drain_timer != NULL)
+		event_free(srv->drain_timer);
+	free(srv);
+}
+
+uint32_t
+server_connections(const struct server *srv)
+{
+	return __atomic_load_n(&srv->nconns, __ATOMIC_RELAXED);
+}
+
+static bool
+server_drained(struct server *srv)
+{
+	struct conn *c;
+
+	if (dispatch_pending(srv->dispatch) > 0)
+		return false;
+	TAILQ_FOREACH(c, &srv->conns, entry) {
+		if (c->inflight > 0 ||
+		    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+			return false;
+	}
+	return true;
+}
+
+static void
+drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct conn *c;
+
+	(void)fd;
+	(void)what;
+	srv->drain_polls++;
+	if (!server_drained(srv) && srv->drain_polls <
+	    SERVER_DRAIN_LIMIT_S * 1000 / SERVER_DRAIN_POLL_MS)
+		return;
+	if (!server_drained(srv))
+		log_warnx("%s: replies still queued after %d s; closing",
+		    __func__, SERVER_DRAIN_LIMIT_S);
+	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
+		conn_close(c);
+	event_del(srv->drain_timer);
+	event_base_loopexit(srv->base, NULL);
+}
+
+void
+server_shutdown(struct server *srv)
+{
+	struct timeval tv = { 0, SERVER_DRAIN_POLL_MS * 1000 };
+	struct conn *c;
+
+	if (srv->shutting_down)
+		return;
+	srv->shutting_down = true;
+	if (srv->listener != NULL) {
+		evconnlistener_free(srv->listener);
+		srv->listener = NULL;
+	}
+	TAILQ_FOREACH(c, &srv->conns, entry)
+		bufferevent_disable(c->bev, EV_READ);
+	srv->drain_timer = event_new(srv->base, -1, EV_PERSIST, drain_cb, srv);
+	event_add(srv->drain_timer, &tv);
+	log_info("%s: no longer accepting; finishing %u connections",
+	    __func__, srv->nconns);
+}

@@ -1,0 +1,67 @@
+/*
+ * server: the TCP front end on libevent.
+ *
+ * Accepts connections, cuts their input into frames, hands each frame to the
+ * dispatcher and writes replies.  Per connection, memory is bounded: a frame
+ * longer than [server] max_frame is refused before it is read; reading stops
+ * while more than max_inflight requests await replies or more than
+ * output_high_water bytes of replies wait for the client, and resumes when
+ * it drains.  A connection beyond max_connections is told
+ * RESOURCE_EXHAUSTED and closed.
+ *
+ * Shutdown (server_shutdown): stop accepting and reading, let requests in
+ * flight finish and their replies drain, then close every connection and
+ * leave the loop.
+ *
+ * Threads: everything here runs in the event loop thread.
+ */
+#ifndef NDDD_SERVER_H
+#define NDDD_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "nddd.pb-c.h"
+
+struct config;
+struct dispatch;
+struct event_base;
+struct evbuffer;
+
+struct conn;
+struct server;
+
+/*
+ * Binds cfg->listen and starts accepting into base.  Returns NULL with
+ * *cause (caller frees) if the address cannot be bound.
+ */
+struct server *server_new(struct event_base *base, const struct config *cfg,
+    struct dispatch *d, char **cause);
+void server_free(struct server *srv);
+
+/* Begins the graceful shutdown; the loop exits when it is complete. */
+void server_shutdown(struct server *srv);
+
+/* Open connections. */
+uint32_t server_connections(const struct server *srv);
+
+/* Moves the frames in buf to c's output (dropped if c has been closed). */
+void conn_send_buffer(struct conn *c, struct evbuffer *buf);
+/* Sends an error response with request id (0: not tied to a request). */
+void conn_send_error(struct conn *c, uint64_t id, Nddd__V1__Code code,
+    const char *message);
+/* Sends an error response with id 0, then closes c once it is sent. */
+void conn_fail(struct conn *c, Nddd__V1__Code code, const char *message);
+/*
+ * A request of c continues asynchronously: c stays allocated and counts it
+ * in flight until conn_release.
+ */
+void conn_hold(struct conn *c);
+void conn_release(struct conn *c);
+/* Where c came from, for logs. */
+const char *conn_peer(const struct conn *c);
+
+#endif

@@ -1,0 +1,112 @@
+/*
+ * store: the LMDB environment that is nddd's source of truth.
+ *
+ * One environment per data directory, holding named tables (metadata, URL
+ * records; documents later).  This module owns the environment, the
+ * transactions and the translation of LMDB's error codes into the few
+ * outcomes callers act on; the record formats belong to the modules that
+ * store them (urlset for URLs).
+ *
+ * Threads: one write transaction at a time, begun, used and ended by one
+ * thread (the writer).  Read transactions are reusable handles (renewed per
+ * use, never held across event-loop callbacks) and may be used from any one
+ * thread at a time.
+ */
+#ifndef NDDD_STORE_H
+#define NDDD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum store_sync {
+	STORE_SYNC_FULL,	/* fsync at every commit: survives power loss */
+	STORE_SYNC_NONE,	/* leave flushing to the OS: survives a crash
+				   of nddd (kill -9), not of the machine */
+};
+
+enum store_table {
+	STORE_META,
+	STORE_URLS,
+	STORE_NTABLES
+};
+
+/* Outcomes.  Every function returning int returns one of these. */
+enum store_status {
+	STORE_OK = 0,
+	STORE_NOTFOUND,		/* no such key */
+	STORE_EXISTS,		/* put with STORE_NOOVERWRITE on a present key */
+	STORE_FULL,		/* the map is full: raise [store] map_size */
+	STORE_FAILED,		/* I/O or internal error; see the log */
+};
+
+#define STORE_NOOVERWRITE 0x1
+
+struct store_options {
+	const char *dir;
+	uint64_t map_size;
+	enum store_sync sync;
+};
+
+struct store_val {
+	const void *data;	/* points into the map: valid until txn ends */
+	size_t len;
+};
+
+struct store;
+struct store_txn;
+
+/*
+ * Opens (creating if needed) the data directory and its environment, and
+ * takes an exclusive lock on it so that two daemons never share one.
+ * Returns NULL with *cause set (caller frees) on failure.
+ */
+struct store *store_open(const struct store_options *opts, char **cause);
+void store_close(struct store *st);
+
+/* A short description of a status, for error replies and logs. */
+const char *store_strstatus(int status);
+
+/* Begins the write transaction.  Returns STORE_OK or STORE_FAILED. */
+int store_write_begin(struct store *st, struct store_txn **out);
+/* Commits (syncing per the sync policy) and frees txn, whatever happens. */
+int store_commit(struct store_txn *txn);
+/* Aborts and frees txn. */
+void store_abort(struct store_txn *txn);
+
+/* A reusable read transaction: create once, then begin/end around uses. */
+struct store_txn *store_reader_new(struct store *st);
+void store_reader_free(struct store_txn *txn);
+int store_reader_begin(struct store_txn *txn);
+void store_reader_end(struct store_txn *txn);
+
+int store_get(struct store_txn *txn, enum store_table t, const void *key,
+    size_t klen, struct store_val *out);
+/*
+ * Puts key -> val.  With STORE_NOOVERWRITE, a present key is left alone,
+ * STORE_EXISTS is returned and *existing (if non-NULL) holds its value.
+ */
+int store_put(struct store_txn *txn, enum store_table t, const void *key,
+    size_t klen, const void *val, size_t vlen, unsigned flags,
+    struct store_val *existing);
+int store_del(struct store_txn *txn, enum store_table t, const void *key,
+    size_t klen);
+/* Number of records in table t as seen by txn. */
+uint64_t store_count(struct store_txn *txn, enum store_table t);
+/* Bytes of the map in use (pages below the last page used). */
+uint64_t store_bytes_used(struct store *st);
+
+/*
+ * Calls fn for every record of t in key order, in one read transaction.
+ * Stops early if fn returns non-zero and returns that value; else STORE_OK.
+ */
+typedef int (*store_scan_fn)(const void *key, size_t klen, const void *val,
+    size_t vlen, void *arg);
+int store_scan(struct store *st, enum store_table t, store_scan_fn fn,
+    void *arg);
+
+/* Metadata: small text values under text keys. */
+int store_meta_get(struct store_txn *txn, const char *key, char *buf,
+    size_t size);
+int store_meta_put(struct store_txn *txn, const char *key, const char *val);
+
+#endif

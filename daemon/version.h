@@ -1,0 +1,7 @@
+/* The version of nddd, reported by `nddd --version` and in stats. */
+#ifndef NDDD_VERSION_H
+#define NDDD_VERSION_H
+
+#define NDDD_VERSION "0.1.0"
+
+#endif

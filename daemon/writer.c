@@ -1,0 +1,253 @@
+/*
+ * writer: the store's one writing thread, with group commit.  See writer.h.
+ *
+ * Locking: w->lock guards the queue, the stop flag and the pending count;
+ * the writer waits on w->cond for work.  Jobs belong to the writer from
+ * writer_submit until they are posted to the mailbox, and to the loop after.
+ */
+#include "writer.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "log.h"
+#include "store.h"
+
+/*
+ * Store operations gathered into one transaction, at most.  LMDB refuses a
+ * transaction that dirties more than 128Ki pages; with random keys each
+ * operation can dirty its own leaf, so a group stops growing here (a single
+ * job, bounded by [server] max_batch, may carry it past by one job).
+ */
+#define WRITER_GROUP_MAX_COST 32768
+
+struct writer {
+	struct store *st;
+	struct mailbox *mb;
+	pthread_t thread;
+	bool started;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct writer_job *head, *tail;
+	bool stopping;
+	size_t pending;
+
+	/* Statistics: written by the writer thread. */
+	uint64_t commits, jobs, failed_txns;
+};
+
+static uint64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+writer_deliver(struct mailbox_msg *msg, void *arg)
+{
+	struct writer *w = arg;
+	struct writer_job *job = MAILBOX_CONTAINER(msg, struct writer_job, msg);
+
+	pthread_mutex_lock(&w->lock);
+	w->pending--;
+	pthread_mutex_unlock(&w->lock);
+	job->ops->done(job);
+}
+
+static void
+finish(struct writer *w, struct writer_job *job)
+{
+	__atomic_fetch_add(&w->jobs, 1, __ATOMIC_RELAXED);
+	mailbox_post(w->mb, &job->msg);
+}
+
+/*
+ * Applies the jobs of list in one transaction.  Returns STORE_OK (all
+ * committed), or the failure, after which every applied job has been told
+ * it was aborted and none has been finished.
+ */
+static int
+run_txn(struct writer *w, struct writer_job *list)
+{
+	struct store_txn *txn;
+	struct writer_job *job, *failed_at = NULL;
+	uint64_t now = wall_ms();
+	int rc;
+
+	if ((rc = store_write_begin(w->st, &txn)) != STORE_OK)
+		return rc;
+	for (job = list; job != NULL; job = job->next) {
+		job->now_ms = now;
+		if ((rc = job->ops->apply(job, txn)) != STORE_OK) {
+			failed_at = job->next;
+			store_abort(txn);
+			goto aborted;
+		}
+	}
+	if ((rc = store_commit(txn)) != STORE_OK)
+		goto aborted;
+	__atomic_fetch_add(&w->commits, 1, __ATOMIC_RELAXED);
+	for (job = list; job != NULL; job = job->next) {
+		job->status = STORE_OK;
+		job->ops->committed(job);
+	}
+	return STORE_OK;
+aborted:
+	__atomic_fetch_add(&w->failed_txns, 1, __ATOMIC_RELAXED);
+	for (job = list; job != failed_at; job = job->next)
+		job->ops->aborted(job);
+	return rc;
+}
+
+static void
+run_group(struct writer *w, struct writer_job *list)
+{
+	struct writer_job *job, *next;
+	int rc = run_txn(w, list);
+
+	if (rc == STORE_FULL && list->next != NULL) {
+		/* Let what still fits through, one job at a time. */
+		for (job = list; job != NULL; job = next) {
+			next = job->next;
+			job->next = NULL;
+			if ((job->status = run_txn(w, job)) != STORE_OK)
+				log_warnx("%s: %s", __func__,
+				    store_strstatus(job->status));
+			finish(w, job);
+		}
+		return;
+	}
+	if (rc != STORE_OK)
+		log_warnx("%s: transaction of %s failed: %s", __func__,
+		    list->next ? "several jobs" : "one job",
+		    store_strstatus(rc));
+	for (job = list; job != NULL; job = next) {
+		next = job->next;
+		job->status = rc;
+		finish(w, job);
+	}
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct writer *w = arg;
+	struct writer_job *list, *last;
+	size_t cost;
+
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		while (w->head == NULL && !w->stopping)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->head == NULL) {
+			pthread_mutex_unlock(&w->lock);
+			break;
+		}
+		/* Take what is queued, up to a group's worth. */
+		list = last = w->head;
+		cost = list->cost;
+		while (last->next != NULL &&
+		    cost + last->next->cost <= WRITER_GROUP_MAX_COST) {
+			last = last->next;
+			cost += last->cost;
+		}
+		w->head = last->next;
+		if (w->head == NULL)
+			w->tail = NULL;
+		last->next = NULL;
+		pthread_mutex_unlock(&w->lock);
+
+		run_group(w, list);
+	}
+	return NULL;
+}
+
+struct writer *
+writer_new(struct store *st, struct event_base *base)
+{
+	struct writer *w;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return NULL;
+	w->st = st;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	if ((w->mb = mailbox_new(base, writer_deliver, w)) == NULL)
+		goto err;
+	if (pthread_create(&w->thread, NULL, writer_main, w) != 0)
+		goto err;
+	w->started = true;
+	return w;
+err:
+	writer_free(w);
+	return NULL;
+}
+
+void
+writer_submit(struct writer *w, struct writer_job *job)
+{
+	job->next = NULL;
+	job->status = STORE_OK;
+	pthread_mutex_lock(&w->lock);
+	if (w->tail != NULL)
+		w->tail->next = job;
+	else
+		w->head = job;
+	w->tail = job;
+	w->pending++;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+size_t
+writer_pending(struct writer *w)
+{
+	size_t n;
+
+	pthread_mutex_lock(&w->lock);
+	n = w->pending;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+void
+writer_stop(struct writer *w)
+{
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stopping = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	w->started = false;
+	/* Hand back what the thread finished after the loop last looked. */
+	mailbox_drain(w->mb);
+}
+
+void
+writer_free(struct writer *w)
+{
+	if (w == NULL)
+		return;
+	if (w->started)
+		writer_stop(w);
+	mailbox_free(w->mb);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+void
+writer_stats(const struct writer *w, struct writer_stats *out)
+{
+	out->commits = __atomic_load_n(&w->commits, __ATOMIC_RELAXED);
+	out->jobs = __atomic_load_n(&w->jobs, __ATOMIC_RELAXED);
+	out->failed_txns = __atomic_load_n(&w->failed_txns, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,82 @@
+/*
+ * writer: the store's one writing thread, with group commit.
+ *
+ * The event loop hands it jobs (a URL batch to submit, say).  The writer
+ * takes every job queued while its previous commit ran, applies them all in
+ * one LMDB write transaction, commits once (syncing per the store's policy)
+ * and only then hands the jobs back to the loop through a mailbox, where
+ * their replies are sent.  So no reply to a mutation leaves before the
+ * mutation is durable, and a burst of requests costs one sync.
+ *
+ * If a transaction fails because the store is full, its jobs are retried
+ * one per transaction, so that what still fits (deletes, in particular)
+ * goes through; the others fail with STORE_FULL.  Any other failure fails
+ * every job of the transaction.
+ *
+ * Threads: writer_submit and writer_stop from the loop; the job callbacks
+ * as each one says.
+ */
+#ifndef NDDD_WRITER_H
+#define NDDD_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mailbox.h"
+
+struct event_base;
+struct store;
+struct store_txn;
+struct writer_job;
+
+struct writer_job_ops {
+	/*
+	 * Writer thread: apply the job in txn.  Must start from scratch on
+	 * each call (a job may be retried alone after its group failed).
+	 * Returns STORE_OK, or a failure that aborts the transaction.
+	 */
+	int (*apply)(struct writer_job *job, struct store_txn *txn);
+	/* Writer thread: the transaction holding this job committed. */
+	void (*committed)(struct writer_job *job);
+	/*
+	 * Writer thread: the transaction holding this (possibly partly)
+	 * applied job was aborted; take back any effect outside the store.
+	 */
+	void (*aborted)(struct writer_job *job);
+	/* Loop thread: the job is finished; job->status says how. */
+	void (*done)(struct writer_job *job);
+};
+
+struct writer_job {
+	const struct writer_job_ops *ops;
+	size_t cost;			/* store operations, to size groups */
+	int status;			/* STORE_OK or why the job failed */
+	uint64_t now_ms;		/* wall-clock time of the transaction */
+	struct writer_job *next;	/* writer's queue */
+	struct mailbox_msg msg;		/* back to the loop */
+};
+
+struct writer_stats {
+	uint64_t commits;
+	uint64_t jobs;
+	uint64_t failed_txns;
+};
+
+struct writer;
+
+/* Starts the writer thread on st, delivering finished jobs into base. */
+struct writer *writer_new(struct store *st, struct event_base *base);
+/* Loop thread: queues a job.  Its done callback will run in the loop. */
+void writer_submit(struct writer *w, struct writer_job *job);
+/* Jobs queued or in a transaction, not yet handed back. */
+size_t writer_pending(struct writer *w);
+/*
+ * Loop thread: finishes every queued job (delivering them), stops and joins
+ * the thread.  After it, writer_free.
+ */
+void writer_stop(struct writer *w);
+void writer_free(struct writer *w);
+
+void writer_stats(const struct writer *w, struct writer_stats *out);
+
+#endif

@@ -1,0 +1,638 @@
+/*
+ * Integration tests of the server's edges: malformed, oversized, empty and
+ * truncated frames, limits, backpressure, graceful shutdown, start-up
+ * failures and a full store.  Raw sockets speak the framing directly where
+ * the client library would refuse to misbehave.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "nddd.pb-c.h"
+#include "testutil.h"
+
+static int
+fcntl_nonblock(int fd)
+{
+	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+static int
+fcntl_block(int fd)
+{
+	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+}
+
+static int
+raw_connect(const struct harness *h)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_port = htons((uint16_t)h->port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+static void
+raw_send(int fd, const void *buf, size_t len)
+{
+	ck_assert_int_eq(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+static void
+raw_frame(int fd, const void *payload, uint32_t len)
+{
+	uint8_t hdr[4] = { len >> 24, len >> 16, len >> 8, len };
+
+	raw_send(fd, hdr, 4);
+	if (len > 0)
+		raw_send(fd, payload, len);
+}
+
+/*
+ * Reads one response frame (10 s at most).  Returns NULL if the connection
+ * closed first.
+ */
+static Nddd__V1__Response *
+raw_recv(int fd)
+{
+	uint8_t hdr[4], *buf;
+	uint32_t len;
+	size_t got = 0;
+	Nddd__V1__Response *r;
+
+	while (got < 4) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		ck_assert_msg(poll(&pfd, 1, 10000) == 1, "no reply in 10 s");
+		n = recv(fd, hdr + got, 4 - got, 0);
+		if (n <= 0)
+			return NULL;
+		got += (size_t)n;
+	}
+	len = (uint32_t)hdr[0] << 24 | hdr[1] << 16 | hdr[2] << 8 | hdr[3];
+	buf = malloc(len + 1);
+	for (got = 0; got < len;) {
+		ssize_t n = recv(fd, buf + got, len - got, MSG_WAITALL);
+
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+	r = nddd__v1__response__unpack(NULL, len, buf);
+	free(buf);
+	ck_assert_ptr_nonnull(r);
+	return r;
+}
+
+/* True when the peer has closed: recv sees EOF within 10 s. */
+static bool
+raw_closed(int fd)
+{
+	char c;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, 10000) != 1)
+		return false;
+	return recv(fd, &c, 1, 0) <= 0;
+}
+
+/* Bytes received ahead of parsing, and frames cut from them. */
+struct pending {
+	uint8_t *data;
+	size_t len;
+};
+
+static void
+pending_append(struct pending *p, const void *buf, size_t n)
+{
+	p->data = realloc(p->data, p->len + n);
+	memcpy(p->data + p->len, buf, n);
+	p->len += n;
+}
+
+/* The next response: from what is pending, reading more as needed. */
+static Nddd__V1__Response *
+pending_recv(struct pending *p, int fd)
+{
+	uint8_t buf[65536];
+
+	for (;;) {
+		if (p->len >= 4) {
+			uint32_t len = (uint32_t)p->data[0] << 24 |
+			    p->data[1] << 16 | p->data[2] << 8 | p->data[3];
+
+			if (p->len >= 4 + (size_t)len) {
+				Nddd__V1__Response *r =
+				    nddd__v1__response__unpack(NULL, len,
+				    p->data + 4);
+
+				memmove(p->data, p->data + 4 + len,
+				    p->len - 4 - len);
+				p->len -= 4 + len;
+				return r;
+			}
+		}
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		ck_assert_msg(poll(&pfd, 1, 10000) == 1, "no reply in 10 s");
+		if ((n = recv(fd, buf, sizeof(buf), 0)) <= 0)
+			return NULL;
+		pending_append(p, buf, (size_t)n);
+	}
+}
+
+/* A working client on the side: the daemon still serves it. */
+static void
+assert_serving(const struct harness *h)
+{
+	static const char *const url[] = { "http://still.example/serving" };
+	struct nddd_url_result res[1];
+	nddd_client *c = harness_client(h);
+
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, url, 1, res, 1, 1, NULL,
+	    NULL), 0);
+	ck_assert_int_eq(res[0].code, NDDD_OK);
+	nddd_close(c);
+}
+
+START_TEST(test_garbage_frame_closes_only_that_connection)
+{
+	static const uint8_t garbage[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01,
+	    0x02 };
+	struct harness h;
+	Nddd__V1__Response *r;
+	nddd_client *other;
+	int fd;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	other = harness_client(&h);
+	fd = raw_connect(&h);
+	raw_frame(fd, garbage, sizeof(garbage));
+	r = raw_recv(fd);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->id, 0);
+	ck_assert_ptr_nonnull(r->status);
+	ck_assert_int_eq(r->status->code, NDDD__V1__CODE__INVALID_ARGUMENT);
+	nddd__v1__response__free_unpacked(r, NULL);
+	ck_assert(raw_closed(fd));
+	close(fd);
+	/* A client connected before, and one connecting after, both work. */
+	ck_assert_int_eq(nddd_send_stats(other, NULL), 0);
+	nddd_close(other);
+	assert_serving(&h);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_oversized_frame_refused_unread)
+{
+	struct harness h;
+	Nddd__V1__Response *r;
+	uint8_t hdr[4] = { 0x7f, 0xff, 0xff, 0xff };	/* 2 GiB announced */
+	int fd;
+
+	/* The harness writes [server] first; a second [server] section adds
+	 * to it. */
+	harness_init(&h, "[server]\nmax_frame = 64K\nmax_batch = 1000");
+	harness_start(&h);
+	fd = raw_connect(&h);
+	raw_send(fd, hdr, 4);
+	r = raw_recv(fd);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->status->code, NDDD__V1__CODE__RESOURCE_EXHAUSTED);
+	nddd__v1__response__free_unpacked(r, NULL);
+	ck_assert(raw_closed(fd));
+	close(fd);
+	assert_serving(&h);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_zero_length_and_truncated_frames)
+{
+	struct harness h;
+	Nddd__V1__Response *r;
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__StatsRequest stats = NDDD__V1__STATS_REQUEST__INIT;
+	uint8_t buf[64];
+	size_t len;
+	int fd;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	fd = raw_connect(&h);
+	/* An empty frame is an empty Request: no operation, refused, but the
+	 * framing is intact and the connection stays. */
+	raw_frame(fd, NULL, 0);
+	r = raw_recv(fd);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->status->code, NDDD__V1__CODE__INVALID_ARGUMENT);
+	nddd__v1__response__free_unpacked(r, NULL);
+	req.id = 77;
+	req.op_case = NDDD__V1__REQUEST__OP_STATS;
+	req.stats = &stats;
+	len = nddd__v1__request__pack(&req, buf);
+	raw_frame(fd, buf, (uint32_t)len);
+	r = raw_recv(fd);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->id, 77);
+	ck_assert_int_eq(r->result_case, NDDD__V1__RESPONSE__RESULT_STATS);
+	nddd__v1__response__free_unpacked(r, NULL);
+	/* A frame cut short, then the client goes away. */
+	raw_send(fd, "\0\0\1\0abc", 7);
+	close(fd);
+	/* A frame delivered a byte at a time is still one frame. */
+	fd = raw_connect(&h);
+	{
+		uint8_t hdr[4] = { 0, 0, 0, (uint8_t)len };
+
+		for (int i = 0; i < 4; i++)
+			raw_send(fd, hdr + i, 1);
+		for (size_t i = 0; i < len; i++) {
+			raw_send(fd, buf + i, 1);
+			usleep(1000);
+		}
+	}
+	r = raw_recv(fd);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->id, 77);
+	nddd__v1__response__free_unpacked(r, NULL);
+	close(fd);
+	assert_serving(&h);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_batch_limit)
+{
+	struct harness h;
+	nddd_client *c;
+	struct nddd_reply *r;
+	const char *urls[11];
+	uint64_t id;
+
+	for (int i = 0; i < 11; i++)
+		urls[i] = "http://x.example/";
+	harness_init(&h, "[server]\nmax_batch = 10");
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_SUBMIT, urls, NULL, 11,
+	    &id), 0);
+	ck_assert_int_eq(nddd_recv(c, &r), 0);
+	ck_assert_uint_eq(r->id, id);
+	ck_assert_int_eq(r->kind, NDDD_REPLY_ERROR);
+	ck_assert_int_eq(r->code, NDDD_RESOURCE_EXHAUSTED);
+	nddd_reply_free(r);
+	/* Nothing of the refused batch was stored; a legal batch works. */
+	ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_CHECK, urls, NULL, 10,
+	    &id), 0);
+	ck_assert_int_eq(nddd_recv(c, &r), 0);
+	ck_assert_int_eq(r->kind, NDDD_REPLY_URLS);
+	ck_assert_uint_eq(r->results[0].count, 0);
+	nddd_reply_free(r);
+	nddd_close(c);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_connection_limit)
+{
+	struct harness h;
+	nddd_client *a, *b;
+	struct nddd_reply *r;
+	uint64_t id;
+
+	harness_init(&h, "[server]\nmax_connections = 1");
+	harness_start(&h);
+	a = harness_client(&h);
+	ck_assert_int_eq(nddd_send_stats(a, &id), 0);
+	ck_assert_int_eq(nddd_recv(a, &r), 0);
+	nddd_reply_free(r);
+	b = harness_client(&h);
+	ck_assert_int_eq(nddd_recv(b, &r), 0);
+	ck_assert_uint_eq(r->id, 0);
+	ck_assert_int_eq(r->code, NDDD_RESOURCE_EXHAUSTED);
+	nddd_reply_free(r);
+	ck_assert_int_eq(nddd_recv(b, &r), -1);	/* then closed */
+	nddd_close(b);
+	nddd_close(a);
+	/* The slot is free again once a leaves. */
+	usleep(100000);
+	assert_serving(&h);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_backpressure_on_a_client_that_does_not_read)
+{
+	struct harness h;
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
+	ProtobufCBinaryData items[1000];
+	uint8_t *buf;
+	size_t len, sent_frames = 0, replies = 0, off = 0;
+	struct pending pend = { 0 };
+	int fd, flags;
+	char url[64];
+	long before, after;
+
+	harness_init(&h, "[server]\noutput_high_water = 64K\n"
+	    "max_inflight = 4");
+	harness_start(&h);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(url, sizeof(url), "http://bp.example/%d", i);
+		items[i].data = (uint8_t *)strdup(url);
+		items[i].len = strlen(url);
+	}
+	batch.n_urls = 1000;
+	batch.urls = items;
+	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
+	req.url_check = &batch;
+	len = nddd__v1__request__get_packed_size(&req);
+	buf = malloc(len + 4);
+	buf[0] = (uint8_t)(len >> 24);
+	buf[1] = (uint8_t)(len >> 16);
+	buf[2] = (uint8_t)(len >> 8);
+	buf[3] = (uint8_t)len;
+	nddd__v1__request__pack(&req, buf + 4);
+
+	fd = raw_connect(&h);
+	flags = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &flags, sizeof(flags));
+	before = harness_anon_bytes(&h);
+	/* Send checks without reading a reply until the daemon stops
+	 * reading: our sends then stall (non-blocking: EAGAIN). */
+	ck_assert_int_eq(fcntl_nonblock(fd), 0);
+	for (int stalls = 0; stalls < 50 && sent_frames < 100000;) {
+		ssize_t n = send(fd, buf + off, len + 4 - off, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			off += (size_t)n;
+			if (off == len + 4) {
+				sent_frames++;
+				off = 0;
+			}
+			continue;
+		}
+		ck_assert_msg(n == -1 && errno == EAGAIN, "send failed");
+		stalls++;
+		usleep(20000);
+	}
+	ck_assert_msg(sent_frames < 100000, "the daemon never stopped reading");
+	after = harness_anon_bytes(&h);
+	/* Replies queued for us are bounded by the high-water mark and the
+	 * in-flight limit, not by what we sent (the socket buffers hold the
+	 * rest). */
+	ck_assert_msg(after - before < 32L << 20,
+	    "anonymous memory grew by %ld bytes", after - before);
+	/* Others are served meanwhile. */
+	assert_serving(&h);
+	/* Now read everything: every request sent gets its reply.  The
+	 * frame we were half-way through is finished as the daemon reads
+	 * again, which it does as we read. */
+	if (off > 0) {
+		sent_frames++;
+		while (off > 0 && off < len + 4) {
+			struct pollfd pfd = { .fd = fd,
+			    .events = POLLOUT | POLLIN };
+			uint8_t sink[65536];
+			ssize_t n;
+
+			ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+			if (pfd.revents & POLLOUT) {
+				n = send(fd, buf + off, len + 4 - off,
+				    MSG_NOSIGNAL);
+				if (n > 0)
+					off += (size_t)n;
+			}
+			if ((pfd.revents & POLLIN) && off < len + 4) {
+				/* Keep what we read: it is the start of the
+				 * replies, parsed below from rbuf. */
+				n = recv(fd, sink, sizeof(sink), 0);
+				ck_assert_int_gt(n, 0);
+				pending_append(&pend, sink, (size_t)n);
+			}
+		}
+	}
+	ck_assert_int_eq(fcntl_block(fd), 0);
+	while (replies < sent_frames) {
+		Nddd__V1__Response *r = pending_recv(&pend, fd);
+
+		ck_assert_ptr_nonnull(r);
+		ck_assert_int_eq(r->result_case,
+		    NDDD__V1__RESPONSE__RESULT_URLS);
+		nddd__v1__response__free_unpacked(r, NULL);
+		replies++;
+	}
+	free(pend.data);
+	close(fd);
+	for (int i = 0; i < 1000; i++)
+		free(items[i].data);
+	free(buf);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_sigterm_answers_in_flight_requests)
+{
+	const size_t n = 5000;
+	const char **urls = malloc(n * sizeof(*urls));
+	struct harness h;
+	nddd_client *c;
+	struct nddd_reply *r;
+	uint64_t ids[5];
+	size_t answered = 0;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	for (size_t i = 0; i < n; i++) {
+		char *u;
+
+		ck_assert_int_ne(asprintf(&u, "http://term.example/%zu", i),
+		    -1);
+		urls[i] = u;
+	}
+	c = harness_client(&h);
+	for (int b = 0; b < 5; b++)
+		ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_SUBMIT,
+		    urls + b * 1000, NULL, 1000, &ids[b]), 0);
+	/* Give the frames time to arrive, then ask the daemon to stop. */
+	usleep(50000);
+	kill(h.pid, SIGTERM);
+	while (nddd_recv(c, &r) == 0) {
+		ck_assert_int_eq(r->kind, NDDD_REPLY_URLS);
+		answered++;
+		nddd_reply_free(r);
+	}
+	ck_assert_uint_eq(answered, 5);
+	nddd_close(c);
+	h.pid = (waitpid(h.pid, &(int){0}, 0), 0);
+	/* Everything answered is there after a restart. */
+	harness_start(&h);
+	c = harness_client(&h);
+	{
+		struct nddd_url_result *res = calloc(n, sizeof(*res));
+
+		ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK, urls, n, res,
+		    1000, 2, NULL, NULL), 0);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_uint_eq(res[i].count, 1);
+		free(res);
+	}
+	nddd_close(c);
+	for (size_t i = 0; i < n; i++)
+		free((char *)urls[i]);
+	free(urls);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_bad_configuration_stops_startup)
+{
+	struct harness h;
+	char *out;
+
+	harness_init(&h, "[server]\nmax_frame = lots\nbogus = 1\n"
+	    "[urls]\nsort_query = maybe\n[nope]\nx = 1");
+	ck_assert_int_ne(harness_start_failing(&h, &out), 0);
+	ck_assert_ptr_nonnull(out);
+	/* Every error, each with file:line. */
+	ck_assert_msg(strstr(out, "nddd.conf:15: max_frame") != NULL, "%s",
+	    out);
+	ck_assert_msg(strstr(out, "nddd.conf:16: unknown key 'bogus'") !=
+	    NULL, "%s", out);
+	ck_assert_msg(strstr(out, "nddd.conf:18: sort_query") != NULL, "%s",
+	    out);
+	ck_assert_msg(strstr(out, "nddd.conf:20: unknown section [nope]") !=
+	    NULL, "%s", out);
+	free(out);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_unwritable_data_dir_stops_startup)
+{
+	struct harness h;
+	char *out, *conf;
+
+	harness_init(&h, NULL);
+	ck_assert_int_eq(mkdir(h.data_dir, 0500), 0);
+	if (geteuid() == 0) {
+		/* root writes anywhere: use a path under a regular file. */
+		FILE *f = fopen(h.conf_path, "a");
+
+		fprintf(f, "[store]\ndata_dir = %s/nddd.conf/data\n", h.dir);
+		fclose(f);
+	}
+	ck_assert_int_ne(harness_start_failing(&h, &out), 0);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(strstr(out, "data directory") != NULL, "%s", out);
+	free(out);
+	(void)conf;
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_full_store_answers_resource_exhausted)
+{
+	struct harness h;
+	nddd_client *c;
+	char **urls = calloc(1000, sizeof(*urls));
+	struct nddd_url_result res[1000];
+	int full = 0, round;
+	uint64_t stored_before_full = 0;
+	struct nddd_stats st;
+
+	harness_init(&h, "[store]\nmap_size = 1M");
+	harness_start(&h);
+	c = harness_client(&h);
+	for (round = 0; round < 100 && !full; round++) {
+		struct nddd_reply *r;
+		uint64_t id;
+
+		for (int i = 0; i < 1000; i++) {
+			free(urls[i]);
+			ck_assert_int_ne(asprintf(&urls[i],
+			    "http://full.example/%d/%d", round, i), -1);
+		}
+		ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_SUBMIT,
+		    (const char *const *)urls, NULL, 1000, &id), 0);
+		ck_assert_int_eq(nddd_recv(c, &r), 0);
+		if (r->kind == NDDD_REPLY_ERROR) {
+			ck_assert_int_eq(r->code, NDDD_RESOURCE_EXHAUSTED);
+			full = 1;
+		}
+		nddd_reply_free(r);
+	}
+	ck_assert_msg(full, "a 1 MiB store never filled");
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	stored_before_full = st.urls;
+	ck_assert_uint_eq(stored_before_full, (uint64_t)(round - 1) * 1000);
+	/* Reads still work; the refused batch left nothing behind. */
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK,
+	    (const char *const *)urls, 1000, res, 1000, 1, NULL, NULL), 0);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_uint_eq(res[i].count, 0);
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	/* With a larger map, everything is intact and writes resume. */
+	{
+		FILE *f = fopen(h.conf_path, "a");
+
+		fprintf(f, "\n[store]\nmap_size = 64M\n");
+		fclose(f);
+	}
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_uint_eq(st.urls, stored_before_full);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT,
+	    (const char *const *)urls, 1000, res, 1000, 1, NULL, NULL), 0);
+	ck_assert_uint_eq(res[999].count, 1);
+	nddd_close(c);
+	for (int i = 0; i < 1000; i++)
+		free(urls[i]);
+	free(urls);
+	harness_cleanup(&h);
+}
+END_TEST
+
+Suite *server_suite(void);
+
+Suite *
+server_suite(void)
+{
+	Suite *s = suite_create("server");
+	TCase *tc = tcase_create("server");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_garbage_frame_closes_only_that_connection);
+	tcase_add_test(tc, test_oversized_frame_refused_unread);
+	tcase_add_test(tc, test_zero_length_and_truncated_frames);
+	tcase_add_test(tc, test_batch_limit);
+	tcase_add_test(tc, test_connection_limit);
+	tcase_add_test(tc, test_backpressure_on_a_client_that_does_not_read);
+	tcase_add_test(tc, test_sigterm_answers_in_flight_requests);
+	tcase_add_test(tc, test_bad_configuration_stops_startup);
+	tcase_add_test(tc, test_unwritable_data_dir_stops_startup);
+	tcase_add_test(tc, test_full_store_answers_resource_exhausted);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,338 @@
+/*
+ * Integration tests of the URL service: a real daemon on a loopback port,
+ * a real data directory, the real client library.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+/* Runs op on urls and checks every result's code; returns the counts. */
+static uint64_t *
+urls_op(nddd_client *c, enum nddd_url_op op, const char *const *urls,
+    size_t n, struct nddd_url_result *res)
+{
+	uint64_t *counts = calloc(n + 1, sizeof(*counts));
+
+	ck_assert_msg(nddd_urls(c, op, urls, n, res, 100, 4, NULL, NULL) == 0,
+	    "nddd_urls: %s", nddd_errstr(c));
+	for (size_t i = 0; i < n; i++)
+		counts[i] = res[i].count;
+	return counts;
+}
+
+START_TEST(test_submit_check_delete)
+{
+	static const char *const urls[] = {
+		"http://example.com/a",
+		"HTTP://EXAMPLE.com:80/a#frag",	/* the same page */
+		"http://example.com/b",
+	};
+	struct nddd_url_result res[3];
+	struct harness h;
+	nddd_client *c;
+	uint64_t *n;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+
+	n = urls_op(c, NDDD_URL_CHECK, urls, 3, res);
+	ck_assert(n[0] == 0 && n[1] == 0 && n[2] == 0);
+	free(n);
+	n = urls_op(c, NDDD_URL_SUBMIT, urls, 3, res);
+	/* New, then a duplicate of the canonical form, then new. */
+	ck_assert_uint_eq(n[0], 1);
+	ck_assert_uint_eq(n[1], 2);
+	ck_assert_uint_eq(n[2], 1);
+	free(n);
+	n = urls_op(c, NDDD_URL_CHECK, urls, 3, res);
+	ck_assert(n[0] == 2 && n[1] == 2 && n[2] == 1);
+	free(n);
+	n = urls_op(c, NDDD_URL_DELETE, urls, 3, res);
+	/* Deleted with its count, then already gone, then deleted. */
+	ck_assert(n[0] == 2 && n[1] == 0 && n[2] == 1);
+	free(n);
+	n = urls_op(c, NDDD_URL_CHECK, urls, 3, res);
+	ck_assert(n[0] == 0 && n[1] == 0 && n[2] == 0);
+	free(n);
+	n = urls_op(c, NDDD_URL_SUBMIT, urls, 1, res);
+	ck_assert_uint_eq(n[0], 1);	/* new again after the delete */
+	free(n);
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_batch_with_invalid_item)
+{
+	static const char *const urls[] = {
+		"http://example.com/1", "not a url", "http://example.com/2",
+		"mailto:someone@example.com", "http://example.com/3",
+	};
+	static const size_t lens[] = { 20, 9, 20, 26, 20 };
+	const char nul_url[] = "http://example.com/\0hidden";
+	const char *with_nul[] = { nul_url };
+	const size_t nul_len[] = { sizeof(nul_url) - 1 };
+	struct nddd_url_result res[5];
+	struct nddd_reply *r;
+	struct harness h;
+	nddd_client *c;
+	uint64_t id;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, urls, 5, res, 5, 1,
+	    NULL, NULL), 0);
+	for (int i = 0; i < 5; i += 2) {
+		ck_assert_int_eq(res[i].code, NDDD_OK);
+		ck_assert_uint_eq(res[i].count, 1);
+	}
+	ck_assert_int_eq(res[1].code, NDDD_INVALID_ARGUMENT);
+	ck_assert_int_eq(res[3].code, NDDD_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(res[1].message);
+	ck_assert(strlen(res[1].message) > 0);
+	nddd_urls_results_free(res, 5);
+
+	/* A NUL byte inside a URL is an invalid URL, not a shorter one. */
+	ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_SUBMIT, with_nul, nul_len,
+	    1, &id), 0);
+	ck_assert_int_eq(nddd_recv(c, &r), 0);
+	ck_assert_int_eq(r->kind, NDDD_REPLY_URLS);
+	ck_assert_int_eq(r->results[0].code, NDDD_INVALID_ARGUMENT);
+	nddd_reply_free(r);
+
+	/* The connection still works, and the valid items were stored. */
+	ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_CHECK, urls, lens, 5, &id),
+	    0);
+	ck_assert_int_eq(nddd_recv(c, &r), 0);
+	ck_assert_uint_eq(r->id, id);
+	ck_assert_uint_eq(r->nresults, 5);
+	ck_assert_uint_eq(r->results[0].count, 1);
+	ck_assert_uint_eq(r->results[4].count, 1);
+	ck_assert_int_eq(r->results[3].code, NDDD_INVALID_ARGUMENT);
+	nddd_reply_free(r);
+	nddd_close(c);
+	harness_cleanup(&h);
+}
+END_TEST
+
+static char **
+make_urls(size_t n, const char *tag)
+{
+	char **urls = malloc(n * sizeof(*urls));
+
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_ne(asprintf(&urls[i],
+		    "http://host%zu.example/%s/%zu?q=%zu", i % 97, tag, i,
+		    i * 31), -1);
+	return urls;
+}
+
+static void
+free_urls(char **urls, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(urls[i]);
+	free(urls);
+}
+
+START_TEST(test_persistence_across_restart)
+{
+	const size_t n = 20000;
+	char **urls = make_urls(n, "persist");
+	struct nddd_url_result *res = calloc(n, sizeof(*res));
+	struct nddd_stats st;
+	struct harness h;
+	nddd_client *c;
+	uint64_t *counts;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+	free(urls_op(c, NDDD_URL_SUBMIT, (const char *const *)urls, n, res));
+	free(urls_op(c, NDDD_URL_SUBMIT, (const char *const *)urls, n / 2,
+	    res));
+	free(urls_op(c, NDDD_URL_DELETE, (const char *const *)urls + n - 100,
+	    100, res));
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+
+	harness_start(&h);
+	c = harness_client(&h);
+	counts = urls_op(c, NDDD_URL_CHECK, (const char *const *)urls, n, res);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t want = i < n / 2 ? 2 : i < n - 100 ? 1 : 0;
+
+		ck_assert_msg(counts[i] == want, "%s: count %llu, want %llu",
+		    urls[i], (unsigned long long)counts[i],
+		    (unsigned long long)want);
+	}
+	free(counts);
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_uint_eq(st.urls, n - 100);
+	/* The rebuilt filter answers unseen URLs without the store. */
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	free(res);
+	free_urls(urls, n);
+	harness_cleanup(&h);
+}
+END_TEST
+
+/* A client streaming submits and recording which were acknowledged. */
+struct streamer {
+	const char *address;
+	char **urls;
+	size_t n;
+	bool *acked;
+	size_t nacked;
+};
+
+static void *
+stream_submits(void *arg)
+{
+	struct streamer *s = arg;
+	struct { uint64_t id; size_t base; } fl[16];
+	size_t sent = 0, nfl = 0;
+	char *err;
+	nddd_client *c = nddd_connect(s->address, 10000, &err);
+
+	if (c == NULL)
+		return NULL;
+	for (;;) {
+		struct nddd_reply *r;
+		size_t k;
+
+		while (nfl < 16 && sent < s->n) {
+			if (nddd_send_urls(c, NDDD_URL_SUBMIT,
+			    (const char *const *)s->urls + sent, NULL, 50,
+			    &fl[nfl].id) == -1)
+				goto out;
+			fl[nfl++].base = sent;
+			sent += 50;
+		}
+		if (nfl == 0 || nddd_recv(c, &r) == -1)
+			break;
+		for (k = 0; k < nfl && fl[k].id != r->id; k++)
+			;
+		if (k < nfl && r->kind == NDDD_REPLY_URLS) {
+			for (size_t i = 0; i < r->nresults; i++) {
+				if (r->results[i].code == NDDD_OK) {
+					s->acked[fl[k].base + i] = true;
+					s->nacked++;
+				}
+			}
+			fl[k] = fl[--nfl];
+		}
+		nddd_reply_free(r);
+	}
+out:
+	nddd_close(c);
+	return NULL;
+}
+
+START_TEST(test_kill9_loses_no_acknowledged_submit)
+{
+	const size_t n = 400000;
+	char **urls = make_urls(n, "kill9");
+	struct streamer s = { .urls = urls, .n = n };
+	struct nddd_url_result *res = calloc(n, sizeof(*res));
+	uint64_t seed = 42 + (uint64_t)_i, *counts;
+	struct harness h;
+	pthread_t th;
+	nddd_client *c;
+	size_t present = 0;
+
+	s.acked = calloc(n, sizeof(bool));
+	harness_init(&h, NULL);
+	harness_start(&h);
+	s.address = h.address;
+	pthread_create(&th, NULL, stream_submits, &s);
+	/* Kill at a random moment while the stream runs. */
+	usleep(200000 + (useconds_t)tu_rand_below(&seed, 600000));
+	harness_kill(&h);
+	pthread_join(th, NULL);
+	ck_assert_msg(s.nacked > 0 && s.nacked < n,
+	    "the kill should land mid-stream (%zu acknowledged)", s.nacked);
+
+	harness_start(&h);
+	c = harness_client(&h);
+	counts = urls_op(c, NDDD_URL_CHECK, (const char *const *)urls, n, res);
+	for (size_t i = 0; i < n; i++) {
+		if (s.acked[i])
+			ck_assert_msg(counts[i] >= 1,
+			    "acknowledged %s lost after kill -9", urls[i]);
+		present += counts[i] >= 1;
+	}
+	ck_assert_uint_ge(present, s.nacked);
+	free(counts);
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	free(s.acked);
+	free(res);
+	free_urls(urls, n);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_stats)
+{
+	static const char *const urls[] = { "http://a.example/", 
+	    "http://b.example/", "http://c.example/" };
+	struct nddd_url_result res[3];
+	struct nddd_stats st;
+	struct harness h;
+	nddd_client *c;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+	free(urls_op(c, NDDD_URL_SUBMIT, urls, 3, res));
+	free(urls_op(c, NDDD_URL_SUBMIT, urls, 1, res));
+	free(urls_op(c, NDDD_URL_DELETE, urls + 2, 1, res));
+	free(urls_op(c, NDDD_URL_CHECK, urls, 3, res));
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_uint_eq(st.urls, 2);
+	ck_assert_uint_eq(st.submits_new, 3);
+	ck_assert_uint_eq(st.submits_duplicate, 1);
+	ck_assert_uint_eq(st.deletes, 1);
+	ck_assert_uint_eq(st.checks, 3);
+	/* c was deleted: its counters are zero again (k distinct indices
+	 * per URL; two URLs stored). */
+	ck_assert_uint_le(st.cbf_nonzero, 16);
+	ck_assert_uint_ge(st.cbf_nonzero, 8);
+	ck_assert_uint_eq(st.cbf_k, 8);
+	ck_assert_uint_eq(st.cbf_counters, 2000000);
+	ck_assert_uint_eq(st.connections, 1);
+	ck_assert_str_ne(st.version, "");
+	nddd_close(c);
+	harness_cleanup(&h);
+}
+END_TEST
+
+Suite *urls_suite(void);
+
+Suite *
+urls_suite(void)
+{
+	Suite *s = suite_create("urls");
+	TCase *tc = tcase_create("urls");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_submit_check_delete);
+	tcase_add_test(tc, test_batch_with_invalid_item);
+	tcase_add_test(tc, test_persistence_across_restart);
+	tcase_add_loop_test(tc, test_kill9_loses_no_acknowledged_submit, 0, 3);
+	tcase_add_test(tc, test_stats);
+	suite_add_tcase(s, tc);
+	return s;
+}

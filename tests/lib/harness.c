@@ -1,0 +1,225 @@
+/*
+ * harness: a real nddd for integration tests.  See harness.h.
+ */
+#include "harness.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static int
+free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_ne(fd, -1);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+static void
+write_conf(struct harness *h)
+{
+	FILE *f = fopen(h->conf_path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[server]\nlisten = %s\nworkers = 2\n\n[store]\n"
+	    "data_dir = %s\n\n[urls]\ncapacity = 100000\n\n[log]\n"
+	    "level = debug\n", h->address, h->data_dir);
+	if (h->extra_conf != NULL)
+		fprintf(f, "\n%s\n", h->extra_conf);
+	fclose(f);
+}
+
+void
+harness_init(struct harness *h, const char *extra_conf)
+{
+	memset(h, 0, sizeof(*h));
+	h->dir = tu_tmpdir();
+	ck_assert_int_ne(asprintf(&h->data_dir, "%s/data", h->dir), -1);
+	ck_assert_int_ne(asprintf(&h->conf_path, "%s/nddd.conf", h->dir), -1);
+	ck_assert_int_ne(asprintf(&h->log_path, "%s/nddd.log", h->dir), -1);
+	h->port = free_port();
+	snprintf(h->address, sizeof(h->address), "127.0.0.1:%d", h->port);
+	h->extra_conf = extra_conf ? strdup(extra_conf) : NULL;
+	write_conf(h);
+}
+
+static const char *
+daemon_bin(void)
+{
+	const char *bin = getenv("NDDD_BIN");
+
+	return bin && *bin ? bin : "daemon/nddd";
+}
+
+/* Forks the daemon with NOTIFY_SOCKET at a fresh socket; returns its fd. */
+static int
+spawn(struct harness *h)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	pid_t pid;
+
+	ck_assert_int_ne(fd, -1);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/notify", h->dir);
+	unlink(sun.sun_path);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		int log = open(h->log_path, O_WRONLY | O_CREAT | O_APPEND,
+		    0644);
+
+		if (log >= 0) {
+			dup2(log, STDERR_FILENO);
+			dup2(log, STDOUT_FILENO);
+		}
+		/* A test that dies must not leave its daemon behind. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("NOTIFY_SOCKET", sun.sun_path, 1);
+		execl(daemon_bin(), "nddd", "-c", h->conf_path, (char *)NULL);
+		_exit(127);
+	}
+	h->pid = pid;
+	return fd;
+}
+
+static void
+print_log(const struct harness *h)
+{
+	char *log = tu_read_file(h->log_path, NULL);
+
+	fprintf(stderr, "--- %s ---\n%s--- end ---\n", h->log_path,
+	    log ? log : "(none)\n");
+	free(log);
+}
+
+void
+harness_start(struct harness *h)
+{
+	int fd = spawn(h), status;
+	char buf[512];
+	time_t deadline = time(NULL) + 60;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+			h->pid = 0;
+			print_log(h);
+			ck_abort_msg("nddd exited during start-up (status %d)",
+			    status);
+		}
+		if (time(NULL) > deadline) {
+			print_log(h);
+			ck_abort_msg("nddd did not become ready in 60 s");
+		}
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		n = recv(fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (strstr(buf, "READY=1") != NULL)
+			break;
+	}
+	close(fd);
+}
+
+int
+harness_start_failing(struct harness *h, char **output)
+{
+	int fd = spawn(h), status;
+
+	close(fd);
+	ck_assert_int_eq(waitpid(h->pid, &status, 0), h->pid);
+	h->pid = 0;
+	*output = tu_read_file(h->log_path, NULL);
+	unlink(h->log_path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int
+harness_stop(struct harness *h)
+{
+	int status;
+
+	if (h->pid == 0)
+		return -1;
+	kill(h->pid, SIGTERM);
+	ck_assert_int_eq(waitpid(h->pid, &status, 0), h->pid);
+	h->pid = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void
+harness_kill(struct harness *h)
+{
+	if (h->pid == 0)
+		return;
+	kill(h->pid, SIGKILL);
+	waitpid(h->pid, NULL, 0);
+	h->pid = 0;
+}
+
+void
+harness_cleanup(struct harness *h)
+{
+	harness_kill(h);
+	tu_rmtree(h->dir);
+	free(h->dir);
+	free(h->data_dir);
+	free(h->conf_path);
+	free(h->log_path);
+	free(h->extra_conf);
+	memset(h, 0, sizeof(*h));
+}
+
+nddd_client *
+harness_client(const struct harness *h)
+{
+	char *err = NULL;
+	nddd_client *c = nddd_connect(h->address, 30000, &err);
+
+	ck_assert_msg(c != NULL, "connect %s: %s", h->address, err);
+	return c;
+}
+
+long
+harness_anon_bytes(const struct harness *h)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)h->pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Anonymous: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}

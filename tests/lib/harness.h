@@ -1,0 +1,54 @@
+/*
+ * harness: a real nddd for integration tests, on a free loopback port with
+ * its own temporary directory and configuration.
+ *
+ * The daemon is started from $NDDD_BIN with NOTIFY_SOCKET pointing at a
+ * socket of the harness, so "started" means the daemon said READY=1: its
+ * filter is rebuilt and its listener open.  Its standard error goes to a log
+ * file in the directory, printed when a start fails.
+ */
+#ifndef NDDD_HARNESS_H
+#define NDDD_HARNESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "nddd.h"
+
+struct harness {
+	char *dir;		/* temporary directory, removed at the end */
+	char *data_dir;		/* dir/data */
+	char *conf_path;	/* dir/nddd.conf */
+	char *log_path;		/* dir/nddd.log */
+	char address[64];	/* 127.0.0.1:PORT */
+	int port;
+	pid_t pid;		/* 0 when not running */
+	char *extra_conf;	/* appended to the generated configuration */
+};
+
+/*
+ * Prepares a harness: directory, free port, configuration with listen and
+ * data_dir plus extra_conf (INI text, may be NULL).  Does not start it.
+ */
+void harness_init(struct harness *h, const char *extra_conf);
+/* Starts the daemon and waits for READY=1; fails the test otherwise. */
+void harness_start(struct harness *h);
+/*
+ * Starts the daemon expecting it to fail: returns its exit status and
+ * leaves its standard error in *output (caller frees).
+ */
+int harness_start_failing(struct harness *h, char **output);
+/* SIGTERM and wait: returns the exit status (-1 if killed by a signal). */
+int harness_stop(struct harness *h);
+/* SIGKILL and wait. */
+void harness_kill(struct harness *h);
+/* Stops the daemon if running and removes the directory. */
+void harness_cleanup(struct harness *h);
+
+/* A connected client; fails the test if it cannot connect. */
+nddd_client *harness_client(const struct harness *h);
+
+/* The daemon's resident anonymous memory in bytes (from smaps_rollup). */
+long harness_anon_bytes(const struct harness *h);
+
+#endif
