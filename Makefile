@@ -67,9 +67,10 @@ TEST_BINS := $(B)/bin/unit-tests $(B)/bin/integration-tests
 TEST_DATA ?= $(abspath ../shared/data)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 BENCH_LIBS := $(shell pkg-config --libs hiredis 2>/dev/null)
+BENCH_CFLAGS := $(shell pkg-config --cflags hiredis 2>/dev/null)
 
-.PHONY: all binaries tests run test check bench clean deps-build deps-test \
-	deps-bench
+.PHONY: all binaries tests run test check bench clean install deps-build \
+	deps-test deps-bench
 
 ifeq ($(VARIANT),release)
 all: daemon/nddd clients/nddctl
@@ -157,6 +158,24 @@ test: deps-test
 bench: deps-bench
 	$(MAKE) all $(BENCH_BINS)
 	tests/bench/run.sh $(B)/bin
+
+# Installs for systemd: binaries under $(PREFIX), the configuration in
+# /etc/nddd (kept if present), the unit and its user.
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: all
+	install -D -m 0755 daemon/nddd $(DESTDIR)$(PREFIX)/bin/nddd
+	install -D -m 0755 clients/nddctl $(DESTDIR)$(PREFIX)/bin/nddctl
+	install -d $(DESTDIR)/etc/nddd
+	[ -e $(DESTDIR)/etc/nddd/nddd.conf ] || \
+		install -m 0644 conf/nddd.conf $(DESTDIR)/etc/nddd/nddd.conf
+	sed 's|/usr/local|$(PREFIX)|g' systemd/nddd.service > nddd.service.tmp
+	install -D -m 0644 nddd.service.tmp \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/nddd.service
+	rm -f nddd.service.tmp
+	install -D -m 0644 systemd/nddd.sysusers \
+		$(DESTDIR)$(PREFIX)/lib/sysusers.d/nddd.conf
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/nddd/README.md
 
 clean:
 	rm -rf build daemon/nddd clients/nddctl

@@ -210,6 +210,14 @@ find_key(const char *section, const char *name)
 }
 
 void
+config_foreach_key(void (*fn)(const char *, const char *, const char *,
+    void *), void *arg)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		fn(keys[i].section, keys[i].name, keys[i].dflt, arg);
+}
+
+void
 config_defaults(struct config *cfg)
 {
 	const char *cause;

@@ -43,6 +43,13 @@ struct config {
 	enum log_level log_level;
 };
 
+/*
+ * Calls fn with each key's section, name and default (as text), in the
+ * order of conf/nddd.conf.
+ */
+void config_foreach_key(void (*fn)(const char *section, const char *name,
+    const char *dflt, void *arg), void *arg);
+
 /* Fills every field with its default.  Free with config_clear. */
 void config_defaults(struct config *cfg);
 void config_clear(struct config *cfg);

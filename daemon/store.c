@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,25 @@ static const char *const store_table_names[STORE_NTABLES] = {
 	[STORE_URLS] = "urls",
 };
 
+/*
+ * The map is written in place (MDB_WRITEMAP): dirty pages live in the
+ * file's page cache instead of LMDB's malloc'ed copies, which a large
+ * group commit would otherwise keep as anonymous memory for good, and
+ * commits skip a copy.  The price: the data file is a sparse file as large
+ * as map_size, and a write to a hole that the disk cannot fill would kill
+ * the process (SIGBUS) instead of failing a call.  So the writer keeps the
+ * file's blocks allocated ahead of the last page in use, by more than one
+ * transaction can add, and refuses to begin a transaction when it cannot.
+ */
+#define STORE_ALLOC_AHEAD	(256ull << 20)
+
 struct store {
 	MDB_env *env;
 	MDB_dbi dbi[STORE_NTABLES];
 	int lock_fd;
+	uint64_t map_size;
+	uint64_t allocated;	/* bytes of data.mdb known to have blocks */
+	bool no_fallocate;	/* the file system cannot: hope instead */
 };
 
 struct store_txn {
@@ -137,7 +153,7 @@ store_open(const struct store_options *opts, char **cause)
 {
 	struct store *st;
 	MDB_txn *txn;
-	unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+	unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | MDB_WRITEMAP;
 	int rc, dead;
 
 	*cause = NULL;
@@ -174,6 +190,7 @@ store_open(const struct store_options *opts, char **cause)
 	}
 	if ((rc = mdb_txn_commit(txn)) != 0)
 		goto lmdb_err;
+	st->map_size = opts->map_size;
 	return st;
 lmdb_err:
 	if (asprintf(cause, "data directory %s: %s", opts->dir,
@@ -196,12 +213,51 @@ store_close(struct store *st)
 	free(st);
 }
 
+/* Allocates the data file's blocks ahead of the pages in use. */
+static int
+store_allocate_ahead(struct store *st)
+{
+	MDB_envinfo info;
+	MDB_stat stat;
+	mdb_filehandle_t fd;
+	uint64_t used, want;
+	int rc;
+
+	if (st->no_fallocate || mdb_env_info(st->env, &info) != 0 ||
+	    mdb_env_stat(st->env, &stat) != 0 || mdb_env_get_fd(st->env, &fd))
+		return STORE_OK;
+	used = (uint64_t)(info.me_last_pgno + 1) * stat.ms_psize;
+	if (used + STORE_ALLOC_AHEAD <= st->allocated)
+		return STORE_OK;
+	want = used + 2 * STORE_ALLOC_AHEAD;
+	if (want > info.me_mapsize)
+		want = info.me_mapsize;
+	if (want <= st->allocated)
+		return STORE_OK;
+	rc = fallocate(fd, 0, (off_t)st->allocated,
+	    (off_t)(want - st->allocated));
+	if (rc == 0) {
+		st->allocated = want;
+		return STORE_OK;
+	}
+	if (errno == ENOSPC) {
+		log_warnx("%s: the disk is full: refusing writes", __func__);
+		return STORE_FULL;
+	}
+	log_warn("%s: cannot allocate the store's blocks ahead; a full disk "
+	    "would stop nddd", __func__);
+	st->no_fallocate = true;
+	return STORE_OK;
+}
+
 int
 store_write_begin(struct store *st, struct store_txn **out)
 {
 	struct store_txn *txn;
 	int rc;
 
+	if ((rc = store_allocate_ahead(st)) != STORE_OK)
+		return rc;
 	if ((txn = calloc(1, sizeof(*txn))) == NULL)
 		return STORE_FAILED;
 	txn->st = st;

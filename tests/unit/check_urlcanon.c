@@ -338,13 +338,17 @@ START_TEST(test_invalid)
 		"http://example.com/\x01x", "ht tp://example.com/",
 	};
 	struct urlcanon *uc = canon_new(0, 0, 0);
-	char *huge;
+	const char *cause;
+	size_t n;
+	char *huge, *got;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *got = canon(uc, cases[i]);
-
+		got = canon(uc, cases[i]);
 		ck_assert_msg(got == NULL, "%s: accepted as %s", cases[i], got);
 	}
+	/* A NUL byte inside is invalid, not the end of the URL. */
+	ck_assert_ptr_null(urlcanon_canonicalize(uc, "http://a/\0b", 11, &n,
+	    &cause));
 	/* The length limit. */
 	huge = malloc(URLCANON_MAX_LEN + 2);
 	memcpy(huge, "http://a/", 9);
@@ -352,8 +356,9 @@ START_TEST(test_invalid)
 	huge[URLCANON_MAX_LEN + 1] = '\0';
 	ck_assert_ptr_null(canon(uc, huge));
 	huge[URLCANON_MAX_LEN] = '\0';
-	free(canon(uc, huge));
-	ck_assert_ptr_nonnull(canon(uc, huge));
+	got = canon(uc, huge);
+	ck_assert_ptr_nonnull(got);
+	free(got);
 	free(huge);
 	urlcanon_free(uc);
 }

@@ -1,0 +1,274 @@
+/*
+ * redis_bench: the way crawlers deduplicate URLs today, measured against a
+ * running Redis: the client hashes each URL (MD5, 16 bytes, as nddd does
+ * on the server) and keeps the digests in one Redis set, SADD to record
+ * and SMISMEMBER to check, one command per batch, pipelined.
+ *
+ *   redis_bench -p PORT -n URLS [-c CLIENTS] [-w WINDOW] [-b BATCH]
+ *               [--file PATH]...
+ *
+ * Uses the same URLs as url_bench (same generator, same files) and prints
+ * the same kind of lines, plus the set's memory per URL.
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+
+#define KEY "nddd-bench:seen"
+
+struct work {
+	int port;
+	char **urls;
+	size_t begin, end, batch;
+	unsigned window;
+	const char *cmd;	/* SADD or SMISMEMBER */
+	size_t hits;
+	int error;
+};
+
+static double
+now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+append_batch(redisContext *rc, struct work *w, size_t from, size_t n,
+    unsigned char (*digests)[16], const char **argv, size_t *argl)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned int len;
+
+	argv[0] = w->cmd;
+	argl[0] = strlen(w->cmd);
+	argv[1] = KEY;
+	argl[1] = strlen(KEY);
+	for (size_t i = 0; i < n; i++) {
+		const char *u = w->urls[from + i];
+
+		EVP_DigestInit_ex(ctx, EVP_md5(), NULL);
+		EVP_DigestUpdate(ctx, u, strlen(u));
+		EVP_DigestFinal_ex(ctx, digests[i], &len);
+		argv[2 + i] = (const char *)digests[i];
+		argl[2 + i] = 16;
+	}
+	redisAppendCommandArgv(rc, (int)n + 2, argv, argl);
+	EVP_MD_CTX_free(ctx);
+}
+
+static void *
+client_main(void *arg)
+{
+	struct work *w = arg;
+	redisContext *rc = redisConnect("127.0.0.1", w->port);
+	unsigned char (*digests)[16] = malloc(w->batch * 16);
+	const char **argv = malloc((w->batch + 2) * sizeof(*argv));
+	size_t *argl = malloc((w->batch + 2) * sizeof(*argl));
+	size_t sent = w->begin, inflight = 0;
+
+	if (rc == NULL || rc->err) {
+		fprintf(stderr, "redis_bench: connect: %s\n",
+		    rc ? rc->errstr : "?");
+		w->error = 1;
+		return NULL;
+	}
+	while (sent < w->end || inflight > 0) {
+		redisReply *r;
+
+		while (sent < w->end && inflight < w->window) {
+			size_t n = w->end - sent < w->batch ? w->end - sent :
+			    w->batch;
+
+			append_batch(rc, w, sent, n, digests, argv, argl);
+			sent += n;
+			inflight++;
+		}
+		if (redisGetReply(rc, (void **)&r) != REDIS_OK) {
+			fprintf(stderr, "redis_bench: %s\n", rc->errstr);
+			w->error = 1;
+			break;
+		}
+		if (r->type == REDIS_REPLY_INTEGER)
+			w->hits += (size_t)r->integer;
+		else if (r->type == REDIS_REPLY_ARRAY)
+			for (size_t i = 0; i < r->elements; i++)
+				w->hits += r->element[i]->integer > 0;
+		else if (r->type == REDIS_REPLY_ERROR) {
+			fprintf(stderr, "redis_bench: %s\n", r->str);
+			w->error = 1;
+		}
+		freeReplyObject(r);
+		inflight--;
+	}
+	free(digests);
+	free(argv);
+	free(argl);
+	redisFree(rc);
+	return NULL;
+}
+
+static int
+run_phase(const char *name, const char *cmd, int port, char **urls, size_t n,
+    unsigned clients, unsigned window, size_t batch)
+{
+	pthread_t th[64];
+	struct work w[64];
+	size_t hits = 0;
+	double t0 = now_seconds(), secs;
+	int error = 0;
+
+	for (unsigned i = 0; i < clients; i++) {
+		w[i] = (struct work){ .port = port, .urls = urls,
+		    .begin = n * i / clients, .end = n * (i + 1) / clients,
+		    .batch = batch, .window = window, .cmd = cmd };
+		pthread_create(&th[i], NULL, client_main, &w[i]);
+	}
+	for (unsigned i = 0; i < clients; i++) {
+		pthread_join(th[i], NULL);
+		hits += w[i].hits;
+		error |= w[i].error;
+	}
+	secs = now_seconds() - t0;
+	printf("phase=%s urls=%zu seconds=%.3f urls_per_s=%.0f hits=%zu\n",
+	    name, n, secs, (double)n / secs, hits);
+	fflush(stdout);
+	return error ? -1 : 0;
+}
+
+static long long
+used_memory(int port)
+{
+	redisContext *rc = redisConnect("127.0.0.1", port);
+	redisReply *r;
+	long long v = -1;
+	char *p;
+
+	if (rc == NULL || rc->err)
+		return -1;
+	r = redisCommand(rc, "INFO memory");
+	if (r != NULL && r->type == REDIS_REPLY_STRING &&
+	    (p = strstr(r->str, "used_memory:")) != NULL)
+		v = atoll(p + strlen("used_memory:"));
+	freeReplyObject(r);
+	redisFree(rc);
+	return v;
+}
+
+/* The same URLs as url_bench: keep the two generators identical. */
+static char **
+synthetic(size_t n, size_t offset)
+{
+	static const char *const sections[] = { "news", "world", "sport",
+	    "business", "tech", "culture", "opinion", "video" };
+	char **urls = malloc(n * sizeof(*urls));
+
+	for (size_t j = 0; j < n; j++) {
+		size_t i = j + offset;
+
+		if (asprintf(&urls[j], "http://www.site%zu.example/%s/%zu.html"
+		    "?ref=%zu", i % 50000, sections[i % 8], i,
+		    (i * 7) % 1000) == -1)
+			exit(1);
+	}
+	return urls;
+}
+
+static void
+load_file(const char *path, char ***urls, size_t *n, size_t *cap)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL, *u;
+	size_t lcap = 0;
+	ssize_t len;
+
+	if (f == NULL) {
+		perror(path);
+		exit(1);
+	}
+	while ((len = getline(&line, &lcap, f)) > 0) {
+		char *s = line, *tab;
+
+		while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+			s[--len] = '\0';
+		if ((tab = strchr(s, '\t')) != NULL)
+			s = tab + 1;
+		if (*s == '\0')
+			continue;
+		if (strstr(s, "://") == NULL) {
+			if (asprintf(&u, "http://%s", s) == -1)
+				exit(1);
+		} else
+			u = strdup(s);
+		if (*n == *cap) {
+			*cap *= 2;
+			*urls = realloc(*urls, *cap * sizeof(**urls));
+		}
+		(*urls)[(*n)++] = u;
+	}
+	free(line);
+	fclose(f);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "file", required_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int port = 6379, ch, rc = 0;
+	size_t n = 1000000, batch = 1000, nurls, cap;
+	unsigned clients = 2, window = 16;
+	char **urls;
+	const char *files[16];
+	size_t nfiles = 0;
+	long long mem0, mem1;
+
+	while ((ch = getopt_long(argc, argv, "p:n:c:w:b:", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'p': port = atoi(optarg); break;
+		case 'n': n = strtoull(optarg, NULL, 10); break;
+		case 'c': clients = (unsigned)atoi(optarg); break;
+		case 'w': window = (unsigned)atoi(optarg); break;
+		case 'b': batch = strtoull(optarg, NULL, 10); break;
+		case 'f':
+			if (nfiles < 16)
+				files[nfiles++] = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: redis_bench [-p PORT] [-n N] "
+			    "[-c CLIENTS] [-w WINDOW] [-b BATCH] "
+			    "[--file PATH]\n");
+			return 2;
+		}
+	}
+	if (clients < 1 || clients > 64)
+		clients = 2;
+	urls = synthetic(n, 0);
+	nurls = cap = n;
+	for (size_t i = 0; i < nfiles; i++)
+		load_file(files[i], &urls, &nurls, &cap);
+	printf("redis urls=%zu clients=%u window=%u batch=%zu\n", nurls,
+	    clients, window, batch);
+	mem0 = used_memory(port);
+	rc |= run_phase("submit", "SADD", port, urls, nurls, clients, window,
+	    batch);
+	mem1 = used_memory(port);
+	rc |= run_phase("check-seen", "SMISMEMBER", port, urls, nurls, clients,
+	    window, batch);
+	rc |= run_phase("check-unseen", "SMISMEMBER", port,
+	    synthetic(n, 1000000000), n, clients, window, batch);
+	printf("redis_memory_per_url=%.1f\n",
+	    (double)(mem1 - mem0) / (double)nurls);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,133 @@
+#!/bin/bash
+# make bench: the benchmarks, with their peers measured in the same run.
+#
+#   tests/bench/run.sh BIN_DIR
+#
+# URL service: a real nddd on loopback (sync = full: every acknowledged
+# submit is on disk) takes url_bench's pipelined batches of 1,000: durable
+# submits, checks of stored URLs, checks of unseen URLs, for BENCH_URLS
+# synthetic URLs (default 5,000,000) plus the real URL lists of the shared
+# test data.  Then its anonymous memory per stored URL and the time to
+# rebuild the filter at a restart.  Then Redis, started here on loopback,
+# the way crawlers use it today: SADD / SMISMEMBER of 16-byte MD5 digests
+# in one set, same URLs, same batches and pipelining; once with its default
+# persistence (periodic snapshots) and once durable (appendfsync always).
+set -euo pipefail
+
+bin=${1:-build/release/bin}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+data=${NDDD_TEST_DATA:-$root/../shared/data}
+urls=${BENCH_URLS:-5000000}
+clients=${BENCH_CLIENTS:-2}
+window=${BENCH_WINDOW:-32}
+files=(
+	"$data/url_lists/ut1_blacklists/phishing_urls_2021-03-17.txt"
+	"$data/url_lists/ut1_blacklists/all_categories_urls_HEAD.tsv"
+	"$data/url_lists/ada_url_various_datasets/kasztp.txt"
+	"$data/url_lists/ada_url_various_datasets/userbait.txt"
+)
+file_args=()
+for f in "${files[@]}"; do file_args+=(--file "$f"); done
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port() {
+	local p
+	for p in $(shuf -i 20000-60000 -n 50); do
+		if port_free "$p"; then echo "$p"; return; fi
+	done
+	echo "run.sh: no free port" >&2
+	exit 1
+}
+wait_port() {
+	local i
+	for i in $(seq 1 600); do
+		if ! port_free "$1"; then return 0; fi
+		sleep 0.05
+	done
+	echo "run.sh: nothing listens on $1" >&2
+	exit 1
+}
+field() { sed -n "s/.*phase=$2 .*$3=\([0-9.]*\).*/\1/p" <<<"$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "== url service: $urls synthetic URLs + real lists, $clients clients x $window batches of 1000 in flight"
+
+port=$(free_port)
+cat > "$tmp/nddd.conf" <<CONF
+[server]
+listen = 127.0.0.1:$port
+[store]
+data_dir = $tmp/data
+sync = full
+[urls]
+capacity = $((urls + 200000))
+CONF
+"$bin/nddd" -c "$tmp/nddd.conf" 2> "$tmp/nddd.log" &
+nddd=$!
+pids+=("$nddd")
+wait_port "$port"
+out=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
+	-w "$window" "${file_args[@]}")
+echo "$out"
+stored=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "urls" { print $2 }')
+anon_kb=$(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup")
+filter_bytes=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "cbf.bytes" { print $2 }')
+echo "nddd stored_urls=$stored anonymous_bytes=$((anon_kb * 1024)) filter_bytes=$filter_bytes bytes_per_url=$(ratio $((anon_kb * 1024)) "$stored")"
+kill -TERM "$nddd"
+wait "$nddd"
+start=$(date +%s.%N)
+"$bin/nddd" -c "$tmp/nddd.conf" 2> "$tmp/nddd2.log" &
+nddd=$!
+pids+=("$nddd")
+wait_port "$port"
+ready=$(date +%s.%N)
+grep -o 'filter rebuilt from .*' "$tmp/nddd2.log" | sed 's/^/nddd /'
+echo "nddd restart_to_listening_seconds=$(awk -v a="$start" -v b="$ready" 'BEGIN { printf "%.2f", b - a }')"
+kill -TERM "$nddd"
+wait "$nddd"
+
+echo "== redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), default persistence"
+rport=$(free_port)
+mkdir -p "$tmp/redis"
+redis-server --port "$rport" --dir "$tmp/redis" --logfile "$tmp/redis.log" &
+rpid=$!
+pids+=("$rpid")
+wait_port "$rport"
+rout=$("$bin/redis_bench" -p "$rport" -n "$urls" -c "$clients" \
+	-w "$window" "${file_args[@]}")
+echo "$rout"
+kill -TERM "$rpid"
+wait "$rpid" || true
+
+echo "== redis, durable (appendonly yes, appendfsync always)"
+rm -rf "$tmp/redis"
+mkdir -p "$tmp/redis"
+redis-server --port "$rport" --dir "$tmp/redis" --logfile "$tmp/redis.log" \
+	--appendonly yes --appendfsync always --save "" &
+rpid=$!
+pids+=("$rpid")
+wait_port "$rport"
+dout=$("$bin/redis_bench" -p "$rport" -n "$urls" -c "$clients" \
+	-w "$window" "${file_args[@]}")
+echo "$dout"
+kill -TERM "$rpid"
+wait "$rpid" || true
+
+echo "== summary (nddd / redis, same run)"
+for phase in submit check-seen check-unseen; do
+	a=$(field "$out" "$phase" urls_per_s)
+	b=$(field "$rout" "$phase" urls_per_s)
+	echo "$phase: nddd $a/s, redis $b/s, ratio $(ratio "$a" "$b")"
+done
+a=$(field "$out" submit urls_per_s)
+b=$(field "$dout" submit urls_per_s)
+echo "durable submit: nddd $a/s, redis appendfsync always $b/s, ratio $(ratio "$a" "$b")"

@@ -1,0 +1,203 @@
+/*
+ * Integration tests of nddctl, the command-line client, against a real
+ * daemon: output formats (text and JSON), standard input, exit statuses.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <jansson.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+static const char *
+nddctl_bin(void)
+{
+	const char *bin = getenv("NDDCTL_BIN");
+
+	return bin && *bin ? bin : "clients/nddctl";
+}
+
+/*
+ * Runs nddctl with args (a shell word list) and input on its standard
+ * input; returns its exit status and its standard output in *out.
+ */
+static int
+run(const char *args, const char *input, char **out)
+{
+	char *cmd, *dir = tu_tmpdir(), *in_path, *out_path;
+	FILE *f;
+	int status;
+
+	ck_assert_int_ne(asprintf(&in_path, "%s/in", dir), -1);
+	ck_assert_int_ne(asprintf(&out_path, "%s/out", dir), -1);
+	f = fopen(in_path, "w");
+	fputs(input ? input : "", f);
+	fclose(f);
+	ck_assert_int_ne(asprintf(&cmd, "%s %s < %s > %s", nddctl_bin(), args,
+	    in_path, out_path), -1);
+	status = system(cmd);
+	*out = tu_read_file(out_path, NULL);
+	ck_assert_ptr_nonnull(*out);
+	free(cmd);
+	free(in_path);
+	free(out_path);
+	tu_rmtree(dir);
+	free(dir);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+START_TEST(test_json_lines)
+{
+	struct harness h;
+	char *args, *out;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json url-submit "
+	    "http://a.example/x HTTP://A.EXAMPLE:80/x nope", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 1);	/* one item failed */
+	ck_assert_str_eq(out,
+	    "{\"url\": \"http://a.example/x\", \"status\": \"new\", "
+	    "\"count\": 1}\n"
+	    "{\"url\": \"HTTP://A.EXAMPLE:80/x\", \"status\": \"duplicate\", "
+	    "\"count\": 2}\n"
+	    "{\"url\": \"nope\", \"error\": {\"code\": \"INVALID_ARGUMENT\", "
+	    "\"message\": \"not an absolute URL\"}}\n");
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s --json url-check -",
+	    h.address), -1);
+	ck_assert_int_eq(run(args, "http://a.example/x\n\nhttp://b.example/\n",
+	    &out), 0);
+	ck_assert_str_eq(out,
+	    "{\"url\": \"http://a.example/x\", \"seen\": true, \"count\": 2}\n"
+	    "{\"url\": \"http://b.example/\", \"seen\": false, \"count\": 0}\n");
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s --json url-delete "
+	    "http://a.example/x http://a.example/x", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out,
+	    "{\"url\": \"http://a.example/x\", \"status\": \"deleted\"}\n"
+	    "{\"url\": \"http://a.example/x\", \"status\": \"not_found\"}\n");
+	free(out);
+	free(args);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_text_and_stats)
+{
+	struct harness h;
+	char *args, *out;
+	json_t *stats, *cbf;
+	json_error_t err;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-submit http://t.example/ "
+	    "http://t.example/", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "new\t1\thttp://t.example/\n"
+	    "duplicate\t2\thttp://t.example/\n");
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s --json stats", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	stats = json_loads(out, 0, &err);
+	ck_assert_msg(stats != NULL, "%s: %s", out, err.text);
+	ck_assert_int_eq(json_integer_value(json_object_get(stats, "urls")), 1);
+	cbf = json_object_get(stats, "cbf");
+	ck_assert_ptr_nonnull(cbf);
+	ck_assert_int_eq(json_integer_value(json_object_get(cbf, "k")), 8);
+	ck_assert_int_eq(json_integer_value(json_object_get(cbf, "nonzero")),
+	    8);
+	ck_assert_ptr_nonnull(json_object_get(cbf, "counters"));
+	ck_assert_ptr_nonnull(json_object_get(cbf, "saturated"));
+	ck_assert_ptr_nonnull(json_object_get(stats, "checks_filter_only"));
+	json_decref(stats);
+	free(out);
+	free(args);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_large_stdin_keeps_order)
+{
+	struct harness h;
+	char *args, *out, *in = NULL, *line, *save = NULL;
+	size_t inlen = 0;
+	FILE *f = open_memstream(&in, &inlen);
+	int n = 0;
+
+	for (int i = 0; i < 25000; i++)
+		fprintf(f, "http://order.example/%d\n", i);
+	fclose(f);
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s --batch 700 --window 5 "
+	    "url-submit -", h.address), -1);
+	ck_assert_int_eq(run(args, in, &out), 0);
+	for (line = strtok_r(out, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save), n++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "new\t1\thttp://order.example/%d",
+		    n);
+		ck_assert_str_eq(line, want);
+	}
+	ck_assert_int_eq(n, 25000);
+	free(out);
+	free(args);
+	free(in);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_unreachable_and_usage)
+{
+	char *out;
+	struct harness h;
+	char *args;
+
+	/* Nothing listens on a harness port before it starts. */
+	harness_init(&h, NULL);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check http://x.example/",
+	    h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 3);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(args);
+	ck_assert_int_eq(run("frobnicate", NULL, &out), 2);
+	free(out);
+	ck_assert_int_eq(run("url-submit", NULL, &out), 2);
+	free(out);
+	ck_assert_int_eq(run("--batch 0 url-submit -", NULL, &out), 2);
+	free(out);
+	harness_cleanup(&h);
+}
+END_TEST
+
+Suite *nddctl_suite(void);
+
+Suite *
+nddctl_suite(void)
+{
+	Suite *s = suite_create("nddctl");
+	TCase *tc = tcase_create("nddctl");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_json_lines);
+	tcase_add_test(tc, test_text_and_stats);
+	tcase_add_test(tc, test_large_stdin_keeps_order);
+	tcase_add_test(tc, test_unreachable_and_usage);
+	suite_add_tcase(s, tc);
+	return s;
+}
