@@ -56,6 +56,7 @@ store_strstatus(int status)
 	case STORE_NOTFOUND: return "not found";
 	case STORE_EXISTS: return "exists";
 	case STORE_FULL: return "the store is full (raise [store] map_size)";
+	case STORE_TXN_FULL: return "transaction too large";
 	case STORE_FAILED: return "store failure (see the daemon's log)";
 	}
 	return "unknown store status";
@@ -74,6 +75,8 @@ store_status(int rc, const char *what)
 		return STORE_EXISTS;
 	case MDB_MAP_FULL:
 		return STORE_FULL;
+	case MDB_TXN_FULL:
+		return STORE_TXN_FULL;
 	default:
 		log_warnx("store: %s: %s", what, mdb_strerror(rc));
 		return STORE_FAILED;
@@ -413,7 +416,7 @@ store_scan(struct store *st, enum store_table t, store_scan_fn fn, void *arg)
 int
 store_meta_get(struct store_txn *txn, const char *key, char *buf, size_t size)
 {
-	struct store_val v;
+	struct store_val v = { NULL, 0 };
 	int rc = store_get(txn, STORE_META, key, strlen(key), &v);
 
 	if (rc != STORE_OK)

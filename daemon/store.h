@@ -36,6 +36,7 @@ enum store_status {
 	STORE_NOTFOUND,		/* no such key */
 	STORE_EXISTS,		/* put with STORE_NOOVERWRITE on a present key */
 	STORE_FULL,		/* the map is full: raise [store] map_size */
+	STORE_TXN_FULL,		/* the transaction touched too many pages */
 	STORE_FAILED,		/* I/O or internal error; see the log */
 };
 

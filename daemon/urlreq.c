@@ -150,6 +150,10 @@ url_job_apply(struct writer_job *wj, struct store_txn *txn)
 		struct job_item *it = &j->items[i];
 		uint64_t *count = &j->counts[it->pos];
 
+		/* The filter's lines for a few items ahead: their misses
+		 * overlap with this item's B-tree work. */
+		if (i + 8 < j->nitems)
+			urlset_prefetch(j->us, &j->items[i + 8].key);
 		it->added = it->removed = false;
 		if (j->op == URLREQ_SUBMIT)
 			rc = urlset_submit(j->us, txn, &it->key, wj->now_ms,
@@ -216,7 +220,8 @@ url_job_done(struct writer_job *wj)
 			    j->nbad);
 		else
 			frame_write_error(out, j->id,
-			    wj->status == STORE_FULL ?
+			    wj->status == STORE_FULL ||
+			    wj->status == STORE_TXN_FULL ?
 			    NDDD__V1__CODE__RESOURCE_EXHAUSTED :
 			    NDDD__V1__CODE__INTERNAL,
 			    store_strstatus(wj->status));

@@ -21,7 +21,7 @@
  * operation can dirty its own leaf, so a group stops growing here (a single
  * job, bounded by [server] max_batch, may carry it past by one job).
  */
-#define WRITER_GROUP_MAX_COST 32768
+#define WRITER_GROUP_MAX_COST 65536
 
 struct writer {
 	struct store *st;
@@ -111,7 +111,7 @@ run_group(struct writer *w, struct writer_job *list)
 	struct writer_job *job, *next;
 	int rc = run_txn(w, list);
 
-	if (rc == STORE_FULL && list->next != NULL) {
+	if ((rc == STORE_FULL || rc == STORE_TXN_FULL) && list->next != NULL) {
 		/* Let what still fits through, one job at a time. */
 		for (job = list; job != NULL; job = next) {
 			next = job->next;

@@ -8,9 +8,9 @@
  * their replies are sent.  So no reply to a mutation leaves before the
  * mutation is durable, and a burst of requests costs one sync.
  *
- * If a transaction fails because the store is full, its jobs are retried
- * one per transaction, so that what still fits (deletes, in particular)
- * goes through; the others fail with STORE_FULL.  Any other failure fails
+ * If a transaction fails because the store is full (or the transaction too
+ * large), its jobs are retried one per transaction, so that what still fits
+ * (deletes, in particular) goes through; the others fail with STORE_FULL.  Any other failure fails
  * every job of the transaction.
  *
  * Threads: writer_submit and writer_stop from the loop; the job callbacks
