@@ -16,7 +16,7 @@
 VARIANT ?= release
 B := build/$(VARIANT)
 
-PKGS := libevent libevent_pthreads openssl lmdb libprotobuf-c liburiparser \
+PKGS := libevent libevent_pthreads libevent_openssl openssl lmdb libprotobuf-c liburiparser \
 	inih libsystemd jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -137,10 +137,13 @@ deps-test:
 deps-bench:
 	tools/install-deps bench
 
+# nddd refuses to run as root unless told: a development machine's root
+# shell is told here, and nddd says so in its log.
 run: deps-build
 	$(MAKE) all
 	@mkdir -p var
-	exec daemon/nddd -c conf/nddd.conf
+	exec daemon/nddd -c conf/nddd.conf \
+		$$([ "$$(id -u)" -eq 0 ] && echo --allow-root)
 
 # One variant: build it, then run its tests.
 TEST_ENV := NDDD_BIN=$(abspath $(B)/bin/nddd) \

@@ -30,6 +30,9 @@ static const struct command {
 	  "URL...|-    forget URLs; prints deleted or not_found" },
 	{ "stats", nddctl_stats, NULL,
 	  "                daemon statistics" },
+	{ "verify", nddctl_verify, NULL,
+	  "               check the daemon's filter against its store "
+	  "(admin)" },
 	{ "simhash", NULL, nddctl_simhash,
 	  "[...] [FILE|-]  fingerprint documents locally (no daemon; "
 	  "see simhash --help)" },
@@ -39,9 +42,11 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-	    "usage: nddctl [-H HOST:PORT] [--json] [--timeout MS] "
-	    "[--batch N] [--window N]\n"
-	    "              COMMAND [ARGS]\n\ncommands:\n");
+	    "usage: nddctl [-H HOST:PORT] [--json] [--token TOKEN] [--tls]\n"
+	    "              [--ca FILE] [--cert FILE] [--key FILE] "
+	    "[--timeout MS]\n"
+	    "              [--batch N] [--window N] COMMAND [ARGS]\n"
+	    "\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %s %s\n", commands[i].name, commands[i].help);
 	fprintf(out,
@@ -52,6 +57,13 @@ usage(FILE *out)
 	    "\noptions:\n"
 	    "  -H, --host HOST:PORT  daemon address (default 127.0.0.1:%d)\n"
 	    "  --json                one JSON object per result line\n"
+	    "  --token TOKEN         send TOKEN with every request (default: "
+	    "$NDDD_TOKEN)\n"
+	    "  --tls                 speak TLS; the server's certificate must "
+	    "verify\n"
+	    "  --ca FILE             CA certificates for --tls (default: the "
+	    "system's)\n"
+	    "  --cert FILE, --key FILE  client certificate and key for --tls\n"
 	    "  --timeout MS          give up on a silent daemon after MS "
 	    "(default 30000; 0: never)\n"
 	    "  --batch N             URLs per request (default 1000)\n"
@@ -71,12 +83,20 @@ main(int argc, char **argv)
 		{ "batch", required_argument, NULL, 'b' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "no-progress", no_argument, NULL, 'P' },
+		{ "token", required_argument, NULL, 'T' },
+		{ "tls", no_argument, NULL, 'S' },
+		{ "ca", required_argument, NULL, 'A' },
+		{ "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nddctl_common co = {
 		.address = "127.0.0.1",
-		.timeout_ms = 30000,
+		.conn = {
+			.timeout_ms = 30000,
+			.token = getenv("NDDD_TOKEN"),
+		},
 		.batch = 1000,
 		.window = 8,
 		.progress = isatty(STDERR_FILENO),
@@ -105,7 +125,7 @@ main(int argc, char **argv)
 				return NDDCTL_EXIT_USAGE;
 			}
 			if (ch == 't')
-				co.timeout_ms = (int)v;
+				co.conn.timeout_ms = (int)v;
 			else if (ch == 'b')
 				co.batch = (size_t)v;
 			else
@@ -113,6 +133,21 @@ main(int argc, char **argv)
 			break;
 		case 'P':
 			co.progress = false;
+			break;
+		case 'T':
+			co.conn.token = optarg;
+			break;
+		case 'S':
+			co.conn.tls = 1;
+			break;
+		case 'A':
+			co.conn.tls_ca = optarg;
+			break;
+		case 'C':
+			co.conn.tls_cert = optarg;
+			break;
+		case 'K':
+			co.conn.tls_key = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -149,7 +184,7 @@ nddctl_connect(const struct nddctl_common *co)
 	nddd_client *c;
 	char *err;
 
-	if ((c = nddd_connect(co->address, co->timeout_ms, &err)) == NULL) {
+	if ((c = nddd_connect_opts(co->address, &co->conn, &err)) == NULL) {
 		fprintf(stderr, "nddctl: %s\n", err ? err : "out of memory");
 		free(err);
 	}

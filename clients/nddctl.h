@@ -23,7 +23,7 @@
 struct nddctl_common {
 	const char *address;	/* -H HOST:PORT */
 	bool json;		/* --json */
-	int timeout_ms;		/* --timeout */
+	struct nddd_options conn;	/* --timeout, --token, --tls... */
 	size_t batch;		/* --batch */
 	unsigned window;	/* --window */
 	bool progress;		/* progress bar allowed (stderr is a tty) */
@@ -33,6 +33,7 @@ int nddctl_url_submit(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_url_check(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_url_delete(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_stats(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_verify(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_simhash(int argc, char **argv);
 
 /* Connects or prints why not; NULL means exit NDDCTL_EXIT_UNREACHABLE. */

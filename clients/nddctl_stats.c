@@ -1,5 +1,6 @@
 /*
- * nddctl stats: the daemon's statistics, as text or one JSON object.
+ * nddctl stats and verify: the daemon's statistics, and the check of its
+ * memory against its store; as text or one JSON object.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -79,4 +80,40 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	json_object_set_new(o, "connections", json_integer(s.connections));
 	nddctl_print_json(o);
 	return NDDCTL_EXIT_OK;
+}
+
+int
+nddctl_verify(const struct nddctl_common *co, int argc, char **argv)
+{
+	struct nddd_verify v;
+	nddd_client *c;
+	json_t *o;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: nddctl verify\n");
+		return NDDCTL_EXIT_USAGE;
+	}
+	if ((c = nddctl_connect(co)) == NULL)
+		return NDDCTL_EXIT_UNREACHABLE;
+	if (nddd_verify(c, &v) == -1) {
+		fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
+		nddd_close(c);
+		return NDDCTL_EXIT_UNREACHABLE;
+	}
+	nddd_close(c);
+	if (co->json) {
+		o = json_object();
+		json_object_set_new(o, "consistent", json_boolean(v.consistent));
+		json_object_set_new(o, "urls", json_integer((json_int_t)v.urls));
+		json_object_set_new(o, "counter_mismatches",
+		    json_integer((json_int_t)v.counter_mismatches));
+		json_object_set_new(o, "detail", json_string(v.detail));
+		nddctl_print_json(o);
+	} else {
+		printf("%s: %" PRIu64 " URLs, %" PRIu64 " counters differ%s%s\n",
+		    v.consistent ? "consistent" : "INCONSISTENT", v.urls,
+		    v.counter_mismatches, v.detail[0] ? ": " : "", v.detail);
+	}
+	return v.consistent ? NDDCTL_EXIT_OK : NDDCTL_EXIT_ITEMS;
 }

@@ -14,17 +14,22 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <event2/util.h>
 #include <ini.h>
 
 enum key_type {
 	KEY_STRING,
+	KEY_OPT_STRING,	/* empty: NULL */
+	KEY_OPT_ADDRESS,	/* HOST:PORT, or empty: NULL */
+	KEY_DURATION,	/* milliseconds; suffix ms, s (default), m or h */
 	KEY_SIZE,	/* unsigned integer, optional K/M/G/T suffix (x1024) */
 	KEY_UINT,
 	KEY_BOOL,
 	KEY_SYNC,
 	KEY_LOG_LEVEL,
-	KEY_ADDRESS,	/* HOST:PORT */
 };
 
 struct key {
@@ -43,9 +48,9 @@ struct key {
 #define TiB (UINT64_C(1) << 40)
 
 static const struct key keys[] = {
-	/* Loopback: nddd has no authentication yet, so it is reachable only
-	 * from this machine until an operator says otherwise. */
-	{ "server", "listen", KEY_ADDRESS, F(listen), 0, 0,
+	/* Loopback: without tokens anyone who can connect may delete, so the
+	 * default reaches only this machine. */
+	{ "server", "listen", KEY_OPT_ADDRESS, F(listen), 0, 0,
 	  "127.0.0.1:6464" },
 	/* 8 MiB holds a batch of ~100,000 URLs or a large HTML page. */
 	{ "server", "max_frame", KEY_SIZE, F(max_frame), 64, GiB, "8M" },
@@ -67,6 +72,26 @@ static const struct key keys[] = {
 	/* Canonicalizing, hashing and reading the store are CPU work that
 	 * scales with cores; the event loop itself only moves bytes. */
 	{ "server", "workers", KEY_UINT, F(workers), 0, 256, "0" },
+	/* A crawler between crawls may idle for minutes; five is generous
+	 * and still returns the descriptors of clients that vanished. */
+	{ "server", "idle_timeout", KEY_DURATION, F(idle_timeout_ms), 0,
+	  UINT32_MAX, "300s" },
+	/* A frame of 8 MiB arrives in well under a second on any network a
+	 * crawler uses; a client trickling bytes holds memory for nothing. */
+	{ "server", "frame_timeout", KEY_DURATION, F(frame_timeout_ms), 0,
+	  UINT32_MAX, "30s" },
+	/* TLS is off until a certificate is given. */
+	{ "tls", "listen", KEY_OPT_ADDRESS, F(tls_listen), 0, 0, "" },
+	{ "tls", "cert", KEY_OPT_STRING, F(tls_cert), 0, 0, "" },
+	{ "tls", "key", KEY_OPT_STRING, F(tls_key), 0, 0, "" },
+	{ "tls", "client_ca", KEY_OPT_STRING, F(tls_client_ca), 0, 0, "" },
+	{ "auth", "tokens_file", KEY_OPT_STRING, F(tokens_file), 0, 0, "" },
+	/* Listening beyond loopback without tokens or client certificates
+	 * must be asked for in so many words. */
+	{ "auth", "allow_unauthenticated", KEY_BOOL, F(allow_unauthenticated),
+	  0, 0, "no" },
+	/* Metrics are off: an HTTP listener is opened only when asked. */
+	{ "metrics", "listen", KEY_OPT_ADDRESS, F(metrics_listen), 0, 0, "" },
 	/* Relative to the working directory, so `make run` keeps its data in
 	 * the source tree; the systemd unit passes --data-dir. */
 	{ "store", "data_dir", KEY_STRING, F(data_dir), 0, 0, "var/nddd" },
@@ -120,6 +145,69 @@ parse_uint(const char *v, int allow_suffix, uint64_t *out)
 }
 
 static int
+parse_duration(const char *v, uint64_t *ms)
+{
+	char *end;
+	unsigned long long n;
+	uint64_t mult;
+
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (strcmp(end, "ms") == 0)
+		mult = 1;
+	else if (*end == '\0' || strcmp(end, "s") == 0)
+		mult = 1000;
+	else if (strcmp(end, "m") == 0)
+		mult = 60 * 1000;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600 * 1000;
+	else
+		return -1;
+	if (n > UINT64_MAX / mult)
+		return -1;
+	*ms = (uint64_t)n * mult;
+	return 0;
+}
+
+int
+config_parse_address(const char *v, struct sockaddr_storage *out)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+
+	if (evutil_parse_sockaddr_port(v, (struct sockaddr *)&ss, &len) == -1 ||
+	    strrchr(v, ':') == NULL || strrchr(v, ']') > strrchr(v, ':'))
+		return -1;
+	if (out != NULL)
+		*out = ss;
+	return 0;
+}
+
+int
+config_is_loopback(const char *address)
+{
+	struct sockaddr_storage ss;
+
+	if (config_parse_address(address, &ss) == -1)
+		return 0;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)&ss;
+
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)&ss;
+
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+	}
+	return 0;
+}
+
+static int
 set_key(struct config *cfg, const struct key *k, const char *v,
     const char **cause)
 {
@@ -128,29 +216,38 @@ set_key(struct config *cfg, const struct key *k, const char *v,
 
 	switch (k->type) {
 	case KEY_STRING:
-	case KEY_ADDRESS:
+	case KEY_OPT_STRING:
+	case KEY_OPT_ADDRESS:
 		if (*v == '\0') {
-			*cause = "empty value";
-			return -1;
-		}
-		if (k->type == KEY_ADDRESS) {
-			struct sockaddr_storage ss;
-			int len = sizeof(ss);
-
-			if (evutil_parse_sockaddr_port(v,
-			    (struct sockaddr *)&ss, &len) == -1 ||
-			    strrchr(v, ':') == NULL ||
-			    strrchr(v, ']') > strrchr(v, ':')) {
-				*cause = "not an address HOST:PORT (IPv4, or "
-				    "[IPv6])";
+			if (k->type == KEY_STRING) {
+				*cause = "empty value";
 				return -1;
 			}
+			free(*(char **)field);
+			*(char **)field = NULL;
+			return 0;
+		}
+		if (k->type == KEY_OPT_ADDRESS &&
+		    config_parse_address(v, NULL) == -1) {
+			*cause = "not an address HOST:PORT (IPv4, or [IPv6])";
+			return -1;
 		}
 		free(*(char **)field);
 		if ((*(char **)field = strdup(v)) == NULL) {
 			*cause = "out of memory";
 			return -1;
 		}
+		return 0;
+	case KEY_DURATION:
+		if (parse_duration(v, &n) == -1) {
+			*cause = "not a duration (digits, then ms, s, m or h)";
+			return -1;
+		}
+		if (n < k->min || n > k->max) {
+			*cause = "out of range";
+			return -1;
+		}
+		*(uint64_t *)field = n;
 		return 0;
 	case KEY_SIZE:
 	case KEY_UINT:
@@ -233,7 +330,9 @@ void
 config_clear(struct config *cfg)
 {
 	for (size_t i = 0; i < NKEYS; i++)
-		if (keys[i].type == KEY_STRING || keys[i].type == KEY_ADDRESS)
+		if (keys[i].type == KEY_STRING ||
+		    keys[i].type == KEY_OPT_STRING ||
+		    keys[i].type == KEY_OPT_ADDRESS)
 			free(*(char **)((char *)cfg + keys[i].offset));
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -355,6 +454,21 @@ config_validate(struct config *cfg, const char **cause)
 	if (cfg->max_batch * 16 > cfg->max_frame) {
 		/* A batch of short URLs must fit one frame. */
 		*cause = "[server] max_frame is too small for max_batch";
+		return -1;
+	}
+	if (cfg->listen == NULL && cfg->tls_listen == NULL) {
+		*cause = "nothing to listen on: set [server] listen or [tls] "
+		    "listen";
+		return -1;
+	}
+	if (cfg->tls_listen != NULL &&
+	    (cfg->tls_cert == NULL || cfg->tls_key == NULL)) {
+		*cause = "[tls] listen needs [tls] cert and key";
+		return -1;
+	}
+	if (cfg->tls_listen == NULL && (cfg->tls_cert != NULL ||
+	    cfg->tls_client_ca != NULL)) {
+		*cause = "[tls] cert or client_ca set without [tls] listen";
 		return -1;
 	}
 	return 0;

@@ -20,7 +20,7 @@
 
 struct config {
 	/* [server] */
-	char *listen;			/* HOST:PORT */
+	char *listen;			/* HOST:PORT, or NULL: no plain TCP */
 	uint64_t max_frame;		/* bytes of one frame */
 	uint64_t max_batch;		/* items in one batch request */
 	uint64_t max_connections;
@@ -30,6 +30,20 @@ struct config {
 					   reading from it pauses */
 	uint64_t workers;		/* request worker threads; 0: one per
 					   online CPU */
+	uint64_t idle_timeout_ms;	/* close a connection silent this long;
+					   0: never */
+	uint64_t frame_timeout_ms;	/* close a connection whose frame takes
+					   longer to arrive; 0: never */
+	/* [tls] */
+	char *tls_listen;		/* HOST:PORT, or NULL: no TLS */
+	char *tls_cert;
+	char *tls_key;
+	char *tls_client_ca;		/* NULL: client certificates unasked */
+	/* [auth] */
+	char *tokens_file;		/* NULL: no tokens, everyone is admin */
+	bool allow_unauthenticated;
+	/* [metrics] */
+	char *metrics_listen;		/* HOST:PORT, or NULL: off */
 	/* [store] */
 	char *data_dir;
 	uint64_t map_size;
@@ -68,6 +82,16 @@ int config_load(struct config *cfg, const char *path, char **errors);
  */
 int config_set(struct config *cfg, const char *section, const char *key,
     const char *value, const char **cause);
+
+struct sockaddr_storage;
+
+/*
+ * Parses "HOST:PORT" (an IPv4 address, or an IPv6 one in brackets) into
+ * *out (if not NULL).  Returns -1 if it is not one.
+ */
+int config_parse_address(const char *address, struct sockaddr_storage *out);
+/* 1 if address is on the loopback network (127/8 or ::1), else 0. */
+int config_is_loopback(const char *address);
 
 /*
  * Checks relations between keys and resolves automatic values (workers = 0

@@ -1,9 +1,13 @@
 /*
  * dispatch: from a frame to its operation.  See dispatch.h.
+ *
+ * Locking: the token table may be replaced (SIGHUP) while workers read it;
+ * d->auth_lock guards the pointer.  Everything else a worker touches is
+ * either its own (its context) or thread-safe (urlset, writer, store).
  */
 #include "dispatch.h"
 
-#include <stdbool.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +15,7 @@
 #include <event2/buffer.h>
 
 #include "arena.h"
+#include "auth.h"
 #include "cbf.h"
 #include "config.h"
 #include "frame.h"
@@ -31,6 +36,10 @@ struct dispatch {
 	struct writer *w;
 	struct server *srv;
 	struct workers *workers;
+	struct metrics *metrics;
+	pthread_rwlock_t auth_lock;
+	struct auth *auth;		/* NULL: no tokens, all allowed */
+	struct store_txn *loop_reader;	/* the loop's own, for gauges */
 	struct request_limits limits;
 	time_t started;
 };
@@ -45,10 +54,10 @@ struct worker_ctx {
 /* One frame, from the loop to a worker and back. */
 struct req_task {
 	struct worker_task wt;
-	struct dispatch *d;
-	struct conn *conn;
+	struct request_origin origin;
 	struct evbuffer *reply;		/* frames to send back */
 	bool garbage;			/* not a Request: close conn */
+	bool failed;			/* refused as a whole */
 	bool handed_off;		/* a writer job answers instead */
 	size_t len;
 	uint8_t payload[];
@@ -85,8 +94,41 @@ worker_ctx_free(void *arg)
 	free(ctx);
 }
 
+static enum metric_op
+metric_op_of(const Nddd__V1__Request *req)
+{
+	switch (req->op_case) {
+	case NDDD__V1__REQUEST__OP_URL_SUBMIT: return METRIC_URL_SUBMIT;
+	case NDDD__V1__REQUEST__OP_URL_CHECK: return METRIC_URL_CHECK;
+	case NDDD__V1__REQUEST__OP_URL_DELETE: return METRIC_URL_DELETE;
+	case NDDD__V1__REQUEST__OP_STATS: return METRIC_STATS;
+	case NDDD__V1__REQUEST__OP_VERIFY: return METRIC_VERIFY;
+	default: return METRIC_INVALID;
+	}
+}
+
+/*
+ * The role req's token grants (ROLE_ADMIN when no tokens are configured),
+ * or ROLE_NONE with *why set.
+ */
+static enum role
+authorize(struct dispatch *d, const Nddd__V1__Request *req, const char **why)
+{
+	enum role role = ROLE_ADMIN;
+
+	pthread_rwlock_rdlock(&d->auth_lock);
+	if (d->auth != NULL) {
+		const char *tok = req->token ? req->token : "";
+
+		role = *tok ? auth_role(d->auth, tok, strlen(tok)) : ROLE_NONE;
+		*why = *tok ? "unknown token" : "a token is required";
+	}
+	pthread_rwlock_unlock(&d->auth_lock);
+	return role;
+}
+
 static void
-run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id,
+run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id, bool full,
     struct evbuffer *out)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
@@ -104,30 +146,102 @@ run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id,
 	}
 	urlset_stats(d->us, ctx->reader, &us);
 	store_reader_end(ctx->reader);
-	writer_stats(d->w, &ws);
-
-	fs.counters = cbf_stat_counters(f);
-	fs.nonzero = cbf_stat_nonzero(f);
-	fs.saturated = cbf_stat_saturated(f);
-	fs.k = CBF_K;
-	fs.bytes = cbf_stat_bytes(f);
 	res.version = (char *)NDDD_VERSION;
 	res.uptime_seconds = (uint64_t)(time(NULL) - d->started);
 	res.urls = us.urls;
-	res.cbf = &fs;
-	res.checks = us.checks;
-	res.checks_filter_only = us.checks_filter_only;
-	res.filter_false_positives = us.filter_false_positives;
-	res.submits_new = us.submits_new;
-	res.submits_duplicate = us.submits_duplicate;
-	res.deletes = us.deletes;
-	res.commits = ws.commits;
-	res.store_bytes = store_bytes_used(d->st);
-	res.connections = d->srv ? server_connections(d->srv) : 0;
+	if (full) {
+		writer_stats(d->w, &ws);
+		fs.counters = cbf_stat_counters(f);
+		fs.nonzero = cbf_stat_nonzero(f);
+		fs.saturated = cbf_stat_saturated(f);
+		fs.k = CBF_K;
+		fs.bytes = cbf_stat_bytes(f);
+		res.cbf = &fs;
+		res.checks = us.checks;
+		res.checks_filter_only = us.checks_filter_only;
+		res.filter_false_positives = us.filter_false_positives;
+		res.submits_new = us.submits_new;
+		res.submits_duplicate = us.submits_duplicate;
+		res.deletes = us.deletes;
+		res.commits = ws.commits;
+		res.store_bytes = store_bytes_used(d->st);
+		res.connections = d->srv ? server_connections(d->srv) : 0;
+	}
 	resp.id = id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_STATS;
 	resp.stats = &res;
 	frame_write(out, &resp.base);
+}
+
+/* verify: a writer job that runs alone, between transactions. */
+struct verify_job {
+	struct writer_job wj;
+	struct request_origin origin;
+	struct urlset *us;
+	struct urlset_verify result;
+};
+
+static void
+verify_alone(struct writer_job *wj)
+{
+	struct verify_job *j = (struct verify_job *)wj;
+
+	wj->status = urlset_verify(j->us, &j->result);
+}
+
+static void
+verify_done(struct writer_job *wj)
+{
+	struct verify_job *j = (struct verify_job *)wj;
+	struct evbuffer *out = evbuffer_new();
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__VerifyResult res = NDDD__V1__VERIFY_RESULT__INIT;
+
+	if (out != NULL && wj->status != STORE_OK)
+		frame_write_error(out, j->origin.id, NDDD__V1__CODE__INTERNAL,
+		    j->result.detail[0] ? j->result.detail :
+		    store_strstatus(wj->status));
+	else if (out != NULL) {
+		res.consistent = j->result.counter_mismatches == 0 &&
+		    j->result.index_mismatches == 0;
+		res.urls = j->result.records;
+		res.counter_mismatches = j->result.counter_mismatches;
+		res.detail = j->result.detail;
+		resp.id = j->origin.id;
+		resp.result_case = NDDD__V1__RESPONSE__RESULT_VERIFY;
+		resp.verify = &res;
+		frame_write(out, &resp.base);
+		if (!res.consistent)
+			log_warnx("%s: memory and store disagree: %s",
+			    __func__, j->result.detail);
+	}
+	dispatch_finish(&j->origin, out, wj->status != STORE_OK);
+	if (out != NULL)
+		evbuffer_free(out);
+	free(j);
+}
+
+static const struct writer_job_ops verify_job_ops = {
+	.alone = verify_alone,
+	.done = verify_done,
+};
+
+static bool
+start_verify(struct dispatch *d, const struct request_origin *o,
+    struct evbuffer *out)
+{
+	struct verify_job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL) {
+		frame_write_error(out, o->id, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		return false;
+	}
+	j->wj.ops = &verify_job_ops;
+	j->origin = *o;
+	j->us = d->us;
+	writer_submit(d->w, &j->wj);
+	return true;
 }
 
 static void
@@ -135,19 +249,31 @@ req_run(struct worker_task *wt, void *arg)
 {
 	struct req_task *t = (struct req_task *)wt;
 	struct worker_ctx *ctx = arg;
-	struct dispatch *d = t->d;
+	struct dispatch *d = t->origin.d;
 	Nddd__V1__Request *req;
 	Nddd__V1__Code code;
-	const char *msg;
+	const char *msg = NULL;
+	enum role role;
 
 	arena_reset(&ctx->arena);
 	if ((req = request_decode(&ctx->arena, t->payload, t->len)) == NULL) {
 		t->garbage = true;
 		return;
 	}
+	t->origin.id = req->id;
+	t->origin.op = metric_op_of(req);
+	role = authorize(d, req, &msg);
+	if (role < request_role(req)) {
+		frame_write_error(t->reply, req->id,
+		    NDDD__V1__CODE__PERMISSION_DENIED, role == ROLE_NONE ? msg :
+		    "the token's role does not allow this operation");
+		t->failed = true;
+		return;
+	}
 	code = request_validate(req, &d->limits, &msg);
 	if (code != NDDD__V1__CODE__OK) {
 		frame_write_error(t->reply, req->id, code, msg);
+		t->failed = true;
 		return;
 	}
 	switch (req->op_case) {
@@ -156,15 +282,18 @@ req_run(struct worker_task *wt, void *arg)
 		    req->id, req->url_check, t->reply);
 		break;
 	case NDDD__V1__REQUEST__OP_URL_SUBMIT:
-		t->handed_off = urlreq_mutate(d->us, ctx->keyer, d->w, t->conn,
-		    req->id, URLREQ_SUBMIT, req->url_submit, t->reply);
+		t->handed_off = urlreq_mutate(d->us, ctx->keyer, d->w,
+		    &t->origin, URLREQ_SUBMIT, req->url_submit, t->reply);
 		break;
 	case NDDD__V1__REQUEST__OP_URL_DELETE:
-		t->handed_off = urlreq_mutate(d->us, ctx->keyer, d->w, t->conn,
-		    req->id, URLREQ_DELETE, req->url_delete, t->reply);
+		t->handed_off = urlreq_mutate(d->us, ctx->keyer, d->w,
+		    &t->origin, URLREQ_DELETE, req->url_delete, t->reply);
 		break;
 	case NDDD__V1__REQUEST__OP_STATS:
-		run_stats(d, ctx, req->id, t->reply);
+		run_stats(d, ctx, req->id, role >= ROLE_ADMIN, t->reply);
+		break;
+	case NDDD__V1__REQUEST__OP_VERIFY:
+		t->handed_off = start_verify(d, &t->origin, t->reply);
 		break;
 	default:
 		/* request_validate refused it. */
@@ -177,13 +306,12 @@ req_done(struct worker_task *wt)
 {
 	struct req_task *t = (struct req_task *)wt;
 
-	if (t->garbage)
-		conn_fail(t->conn, NDDD__V1__CODE__INVALID_ARGUMENT,
+	if (t->garbage) {
+		conn_fail(t->origin.conn, NDDD__V1__CODE__INVALID_ARGUMENT,
 		    "frame is not a valid nddd.v1.Request");
-	else
-		conn_send_buffer(t->conn, t->reply);
-	if (!t->handed_off)
-		conn_release(t->conn);
+		dispatch_finish(&t->origin, NULL, true);
+	} else if (!t->handed_off)
+		dispatch_finish(&t->origin, t->reply, t->failed);
 	evbuffer_free(t->reply);
 	free(t);
 }
@@ -195,7 +323,8 @@ static const struct worker_task_ops req_task_ops = {
 
 struct dispatch *
 dispatch_new(const struct config *cfg, struct event_base *base,
-    struct store *st, struct urlset *us, struct writer *w)
+    struct store *st, struct urlset *us, struct writer *w,
+    struct metrics *m, struct auth *auth)
 {
 	struct dispatch *d;
 
@@ -205,15 +334,23 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 	d->st = st;
 	d->us = us;
 	d->w = w;
+	d->metrics = m;
+	d->auth = auth;
+	pthread_rwlock_init(&d->auth_lock, NULL);
 	d->limits.max_batch = cfg->max_batch;
 	d->started = time(NULL);
+	if ((d->loop_reader = store_reader_new(st)) == NULL)
+		goto err;
 	d->workers = workers_new((unsigned)cfg->workers, base, worker_ctx_new,
 	    worker_ctx_free, d);
-	if (d->workers == NULL) {
-		free(d);
-		return NULL;
-	}
+	if (d->workers == NULL)
+		goto err;
 	return d;
+err:
+	store_reader_free(d->loop_reader);
+	pthread_rwlock_destroy(&d->auth_lock);
+	free(d);
+	return NULL;
 }
 
 void
@@ -222,6 +359,9 @@ dispatch_free(struct dispatch *d)
 	if (d == NULL)
 		return;
 	workers_free(d->workers);
+	store_reader_free(d->loop_reader);
+	auth_free(d->auth);
+	pthread_rwlock_destroy(&d->auth_lock);
 	free(d);
 }
 
@@ -231,10 +371,32 @@ dispatch_set_server(struct dispatch *d, struct server *srv)
 	d->srv = srv;
 }
 
+void
+dispatch_set_auth(struct dispatch *d, struct auth *auth)
+{
+	struct auth *old;
+
+	pthread_rwlock_wrlock(&d->auth_lock);
+	old = d->auth;
+	d->auth = auth;
+	pthread_rwlock_unlock(&d->auth_lock);
+	auth_free(old);
+}
+
 size_t
 dispatch_pending(struct dispatch *d)
 {
 	return workers_pending(d->workers) + writer_pending(d->w);
+}
+
+void
+dispatch_finish(const struct request_origin *o, struct evbuffer *reply,
+    bool failed)
+{
+	if (reply != NULL)
+		conn_send_buffer(o->conn, reply);
+	metrics_observe(o->d->metrics, o->op, o->t0_ns, failed);
+	conn_release(o->conn);
 }
 
 void
@@ -243,18 +405,78 @@ dispatch_frame(struct dispatch *d, struct conn *c, const uint8_t *payload,
 {
 	struct req_task *t = malloc(sizeof(*t) + len);
 
-	if (t == NULL || (t->reply = evbuffer_new()) == NULL) {
+	if (t != NULL) {
+		memset(t, 0, sizeof(*t));
+		t->reply = evbuffer_new();
+	}
+	if (t == NULL || t->reply == NULL) {
 		free(t);
 		conn_send_error(c, 0, NDDD__V1__CODE__INTERNAL,
 		    "out of memory");
 		return;
 	}
 	t->wt.ops = &req_task_ops;
-	t->d = d;
-	t->conn = c;
-	t->garbage = t->handed_off = false;
+	t->origin.d = d;
+	t->origin.conn = c;
+	t->origin.t0_ns = metrics_now_ns();
+	t->origin.op = METRIC_INVALID;
 	t->len = len;
 	memcpy(t->payload, payload, len);
 	conn_hold(c);
 	workers_submit(d->workers, &t->wt);
+}
+
+void
+dispatch_render_gauges(struct dispatch *d, struct evbuffer *out)
+{
+	const struct cbf *f = urlset_filter(d->us);
+	struct urlset_stats us = { 0 };
+	struct writer_stats ws;
+
+	if (store_reader_begin(d->loop_reader) == STORE_OK) {
+		urlset_stats(d->us, d->loop_reader, &us);
+		store_reader_end(d->loop_reader);
+	}
+	writer_stats(d->w, &ws);
+	metrics_render_value(out, "nddd_urls", "gauge", "URLs stored.",
+	    (double)us.urls);
+	metrics_render_value(out, "nddd_filter_counters", "gauge",
+	    "Counters of the URL filter (m).", (double)cbf_stat_counters(f));
+	metrics_render_value(out, "nddd_filter_nonzero", "gauge",
+	    "Filter counters above zero.", (double)cbf_stat_nonzero(f));
+	metrics_render_value(out, "nddd_filter_saturated", "gauge",
+	    "Filter counters at 15.", (double)cbf_stat_saturated(f));
+	metrics_render_value(out, "nddd_filter_fill_ratio", "gauge",
+	    "Share of filter counters above zero.",
+	    (double)cbf_stat_nonzero(f) / (double)cbf_stat_counters(f));
+	metrics_render_value(out, "nddd_filter_bytes", "gauge",
+	    "Memory of the URL filter.", (double)cbf_stat_bytes(f));
+	metrics_render_value(out, "nddd_url_checks_total", "counter",
+	    "URLs checked.", (double)us.checks);
+	metrics_render_value(out, "nddd_url_checks_filter_only_total",
+	    "counter", "URL checks answered by the filter alone.",
+	    (double)us.checks_filter_only);
+	metrics_render_value(out, "nddd_filter_false_positives_total",
+	    "counter", "URL checks the filter sent to the store in vain.",
+	    (double)us.filter_false_positives);
+	metrics_render_value(out, "nddd_url_submits_new_total", "counter",
+	    "URL submits that were new.", (double)us.submits_new);
+	metrics_render_value(out, "nddd_url_submits_duplicate_total",
+	    "counter", "URL submits that were duplicates.",
+	    (double)us.submits_duplicate);
+	metrics_render_value(out, "nddd_url_deletes_total", "counter",
+	    "URL records deleted.", (double)us.deletes);
+	metrics_render_value(out, "nddd_store_commits_total", "counter",
+	    "Store transactions committed.", (double)ws.commits);
+	metrics_render_value(out, "nddd_store_failed_transactions_total",
+	    "counter", "Store transactions that failed.",
+	    (double)ws.failed_txns);
+	metrics_render_value(out, "nddd_store_bytes", "gauge",
+	    "Bytes of the store in use.", (double)store_bytes_used(d->st));
+	metrics_render_value(out, "nddd_connections", "gauge",
+	    "Client connections open.",
+	    d->srv ? (double)server_connections(d->srv) : 0);
+	metrics_render_value(out, "nddd_requests_pending", "gauge",
+	    "Requests accepted and not yet answered.",
+	    (double)dispatch_pending(d));
 }

@@ -2,14 +2,15 @@
  * nddd: the near-duplicate detection daemon.
  *
  * Start-up order matters: the whole configuration is read and checked, the
- * store opened and the URL filter rebuilt from it before the listener opens,
- * so the first answer is already exact.  Then systemd hears READY=1.
+ * store opened and the URL filter rebuilt from it before the listeners
+ * open, so the first answer is already exact.  Then systemd hears READY=1.
  * SIGTERM or SIGINT starts a graceful shutdown: no new connections or
  * requests, in-flight requests finish and are answered, the store is closed,
- * exit status 0.
+ * exit status 0.  SIGHUP reloads the token file.
  */
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,12 @@
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
+#include "auth.h"
 #include "config.h"
 #include "dispatch.h"
+#include "httpd.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 #include "store.h"
 #include "urlset.h"
@@ -29,13 +33,16 @@
 
 struct daemon {
 	struct config cfg;
+	bool allow_root;
 	struct event_base *base;
 	struct store *store;
 	struct urlset *urls;
 	struct writer *writer;
+	struct metrics metrics;
 	struct dispatch *dispatch;
 	struct server *server;
-	struct event *sigterm, *sigint;
+	struct httpd *httpd;
+	struct event *sigterm, *sigint, *sighup;
 };
 
 static void
@@ -43,30 +50,34 @@ usage(FILE *out)
 {
 	fprintf(out,
 	    "usage: nddd [-c FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
-	    "            [--log-level LEVEL] [--check-config] [--version]\n"
+	    "            [--log-level LEVEL] [--allow-root] [--check-config]\n"
+	    "            [--version]\n"
 	    "\n"
 	    "  -c, --config FILE     read settings from FILE (INI; see "
 	    "conf/nddd.conf)\n"
 	    "  --listen HOST:PORT    override [server] listen\n"
 	    "  --data-dir DIR        override [store] data_dir\n"
 	    "  --log-level LEVEL     override [log] level\n"
+	    "  --allow-root          run even as root (not recommended)\n"
 	    "  -t, --check-config    check the configuration and exit\n"
 	    "  -V, --version         print the version and exit\n");
 }
 
 static void
-load_config(struct config *cfg, int argc, char **argv)
+load_config(struct daemon *d, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "log-level", required_argument, NULL, 'L' },
+		{ "allow-root", no_argument, NULL, 'R' },
 		{ "check-config", no_argument, NULL, 't' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct config *cfg = &d->cfg;
 	const char *path = NULL, *listen = NULL, *data_dir = NULL;
 	const char *level = NULL, *cause;
 	char *errors;
@@ -78,6 +89,7 @@ load_config(struct config *cfg, int argc, char **argv)
 		case 'l': listen = optarg; break;
 		case 'd': data_dir = optarg; break;
 		case 'L': level = optarg; break;
+		case 'R': d->allow_root = true; break;
 		case 't': check_only = 1; break;
 		case 'V': printf("nddd %s\n", NDDD_VERSION); exit(0);
 		case 'h': usage(stdout); exit(0);
@@ -113,12 +125,77 @@ load_config(struct config *cfg, int argc, char **argv)
 	}
 }
 
+static struct auth *
+load_tokens(const struct config *cfg)
+{
+	struct auth *a;
+	char *errors;
+
+	if (cfg->tokens_file == NULL)
+		return NULL;
+	if ((a = auth_load(cfg->tokens_file, &errors)) == NULL) {
+		fprintf(stderr, "%s", errors ? errors : "out of memory\n");
+		fatalx("invalid token file; not starting");
+	}
+	log_info("%s: %zu tokens from %s", __func__, auth_count(a),
+	    cfg->tokens_file);
+	return a;
+}
+
+/*
+ * Without tokens, anyone who can connect may delete: that is allowed on
+ * loopback, or on a TLS listener that checks client certificates, and
+ * elsewhere only when the configuration says so in so many words.
+ */
+static void
+check_exposure(const struct config *cfg, bool have_tokens)
+{
+	bool plain_open = cfg->listen && !config_is_loopback(cfg->listen);
+	bool tls_open = cfg->tls_listen && !config_is_loopback(cfg->tls_listen)
+	    && cfg->tls_client_ca == NULL;
+
+	if (have_tokens)
+		return;
+	if (!plain_open && !tls_open) {
+		log_info("no tokens configured: every client may read, write "
+		    "and delete; listening on loopback%s only",
+		    cfg->tls_client_ca ? " or for TLS clients with certificates"
+		    : "");
+		return;
+	}
+	if (!cfg->allow_unauthenticated)
+		fatalx("refusing to listen on %s without [auth] tokens_file "
+		    "or [tls] client_ca: anyone could delete; set [auth] "
+		    "allow_unauthenticated = yes to insist",
+		    plain_open ? cfg->listen : cfg->tls_listen);
+	log_warnx("listening on %s with no authentication: anyone who can "
+	    "connect may delete", plain_open ? cfg->listen : cfg->tls_listen);
+}
+
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
+	struct auth *a;
+	char *errors;
 
 	(void)what;
+	if (sig == SIGHUP) {
+		if (d->cfg.tokens_file == NULL) {
+			log_info("%s: SIGHUP: no token file to reload",
+			    __func__);
+			return;
+		}
+		if ((a = auth_load(d->cfg.tokens_file, &errors)) == NULL) {
+			log_warnx("%s: keeping the old tokens: %s", __func__,
+			    errors ? errors : "out of memory");
+			free(errors);
+			return;
+		}
+		log_info("%s: reloaded %zu tokens", __func__, auth_count(a));
+		dispatch_set_auth(d->dispatch, a);
+		return;
+	}
 	log_info("%s: %s: shutting down", __func__, strsignal(sig));
 	sd_notify(0, "STOPPING=1");
 	server_shutdown(d->server);
@@ -140,8 +217,10 @@ open_everything(struct daemon *d)
 			.sort_query = d->cfg.sort_query,
 		},
 	};
+	struct auth *tokens = load_tokens(&d->cfg);
 	char *cause = NULL;
 
+	check_exposure(&d->cfg, tokens != NULL);
 	if ((d->store = store_open(&so, &cause)) == NULL)
 		fatalx("%s", cause ? cause : "cannot open the store");
 	if ((d->urls = urlset_open(d->store, &uo, &cause)) == NULL)
@@ -151,17 +230,24 @@ open_everything(struct daemon *d)
 	if ((d->writer = writer_new(d->store, d->base)) == NULL)
 		fatalx("%s: cannot start the store writer", __func__);
 	if ((d->dispatch = dispatch_new(&d->cfg, d->base, d->store, d->urls,
-	    d->writer)) == NULL)
+	    d->writer, &d->metrics, tokens)) == NULL)
 		fatalx("%s: cannot start the request workers", __func__);
 	if ((d->server = server_new(d->base, &d->cfg, d->dispatch,
-	    &cause)) == NULL)
+	    &d->metrics, &cause)) == NULL)
 		fatalx("%s", cause ? cause : "cannot start the server");
 	dispatch_set_server(d->dispatch, d->server);
+	if (d->cfg.metrics_listen != NULL && (d->httpd = httpd_new(d->base,
+	    d->cfg.metrics_listen, &d->metrics, d->dispatch, d->server,
+	    &cause)) == NULL)
+		fatalx("%s", cause ? cause : "cannot start the metrics "
+		    "listener");
 	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
 	d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);
-	if (d->sigterm == NULL || d->sigint == NULL ||
+	d->sighup = evsignal_new(d->base, SIGHUP, on_signal, d);
+	if (d->sigterm == NULL || d->sigint == NULL || d->sighup == NULL ||
 	    evsignal_add(d->sigterm, NULL) == -1 ||
-	    evsignal_add(d->sigint, NULL) == -1)
+	    evsignal_add(d->sigint, NULL) == -1 ||
+	    evsignal_add(d->sighup, NULL) == -1)
 		fatalx("%s: cannot handle signals", __func__);
 }
 
@@ -170,12 +256,14 @@ close_everything(struct daemon *d)
 {
 	/* The server drained the workers and the writer before the loop
 	 * ended; what remains is tearing down. */
+	httpd_free(d->httpd);
 	dispatch_free(d->dispatch);
 	writer_stop(d->writer);
 	server_free(d->server);
 	writer_free(d->writer);
 	event_free(d->sigterm);
 	event_free(d->sigint);
+	event_free(d->sighup);
 	event_base_free(d->base);
 	urlset_free(d->urls);
 	store_close(d->store);
@@ -188,16 +276,24 @@ main(int argc, char **argv)
 	struct daemon d;
 
 	memset(&d, 0, sizeof(d));
-	load_config(&d.cfg, argc, argv);
+	load_config(&d, argc, argv);
 	log_init(d.cfg.log_level, "nddd");
 	log_route_libevent();
+	if (geteuid() == 0 && !d.allow_root)
+		fatalx("refusing to run as root: run as an unprivileged user "
+		    "(the systemd unit does), or pass --allow-root");
+	if (geteuid() == 0)
+		log_warnx("running as root (--allow-root)");
 	signal(SIGPIPE, SIG_IGN);
 
 	open_everything(&d);
-	log_info("nddd %s listening on %s, data in %s", NDDD_VERSION,
-	    d.cfg.listen, d.cfg.data_dir);
+	log_info("nddd %s listening on %s%s%s%s, data in %s", NDDD_VERSION,
+	    d.cfg.listen ? d.cfg.listen : "", d.cfg.tls_listen ? " (TLS: " :
+	    "", d.cfg.tls_listen ? d.cfg.tls_listen : "",
+	    d.cfg.tls_listen ? ")" : "", d.cfg.data_dir);
 	sd_notifyf(0, "READY=1\nSTATUS=serving on %s\nMAINPID=%lu",
-	    d.cfg.listen, (unsigned long)getpid());
+	    d.cfg.listen ? d.cfg.listen : d.cfg.tls_listen,
+	    (unsigned long)getpid());
 
 	if (event_base_dispatch(d.base) == -1)
 		fatalx("event loop failed");

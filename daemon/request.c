@@ -46,6 +46,20 @@ request_url_batch(const Nddd__V1__Request *req)
 	}
 }
 
+enum role
+request_role(const Nddd__V1__Request *req)
+{
+	switch (req->op_case) {
+	case NDDD__V1__REQUEST__OP_URL_CHECK:
+	case NDDD__V1__REQUEST__OP_STATS:
+		return ROLE_READ;
+	case NDDD__V1__REQUEST__OP_URL_SUBMIT:
+		return ROLE_WRITE;
+	default:
+		return ROLE_ADMIN;
+	}
+}
+
 Nddd__V1__Code
 request_validate(const Nddd__V1__Request *req, const struct request_limits *lim,
     const char **message)
@@ -63,6 +77,7 @@ request_validate(const Nddd__V1__Request *req, const struct request_limits *lim,
 		}
 		return NDDD__V1__CODE__OK;
 	case NDDD__V1__REQUEST__OP_STATS:
+	case NDDD__V1__REQUEST__OP_VERIFY:
 		return NDDD__V1__CODE__OK;
 	default:
 		*message = "request names no operation this server knows";

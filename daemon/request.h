@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "nddd.pb-c.h"
 
 struct arena;
@@ -34,6 +35,9 @@ Nddd__V1__Request *request_decode(struct arena *a, const uint8_t *payload,
  */
 Nddd__V1__Code request_validate(const Nddd__V1__Request *req,
     const struct request_limits *lim, const char **message);
+
+/* The least role that may carry out req (see proto/nddd.proto). */
+enum role request_role(const Nddd__V1__Request *req);
 
 /* The batch of a URL operation, or NULL for other operations. */
 const Nddd__V1__UrlBatch *request_url_batch(const Nddd__V1__Request *req);

@@ -14,14 +14,18 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "config.h"
 #include "dispatch.h"
 #include "frame.h"
 #include "log.h"
+#include "metrics.h"
 
 /* Bytes read from a socket per callback: several batches at a time. */
 #define SERVER_READ_CHUNK (256 * 1024)
@@ -33,6 +37,7 @@
 struct conn {
 	struct server *srv;
 	struct bufferevent *bev;
+	struct event *frame_timer;	/* armed while a frame is incomplete */
 	TAILQ_ENTRY(conn) entry;
 	char peer[INET6_ADDRSTRLEN + 8];
 	unsigned refs;		/* 1 while open, +1 per request in flight */
@@ -49,7 +54,10 @@ struct server {
 	struct event_base *base;
 	const struct config *cfg;
 	struct dispatch *dispatch;
-	struct evconnlistener *listener;
+	struct metrics *metrics;
+	struct evconnlistener *listener;	/* plain TCP, or NULL */
+	struct evconnlistener *tls_listener;	/* or NULL */
+	SSL_CTX *tls;
 	struct conn_list conns;
 	uint32_t nconns;		/* read by workers: atomic */
 	bool shutting_down;
@@ -66,6 +74,8 @@ conn_unref(struct conn *c)
 {
 	if (--c->refs > 0)
 		return;
+	if (c->frame_timer != NULL)
+		event_free(c->frame_timer);
 	free(c);
 }
 
@@ -78,6 +88,8 @@ conn_close(struct conn *c)
 	if (!c->open)
 		return;
 	c->open = false;
+	if (c->frame_timer != NULL)
+		evtimer_del(c->frame_timer);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	TAILQ_REMOVE(&srv->conns, c, entry);
@@ -120,6 +132,9 @@ conn_update_reading(struct conn *c)
 		if (!c->paused) {
 			c->paused = true;
 			bufferevent_disable(c->bev, EV_READ);
+			/* A frame stalled by us is not the client's delay. */
+			if (c->frame_timer != NULL)
+				evtimer_del(c->frame_timer);
 		}
 	} else if (c->paused) {
 		c->paused = false;
@@ -163,6 +178,7 @@ conn_fail(struct conn *c, Nddd__V1__Code code, const char *message)
 	if (!c->open || c->closing)
 		return;
 	log_info("%s: %s: %s; closing", __func__, c->peer, message);
+	c->srv->metrics->connections_failed++;
 	conn_send_error(c, 0, code, message);
 	conn_close_after_flush(c);
 }
@@ -215,13 +231,38 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			conn_fail(c, NDDD__V1__CODE__RESOURCE_EXHAUSTED, msg);
 			break;
 		}
+		if (c->frame_timer != NULL)
+			evtimer_del(c->frame_timer);
 		dispatch_frame(c->srv->dispatch, c, payload, len);
 		if (!c->open)
 			break;
 		frame_consume(in, len);
 	}
+	/* The rest of a frame must follow within frame_timeout of its
+	 * first byte; the timer keeps running across reads until then. */
+	if (c->open && !c->closing && !c->paused && c->frame_timer != NULL &&
+	    evbuffer_get_length(in) > 0 &&
+	    !evtimer_pending(c->frame_timer, NULL)) {
+		struct timeval tv;
+
+		tv.tv_sec = (time_t)(c->srv->cfg->frame_timeout_ms / 1000);
+		tv.tv_usec = (suseconds_t)(c->srv->cfg->frame_timeout_ms %
+		    1000 * 1000);
+		evtimer_add(c->frame_timer, &tv);
+	}
 	c->in_read = false;
 	conn_unref(c);
+}
+
+static void
+frame_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	conn_fail(c, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
+	    "frame not received whole within frame_timeout");
 }
 
 static void
@@ -241,11 +282,27 @@ static void
 conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
+	unsigned long tls_err;
 
-	(void)bev;
-	if (what & BEV_EVENT_ERROR)
+	if (what & BEV_EVENT_TIMEOUT) {
+		/* Silent for idle_timeout.  Still owed replies, or held back by
+		 * us: not idle. */
+		if (c->inflight > 0 || c->paused ||
+		    evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+			bufferevent_enable(bev, EV_READ);
+			return;
+		}
+		log_debug("%s: %s: idle; closing", __func__, c->peer);
+		conn_close(c);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		while ((tls_err = bufferevent_get_openssl_error(bev)) != 0)
+			log_info("%s: %s: TLS: %s", __func__, c->peer,
+			    ERR_reason_error_string(tls_err));
 		log_debug("%s: %s: %s", __func__, c->peer,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
 		conn_close(c);
 }
@@ -272,47 +329,91 @@ format_peer(const struct sockaddr *sa, char *buf, size_t size)
 }
 
 static void
-accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-    int salen, void *arg)
+accept_conn(struct server *srv, evutil_socket_t fd, struct sockaddr *sa,
+    SSL *ssl)
 {
-	struct server *srv = arg;
 	struct conn *c;
 	int one = 1;
 
-	(void)l;
-	(void)salen;
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		evutil_closesocket(fd);
-		return;
-	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		goto err;
 	c->srv = srv;
 	c->refs = 1;
 	format_peer(sa, c->peer, sizeof(c->peer));
 	/* Replies are whole frames already: send them at once. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		evutil_closesocket(fd);
-		free(c);
-		return;
-	}
+	if (ssl != NULL)
+		c->bev = bufferevent_openssl_socket_new(srv->base, fd, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	else
+		c->bev = bufferevent_socket_new(srv->base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL)
+		goto err;
+	if (ssl != NULL)
+		bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	if (srv->cfg->frame_timeout_ms > 0)
+		c->frame_timer = evtimer_new(srv->base, frame_timeout_cb, c);
 	c->open = true;
 	TAILQ_INSERT_TAIL(&srv->conns, c, entry);
 	__atomic_fetch_add(&srv->nconns, 1, __ATOMIC_RELAXED);
+	srv->metrics->connections_accepted++;
 	bufferevent_set_max_single_read(c->bev, SERVER_READ_CHUNK);
 	bufferevent_set_max_single_write(c->bev, SERVER_READ_CHUNK);
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	bufferevent_setwatermark(c->bev, EV_WRITE,
 	    srv->cfg->output_high_water / 2, 0);
+	if (srv->cfg->idle_timeout_ms > 0) {
+		struct timeval tv;
+
+		tv.tv_sec = (time_t)(srv->cfg->idle_timeout_ms / 1000);
+		tv.tv_usec = (suseconds_t)(srv->cfg->idle_timeout_ms % 1000 *
+		    1000);
+		bufferevent_set_timeouts(c->bev, &tv, NULL);
+	}
 	if (srv->nconns > srv->cfg->max_connections) {
 		log_warnx("%s: %s refused: %u connections open", __func__,
 		    c->peer, srv->nconns - 1);
-		conn_fail(c, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
+		srv->metrics->connections_refused++;
+		conn_send_error(c, 0, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
 		    "too many connections (max_connections)");
+		conn_close_after_flush(c);
 		return;
 	}
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-	log_debug("%s: %s connected", __func__, c->peer);
+	log_debug("%s: %s connected%s", __func__, c->peer,
+	    ssl ? " (TLS)" : "");
+	return;
+err:
+	if (c != NULL && c->bev == NULL && ssl != NULL)
+		SSL_free(ssl);
+	free(c);
+	evutil_closesocket(fd);
+}
+
+static void
+accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	(void)l;
+	(void)salen;
+	accept_conn(arg, fd, sa, NULL);
+}
+
+static void
+accept_tls_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct server *srv = arg;
+	SSL *ssl = SSL_new(srv->tls);
+
+	(void)l;
+	(void)salen;
+	if (ssl == NULL) {
+		evutil_closesocket(fd);
+		return;
+	}
+	accept_conn(srv, fd, sa, ssl);
 }
 
 static void
@@ -324,13 +425,89 @@ accept_error_cb(struct evconnlistener *l, void *arg)
 	log_warn("%s: accept", __func__);
 }
 
+static char *
+tls_error(const char *what, const char *path)
+{
+	char buf[256], *cause;
+
+	ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
+	if (asprintf(&cause, "TLS: %s %s: %s", what, path ? path : "",
+	    buf) == -1)
+		return NULL;
+	return cause;
+}
+
+static SSL_CTX *
+tls_context(const struct config *cfg, char **cause)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	if (ctx == NULL) {
+		*cause = tls_error("cannot create a context", NULL);
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1) {
+		*cause = tls_error("cannot load the certificate", cfg->tls_cert);
+		goto err;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key,
+	    SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+		*cause = tls_error("cannot load the key", cfg->tls_key);
+		goto err;
+	}
+	if (cfg->tls_client_ca != NULL) {
+		STACK_OF(X509_NAME) *names;
+
+		if (SSL_CTX_load_verify_locations(ctx, cfg->tls_client_ca,
+		    NULL) != 1 || (names = SSL_load_client_CA_file(
+		    cfg->tls_client_ca)) == NULL) {
+			*cause = tls_error("cannot load the client CA",
+			    cfg->tls_client_ca);
+			goto err;
+		}
+		SSL_CTX_set_client_CA_list(ctx, names);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
+		    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	}
+	return ctx;
+err:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+static struct evconnlistener *
+listen_on(struct server *srv, const char *address, evconnlistener_cb cb,
+    char **cause)
+{
+	struct sockaddr_storage ss;
+	struct evconnlistener *l;
+
+	if (config_parse_address(address, &ss) == -1) {
+		if (asprintf(cause, "listen address %s is not HOST:PORT",
+		    address) == -1)
+			*cause = NULL;
+		return NULL;
+	}
+	l = evconnlistener_new_bind(srv->base, cb, srv, LEV_OPT_CLOSE_ON_FREE |
+	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
+	    (struct sockaddr *)&ss, ss.ss_family == AF_INET6 ?
+	    (int)sizeof(struct sockaddr_in6) : (int)sizeof(struct sockaddr_in));
+	if (l == NULL) {
+		if (asprintf(cause, "cannot listen on %s: %s", address,
+		    strerror(errno)) == -1)
+			*cause = NULL;
+		return NULL;
+	}
+	evconnlistener_set_error_cb(l, accept_error_cb);
+	return l;
+}
+
 struct server *
 server_new(struct event_base *base, const struct config *cfg,
-    struct dispatch *d, char **cause)
+    struct dispatch *d, struct metrics *m, char **cause)
 {
 	struct server *srv;
-	struct sockaddr_storage ss;
-	int sslen = sizeof(ss);
 
 	*cause = NULL;
 	if ((srv = calloc(1, sizeof(*srv))) == NULL)
@@ -338,24 +515,17 @@ server_new(struct event_base *base, const struct config *cfg,
 	srv->base = base;
 	srv->cfg = cfg;
 	srv->dispatch = d;
+	srv->metrics = m;
 	TAILQ_INIT(&srv->conns);
-	if (evutil_parse_sockaddr_port(cfg->listen, (struct sockaddr *)&ss,
-	    &sslen) == -1) {
-		if (asprintf(cause, "listen address %s is not HOST:PORT",
-		    cfg->listen) == -1)
-			*cause = NULL;
+	if (cfg->listen != NULL && (srv->listener = listen_on(srv,
+	    cfg->listen, accept_cb, cause)) == NULL)
 		goto err;
+	if (cfg->tls_listen != NULL) {
+		if ((srv->tls = tls_context(cfg, cause)) == NULL ||
+		    (srv->tls_listener = listen_on(srv, cfg->tls_listen,
+		    accept_tls_cb, cause)) == NULL)
+			goto err;
 	}
-	srv->listener = evconnlistener_new_bind(base, accept_cb, srv,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-	    1024, (struct sockaddr *)&ss, sslen);
-	if (srv->listener == NULL) {
-		if (asprintf(cause, "cannot listen on %s: %s", cfg->listen,
-		    strerror(errno)) == -1)
-			*cause = NULL;
-		goto err;
-	}
-	evconnlistener_set_error_cb(srv->listener, accept_error_cb);
 	return srv;
 err:
 	server_free(srv);
@@ -373,9 +543,18 @@ server_free(struct server *srv)
 		conn_close(c);
 	if (srv->listener != NULL)
 		evconnlistener_free(srv->listener);
+	if (srv->tls_listener != NULL)
+		evconnlistener_free(srv->tls_listener);
 	if (srv->drain_timer != NULL)
 		event_free(srv->drain_timer);
+	SSL_CTX_free(srv->tls);
 	free(srv);
+}
+
+bool
+server_shutting_down(const struct server *srv)
+{
+	return srv->shutting_down;
 }
 
 uint32_t
@@ -433,8 +612,15 @@ server_shutdown(struct server *srv)
 		evconnlistener_free(srv->listener);
 		srv->listener = NULL;
 	}
-	TAILQ_FOREACH(c, &srv->conns, entry)
+	if (srv->tls_listener != NULL) {
+		evconnlistener_free(srv->tls_listener);
+		srv->tls_listener = NULL;
+	}
+	TAILQ_FOREACH(c, &srv->conns, entry) {
 		bufferevent_disable(c->bev, EV_READ);
+		if (c->frame_timer != NULL)
+			evtimer_del(c->frame_timer);
+	}
 	srv->drain_timer = event_new(srv->base, -1, EV_PERSIST, drain_cb, srv);
 	event_add(srv->drain_timer, &tv);
 	log_info("%s: no longer accepting; finishing %u connections",

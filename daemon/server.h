@@ -7,7 +7,13 @@
  * while more than max_inflight requests await replies or more than
  * output_high_water bytes of replies wait for the client, and resumes when
  * it drains.  A connection beyond max_connections is told
- * RESOURCE_EXHAUSTED and closed.
+ * RESOURCE_EXHAUSTED and closed; so is one whose frame does not arrive
+ * whole within frame_timeout.  A connection idle for idle_timeout, with
+ * nothing in flight, is closed.
+ *
+ * Two listeners speak the same protocol: plain TCP ([server] listen) and
+ * TLS ([tls] listen, OpenSSL through bufferevent_openssl, optionally
+ * requiring client certificates).
  *
  * Shutdown (server_shutdown): stop accepting and reading, let requests in
  * flight finish and their replies drain, then close every connection and
@@ -30,23 +36,27 @@ struct config;
 struct dispatch;
 struct event_base;
 struct evbuffer;
+struct metrics;
 
 struct conn;
 struct server;
 
 /*
- * Binds cfg->listen and starts accepting into base.  Returns NULL with
- * *cause (caller frees) if the address cannot be bound.
+ * Binds cfg->listen and cfg->tls_listen (those set) and starts accepting
+ * into base.  Returns NULL with *cause (caller frees) if an address cannot
+ * be bound or the TLS certificate, key or CA cannot be loaded.
  */
 struct server *server_new(struct event_base *base, const struct config *cfg,
-    struct dispatch *d, char **cause);
+    struct dispatch *d, struct metrics *m, char **cause);
 void server_free(struct server *srv);
 
 /* Begins the graceful shutdown; the loop exits when it is complete. */
 void server_shutdown(struct server *srv);
 
-/* Open connections. */
+/* Open connections.  Any thread. */
 uint32_t server_connections(const struct server *srv);
+/* True once server_shutdown has begun. */
+bool server_shutting_down(const struct server *srv);
 
 /* Moves the frames in buf to c's output (dropped if c has been closed). */
 void conn_send_buffer(struct conn *c, struct evbuffer *buf);

@@ -9,9 +9,9 @@
 #include <event2/buffer.h>
 
 #include "arena.h"
+#include "dispatch.h"
 #include "frame.h"
 #include "log.h"
-#include "server.h"
 #include "store.h"
 #include "urlset.h"
 #include "writer.h"
@@ -124,8 +124,7 @@ struct url_job {
 	struct writer_job wj;
 	enum urlreq_op op;
 	struct urlset *us;
-	struct conn *conn;
-	uint64_t id;
+	struct request_origin origin;
 	size_t n;			/* URLs in the request */
 	size_t nbad;
 	struct bad_item *bad;
@@ -216,19 +215,19 @@ url_job_done(struct writer_job *wj)
 
 	if (out != NULL) {
 		if (wj->status == STORE_OK)
-			write_results(out, j->id, j->counts, j->n, j->bad,
-			    j->nbad);
+			write_results(out, j->origin.id, j->counts, j->n,
+			    j->bad, j->nbad);
 		else
-			frame_write_error(out, j->id,
+			frame_write_error(out, j->origin.id,
 			    wj->status == STORE_FULL ||
 			    wj->status == STORE_TXN_FULL ?
 			    NDDD__V1__CODE__RESOURCE_EXHAUSTED :
 			    NDDD__V1__CODE__INTERNAL,
 			    store_strstatus(wj->status));
-		conn_send_buffer(j->conn, out);
-		evbuffer_free(out);
 	}
-	conn_release(j->conn);
+	dispatch_finish(&j->origin, out, wj->status != STORE_OK);
+	if (out != NULL)
+		evbuffer_free(out);
 	url_job_free(j);
 }
 
@@ -241,9 +240,10 @@ static const struct writer_job_ops url_job_ops = {
 
 bool
 urlreq_mutate(struct urlset *us, struct url_keyer *k, struct writer *w,
-    struct conn *c, uint64_t id, enum urlreq_op op,
+    const struct request_origin *origin, enum urlreq_op op,
     const Nddd__V1__UrlBatch *batch, struct evbuffer *out)
 {
+	uint64_t id = origin->id;
 	size_t n = batch ? batch->n_urls : 0;
 	struct url_job *j;
 
@@ -259,8 +259,7 @@ urlreq_mutate(struct urlset *us, struct url_keyer *k, struct writer *w,
 	j->wj.ops = &url_job_ops;
 	j->op = op;
 	j->us = us;
-	j->conn = c;
-	j->id = id;
+	j->origin = *origin;
 	j->n = n;
 	for (size_t i = 0; i < n; i++) {
 		const ProtobufCBinaryData *url = &batch->urls[i];

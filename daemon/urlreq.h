@@ -19,8 +19,8 @@
 #include "nddd.pb-c.h"
 
 struct arena;
-struct conn;
 struct evbuffer;
+struct request_origin;
 struct store_txn;
 struct url_keyer;
 struct urlset;
@@ -37,13 +37,13 @@ void urlreq_check(struct urlset *us, struct url_keyer *k, struct store_txn *rd,
     struct evbuffer *out);
 
 /*
- * Starts a url_submit or url_delete batch from connection c.  Returns true
- * if it went to the writer: the job then owns c's hold on the request and
- * replies from the loop after its commit.  Returns false if the reply was
- * appended to out already (nothing to write, or no memory).
+ * Starts a url_submit or url_delete batch.  Returns true if it went to the
+ * writer: the job then finishes origin from the loop after its commit.
+ * Returns false if the reply was appended to out already (nothing to
+ * write, or no memory); the caller finishes origin.
  */
 bool urlreq_mutate(struct urlset *us, struct url_keyer *k, struct writer *w,
-    struct conn *c, uint64_t id, enum urlreq_op op,
+    const struct request_origin *origin, enum urlreq_op op,
     const Nddd__V1__UrlBatch *batch, struct evbuffer *out);
 
 #endif

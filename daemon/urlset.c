@@ -473,3 +473,76 @@ urlset_stats(struct urlset *us, struct store_txn *rd, struct urlset_stats *out)
 	    __ATOMIC_RELAXED);
 	out->deletes = __atomic_load_n(&us->deletes, __ATOMIC_RELAXED);
 }
+
+struct verify_scan {
+	struct urlset *us;
+	struct cbf *fresh;
+	struct urlset_verify *out;
+	const char *bad;
+};
+
+static int
+verify_one(const void *key, size_t klen, const void *val, size_t vlen,
+    void *arg)
+{
+	struct verify_scan *vs = arg;
+	struct url_record r;
+	uint32_t idx[CBF_K];
+
+	if (klen != CBF_FP_LEN || urlset_record_decode(val, vlen, &r) == -1) {
+		vs->bad = "a URL record has the wrong size";
+		return -1;
+	}
+	cbf_indices(vs->us->filter, key, idx);
+	if (memcmp(idx, r.idx, sizeof(idx)) != 0) {
+		if (vs->out->index_mismatches++ == 0)
+			snprintf(vs->out->detail, sizeof(vs->out->detail),
+			    "record %" PRIu64 " stores indices other than its "
+			    "fingerprint's", vs->out->records);
+	}
+	for (int i = 0; i < CBF_K; i++)
+		if (r.idx[i] >= vs->us->m) {
+			vs->bad = "a URL record names a counter beyond m";
+			return -1;
+		}
+	cbf_add(vs->fresh, r.idx);
+	vs->out->records++;
+	return 0;
+}
+
+int
+urlset_verify(struct urlset *us, struct urlset_verify *out)
+{
+	struct verify_scan vs = { .us = us, .out = out };
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((vs.fresh = cbf_new(us->m)) == NULL) {
+		snprintf(out->detail, sizeof(out->detail), "out of memory");
+		return STORE_FAILED;
+	}
+	rc = store_scan(us->st, STORE_URLS, verify_one, &vs);
+	if (rc != STORE_OK) {
+		snprintf(out->detail, sizeof(out->detail), "%s",
+		    vs.bad ? vs.bad : store_strstatus(rc));
+		cbf_free(vs.fresh);
+		return vs.bad ? STORE_FAILED : rc;
+	}
+	for (uint64_t i = 0; i < us->m; i++) {
+		if (cbf_counter(us->filter, i) == cbf_counter(vs.fresh, i) &&
+		    cbf_true_count(us->filter, i) ==
+		    cbf_true_count(vs.fresh, i))
+			continue;
+		if (out->counter_mismatches++ == 0 &&
+		    out->index_mismatches == 0)
+			snprintf(out->detail, sizeof(out->detail),
+			    "counter %" PRIu64 " is %u (true count %" PRIu64
+			    ") in memory, %u (%" PRIu64 ") from the store", i,
+			    cbf_counter(us->filter, i),
+			    cbf_true_count(us->filter, i),
+			    cbf_counter(vs.fresh, i),
+			    cbf_true_count(vs.fresh, i));
+	}
+	cbf_free(vs.fresh);
+	return STORE_OK;
+}

@@ -136,6 +136,21 @@ void urlset_commit_remove(struct urlset *us, const uint32_t idx[CBF_K]);
 void urlset_stats(struct urlset *us, struct store_txn *rd,
     struct urlset_stats *out);
 
+struct urlset_verify {
+	uint64_t records;		/* URL records read */
+	uint64_t counter_mismatches;	/* counters differing from the store */
+	uint64_t index_mismatches;	/* records whose stored indices are not
+					   their fingerprint's */
+	char detail[256];		/* the first differences */
+};
+
+/*
+ * Writer thread, with no transaction open: recomputes every filter counter
+ * from the stored records and compares with memory.  Returns a store
+ * status; the findings are in *out.
+ */
+int urlset_verify(struct urlset *us, struct urlset_verify *out);
+
 /* Record codec, exposed for tests and verification. */
 void urlset_record_encode(const struct url_record *r,
     uint8_t out[URLSET_RECORD_LEN]);

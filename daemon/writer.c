@@ -149,10 +149,12 @@ writer_main(void *arg)
 			pthread_mutex_unlock(&w->lock);
 			break;
 		}
-		/* Take what is queued, up to a group's worth. */
+		/* Take what is queued, up to a group's worth; a job that runs
+		 * alone is a group of its own. */
 		list = last = w->head;
 		cost = list->cost;
-		while (last->next != NULL &&
+		while (list->ops->alone == NULL && last->next != NULL &&
+		    last->next->ops->alone == NULL &&
 		    cost + last->next->cost <= WRITER_GROUP_MAX_COST) {
 			last = last->next;
 			cost += last->cost;
@@ -163,7 +165,11 @@ writer_main(void *arg)
 		last->next = NULL;
 		pthread_mutex_unlock(&w->lock);
 
-		run_group(w, list);
+		if (list->ops->alone != NULL) {
+			list->ops->alone(list);
+			finish(w, list);
+		} else
+			run_group(w, list);
 	}
 	return NULL;
 }

@@ -45,6 +45,12 @@ struct writer_job_ops {
 	void (*aborted)(struct writer_job *job);
 	/* Loop thread: the job is finished; job->status says how. */
 	void (*done)(struct writer_job *job);
+	/*
+	 * Writer thread, instead of apply/committed/aborted when set: a job
+	 * that must see the store and memory with no transaction open and
+	 * nothing else running (verification).
+	 */
+	void (*alone)(struct writer_job *job);
 };
 
 struct writer_job {

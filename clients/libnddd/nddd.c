@@ -4,7 +4,8 @@
  * The socket is non-blocking; the client keeps an output buffer of encoded
  * requests and an input buffer of received bytes, and a wait always both
  * sends and receives, so a pipelining client never deadlocks against a
- * server that has stopped reading until its replies are read.
+ * server that has stopped reading until its replies are read.  With TLS,
+ * the same happens through OpenSSL on the same socket.
  */
 #include "nddd.h"
 
@@ -23,6 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include "nddd.pb-c.h"
 
 /* Largest reply frame accepted: a reply to the largest batch is ~1 MiB. */
@@ -30,6 +35,9 @@
 
 struct nddd_client {
 	int fd;
+	SSL_CTX *tls_ctx;	/* NULL for plain TCP */
+	SSL *ssl;
+	char *token;
 	int timeout_ms;
 	uint64_t next_id;
 	size_t outstanding;
@@ -151,8 +159,98 @@ connect_one(const struct addrinfo *ai, int timeout_ms, int *err)
 	return fd;
 }
 
+static int
+tls_fail(char **err, const char *what)
+{
+	char buf[256];
+
+	ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
+	if (asprintf(err, "TLS: %s: %s", what, buf) == -1)
+		*err = NULL;
+	return -1;
+}
+
+/* Waits until fd is ready for events or the deadline passes. */
+static int
+wait_fd(int fd, short events, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+
+	return poll(&pfd, 1, timeout_ms > 0 ? timeout_ms : -1) == 1 ? 0 : -1;
+}
+
+static int
+tls_start(nddd_client *c, const char *host, const struct nddd_options *o,
+    char **err)
+{
+	const char *name = o->tls_name ? o->tls_name : host;
+	int rc;
+
+	if ((c->tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		return tls_fail(err, "cannot create a context");
+	SSL_CTX_set_min_proto_version(c->tls_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(c->tls_ctx, SSL_VERIFY_PEER, NULL);
+	if ((o->tls_ca ? SSL_CTX_load_verify_locations(c->tls_ctx, o->tls_ca,
+	    NULL) : SSL_CTX_set_default_verify_paths(c->tls_ctx)) != 1)
+		return tls_fail(err, o->tls_ca ? o->tls_ca : "CA store");
+	if (o->tls_cert != NULL && (SSL_CTX_use_certificate_chain_file(
+	    c->tls_ctx, o->tls_cert) != 1 || SSL_CTX_use_PrivateKey_file(
+	    c->tls_ctx, o->tls_key ? o->tls_key : o->tls_cert,
+	    SSL_FILETYPE_PEM) != 1))
+		return tls_fail(err, o->tls_cert);
+	if ((c->ssl = SSL_new(c->tls_ctx)) == NULL ||
+	    SSL_set_fd(c->ssl, c->fd) != 1)
+		return tls_fail(err, "cannot set up the connection");
+	SSL_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* An address is checked against the certificate's IP entries, a
+	 * name against its DNS names. */
+	if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), name) != 1) {
+		if (SSL_set1_host(c->ssl, name) != 1)
+			return tls_fail(err, "cannot set the name to verify");
+		SSL_set_tlsext_host_name(c->ssl, name);
+	}
+	for (;;) {
+		if ((rc = SSL_connect(c->ssl)) == 1)
+			return 0;
+		switch (SSL_get_error(c->ssl, rc)) {
+		case SSL_ERROR_WANT_READ:
+			if (wait_fd(c->fd, POLLIN, c->timeout_ms) == -1)
+				goto timeout;
+			break;
+		case SSL_ERROR_WANT_WRITE:
+			if (wait_fd(c->fd, POLLOUT, c->timeout_ms) == -1)
+				goto timeout;
+			break;
+		default:
+			if (SSL_get_verify_result(c->ssl) != X509_V_OK) {
+				if (asprintf(err, "TLS: the server's "
+				    "certificate does not verify: %s",
+				    X509_verify_cert_error_string(
+				    SSL_get_verify_result(c->ssl))) == -1)
+					*err = NULL;
+				return -1;
+			}
+			return tls_fail(err, "handshake failed");
+		}
+	}
+timeout:
+	if (asprintf(err, "TLS: handshake timed out") == -1)
+		*err = NULL;
+	return -1;
+}
+
 nddd_client *
 nddd_connect(const char *address, int timeout_ms, char **err)
+{
+	struct nddd_options o = { .timeout_ms = timeout_ms };
+
+	return nddd_connect_opts(address, &o, err);
+}
+
+nddd_client *
+nddd_connect_opts(const char *address, const struct nddd_options *o,
+    char **err)
 {
 	struct addrinfo hints, *res = NULL, *ai;
 	char host[256], port[16];
@@ -180,19 +278,28 @@ nddd_connect(const char *address, int timeout_ms, char **err)
 		return NULL;
 	}
 	c->fd = -1;
-	c->timeout_ms = timeout_ms;
+	c->timeout_ms = o->timeout_ms;
 	c->next_id = 1;
+	if (o->token != NULL && (c->token = strdup(o->token)) == NULL)
+		goto err;
 	for (ai = res; ai != NULL && c->fd == -1; ai = ai->ai_next)
-		c->fd = connect_one(ai, timeout_ms, &last);
+		c->fd = connect_one(ai, o->timeout_ms, &last);
 	freeaddrinfo(res);
+	res = NULL;
 	if (c->fd == -1) {
 		if (asprintf(err, "cannot connect to %s: %s", address,
 		    strerror(last)) == -1)
 			*err = NULL;
-		free(c);
-		return NULL;
+		goto err;
 	}
+	if (o->tls && tls_start(c, host, o, err) == -1)
+		goto err;
 	return c;
+err:
+	if (res != NULL)
+		freeaddrinfo(res);
+	nddd_close(c);
+	return NULL;
 }
 
 void
@@ -200,6 +307,12 @@ nddd_close(nddd_client *c)
 {
 	if (c == NULL)
 		return;
+	if (c->ssl != NULL) {
+		SSL_shutdown(c->ssl);
+		SSL_free(c->ssl);
+	}
+	SSL_CTX_free(c->tls_ctx);
+	free(c->token);
 	if (c->fd != -1)
 		close(c->fd);
 	free(c->out);
@@ -230,19 +343,93 @@ grow(unsigned char **buf, size_t *cap, size_t need)
 	return 0;
 }
 
+/*
+ * Moves bytes through the socket or TLS: returns the count, 0 when it
+ * would block (*want says for what: POLLIN or POLLOUT), -1 on an error
+ * (with c->err set) and, for reads, -2 at the end of the stream.
+ */
+static ssize_t
+io_write(nddd_client *c, const void *buf, size_t len, short *want)
+{
+	ssize_t n;
+	int rc;
+
+	*want = POLLOUT;
+	if (c->ssl == NULL) {
+		n = send(c->fd, buf, len, MSG_NOSIGNAL);
+		if (n >= 0)
+			return n;
+		if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		return fail(c, "send: %s", strerror(errno));
+	}
+	ERR_clear_error();
+	if ((rc = SSL_write(c->ssl, buf, (int)(len > INT32_MAX ? INT32_MAX :
+	    len))) > 0)
+		return rc;
+	switch (SSL_get_error(c->ssl, rc)) {
+	case SSL_ERROR_WANT_WRITE:
+		return 0;
+	case SSL_ERROR_WANT_READ:
+		*want = POLLIN;
+		return 0;
+	default:
+		return fail(c, "TLS write failed");
+	}
+}
+
+static ssize_t
+io_read(nddd_client *c, void *buf, size_t len, short *want)
+{
+	ssize_t n;
+	int rc;
+
+	*want = POLLIN;
+	if (c->ssl == NULL) {
+		n = recv(c->fd, buf, len, 0);
+		if (n > 0)
+			return n;
+		if (n == 0)
+			return -2;
+		if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		return fail(c, "recv: %s", strerror(errno));
+	}
+	ERR_clear_error();
+	if ((rc = SSL_read(c->ssl, buf, (int)(len > INT32_MAX ? INT32_MAX :
+	    len))) > 0)
+		return rc;
+	switch (SSL_get_error(c->ssl, rc)) {
+	case SSL_ERROR_WANT_READ:
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		*want = POLLOUT;
+		return 0;
+	case SSL_ERROR_ZERO_RETURN:
+		return -2;
+	default:
+		/* A peer that closes without close_notify ends the stream
+		 * all the same. */
+		if (ERR_peek_error() == 0)
+			return -2;
+		return fail(c, "TLS read failed");
+	}
+}
+
 /* Writes what the socket takes now.  Returns -1 on a socket error. */
 static int
 flush_some(nddd_client *c)
 {
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off,
-		    c->out_len - c->out_off, MSG_NOSIGNAL);
+	short want;
 
-		if (n == -1) {
-			if (errno == EAGAIN || errno == EINTR)
-				return 0;
-			return fail(c, "send: %s", strerror(errno));
-		}
+	while (c->out_off < c->out_len) {
+		ssize_t n = io_write(c, c->out + c->out_off,
+		    c->out_len - c->out_off, &want);
+
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return 0;
 		c->out_off += (size_t)n;
 	}
 	c->out_off = c->out_len = 0;
@@ -257,6 +444,8 @@ queue_request(nddd_client *c, Nddd__V1__Request *req, uint64_t *id)
 	if (c->fd == -1)
 		return fail(c, "not connected");
 	req->id = c->next_id++;
+	if (c->token != NULL)
+		req->token = c->token;
 	size = nddd__v1__request__get_packed_size(req);
 	if (size > UINT32_MAX)
 		return fail(c, "request too large");
@@ -312,6 +501,17 @@ nddd_send_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 	rc = queue_request(c, &req, id);
 	free(items);
 	return rc;
+}
+
+int
+nddd_send_verify(nddd_client *c, uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__VerifyRequest v = NDDD__V1__VERIFY_REQUEST__INIT;
+
+	req.op_case = NDDD__V1__REQUEST__OP_VERIFY;
+	req.verify = &v;
+	return queue_request(c, &req, id);
 }
 
 int
@@ -427,6 +627,15 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 		r->kind = NDDD_REPLY_STATS;
 		copy_stats(&r->stats, resp->stats);
 		return r;
+	case NDDD__V1__RESPONSE__RESULT_VERIFY:
+		r->kind = NDDD_REPLY_VERIFY;
+		r->verify.consistent = resp->verify->consistent;
+		r->verify.urls = resp->verify->urls;
+		r->verify.counter_mismatches =
+		    resp->verify->counter_mismatches;
+		snprintf(r->verify.detail, sizeof(r->verify.detail), "%s",
+		    resp->verify->detail ? resp->verify->detail : "");
+		return r;
 	default:
 		r->kind = NDDD_REPLY_ERROR;
 		r->code = NDDD_INTERNAL;
@@ -450,8 +659,9 @@ nddd_recv(nddd_client *c, struct nddd_reply **out)
 	if (c->fd == -1)
 		return fail(c, "not connected");
 	for (;;) {
-		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		struct pollfd pfd = { .fd = c->fd, .events = 0 };
 		int wait = -1;
+		short want;
 		ssize_t n;
 
 		if (next_frame(c, &frame, &len) == -1)
@@ -473,6 +683,27 @@ nddd_recv(nddd_client *c, struct nddd_reply **out)
 				c->outstanding--;
 			return 0;
 		}
+		if (c->out_off < c->out_len && flush_some(c) == -1)
+			return -1;
+		if (c->in_off > 0) {
+			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+			c->in_len -= c->in_off;
+			c->in_off = 0;
+		}
+		if (grow(&c->in, &c->in_cap, c->in_len + 65536) == -1)
+			return fail(c, "out of memory");
+		n = io_read(c, c->in + c->in_len, c->in_cap - c->in_len, &want);
+		if (n == -2)
+			return fail(c, "connection closed by the server");
+		if (n < 0)
+			return -1;
+		if (n > 0) {
+			c->in_len += (size_t)n;
+			continue;
+		}
+		/* Nothing to read now: wait for the socket (and for room to
+		 * send, if requests are queued). */
+		pfd.events = want;
 		if (c->out_off < c->out_len)
 			pfd.events |= POLLOUT;
 		if (deadline) {
@@ -482,31 +713,8 @@ nddd_recv(nddd_client *c, struct nddd_reply **out)
 				return fail(c, "timed out waiting for a reply");
 			wait = (int)left;
 		}
-		if (poll(&pfd, 1, wait) == -1) {
-			if (errno == EINTR)
-				continue;
+		if (poll(&pfd, 1, wait) == -1 && errno != EINTR)
 			return fail(c, "poll: %s", strerror(errno));
-		}
-		if ((pfd.revents & POLLOUT) && flush_some(c) == -1)
-			return -1;
-		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		if (c->in_off > 0) {
-			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-			c->in_len -= c->in_off;
-			c->in_off = 0;
-		}
-		if (grow(&c->in, &c->in_cap, c->in_len + 65536) == -1)
-			return fail(c, "out of memory");
-		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
-		if (n == 0)
-			return fail(c, "connection closed by the server");
-		if (n == -1) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			return fail(c, "recv: %s", strerror(errno));
-		}
-		c->in_len += (size_t)n;
 	}
 }
 
@@ -615,6 +823,32 @@ nddd_urls_results_free(struct nddd_url_result *results, size_t n)
 		free((char *)results[i].message);
 		results[i].message = NULL;
 	}
+}
+
+int
+nddd_verify(nddd_client *c, struct nddd_verify *out)
+{
+	struct nddd_reply *r;
+	uint64_t id;
+
+	if (nddd_send_verify(c, &id) == -1)
+		return -1;
+	for (;;) {
+		if (nddd_recv(c, &r) == -1)
+			return -1;
+		if (r->id == id || r->id == 0)
+			break;
+		nddd_reply_free(r);
+	}
+	if (r->kind != NDDD_REPLY_VERIFY) {
+		fail(c, "verify refused: %s: %s", nddd_code_name(r->code),
+		    r->message ? r->message : "");
+		nddd_reply_free(r);
+		return -1;
+	}
+	*out = r->verify;
+	nddd_reply_free(r);
+	return 0;
 }
 
 int

@@ -66,10 +66,18 @@ struct nddd_stats {
 	uint32_t connections;
 };
 
+struct nddd_verify {
+	int consistent;		/* memory agrees with the store */
+	uint64_t urls;		/* URL records read */
+	uint64_t counter_mismatches;
+	char detail[256];
+};
+
 enum nddd_reply_kind {
 	NDDD_REPLY_ERROR,	/* the request was refused as a whole */
 	NDDD_REPLY_URLS,
 	NDDD_REPLY_STATS,
+	NDDD_REPLY_VERIFY,
 };
 
 struct nddd_reply {
@@ -80,6 +88,20 @@ struct nddd_reply {
 	size_t nresults;	/* NDDD_REPLY_URLS: one per URL sent */
 	struct nddd_url_result *results;
 	struct nddd_stats stats;	/* NDDD_REPLY_STATS */
+	struct nddd_verify verify;	/* NDDD_REPLY_VERIFY */
+};
+
+/* How to connect; zero values are the defaults. */
+struct nddd_options {
+	int timeout_ms;		/* connecting, and each wait; 0: forever */
+	const char *token;	/* sent with every request; NULL: none */
+	int tls;		/* speak TLS */
+	const char *tls_ca;	/* CA file for the server's certificate;
+				   NULL: the system's store */
+	const char *tls_cert;	/* client certificate (PEM), if asked for */
+	const char *tls_key;	/* its private key (PEM) */
+	const char *tls_name;	/* name the certificate must carry; NULL:
+				   the host part of the address */
 };
 
 /*
@@ -88,6 +110,13 @@ struct nddd_reply {
  * (0: wait forever).  Returns NULL with *err set (caller frees) on failure.
  */
 nddd_client *nddd_connect(const char *address, int timeout_ms, char **err);
+/*
+ * The same with options: a token, TLS (the server's certificate is
+ * verified, its name checked; an IP address is checked against the
+ * certificate's IP entries).
+ */
+nddd_client *nddd_connect_opts(const char *address,
+    const struct nddd_options *opts, char **err);
 void nddd_close(nddd_client *c);
 
 /* Why the last call failed. */
@@ -101,6 +130,7 @@ const char *nddd_errstr(const nddd_client *c);
 int nddd_send_urls(nddd_client *c, enum nddd_url_op op,
     const char *const *urls, const size_t *lens, size_t n, uint64_t *id);
 int nddd_send_stats(nddd_client *c, uint64_t *id);
+int nddd_send_verify(nddd_client *c, uint64_t *id);
 
 /* Requests sent whose replies have not been received. */
 size_t nddd_outstanding(const nddd_client *c);
@@ -126,7 +156,9 @@ int nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
     unsigned window, void (*progress)(size_t done, void *arg), void *arg);
 void nddd_urls_results_free(struct nddd_url_result *results, size_t n);
 
-/* Stats, in one call. */
+/* Stats, in one call (a read token gets only version, uptime and urls). */
 int nddd_stats(nddd_client *c, struct nddd_stats *out);
+/* Verification, in one call (admin).  It reads the whole store. */
+int nddd_verify(nddd_client *c, struct nddd_verify *out);
 
 #endif

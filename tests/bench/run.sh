@@ -16,6 +16,8 @@ set -euo pipefail
 
 bin=${1:-build/release/bin}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+as_root=()
+[ "$(id -u)" -eq 0 ] && as_root=(--allow-root)
 data=${NDDD_TEST_DATA:-$root/../shared/data}
 urls=${BENCH_URLS:-5000000}
 clients=${BENCH_CLIENTS:-2}
@@ -71,7 +73,7 @@ sync = full
 [urls]
 capacity = $((urls + 200000))
 CONF
-"$bin/nddd" -c "$tmp/nddd.conf" 2> "$tmp/nddd.log" &
+"$bin/nddd" -c "$tmp/nddd.conf" "${as_root[@]}" 2> "$tmp/nddd.log" &
 nddd=$!
 pids+=("$nddd")
 wait_port "$port"
@@ -85,7 +87,7 @@ echo "nddd stored_urls=$stored anonymous_bytes=$((anon_kb * 1024)) filter_bytes=
 kill -TERM "$nddd"
 wait "$nddd"
 start=$(date +%s.%N)
-"$bin/nddd" -c "$tmp/nddd.conf" 2> "$tmp/nddd2.log" &
+"$bin/nddd" -c "$tmp/nddd.conf" "${as_root[@]}" 2> "$tmp/nddd2.log" &
 nddd=$!
 pids+=("$nddd")
 wait_port "$port"

@@ -21,8 +21,8 @@
 
 #include "testutil.h"
 
-static int
-free_port(void)
+int
+harness_free_port(void)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sin);
@@ -59,7 +59,7 @@ harness_init(struct harness *h, const char *extra_conf)
 	ck_assert_int_ne(asprintf(&h->data_dir, "%s/data", h->dir), -1);
 	ck_assert_int_ne(asprintf(&h->conf_path, "%s/nddd.conf", h->dir), -1);
 	ck_assert_int_ne(asprintf(&h->log_path, "%s/nddd.log", h->dir), -1);
-	h->port = free_port();
+	h->port = harness_free_port();
 	snprintf(h->address, sizeof(h->address), "127.0.0.1:%d", h->port);
 	h->extra_conf = extra_conf ? strdup(extra_conf) : NULL;
 	write_conf(h);
@@ -98,7 +98,14 @@ spawn(struct harness *h)
 		/* A test that dies must not leave its daemon behind. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setenv("NOTIFY_SOCKET", sun.sun_path, 1);
-		execl(daemon_bin(), "nddd", "-c", h->conf_path, (char *)NULL);
+		/* Tests may run as root (CI machines do); the daemon refuses
+		 * root unless told. */
+		if (geteuid() == 0)
+			execl(daemon_bin(), "nddd", "-c", h->conf_path,
+			    "--allow-root", (char *)NULL);
+		else
+			execl(daemon_bin(), "nddd", "-c", h->conf_path,
+			    (char *)NULL);
 		_exit(127);
 	}
 	h->pid = pid;
@@ -205,6 +212,26 @@ harness_client(const struct harness *h)
 
 	ck_assert_msg(c != NULL, "connect %s: %s", h->address, err);
 	return c;
+}
+
+nddd_client *
+harness_client_opts(const char *address, const struct nddd_options *opts)
+{
+	char *err = NULL;
+	nddd_client *c = nddd_connect_opts(address, opts, &err);
+
+	ck_assert_msg(c != NULL, "connect %s: %s", address, err);
+	return c;
+}
+
+void
+harness_add_conf(struct harness *h, const char *text)
+{
+	FILE *f = fopen(h->conf_path, "a");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "\n%s\n", text);
+	fclose(f);
 }
 
 long

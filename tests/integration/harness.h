@@ -47,6 +47,14 @@ void harness_cleanup(struct harness *h);
 
 /* A connected client; fails the test if it cannot connect. */
 nddd_client *harness_client(const struct harness *h);
+/* The same with options (token, TLS) to address. */
+nddd_client *harness_client_opts(const char *address,
+    const struct nddd_options *opts);
+
+/* A free loopback port, for a second listener. */
+int harness_free_port(void);
+/* Appends text to the harness's configuration file. */
+void harness_add_conf(struct harness *h, const char *text);
 
 /* The daemon's resident anonymous memory in bytes (from smaps_rollup). */
 long harness_anon_bytes(const struct harness *h);

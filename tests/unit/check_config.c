@@ -121,6 +121,25 @@ START_TEST(test_values)
 	    &cause), -1);
 	ck_assert_int_eq(config_set(&cfg, "urls", "capacity", "0", &cause),
 	    -1);
+	/* Durations. */
+	ck_assert_int_eq(config_set(&cfg, "server", "idle_timeout", "2m",
+	    &cause), 0);
+	ck_assert_uint_eq(cfg.idle_timeout_ms, 120000);
+	ck_assert_int_eq(config_set(&cfg, "server", "frame_timeout", "250ms",
+	    &cause), 0);
+	ck_assert_uint_eq(cfg.frame_timeout_ms, 250);
+	ck_assert_int_eq(config_set(&cfg, "server", "frame_timeout", "7",
+	    &cause), 0);
+	ck_assert_uint_eq(cfg.frame_timeout_ms, 7000);
+	ck_assert_int_eq(config_set(&cfg, "server", "frame_timeout", "1d",
+	    &cause), -1);
+	/* Optional addresses: empty turns them off. */
+	ck_assert_int_eq(config_set(&cfg, "metrics", "listen", "", &cause), 0);
+	ck_assert_ptr_null(cfg.metrics_listen);
+	ck_assert(config_is_loopback("127.0.0.2:1"));
+	ck_assert(config_is_loopback("[::1]:1"));
+	ck_assert(!config_is_loopback("0.0.0.0:1"));
+	ck_assert(!config_is_loopback("[::]:1"));
 	ck_assert_int_eq(config_set(&cfg, "urls", "capacity", "300000000",
 	    &cause), -1);
 	ck_assert_int_eq(config_set(&cfg, "server", "max_frame", "1Q",
@@ -143,7 +162,7 @@ START_TEST(test_every_error_with_its_line)
 	char *dir = tu_tmpdir(), *errors = NULL, *path;
 	struct config cfg;
 
-	path = write_file(dir, "[server]\nmax_batch = -3\n\nlisten =\n"
+	path = write_file(dir, "[server]\nmax_batch = -3\n\nlisten = nowhere\n"
 	    "[store]\nsync = sometimes\n[bogus]\nkey = 1\nthis is not ini\n");
 	config_defaults(&cfg);
 	ck_assert_int_eq(config_load(&cfg, path, &errors), -1);

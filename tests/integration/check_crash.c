@@ -1,0 +1,213 @@
+/*
+ * Crash safety, twenty times over: several clients run a mixed load of URL
+ * submits and deletes, the daemon is killed with SIGKILL at a random
+ * moment, restarted on the same data, and then every acknowledged submit
+ * must be present, every acknowledged delete absent (operations in flight
+ * at the kill may have gone either way), and the admin verify operation
+ * must find the rebuilt filter exactly equal to the store.  The filter is
+ * tiny, so its counters saturate and the exact-deletion path is exercised.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+#define CLIENTS 3
+#define PER_CLIENT 6000
+#define ITERATIONS 20
+
+enum url_state {
+	NEVER,
+	PENDING_SUBMIT,
+	PRESENT,		/* submit acknowledged */
+	PENDING_DELETE,
+	ABSENT,			/* delete acknowledged */
+};
+
+struct client {
+	const char *address;
+	int iter, no;
+	uint64_t seed;
+	char *urls[PER_CLIENT];
+	enum url_state state[PER_CLIENT];
+	size_t acked;
+};
+
+struct batch {
+	uint64_t id;
+	enum nddd_url_op op;
+	size_t n;
+	int idx[200];
+};
+
+static void *
+client_main(void *arg)
+{
+	struct client *cl = arg;
+	struct batch fl[4];
+	size_t nfl = 0, next = 0;
+	char *err;
+	nddd_client *c = nddd_connect(cl->address, 5000, &err);
+
+	if (c == NULL) {
+		free(err);
+		return NULL;
+	}
+	for (;;) {
+		struct nddd_reply *r;
+		size_t k;
+
+		while (nfl < 4) {
+			struct batch *b = &fl[nfl];
+			const char *u[200];
+			int del = next > 400 && tu_rand_below(&cl->seed, 3) == 0;
+
+			/* New URLs first; once all are sent, deletes and
+			 * re-submits go on until the kill. */
+			b->n = 0;
+			b->op = del ? NDDD_URL_DELETE : NDDD_URL_SUBMIT;
+			for (int tries = 0; b->n < (del ? 100u : 200u) &&
+			    tries < 2000; tries++) {
+				int fresh = !del && next < PER_CLIENT;
+				int i = fresh ? (int)next :
+				    (int)tu_rand_below(&cl->seed, next);
+
+				if (!fresh && cl->state[i] != (del ? PRESENT :
+				    ABSENT))
+					continue;
+				if (fresh)
+					next++;
+				cl->state[i] = del ? PENDING_DELETE :
+				    PENDING_SUBMIT;
+				u[b->n] = cl->urls[i];
+				b->idx[b->n++] = i;
+			}
+			if (b->n == 0)
+				break;
+			if (nddd_send_urls(c, b->op, u, NULL, b->n, &b->id) ==
+			    -1)
+				goto out;
+			nfl++;
+		}
+		if (nfl == 0 || nddd_recv(c, &r) == -1)
+			break;
+		for (k = 0; k < nfl && fl[k].id != r->id; k++)
+			;
+		if (k < nfl && r->kind == NDDD_REPLY_URLS) {
+			for (size_t i = 0; i < fl[k].n; i++) {
+				if (r->results[i].code != NDDD_OK)
+					continue;
+				cl->state[fl[k].idx[i]] =
+				    fl[k].op == NDDD_URL_SUBMIT ? PRESENT :
+				    ABSENT;
+				cl->acked++;
+			}
+			fl[k] = fl[--nfl];
+		}
+		nddd_reply_free(r);
+	}
+out:
+	nddd_close(c);
+	return NULL;
+}
+
+START_TEST(test_sigkill_under_mixed_load)
+{
+	struct harness h;
+	static struct client cl[CLIENTS];
+	uint64_t seed = 777;
+	size_t total_acked = 0, total_pending = 0;
+
+	harness_init(&h, "[urls]\ncapacity = 500");
+	for (int iter = 0; iter < ITERATIONS; iter++) {
+		pthread_t th[CLIENTS];
+		struct nddd_verify v;
+		nddd_client *c;
+
+		harness_start(&h);
+		for (int i = 0; i < CLIENTS; i++) {
+			cl[i].address = h.address;
+			cl[i].iter = iter;
+			cl[i].no = i;
+			cl[i].seed = tu_rand(&seed);
+			cl[i].acked = 0;
+			for (int j = 0; j < PER_CLIENT; j++) {
+				free(cl[i].urls[j]);
+				ck_assert_int_ne(asprintf(&cl[i].urls[j],
+				    "http://crash.example/%d/%d/%d", iter, i,
+				    j), -1);
+				cl[i].state[j] = NEVER;
+			}
+			pthread_create(&th[i], NULL, client_main, &cl[i]);
+		}
+		usleep(50000 + (useconds_t)tu_rand_below(&seed, 400000));
+		harness_kill(&h);
+		for (int i = 0; i < CLIENTS; i++) {
+			pthread_join(th[i], NULL);
+			total_acked += cl[i].acked;
+			for (int j = 0; j < PER_CLIENT; j++)
+				total_pending += cl[i].state[j] ==
+				    PENDING_SUBMIT || cl[i].state[j] ==
+				    PENDING_DELETE;
+		}
+
+		harness_start(&h);
+		c = harness_client(&h);
+		for (int i = 0; i < CLIENTS; i++) {
+			struct nddd_url_result *res = calloc(PER_CLIENT,
+			    sizeof(*res));
+
+			ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK,
+			    (const char *const *)cl[i].urls, PER_CLIENT, res,
+			    1000, 4, NULL, NULL), 0);
+			for (int j = 0; j < PER_CLIENT; j++) {
+				if (cl[i].state[j] == PRESENT)
+					ck_assert_msg(res[j].count >= 1,
+					    "iteration %d: acknowledged submit "
+					    "of %s lost", iter, cl[i].urls[j]);
+				if (cl[i].state[j] == ABSENT ||
+				    cl[i].state[j] == NEVER)
+					ck_assert_msg(res[j].count == 0,
+					    "iteration %d: %s present after "
+					    "its acknowledged delete", iter,
+					    cl[i].urls[j]);
+			}
+			free(res);
+		}
+		ck_assert_int_eq(nddd_verify(c, &v), 0);
+		ck_assert_msg(v.consistent, "iteration %d: %s", iter, v.detail);
+		nddd_close(c);
+		ck_assert_int_eq(harness_stop(&h), 0);
+	}
+	printf("crash test: %d kills, %zu acknowledged operations, none "
+	    "lost (%zu were in flight at the kills)\n", ITERATIONS,
+	    total_acked, total_pending);
+	/* The load never ends by itself: every kill lands mid-stream. */
+	ck_assert_uint_gt(total_pending, ITERATIONS);
+	for (int i = 0; i < CLIENTS; i++)
+		for (int j = 0; j < PER_CLIENT; j++) {
+			free(cl[i].urls[j]);
+			cl[i].urls[j] = NULL;
+		}
+	harness_cleanup(&h);
+}
+END_TEST
+
+Suite *crash_suite(void);
+
+Suite *
+crash_suite(void)
+{
+	Suite *s = suite_create("crash");
+	TCase *tc = tcase_create("crash");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_sigkill_under_mixed_load);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,240 @@
+/*
+ * Integration tests of what operators rely on: the metrics and health
+ * endpoints (scraped over real HTTP), idle and slow-frame timeouts, and
+ * the verify operation.
+ */
+#include <check.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+static int
+tcp_connect(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/* GET path over HTTP/1.0; returns the whole response (caller frees). */
+static char *
+http_get(int port, const char *path)
+{
+	int fd = tcp_connect(port);
+	char req[256], *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path);
+	ck_assert_int_eq(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 65536;
+			buf = realloc(buf, cap);
+		}
+		if ((n = recv(fd, buf + len, cap - len - 1, 0)) <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+/* The value of the sample line that starts with name (exactly). */
+static double
+sample(const char *text, const char *name)
+{
+	const char *p = text;
+	size_t n = strlen(name);
+
+	while ((p = strstr(p, name)) != NULL) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return atof(p + n + 1);
+		p += n;
+	}
+	ck_abort_msg("no sample %s in:\n%s", name, text);
+	return 0;
+}
+
+START_TEST(test_metrics_and_health)
+{
+	struct harness h;
+	int mport = harness_free_port();
+	char conf[128], *text;
+	const char *urls[] = { "http://m.example/1", "http://m.example/2",
+	    "bad url" };
+	struct nddd_url_result res[3];
+	nddd_client *c;
+
+	harness_init(&h, NULL);
+	snprintf(conf, sizeof(conf), "[metrics]\nlisten = 127.0.0.1:%d", mport);
+	harness_add_conf(&h, conf);
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, urls, 3, res, 3, 1, NULL,
+	    NULL), 0);
+	nddd_urls_results_free(res, 3);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK, urls, 2, res, 1, 2, NULL,
+	    NULL), 0);
+	nddd_close(c);
+
+	text = http_get(mport, "/metrics");
+	ck_assert_msg(strstr(text, "HTTP/1.0 200") || strstr(text, "HTTP/1.1 200"),
+	    "%s", text);
+	ck_assert(strstr(text, "# TYPE nddd_request_duration_seconds "
+	    "histogram") != NULL);
+	ck_assert_double_eq(sample(text,
+	    "nddd_requests_total{op=\"url_submit\"}"), 1);
+	ck_assert_double_eq(sample(text,
+	    "nddd_requests_total{op=\"url_check\"}"), 2);
+	ck_assert_double_eq(sample(text,
+	    "nddd_request_duration_seconds_count{op=\"url_check\"}"), 2);
+	ck_assert_double_eq(sample(text,
+	    "nddd_request_duration_seconds_bucket{op=\"url_check\","
+	    "le=\"+Inf\"}"), 2);
+	ck_assert_double_eq(sample(text, "nddd_urls"), 2);
+	ck_assert_double_eq(sample(text, "nddd_filter_nonzero"), 16);
+	ck_assert_double_eq(sample(text, "nddd_url_submits_new_total"), 2);
+	ck_assert_double_eq(sample(text, "nddd_connections_accepted_total"), 1);
+	ck_assert(sample(text, "nddd_store_bytes") > 0);
+	free(text);
+
+	text = http_get(mport, "/health");
+	ck_assert_msg(strstr(text, " 200 ") && strstr(text, "\r\n\r\nok\n"),
+	    "%s", text);
+	free(text);
+	text = http_get(mport, "/nothing");
+	ck_assert_msg(strstr(text, " 404 ") != NULL, "%s", text);
+	free(text);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+}
+END_TEST
+
+/* Waits up to limit_ms for the peer to close fd; returns the wait. */
+static long
+ms_until_closed(int fd, long limit_ms)
+{
+	struct timespec a, b;
+	char buf[4096];
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		long waited = (b.tv_sec - a.tv_sec) * 1000 +
+		    (b.tv_nsec - a.tv_nsec) / 1000000;
+
+		if (waited > limit_ms)
+			return -1;
+		if (poll(&pfd, 1, 50) == 1 && recv(fd, buf, sizeof(buf), 0) <= 0)
+			return waited;
+	}
+}
+
+START_TEST(test_idle_and_slow_frame_timeouts)
+{
+	struct harness h;
+	int fd;
+	long waited;
+
+	harness_init(&h, "[server]\nidle_timeout = 1s\nframe_timeout = 1500ms");
+	harness_start(&h);
+	/* Silent: closed after about a second. */
+	fd = tcp_connect(h.port);
+	waited = ms_until_closed(fd, 5000);
+	ck_assert_msg(waited >= 800 && waited < 3000, "idle close after %ld ms",
+	    waited);
+	close(fd);
+	/* A frame trickled a byte at a time, each well within the idle
+	 * timeout: the frame timeout still closes it. */
+	fd = tcp_connect(h.port);
+	ck_assert_int_eq(send(fd, "\0\0\0\x40", 4, 0), 4);
+	for (int i = 0; i < 10; i++) {
+		usleep(300000);
+		if (send(fd, "x", 1, MSG_NOSIGNAL) != 1)
+			break;
+	}
+	waited = ms_until_closed(fd, 5000);
+	ck_assert_msg(waited >= 0, "a trickled frame was never cut off");
+	close(fd);
+	/* A connection waiting on a reply is not idle; a busy one is fine. */
+	{
+		nddd_client *c = harness_client(&h);
+		struct nddd_stats st;
+
+		for (int i = 0; i < 3; i++) {
+			usleep(600000);
+			ck_assert_int_eq(nddd_stats(c, &st), 0);
+		}
+		nddd_close(c);
+	}
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_verify_after_mixed_load)
+{
+	struct harness h;
+	nddd_client *c;
+	struct nddd_verify v;
+	struct nddd_url_result *res;
+	char **urls = malloc(5000 * sizeof(*urls));
+
+	/* A small filter so that counters saturate. */
+	harness_init(&h, "[urls]\ncapacity = 100");
+	harness_start(&h);
+	for (int i = 0; i < 5000; i++)
+		ck_assert_int_ne(asprintf(&urls[i], "http://v.example/%d", i),
+		    -1);
+	res = calloc(5000, sizeof(*res));
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT,
+	    (const char *const *)urls, 5000, res, 500, 4, NULL, NULL), 0);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_DELETE,
+	    (const char *const *)urls + 1000, 2500, res, 500, 4, NULL, NULL),
+	    0);
+	ck_assert_int_eq(nddd_verify(c, &v), 0);
+	ck_assert_msg(v.consistent, "%s", v.detail);
+	ck_assert_uint_eq(v.urls, 2500);
+	ck_assert_uint_eq(v.counter_mismatches, 0);
+	nddd_close(c);
+	for (int i = 0; i < 5000; i++)
+		free(urls[i]);
+	free(urls);
+	free(res);
+	harness_cleanup(&h);
+}
+END_TEST
+
+Suite *ops_suite(void);
+
+Suite *
+ops_suite(void)
+{
+	Suite *s = suite_create("ops");
+	TCase *tc = tcase_create("ops");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_metrics_and_health);
+	tcase_add_test(tc, test_idle_and_slow_frame_timeouts);
+	tcase_add_test(tc, test_verify_after_mixed_load);
+	suite_add_tcase(s, tc);
+	return s;
+}
