@@ -27,6 +27,13 @@ CFLAGS_release := -O2 -g
 CFLAGS_asan := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 LDFLAGS_asan := -fsanitize=address,undefined
+# The fuzzing build: clang's libFuzzer with the same sanitizers.
+CFLAGS_fuzz := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS_fuzz := -fsanitize=fuzzer,address,undefined
+ifeq ($(VARIANT),fuzz)
+CC := clang
+endif
 
 CFLAGS ?= $(CFLAGS_$(VARIANT))
 ALL_CFLAGS := -std=c11 -pthread $(WARNINGS) $(CFLAGS) $(PKG_CFLAGS) \
@@ -58,6 +65,8 @@ INTEG_SRCS := $(wildcard tests/integration/*.c)
 INTEG_OBJS := $(INTEG_SRCS:%.c=$(B)/%.o) $(TESTLIB_OBJS)
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(B)/bin/%)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=%)
 
 CORE_LIB := $(B)/libnddd-core.a
 CLIENT_LIB := $(B)/libnddd.a
@@ -70,7 +79,7 @@ BENCH_LIBS := $(shell pkg-config --libs hiredis 2>/dev/null)
 BENCH_CFLAGS := $(shell pkg-config --cflags hiredis 2>/dev/null)
 
 .PHONY: all binaries tests run test check bench clean install deps-build \
-	deps-test deps-bench
+	deps-test deps-bench fuzz fuzz-bins fuzz-run
 
 ifeq ($(VARIANT),release)
 all: daemon/nddd clients/nddctl
@@ -124,6 +133,9 @@ $(B)/bin/unit-tests: $(UNIT_OBJS) $(CORE_LIB)
 $(B)/bin/integration-tests: $(INTEG_OBJS) $(CLIENT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
+$(B)/bin/fuzz_%: $(B)/tests/fuzz/fuzz_%.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 $(B)/bin/%: $(B)/tests/bench/%.o $(CLIENT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BENCH_LIBS) $(LIBS)
@@ -157,6 +169,38 @@ test: deps-test
 	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=release check
 	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=asan check
 	tests/systemd-verify.sh
+	$(MAKE) FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) fuzz-run
+
+# Fuzzing with libFuzzer: `make fuzz FUZZ_SECONDS=600` runs each target for
+# that long; `make test` replays the corpora and regressions, then fuzzes
+# each target briefly.  New inputs go to build/fuzz/corpus/TARGET, crashes
+# to build/fuzz/crashes/: a crash found is fixed and its input added to
+# tests/fuzz/regressions/TARGET/, which every run replays.
+FUZZ_SECONDS ?= 300
+FUZZ_TEST_SECONDS ?= 15
+fuzz: deps-test
+	$(MAKE) fuzz-run
+fuzz-bins:
+	$(MAKE) VARIANT=fuzz $(FUZZ_NAMES:%=build/fuzz/bin/fuzz_%)
+fuzz-run: fuzz-bins
+	@mkdir -p build/fuzz/crashes
+	@for t in $(FUZZ_NAMES); do \
+		mkdir -p build/fuzz/corpus/$$t; \
+		regress=; [ -d tests/fuzz/regressions/$$t ] && \
+			regress=tests/fuzz/regressions/$$t; \
+		echo "fuzz $$t: replaying the corpus and regressions"; \
+		build/fuzz/bin/fuzz_$$t -runs=0 tests/fuzz/corpus/$$t \
+			$$regress 2>&1 | tail -1 || exit 1; \
+		echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
+		build/fuzz/bin/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=build/fuzz/crashes/$$t- \
+			-print_final_stats=1 build/fuzz/corpus/$$t \
+			tests/fuzz/corpus/$$t 2>&1 | \
+			grep -E 'stat::number_of_executed_units|Done|ERROR|SUMMARY' \
+			|| exit 1; \
+		test -z "$$(ls build/fuzz/crashes/$$t-* 2>/dev/null)" || \
+			{ echo "fuzz $$t: crashes in build/fuzz/crashes"; exit 1; }; \
+	done
 
 bench: deps-bench
 	$(MAKE) all $(BENCH_BINS)

@@ -61,6 +61,10 @@ log_level_name(enum log_level level)
 
 static void
 log_vwrite(enum log_level level, const char *suffix, const char *fmt,
+    va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void
+log_vwrite(enum log_level level, const char *suffix, const char *fmt,
     va_list ap)
 {
 	char msg[2048], line[2200];

@@ -292,21 +292,46 @@ is_tracking_param(const char *name, size_t n)
 	return 0;
 }
 
-/* Writes a path segment, without a ";jsessionid=..." parameter if asked. */
-static void
-put_segment(struct urlcanon *uc, struct sbuf *b, const UriTextRangeA *r)
+/*
+ * The text without the ";jsessionid=..." parameter of any path segment, or
+ * NULL if there is none.  This happens before normalization, so that a
+ * segment it leaves as "." or ".." is removed as a dot segment (canonical
+ * forms must be stable).
+ */
+static char *
+strip_path_sessions(struct urlcanon *uc, const UriUriA *uri, const char *text,
+    size_t len, size_t *outlen)
 {
-	size_t n = range_len(r);
+	static const char param[] = ";jsessionid=";
+	const size_t plen = sizeof(param) - 1;
+	const UriPathSegmentA *seg;
+	char *out = NULL;
+	size_t copied = 0;
 
-	if (uc->opts.strip_session_ids && n > 0) {
-		for (size_t i = 0; i + 12 <= n; i++) {
-			if (strncasecmp(r->first + i, ";jsessionid=", 12) == 0) {
-				sb_put(b, r->first, i);
-				return;
-			}
-		}
+	for (seg = uri->pathHead; seg != NULL; seg = seg->next) {
+		size_t n = range_len(&seg->text);
+		const char *from = NULL;
+
+		for (size_t i = 0; n >= plen && i <= n - plen && !from; i++)
+			if (strncasecmp(seg->text.first + i, param, plen) == 0)
+				from = seg->text.first + i;
+		if (from == NULL)
+			continue;
+		if (out == NULL && (out = arena_alloc(&uc->arena, len + 1)) ==
+		    NULL)
+			return NULL;
+		/* Copy up to the parameter, skip to the segment's end. */
+		memcpy(out + *outlen, text + copied,
+		    (size_t)(from - text) - copied);
+		*outlen += (size_t)(from - text) - copied;
+		copied = (size_t)(seg->text.afterLast - text);
 	}
-	sb_range(b, r);
+	if (out == NULL)
+		return NULL;
+	memcpy(out + *outlen, text + copied, len - copied);
+	*outlen += len - copied;
+	out[*outlen] = '\0';
+	return out;
 }
 
 struct param {
@@ -410,6 +435,21 @@ urlcanon_canonicalize(struct urlcanon *uc, const char *url, size_t len,
 		*cause = "scheme is not http, https or ftp";
 		return NULL;
 	}
+	if (uc->opts.strip_session_ids) {
+		size_t slen = 0;
+		char *stripped = strip_path_sessions(uc, &uri, text, tlen,
+		    &slen);
+
+		if (stripped != NULL) {
+			text = stripped;
+			tlen = slen;
+			if (uriParseSingleUriExMmA(&uri, text, text + tlen,
+			    &errpos, &uc->mm) != URI_SUCCESS) {
+				*cause = "not a valid URI";
+				return NULL;
+			}
+		}
+	}
 	ip_literal = uri.hostData.ip6 != NULL || uri.hostData.ipFuture.first;
 	if (uri.hostText.first == NULL ||
 	    (uri.hostText.first == uri.hostText.afterLast && !ip_literal)) {
@@ -455,7 +495,7 @@ urlcanon_canonicalize(struct urlcanon *uc, const char *url, size_t len,
 		return NULL;
 	sb_put(&b, "/", 1);
 	for (seg = uri.pathHead; seg != NULL; seg = seg->next) {
-		put_segment(uc, &b, &seg->text);
+		sb_range(&b, &seg->text);
 		if (seg->next != NULL)
 			sb_put(&b, "/", 1);
 	}

@@ -1,0 +1,81 @@
+/*
+ * fuzz_frame: the path every byte from the network takes before any
+ * operation runs: framing (in pieces, as TCP delivers it), protobuf
+ * unpacking into an arena, request validation, the role check, and the
+ * walk over a URL batch's items.
+ *
+ * Input: the first byte chooses how the rest is cut into reads; the rest is
+ * the byte stream of one connection.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/buffer.h>
+
+#include "arena.h"
+#include "frame.h"
+#include "request.h"
+#include "urlcanon.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct urlcanon *uc;
+	struct request_limits lim = { .max_batch = 1000 };
+	struct evbuffer *in;
+	struct arena a;
+	size_t chunk, pos = 1;
+
+	if (size < 1)
+		return 0;
+	if (uc == NULL) {
+		struct urlcanon_options o = { true, true, true };
+
+		uc = urlcanon_new(&o);
+	}
+	chunk = 1 + data[0] % 64;
+	in = evbuffer_new();
+	arena_init(&a, 4096);
+	while (pos < size) {
+		size_t n = size - pos < chunk ? size - pos : chunk;
+		const uint8_t *payload;
+		uint32_t len;
+		enum frame_status st;
+
+		evbuffer_add(in, data + pos, n);
+		pos += n;
+		while ((st = frame_next(in, 65536, &payload, &len)) ==
+		    FRAME_READY) {
+			Nddd__V1__Request *req;
+			const Nddd__V1__UrlBatch *batch;
+			const char *msg;
+
+			arena_reset(&a);
+			req = request_decode(&a, payload, len);
+			frame_consume(in, len);
+			if (req == NULL)
+				continue;
+			(void)request_role(req);
+			if (request_validate(req, &lim, &msg) !=
+			    NDDD__V1__CODE__OK)
+				continue;
+			if ((batch = request_url_batch(req)) == NULL)
+				continue;
+			for (size_t i = 0; i < batch->n_urls; i++) {
+				size_t outlen;
+				const char *cause;
+
+				(void)urlcanon_canonicalize(uc,
+				    (const char *)batch->urls[i].data,
+				    batch->urls[i].len, &outlen, &cause);
+			}
+		}
+		if (st == FRAME_OVERSIZED)
+			break;	/* the server closes the connection here */
+	}
+	arena_release(&a);
+	evbuffer_free(in);
+	return 0;
+}
