@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -172,6 +173,26 @@ check_exposure(const struct config *cfg, bool have_tokens)
 	    "connect may delete", plain_open ? cfg->listen : cfg->tls_listen);
 }
 
+/*
+ * One descriptor per connection: raise the soft limit as far as the hard
+ * one allows, so that max_connections can be reached.
+ */
+static void
+raise_fd_limit(const struct config *cfg)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)cfg->max_connections + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur < want)
+		log_warnx("%s: at most %llu open files: fewer connections "
+		    "than max_connections = %llu can be held", __func__,
+		    (unsigned long long)rl.rlim_cur,
+		    (unsigned long long)cfg->max_connections);
+}
+
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -285,6 +306,7 @@ main(int argc, char **argv)
 	if (geteuid() == 0)
 		log_warnx("running as root (--allow-root)");
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit(&d.cfg);
 
 	open_everything(&d);
 	log_info("nddd %s listening on %s%s%s%s, data in %s", NDDD_VERSION,

@@ -45,7 +45,10 @@ worker_main(void *arg)
 {
 	struct workers *w = arg;
 	struct worker_task *t;
-	void *ctx = w->ctx_new(w->arg);
+	void *ctx;
+
+	pthread_setname_np(pthread_self(), "nddd-worker");
+	ctx = w->ctx_new(w->arg);
 
 	pthread_mutex_lock(&w->lock);
 	w->started++;

@@ -141,6 +141,7 @@ writer_main(void *arg)
 	struct writer_job *list, *last;
 	size_t cost;
 
+	pthread_setname_np(pthread_self(), "nddd-writer");
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
 		while (w->head == NULL && !w->stopping)

@@ -3,6 +3,9 @@
 #
 #   tests/bench/run.sh BIN_DIR
 #
+# Load: many connections (what an idle one costs, how many are held), and
+# throughput of many small pipelining clients over plain TCP and over TLS.
+#
 # URL service: a real nddd on loopback (sync = full: every acknowledged
 # submit is on disk) takes url_bench's pipelined batches of 1,000: durable
 # submits, checks of stored URLs, checks of unseen URLs, for BENCH_URLS
@@ -94,6 +97,47 @@ wait_port "$port"
 ready=$(date +%s.%N)
 grep -o 'filter rebuilt from .*' "$tmp/nddd2.log" | sed 's/^/nddd /'
 echo "nddd restart_to_listening_seconds=$(awk -v a="$start" -v b="$ready" 'BEGIN { printf "%.2f", b - a }')"
+kill -TERM "$nddd"
+wait "$nddd"
+
+echo "== load: connections and TLS"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=bench-ca \
+	-keyout "$tmp/ca.key" -out "$tmp/ca.pem" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+	-keyout "$tmp/server.key" -out "$tmp/server.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' > "$tmp/ext"
+openssl x509 -req -in "$tmp/server.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" \
+	-CAcreateserial -days 2 -extfile "$tmp/ext" -out "$tmp/server.pem" 2>/dev/null
+tport=$(free_port)
+cat >> "$tmp/nddd.conf" <<CONF
+[server]
+max_connections = 20000
+[tls]
+listen = 127.0.0.1:$tport
+cert = $tmp/server.pem
+key = $tmp/server.key
+CONF
+"$bin/nddd" -c "$tmp/nddd.conf" "${as_root[@]}" 2> "$tmp/nddd3.log" &
+nddd=$!
+pids+=("$nddd")
+wait_port "$port"
+conns=${BENCH_CONNS:-15000}
+before=$(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup")
+"$bin/load_bench" -H "127.0.0.1:$port" -c "$conns" -d 6 --idle > "$tmp/idle.out" &
+lpid=$!
+sleep 4
+held=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "connections" { print $2 }')
+after=$(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup")
+wait "$lpid"
+cat "$tmp/idle.out"
+echo "nddd idle_connections_held=$((held - 1)) anonymous_bytes_per_idle_connection=$(( (after - before) * 1024 / (held - 1) ))"
+plain=$("$bin/load_bench" -H "127.0.0.1:$port" -c 64 -w 4 -b 100 -d 10)
+echo "$plain"
+tls=$("$bin/load_bench" -H "127.0.0.1:$tport" --tls --ca "$tmp/ca.pem" -c 64 -w 4 -b 100 -d 10)
+echo "$tls"
+a=$(sed -n 's/.*urls_per_s=\([0-9]*\).*/\1/p' <<<"$tls")
+b=$(sed -n 's/.*urls_per_s=\([0-9]*\).*/\1/p' <<<"$plain")
+echo "tls/plain url_check throughput ratio $(ratio "$a" "$b")"
 kill -TERM "$nddd"
 wait "$nddd"
 
