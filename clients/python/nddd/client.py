@@ -15,8 +15,11 @@ one over its ``max_frame``, answering with a Response whose id is 0.
 
 Every operation is a method that builds ``Request`` messages and reads its
 own field of each ``Response``; :meth:`Client._exchange` does the rest
-(connection, ids, window, timeouts, errors).  URL operations go through
-:meth:`Client._batch_op`; document operations fit the same two helpers.
+(connection, ids, window, timeouts, errors).  Batch operations go through
+:meth:`Client._batch_op` with a function that builds the request for a
+batch and one that reads a reply into typed results (see
+:meth:`Client._url_op`); a single request through :meth:`Client._call`.
+Further operations (documents) are methods of the same shape.
 
 Connections and failures:
 
@@ -201,30 +204,30 @@ class Client:
         the URL was not stored before, ``duplicate`` when it was; ``count``
         is its reference count after this submit.  Acknowledged submits are
         durable (as the daemon's sync setting makes them)."""
-        return self._batch_op("url_submit", urls, SubmitResult)
+        return self._url_op("url_submit", urls, SubmitResult)
 
     def check_urls(self, urls: Iterable[Url]) -> List[CheckResult]:
         """Asks whether the URLs are stored (url_check), changing nothing.
         A result's ``seen`` is True when it is; ``count`` is its reference
         count, 0 when unseen."""
-        return self._batch_op("url_check", urls, CheckResult)
+        return self._url_op("url_check", urls, CheckResult)
 
     def delete_urls(self, urls: Iterable[Url]) -> List[DeleteResult]:
         """Forgets the URLs (url_delete).  A result's ``deleted`` is True
         when the URL was stored; ``count`` is the count it had."""
-        return self._batch_op("url_delete", urls, DeleteResult)
+        return self._url_op("url_delete", urls, DeleteResult)
 
     def submit_url(self, url: Url) -> SubmitResult:
         """submit_urls for one URL."""
-        return self._batch_op("url_submit", (url,), SubmitResult)[0]
+        return self._url_op("url_submit", (url,), SubmitResult)[0]
 
     def check_url(self, url: Url) -> CheckResult:
         """check_urls for one URL."""
-        return self._batch_op("url_check", (url,), CheckResult)[0]
+        return self._url_op("url_check", (url,), CheckResult)[0]
 
     def delete_url(self, url: Url) -> DeleteResult:
         """delete_urls for one URL."""
-        return self._batch_op("url_delete", (url,), DeleteResult)[0]
+        return self._url_op("url_delete", (url,), DeleteResult)[0]
 
     def stats(self) -> Stats:
         """The daemon's statistics."""
@@ -233,8 +236,7 @@ class Client:
         resp = self._call(req)
         if resp.WhichOneof("result") != "stats":
             self.close()
-            raise NdddProtocolError("reply to stats has no stats",
-                                    address=self.address, sent=True)
+            raise self._protocol_error("reply to stats has no stats")
         return Stats.from_message(resp.stats)
 
     # The machinery.
@@ -252,58 +254,71 @@ class Client:
                                    resp.status.message)
         return resp
 
-    def _batch_op(self, field: str, items: Iterable[Url],
-                  result_cls: type) -> List[UrlResult]:
-        """Runs the URL operation ``field`` of Request over items, in
-        batches, and makes a result_cls per item from the replies'
-        UrlResults."""
-        if isinstance(items, (str, bytes, bytearray)):
+    def _url_op(self, field: str, urls: Iterable[Url],
+                result_cls: type) -> List[UrlResult]:
+        """The URL operation ``field`` of Request (a UrlBatch) over urls;
+        a result_cls per URL from the replies' UrlResults."""
+        if isinstance(urls, (str, bytes, bytearray)):
             raise TypeError("expected an iterable of URLs, got a single "
                             "URL; use the singular method for one")
-        items = list(items)
-        if not items:
-            return []
-        encoded = [_encode_url(u) for u in items]
-        results: List[Optional[UrlResult]] = [None] * len(items)
+        urls = list(urls)
+
+        def build(encoded):
+            req = pb.Request()
+            getattr(req, field).urls.extend(encoded)
+            return req
+
+        def read(resp, chunk):
+            if resp.WhichOneof("result") != "urls":
+                raise self._protocol_error("reply to %s has no URL results"
+                                           % field)
+            counts = resp.urls.counts
+            n = len(chunk)
+            if len(counts) != n:
+                raise self._protocol_error(
+                    "reply to %s has %d counts for %d URLs"
+                    % (field, len(counts), n))
+            results = list(map(result_cls, chunk, counts, repeat(None)))
+            for err in resp.urls.errors:
+                i = err.index
+                if i >= n:
+                    raise self._protocol_error(
+                        "reply to %s names item %d of %d" % (field, i, n))
+                results[i] = result_cls(chunk[i], counts[i], Status(
+                    code_of(err.status.code), err.status.message))
+            return results
+
+        return self._batch_op(urls, [_encode_url(u) for u in urls], build,
+                              read)
+
+    def _batch_op(self, items: List, encoded: List[bytes],
+                  build: Callable, read: Callable) -> List:
+        """Runs a batch operation: cuts items into batches (by count, and
+        by the sizes of their encoded forms), sends build(encoded batch)
+        for each, and returns read(Response, items of the batch) of every
+        reply, concatenated in input order.  A reply with a status refuses
+        its request: the rest of the call is not sent, and NdddRequestError
+        is raised with the results obtained (see nddd.errors)."""
+        results: List = [None] * len(items)
         refused: List[NdddRequestError] = []
 
-        def requests() -> Iterator[Tuple[object, Tuple[int, int]]]:
+        # (No annotations on these: they would be evaluated at every call.)
+        def requests():
             for start, end in self._cut(encoded):
-                req = pb.Request()
-                getattr(req, field).urls.extend(encoded[start:end])
-                yield req, (start, end)
+                yield build(encoded[start:end]), (start, end)
 
-        def handle(span: Tuple[int, int], resp) -> bool:
-            start, end = span
+        def handle(span, resp):
             if resp.HasField("status") and resp.status.code != pb.OK:
                 if not refused:
                     refused.append(NdddRequestError(
                         code_of(resp.status.code), resp.status.message))
                 return False  # send no more of this call
-            if resp.WhichOneof("result") != "urls":
-                raise NdddProtocolError(
-                    "reply to %s has no URL results" % field,
-                    address=self.address, sent=True)
-            counts = resp.urls.counts
-            n = end - start
-            if len(counts) != n:
-                raise NdddProtocolError(
-                    "reply to %s has %d counts for %d URLs"
-                    % (field, len(counts), n),
-                    address=self.address, sent=True)
-            batch = list(map(result_cls, items[start:end], counts,
-                             repeat(None)))
-            for err in resp.urls.errors:
-                i = err.index
-                if i >= n:
-                    raise NdddProtocolError(
-                        "reply to %s names item %d of %d"
-                        % (field, i, n), address=self.address, sent=True)
-                batch[i] = result_cls(items[start + i], counts[i], Status(
-                    code_of(err.status.code), err.status.message))
-            results[start:end] = batch
+            start, end = span
+            results[start:end] = read(resp, items[start:end])
             return True
 
+        if not items:
+            return results
         with self._lock:
             try:
                 self._exchange(requests(), handle)
@@ -314,6 +329,9 @@ class Client:
             refused[0].results = results
             raise refused[0]
         return results
+
+    def _protocol_error(self, message: str) -> NdddProtocolError:
+        return NdddProtocolError(message, address=self.address, sent=True)
 
     def _cut(self, encoded: List[bytes]) -> Iterator[Tuple[int, int]]:
         """(start, end) of each batch: at most batch_size items and, unless
