@@ -20,9 +20,17 @@ class DaemonTest(unittest.TestCase):
     def setUp(self):
         self.daemon = harness.Daemon(self.extra_conf)
         self.addCleanup(self.daemon.cleanup)
+        self.addCleanup(self.check_log)
         self.daemon.start()
         self.client = nddd.Client(self.daemon.address, timeout=10)
         self.addCleanup(self.client.close)
+
+    def check_log(self):
+        # A daemon built with sanitizers reports there (make test runs
+        # these tests against one too).
+        log = self.daemon.log()
+        for mark in ("Sanitizer", "runtime error:"):
+            self.assertNotIn(mark, log, log[-5000:])
 
 
 class TestCalls(DaemonTest):
