@@ -6,12 +6,16 @@
 #   make test     install missing packages, build, run every test, then run
 #                 them again built with AddressSanitizer and UBSan
 #   make bench    install missing packages, build, run the benchmarks
+#   make test-python   the Python client's and Scrapy filter's tests, part
+#                 of make test, against the release daemon
 #   make clean
 #
 # Objects go to build/$(VARIANT)/.  VARIANT=asan builds everything with
 # AddressSanitizer and UndefinedBehaviorSanitizer; its binaries stay under
 # build/asan/bin.  The release binaries are also copied to daemon/nddd and
-# clients/nddctl.
+# clients/nddctl.  The Python package's protocol module is generated into
+# clients/python/nddd/ (git-ignored) so that the package works from the
+# source tree with PYTHONPATH=clients/python.
 
 VARIANT ?= release
 B := build/$(VARIANT)
@@ -78,11 +82,16 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 BENCH_LIBS := $(shell pkg-config --libs hiredis 2>/dev/null)
 BENCH_CFLAGS := $(shell pkg-config --cflags hiredis 2>/dev/null)
 
+# Debian's interpreter, with Debian's python3-protobuf and python3-scrapy.
+PYTHON ?= /usr/bin/python3
+PY_DIR := clients/python
+PY_GEN := $(PY_DIR)/nddd/nddd_pb2.py
+
 .PHONY: all binaries tests run test check bench clean install deps-build \
-	deps-test deps-bench fuzz fuzz-bins fuzz-run
+	deps-test deps-bench fuzz fuzz-bins fuzz-run python test-python
 
 ifeq ($(VARIANT),release)
-all: daemon/nddd clients/nddctl
+all: daemon/nddd clients/nddctl $(PY_GEN)
 else
 all: binaries
 endif
@@ -97,6 +106,11 @@ clients/nddctl: $(B)/bin/nddctl
 $(GEN_C) $(GEN_H) &: proto/nddd.proto
 	@mkdir -p $(B)/gen
 	protoc-c --c_out=$(B)/gen -Iproto $<
+
+$(PY_GEN): proto/nddd.proto
+	protoc --python_out=$(PY_DIR)/nddd -Iproto $<
+
+python: $(PY_GEN)
 
 # Generated code is not ours to warn about.
 $(GEN_O): $(GEN_C)
@@ -165,9 +179,20 @@ check: all tests
 	$(TEST_ENV) $(B)/bin/unit-tests
 	$(TEST_ENV) $(B)/bin/integration-tests
 
+# Python tests: a real daemon (NDDD_BIN), nddctl, Scrapy in subprocesses.
+# The sanitizer pass runs the client's tests only (the crawls are slow
+# there and reach no part of the daemon the client tests do not).
+PY_TESTS ?= test_*.py
+test-python: all $(PY_GEN)
+	$(TEST_ENV) PYTHONPATH=$(CURDIR)/$(PY_DIR) $(PYTHON) -m unittest \
+		discover -s tests/python -t tests/python -p '$(PY_TESTS)' -v
+
 test: deps-test
 	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=release check
+	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=release test-python
 	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=asan check
+	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=asan test-python \
+		PY_TESTS=test_client.py
 	tests/systemd-verify.sh
 	$(MAKE) FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) fuzz-run
 
@@ -225,6 +250,9 @@ install: all
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/nddd/README.md
 
 clean:
-	rm -rf build daemon/nddd clients/nddctl
+	rm -rf build daemon/nddd clients/nddctl $(PY_GEN) $(PY_DIR)/build \
+		$(PY_DIR)/*.egg-info
+	find clients/python tests -name __pycache__ -type d -prune \
+		-exec rm -rf {} +
 
 -include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)

@@ -15,6 +15,9 @@
 # the way crawlers use it today: SADD / SMISMEMBER of 16-byte MD5 digests
 # in one set, same URLs, same batches and pipelining; once with its default
 # persistence (periodic snapshots) and once durable (appendfsync always).
+# Last, the Python client against redis-py (tests/bench/python_bench.py):
+# BENCH_PY_URLS (default 200,000) URLs in batches, BENCH_PY_SINGLE (default
+# 10,000) one call per URL, each phase BENCH_PY_REPEAT (default 3) times.
 set -euo pipefail
 
 bin=${1:-build/release/bin}
@@ -177,3 +180,9 @@ done
 a=$(field "$out" submit urls_per_s)
 b=$(field "$dout" submit urls_per_s)
 echo "durable submit: nddd $a/s, redis appendfsync always $b/s, ratio $(ratio "$a" "$b")"
+
+echo "== python client (tests/bench/python_bench.py)"
+PYTHONPATH="$root/clients/python" /usr/bin/python3 \
+	"$root/tests/bench/python_bench.py" --bin "$bin" \
+	--urls "${BENCH_PY_URLS:-200000}" --single "${BENCH_PY_SINGLE:-10000}" \
+	--repeat "${BENCH_PY_REPEAT:-3}"

@@ -1,0 +1,31 @@
+"""nddd: a client for the nddd near-duplicate detection daemon.
+
+    import nddd
+
+    with nddd.Client("127.0.0.1:6464") as client:
+        for r in client.submit_urls(["http://example.com/a",
+                                     "HTTP://EXAMPLE.COM:80/a#top"]):
+            print(r.url, "new" if r.new else "duplicate", r.count)
+
+See nddd.client for connections, batching and failures, nddd.errors for
+the exceptions, nddd.results for the results, and nddd.scrapy for the
+Scrapy dupe filter.
+"""
+
+from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, DEFAULT_MAX_FRAME,
+                     DEFAULT_TIMEOUT, DEFAULT_WINDOW, Client, parse_address)
+from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
+                     NdddRequestError, NdddTimeoutError)
+from .results import (CheckResult, Code, DeleteResult, FilterStats, Stats,
+                      Status, SubmitResult, UrlResult)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",
+    "DEFAULT_MAX_FRAME", "DEFAULT_TIMEOUT", "DEFAULT_WINDOW",
+    "NdddError", "NdddRequestError", "NdddConnectionError",
+    "NdddTimeoutError", "NdddProtocolError",
+    "Code", "Status", "UrlResult", "SubmitResult", "CheckResult",
+    "DeleteResult", "Stats", "FilterStats",
+]

@@ -1,0 +1,524 @@
+"""A synchronous client for nddd.
+
+One :class:`Client` holds one TCP connection to a daemon and reuses it from
+call to call.  A batch call cuts its items into requests of at most
+``batch_size`` items (and at most ``max_frame`` bytes), keeps up to
+``window`` of them in flight on the connection (pipelining), matches the
+replies to the requests by id whatever order they come back in, and
+returns one result per item, in input order.
+
+Wire format (proto/nddd.proto): every frame is a 4-byte big-endian length
+and one protobuf message, ``Request`` one way and ``Response`` the other.
+Each request carries an id chosen here (1, 2, ...) and echoed in its
+reply.  The daemon closes a connection after a frame it cannot decode or
+one over its ``max_frame``, answering with a Response whose id is 0.
+
+Every operation is a method that builds ``Request`` messages and reads its
+own field of each ``Response``; :meth:`Client._exchange` does the rest
+(connection, ids, window, timeouts, errors).  Batch operations go through
+:meth:`Client._batch_op` with a function that builds the request for a
+batch and one that reads a reply into typed results (see
+:meth:`Client._url_op`); a single request through :meth:`Client._call`.
+Further operations (documents) are methods of the same shape.
+
+Connections and failures:
+
+* The connection is made by the first call (or :meth:`Client.connect`).
+* Before a call sends anything, a connection the daemon has closed since
+  the last call (a restart, an idle close) is noticed and replaced with a
+  new one: the call proceeds as if nothing happened.
+* If the connection cannot be made, :class:`NdddConnectionError` is raised
+  with ``sent`` False: nothing was carried out.
+* If it breaks while a call waits for replies, the call raises
+  :class:`NdddConnectionError` with ``sent`` True and the results received
+  so far; the requests whose reply was lost may or may not have been
+  carried out.  Nothing is resent automatically: a resent submit would
+  raise the URL's reference count once more.  The next call connects again.
+* ``timeout`` bounds how long each request waits for its reply, counted
+  from when it is queued for sending; past it, :class:`NdddTimeoutError`
+  (an NdddConnectionError) is raised and the connection closed.
+
+A Client may be shared by threads: calls are serialized by a lock.
+"""
+
+import math
+import select
+import socket
+import struct
+import threading
+import time
+from itertools import repeat
+from typing import Callable, Iterable, Iterator, List, Optional, Tuple, Union
+
+from google.protobuf.message import DecodeError
+
+from ._proto import pb
+from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
+                     NdddRequestError, NdddTimeoutError)
+from .results import (CheckResult, DeleteResult, Stats, Status, SubmitResult,
+                      Url, UrlResult, code_of)
+
+DEFAULT_ADDRESS = "127.0.0.1:6464"
+#: Seconds a request may wait for its reply (and connecting may take).
+DEFAULT_TIMEOUT = 10.0
+#: URLs per request; the daemon refuses more than its max_batch (10,000 by
+#: default) with RESOURCE_EXHAUSTED.
+DEFAULT_BATCH_SIZE = 1000
+#: Requests in flight at once; the daemon reads up to its max_inflight (64)
+#: requests of a connection ahead of its replies.
+DEFAULT_WINDOW = 8
+#: The daemon's default max_frame: larger frames are refused.
+DEFAULT_MAX_FRAME = 8 * 1024 * 1024
+
+_LEN = struct.Struct(">I")
+_RECV_CHUNK = 256 * 1024
+# A batch's frame: the Request's id and the op field's tag and length
+# around the items, each item a tag and a length before its bytes.
+_REQUEST_OVERHEAD = 32
+_ITEM_OVERHEAD = 6
+_POLLIN_ANY = select.POLLIN | select.POLLHUP | select.POLLERR
+
+Address = Union[str, Tuple[str, int]]
+
+
+def parse_address(address: Address) -> Tuple[str, int]:
+    """(host, port) from "HOST:PORT", "[IPv6]:PORT" or a (host, port)
+    tuple.  Raises ValueError."""
+    if isinstance(address, tuple):
+        host, port = address
+        port = str(port)
+    else:
+        text = str(address).strip()
+        if text.startswith("["):
+            end = text.find("]")
+            if end < 0 or text[end + 1:end + 2] != ":":
+                raise ValueError("bad address %r: expected [IPv6]:PORT"
+                                 % address)
+            host, port = text[1:end], text[end + 2:]
+        else:
+            host, sep, port = text.rpartition(":")
+            if not sep or ":" in host:
+                raise ValueError("bad address %r: expected HOST:PORT or "
+                                 "[IPv6]:PORT" % address)
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("bad address %r: expected HOST:PORT with a port "
+                         "from 1 to 65535" % (address,))
+    return host, int(port)
+
+
+def _encode_url(url: Url) -> bytes:
+    if isinstance(url, str):
+        try:
+            return url.encode()
+        except UnicodeEncodeError:
+            # Lone surrogates: undo os.fsdecode's escapes where that is what
+            # they are, pass the rest on for nddd to judge.
+            try:
+                return url.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                return url.encode("utf-8", "surrogatepass")
+    if isinstance(url, (bytes, bytearray, memoryview)):
+        return bytes(url)
+    raise TypeError("a URL must be str or bytes, not %s"
+                    % type(url).__name__)
+
+
+class Client:
+    """A connection to one nddd daemon.
+
+    ``address``: "HOST:PORT", "[IPv6]:PORT" or (host, port).
+    ``timeout``: seconds each request may wait for its reply (None: no
+    limit).  ``connect_timeout``: seconds to connect (default: timeout).
+    ``batch_size``: most URLs per request; keep it at or below the
+    daemon's ``max_batch``.  ``window``: most requests in flight at once.
+    ``max_frame``: most bytes per request frame; keep it at or below the
+    daemon's ``max_frame``.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, address: Address = DEFAULT_ADDRESS, *,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT,
+                 connect_timeout: Optional[float] = None,
+                 batch_size: int = DEFAULT_BATCH_SIZE,
+                 window: int = DEFAULT_WINDOW,
+                 max_frame: int = DEFAULT_MAX_FRAME):
+        self._host, self._port = parse_address(address)
+        if ":" in self._host:
+            self.address = "[%s]:%d" % (self._host, self._port)
+        else:
+            self.address = "%s:%d" % (self._host, self._port)
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be positive or None")
+        if connect_timeout is not None and connect_timeout <= 0:
+            raise ValueError("connect_timeout must be positive or None")
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if window < 1:
+            raise ValueError("window must be at least 1")
+        if max_frame < 64:
+            raise ValueError("max_frame must be at least 64")
+        self.timeout = timeout
+        self.connect_timeout = (connect_timeout if connect_timeout
+                                is not None else timeout)
+        self.batch_size = batch_size
+        self.window = window
+        self.max_frame = max_frame
+        self._sock: Optional[socket.socket] = None
+        self._poll = None
+        self._next_id = 1
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return "<nddd.Client %s%s>" % (
+            self.address, "" if self._sock else " (not connected)")
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def connected(self) -> bool:
+        """A connection is open (it may have been closed by the daemon
+        since; the next call finds out)."""
+        return self._sock is not None
+
+    def connect(self) -> None:
+        """Connects now rather than at the first call (a no-op when
+        connected).  Raises NdddConnectionError or NdddTimeoutError."""
+        with self._lock:
+            self._ready_socket()
+
+    def close(self) -> None:
+        """Closes the connection; a later call opens a new one."""
+        with self._lock:
+            self._drop()
+
+    # URL operations.  Each takes an iterable of URLs (str or bytes) and
+    # returns one result per URL, in order.
+
+    def submit_urls(self, urls: Iterable[Url]) -> List[SubmitResult]:
+        """Records the URLs (url_submit).  A result's ``new`` is True when
+        the URL was not stored before, ``duplicate`` when it was; ``count``
+        is its reference count after this submit.  Acknowledged submits are
+        durable (as the daemon's sync setting makes them)."""
+        return self._url_op("url_submit", urls, SubmitResult)
+
+    def check_urls(self, urls: Iterable[Url]) -> List[CheckResult]:
+        """Asks whether the URLs are stored (url_check), changing nothing.
+        A result's ``seen`` is True when it is; ``count`` is its reference
+        count, 0 when unseen."""
+        return self._url_op("url_check", urls, CheckResult)
+
+    def delete_urls(self, urls: Iterable[Url]) -> List[DeleteResult]:
+        """Forgets the URLs (url_delete).  A result's ``deleted`` is True
+        when the URL was stored; ``count`` is the count it had."""
+        return self._url_op("url_delete", urls, DeleteResult)
+
+    def submit_url(self, url: Url) -> SubmitResult:
+        """submit_urls for one URL."""
+        return self._url_op("url_submit", (url,), SubmitResult)[0]
+
+    def check_url(self, url: Url) -> CheckResult:
+        """check_urls for one URL."""
+        return self._url_op("url_check", (url,), CheckResult)[0]
+
+    def delete_url(self, url: Url) -> DeleteResult:
+        """delete_urls for one URL."""
+        return self._url_op("url_delete", (url,), DeleteResult)[0]
+
+    def stats(self) -> Stats:
+        """The daemon's statistics."""
+        req = pb.Request()
+        req.stats.SetInParent()
+        resp = self._call(req)
+        if resp.WhichOneof("result") != "stats":
+            self.close()
+            raise self._protocol_error("reply to stats has no stats")
+        return Stats.from_message(resp.stats)
+
+    # The machinery.
+
+    def _call(self, req) -> "pb.Response":
+        """Sends one request; returns its Response.  Raises NdddRequestError
+        if it was refused."""
+        replies = []
+        with self._lock:
+            self._exchange(iter(((req, None),)),
+                           lambda ctx, resp: replies.append(resp))
+        resp = replies[0]
+        if resp.HasField("status") and resp.status.code != pb.OK:
+            raise NdddRequestError(code_of(resp.status.code),
+                                   resp.status.message)
+        return resp
+
+    def _url_op(self, field: str, urls: Iterable[Url],
+                result_cls: type) -> List[UrlResult]:
+        """The URL operation ``field`` of Request (a UrlBatch) over urls;
+        a result_cls per URL from the replies' UrlResults."""
+        if isinstance(urls, (str, bytes, bytearray)):
+            raise TypeError("expected an iterable of URLs, got a single "
+                            "URL; use the singular method for one")
+        urls = list(urls)
+
+        def build(encoded):
+            req = pb.Request()
+            getattr(req, field).urls.extend(encoded)
+            return req
+
+        def read(resp, chunk):
+            if resp.WhichOneof("result") != "urls":
+                raise self._protocol_error("reply to %s has no URL results"
+                                           % field)
+            counts = resp.urls.counts
+            n = len(chunk)
+            if len(counts) != n:
+                raise self._protocol_error(
+                    "reply to %s has %d counts for %d URLs"
+                    % (field, len(counts), n))
+            results = list(map(result_cls, chunk, counts, repeat(None)))
+            for err in resp.urls.errors:
+                i = err.index
+                if i >= n:
+                    raise self._protocol_error(
+                        "reply to %s names item %d of %d" % (field, i, n))
+                results[i] = result_cls(chunk[i], counts[i], Status(
+                    code_of(err.status.code), err.status.message))
+            return results
+
+        return self._batch_op(urls, [_encode_url(u) for u in urls], build,
+                              read)
+
+    def _batch_op(self, items: List, encoded: List[bytes],
+                  build: Callable, read: Callable) -> List:
+        """Runs a batch operation: cuts items into batches (by count, and
+        by the sizes of their encoded forms), sends build(encoded batch)
+        for each, and returns read(Response, items of the batch) of every
+        reply, concatenated in input order.  A reply with a status refuses
+        its request: the rest of the call is not sent, and NdddRequestError
+        is raised with the results obtained (see nddd.errors)."""
+        results: List = [None] * len(items)
+        refused: List[NdddRequestError] = []
+
+        # (No annotations on these: they would be evaluated at every call.)
+        def requests():
+            for start, end in self._cut(encoded):
+                yield build(encoded[start:end]), (start, end)
+
+        def handle(span, resp):
+            if resp.HasField("status") and resp.status.code != pb.OK:
+                if not refused:
+                    refused.append(NdddRequestError(
+                        code_of(resp.status.code), resp.status.message))
+                return False  # send no more of this call
+            start, end = span
+            results[start:end] = read(resp, items[start:end])
+            return True
+
+        if not items:
+            return results
+        with self._lock:
+            try:
+                self._exchange(requests(), handle)
+            except NdddError as e:
+                e.results = results
+                raise
+        if refused:
+            refused[0].results = results
+            raise refused[0]
+        return results
+
+    def _protocol_error(self, message: str) -> NdddProtocolError:
+        return NdddProtocolError(message, address=self.address, sent=True)
+
+    def _cut(self, encoded: List[bytes]) -> Iterator[Tuple[int, int]]:
+        """(start, end) of each batch: at most batch_size items and, unless
+        one item alone is larger, at most max_frame bytes."""
+        limit = self.max_frame - _REQUEST_OVERHEAD
+        n = len(encoded)
+        start = 0
+        while start < n:
+            stop = min(n, start + self.batch_size)
+            size = sum(map(len, encoded[start:stop])) + \
+                _ITEM_OVERHEAD * (stop - start)
+            if size <= limit:
+                end = stop
+            else:
+                end, size = start, 0
+                while end < stop:
+                    size += len(encoded[end]) + _ITEM_OVERHEAD
+                    if size > limit and end > start:
+                        break
+                    end += 1
+            yield start, end
+            start = end
+
+    def _drop(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+                self._poll = None
+
+    def _connect(self) -> socket.socket:
+        try:
+            sock = socket.create_connection((self._host, self._port),
+                                            timeout=self.connect_timeout)
+        except TimeoutError as e:
+            raise NdddTimeoutError(
+                "connecting to nddd at %s timed out after %g s"
+                % (self.address, self.connect_timeout),
+                address=self.address) from e
+        except OSError as e:
+            raise NdddConnectionError(
+                "cannot connect to nddd at %s: %s"
+                % (self.address, e.strerror or e),
+                address=self.address) from e
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setblocking(False)
+            poll = select.poll()
+            poll.register(sock, select.POLLIN)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock, self._poll = sock, poll
+        return sock
+
+    def _ready_socket(self) -> socket.socket:
+        """The connection, made or remade if needed."""
+        if self._sock is not None and self._poll.poll(0):
+            # Between calls nothing is due from the daemon: a readable
+            # socket means it closed the connection (a restart, a refusal).
+            self._drop()
+        if self._sock is None:
+            return self._connect()
+        return self._sock
+
+    def _exchange(self, requests: Iterator[Tuple[object, object]],
+                  handle: Callable[[object, object], Optional[bool]]) -> None:
+        """Sends each (Request, context) of requests with a fresh id, up to
+        window of them in flight, and calls handle(context, Response) for
+        each reply as it arrives.  When handle returns False, no further
+        requests are taken from requests; those in flight are still
+        awaited.  Returns when every request sent was answered.
+
+        Any exception closes the connection.  Failures of the connection
+        raise NdddConnectionError (sent tells whether anything had been
+        written), a timeout NdddTimeoutError, a Response with id 0 (the
+        daemon refusing the connection or a frame) NdddRequestError.
+        The caller holds the lock."""
+        sock = self._ready_socket()
+        poll = self._poll
+        timeout = self.timeout
+        max_reply = max(self.max_frame, DEFAULT_MAX_FRAME)
+        pending = {}                    # id -> (context, time queued)
+        out = b""                       # bytes queued, not yet written
+        inbuf = bytearray()
+        more = True
+        sent = False
+        write_error = None
+        try:
+            while True:
+                while more and len(pending) < self.window:
+                    try:
+                        req, ctx = next(requests)
+                    except StopIteration:
+                        more = False
+                        break
+                    rid = self._next_id
+                    self._next_id = rid + 1
+                    req.id = rid
+                    data = req.SerializeToString()
+                    out += _LEN.pack(len(data)) + data
+                    pending[rid] = (ctx, time.monotonic())
+                if not pending:
+                    return
+                if out:
+                    try:
+                        n = sock.send(out)
+                    except BlockingIOError:
+                        n = 0
+                    except OSError as e:
+                        # The daemon is gone or closing; what it said last
+                        # (an id 0 reply) may still be readable.
+                        write_error = e
+                        out = b""
+                        more = False
+                        n = 0
+                    if n:
+                        sent = True
+                        out = out[n:]
+                if timeout is None:
+                    wait_ms = None
+                else:
+                    oldest = next(iter(pending.values()))[1]
+                    left = oldest + timeout - time.monotonic()
+                    if left <= 0:
+                        raise NdddTimeoutError(
+                            "no reply from nddd at %s within %g s"
+                            % (self.address, timeout),
+                            address=self.address, sent=sent)
+                    wait_ms = math.ceil(left * 1000)
+                poll.modify(sock, select.POLLIN |
+                            (select.POLLOUT if out else 0))
+                events = poll.poll(wait_ms)
+                if not events or not events[0][1] & _POLLIN_ANY:
+                    continue
+                chunk = sock.recv(_RECV_CHUNK)
+                if not chunk:
+                    raise NdddConnectionError(
+                        "nddd at %s closed the connection with %d "
+                        "request(s) unanswered%s" % (
+                            self.address, len(pending),
+                            " (%s)" % write_error.strerror
+                            if write_error else ""),
+                        address=self.address, sent=sent)
+                inbuf += chunk
+                pos = 0
+                while len(inbuf) - pos >= 4:
+                    (length,) = _LEN.unpack_from(inbuf, pos)
+                    if length > max_reply:
+                        raise NdddProtocolError(
+                            "reply frame of %d bytes from %s"
+                            % (length, self.address),
+                            address=self.address, sent=sent)
+                    if len(inbuf) - pos - 4 < length:
+                        break
+                    resp = pb.Response.FromString(
+                        bytes(inbuf[pos + 4:pos + 4 + length]))
+                    pos += 4 + length
+                    if resp.id == 0:
+                        raise NdddRequestError(
+                            code_of(resp.status.code),
+                            resp.status.message
+                            + " (nddd closed the connection)")
+                    entry = pending.pop(resp.id, None)
+                    if entry is None:
+                        raise NdddProtocolError(
+                            "reply with unknown id %d from %s"
+                            % (resp.id, self.address),
+                            address=self.address, sent=sent)
+                    if handle(entry[0], resp) is False:
+                        more = False
+                del inbuf[:pos]
+        except NdddError:
+            self._drop()
+            raise
+        except DecodeError as e:
+            self._drop()
+            raise NdddProtocolError(
+                "undecodable reply from nddd at %s: %s" % (self.address, e),
+                address=self.address, sent=sent) from e
+        except OSError as e:
+            self._drop()
+            raise NdddConnectionError(
+                "connection to nddd at %s failed: %s"
+                % (self.address, e.strerror or e),
+                address=self.address, sent=sent) from e
+        except BaseException:
+            self._drop()
+            raise

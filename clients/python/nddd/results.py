@@ -1,0 +1,145 @@
+"""Typed results of nddd's operations.
+
+A batch operation answers one result per item, in the order given.  A URL's
+result keeps the URL exactly as the caller gave it (``str`` or ``bytes``),
+its reference count as nddd reports it, and, when that one item failed, the
+error nddd gave for it (the rest of the batch is unaffected).
+"""
+
+import enum
+from dataclasses import dataclass, fields
+from typing import Optional, Union
+
+from ._proto import pb
+
+#: The protocol's status codes (``nddd.v1.Code``), as an IntEnum:
+#: OK, INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, RESOURCE_EXHAUSTED,
+#: EMPTY_DOCUMENT, UNAVAILABLE, INTERNAL.
+Code = enum.IntEnum("Code", dict(pb.Code.items()), module=__name__)
+Code.__doc__ = "Status codes of the nddd protocol (nddd.v1.Code)."
+
+CodeLike = Union[Code, int]
+
+
+def code_of(number: int) -> CodeLike:
+    """The Code for a number; a number this client does not know stays an
+    int (a newer daemon may send one)."""
+    try:
+        return Code(number)
+    except ValueError:
+        return number
+
+
+def code_name(code: CodeLike) -> str:
+    """The name of a code ("INVALID_ARGUMENT"), or "CODE_<n>" if unknown."""
+    return code.name if isinstance(code, Code) else "CODE_%d" % code
+
+
+@dataclass(frozen=True)
+class Status:
+    """An error nddd reported: its code and human-readable message."""
+    code: CodeLike
+    message: str
+
+    def __str__(self) -> str:
+        return "%s: %s" % (code_name(self.code), self.message)
+
+
+Url = Union[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class UrlResult:
+    """One URL's answer.
+
+    ``url`` is the URL as given; ``count`` its reference count (how many
+    times it was submitted, see the subclasses for each operation); ``error``
+    is None, or the Status of this item's failure (then ``count`` is 0).
+    """
+    url: Url
+    count: int
+    error: Optional[Status]
+
+    @property
+    def ok(self) -> bool:
+        """True unless this item failed."""
+        return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult(UrlResult):
+    """A url_submit answer: ``count`` is the count after this submit."""
+    @property
+    def new(self) -> bool:
+        """The URL was not stored before this submit (count is 1)."""
+        return self.error is None and self.count == 1
+
+    @property
+    def duplicate(self) -> bool:
+        """The URL was stored already (count above 1)."""
+        return self.error is None and self.count > 1
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult(UrlResult):
+    """A url_check answer: ``count`` is the stored count, 0 if unseen."""
+    @property
+    def seen(self) -> bool:
+        """The URL is stored."""
+        return self.error is None and self.count > 0
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult(UrlResult):
+    """A url_delete answer: ``count`` is the count the deleted record had,
+    0 if the URL was not stored."""
+    @property
+    def deleted(self) -> bool:
+        """The URL was stored and is now forgotten."""
+        return self.error is None and self.count > 0
+
+
+def _from_message(cls, msg):
+    """An instance of the dataclass cls from the protobuf message msg, field
+    by field (same names); nested dataclasses are converted too."""
+    values = {}
+    for f in fields(cls):
+        v = getattr(msg, f.name)
+        sub = _NESTED.get(f.name)
+        values[f.name] = _from_message(sub, v) if sub else v
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class FilterStats:
+    """The counting Bloom filter (nddd.v1.FilterStats)."""
+    counters: int       # m: number of 4-bit counters
+    nonzero: int        # counters above 0
+    saturated: int      # counters at 15
+    k: int              # counters per URL
+    bytes: int          # memory held by the counters
+
+
+@dataclass(frozen=True)
+class Stats:
+    """The daemon's statistics (nddd.v1.StatsResult)."""
+    version: str
+    uptime_seconds: int
+    urls: int                    # stored URLs
+    cbf: FilterStats
+    checks: int                  # URLs answered by url_check
+    checks_filter_only: int      # ... without reading the store
+    filter_false_positives: int  # ... where the filter said maybe, wrongly
+    submits_new: int
+    submits_duplicate: int
+    deletes: int                 # records removed
+    commits: int                 # store transactions committed
+    store_bytes: int             # size of the store's data in use
+    connections: int             # open client connections
+
+    @classmethod
+    def from_message(cls, msg) -> "Stats":
+        return _from_message(cls, msg)
+
+
+_NESTED = {"cbf": FilterStats}

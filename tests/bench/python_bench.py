@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""URLs per second through nddd's Python client, and through redis-py on
+Redis the way Python crawlers deduplicate today, in the same run.
+
+    PYTHONPATH=clients/python tests/bench/python_bench.py --bin BIN_DIR
+
+nddd (BIN_DIR/nddd) and Redis (redis-server, default persistence) are
+started here on loopback, each with a fresh temporary directory.  nddd runs
+twice: with `sync = full` (its default: an acknowledged submit is on disk)
+and with `sync = none` (like Redis's default, it survives a crash of the
+daemon but not of the machine).  For each, and for Redis:
+
+  batch-submit  --urls new URLs: nddd Client.submit_urls (batches of
+                1,000, 8 in flight); Redis SADD of each URL's 16-byte MD5
+                digest, 1,000 commands per pipeline
+  batch-check   the same URLs again: Client.check_urls; SISMEMBER
+  one-submit    --single new URLs, one call per URL: Client.submit_url;
+                SADD
+  one-check     the same URLs again: Client.check_url; SISMEMBER
+
+Each phase runs --repeat times on fresh URLs (checks on the URLs of the
+same repeat); every run is printed, and the summary compares medians.
+Redis's figures include computing the MD5 digests in Python, which nddd's
+client leaves to the daemon (with the URL's canonicalization, which Redis
+does not do at all).
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+import nddd
+
+BATCH = 1000
+PHASES = ("batch-submit", "batch-check", "one-submit", "one-check")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, what):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit("python_bench: %s exited (%s)" % (what, proc.returncode))
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit("python_bench: %s does not listen on %d" % (what, port))
+
+
+def make_urls(tag, n):
+    """n distinct URLs of about 60 bytes over 1,000 hosts."""
+    return ["http://host%d.example.com/%s/articles/%d/page.html?ref=%d"
+            % (i % 1000, tag, i, i % 97) for i in range(n)]
+
+
+def timed(fn, urls):
+    t0 = time.perf_counter()
+    fn(urls)
+    return time.perf_counter() - t0
+
+
+class NdddTarget:
+    def __init__(self, bin_dir, tmp, sync, capacity):
+        self.name = "nddd sync=%s" % sync
+        self.dir = os.path.join(tmp, "nddd-" + sync)
+        os.makedirs(self.dir)
+        port = free_port()
+        conf = os.path.join(self.dir, "nddd.conf")
+        with open(conf, "w") as f:
+            f.write("[server]\nlisten = 127.0.0.1:%d\n[store]\ndata_dir = %s\n"
+                    "sync = %s\n[urls]\ncapacity = %d\n"
+                    % (port, os.path.join(self.dir, "data"), sync, capacity))
+        self.log = open(os.path.join(self.dir, "nddd.log"), "wb")
+        root = ["--allow-root"] if os.geteuid() == 0 else []
+        self.proc = subprocess.Popen([os.path.join(bin_dir, "nddd"), "-c",
+                                      conf] + root, stdout=self.log,
+                                     stderr=self.log)
+        wait_port(port, self.proc, "nddd")
+        self.client = nddd.Client("127.0.0.1:%d" % port, timeout=60,
+                                  batch_size=BATCH, window=8)
+
+    def batch_submit(self, urls):
+        new = sum(r.new for r in self.client.submit_urls(urls))
+        assert new == len(urls), (new, len(urls))
+
+    def batch_check(self, urls):
+        seen = sum(r.seen for r in self.client.check_urls(urls))
+        assert seen == len(urls), (seen, len(urls))
+
+    def one_submit(self, urls):
+        submit = self.client.submit_url
+        new = 0
+        for u in urls:
+            new += submit(u).new
+        assert new == len(urls), (new, len(urls))
+
+    def one_check(self, urls):
+        check = self.client.check_url
+        seen = 0
+        for u in urls:
+            seen += check(u).seen
+        assert seen == len(urls), (seen, len(urls))
+
+    def close(self):
+        self.client.close()
+        self.proc.terminate()
+        self.proc.wait()
+        self.log.close()
+
+
+class RedisTarget:
+    KEY = "seen"
+
+    def __init__(self, tmp):
+        self.name = "redis"
+        self.dir = os.path.join(tmp, "redis")
+        os.makedirs(self.dir)
+        port = free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+             "--dir", self.dir, "--logfile",
+             os.path.join(self.dir, "redis.log")])
+        wait_port(port, self.proc, "redis-server")
+        self.r = redis.Redis(host="127.0.0.1", port=port)
+        self.version = self.r.info("server")["redis_version"]
+
+    def _pipelined(self, urls, command):
+        md5 = hashlib.md5
+        n = 0
+        for i in range(0, len(urls), BATCH):
+            p = self.r.pipeline(transaction=False)
+            op = getattr(p, command)
+            for u in urls[i:i + BATCH]:
+                op(self.KEY, md5(u.encode()).digest())
+            n += sum(1 for x in p.execute() if x)
+        return n
+
+    def batch_submit(self, urls):
+        n = self._pipelined(urls, "sadd")
+        assert n == len(urls), (n, len(urls))
+
+    def batch_check(self, urls):
+        n = self._pipelined(urls, "sismember")
+        assert n == len(urls), (n, len(urls))
+
+    def one_submit(self, urls):
+        md5 = hashlib.md5
+        sadd = self.r.sadd
+        new = 0
+        for u in urls:
+            new += sadd(self.KEY, md5(u.encode()).digest())
+        assert new == len(urls), (new, len(urls))
+
+    def one_check(self, urls):
+        md5 = hashlib.md5
+        sismember = self.r.sismember
+        seen = 0
+        for u in urls:
+            seen += bool(sismember(self.KEY, md5(u.encode()).digest()))
+        assert seen == len(urls), (seen, len(urls))
+
+    def close(self):
+        self.r.close()
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def run(target, args, figures):
+    """Runs every phase args.repeat times; records URLs/s in figures."""
+    for rep in range(args.repeat):
+        batch = make_urls("b%d" % rep, args.urls)
+        single = make_urls("s%d" % rep, args.single)
+        for phase, fn, urls in (
+                ("batch-submit", target.batch_submit, batch),
+                ("batch-check", target.batch_check, batch),
+                ("one-submit", target.one_submit, single),
+                ("one-check", target.one_check, single)):
+            seconds = timed(fn, urls)
+            rate = len(urls) / seconds
+            figures.setdefault((target.name, phase), []).append(rate)
+            print("%s phase=%s run=%d urls=%d seconds=%.3f urls_per_s=%.0f"
+                  % (target.name, phase, rep + 1, len(urls), seconds, rate),
+                  flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", default="build/release/bin",
+                    help="directory holding nddd")
+    ap.add_argument("--urls", type=int, default=200000,
+                    help="URLs per batch phase (default 200000)")
+    ap.add_argument("--single", type=int, default=10000,
+                    help="URLs per one-by-one phase (default 10000)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each phase (default 3)")
+    args = ap.parse_args()
+
+    capacity = args.repeat * (args.urls + args.single) + 1000
+    tmp = tempfile.mkdtemp(prefix="nddd-pybench-")
+    figures = {}
+    names = []
+    try:
+        print("== python client: %d URLs per batch phase (batches of %d, 8 "
+              "in flight), %d per one-by-one phase, %d runs each"
+              % (args.urls, BATCH, args.single, args.repeat), flush=True)
+        for make in (lambda: NdddTarget(args.bin, tmp, "full", capacity),
+                     lambda: NdddTarget(args.bin, tmp, "none", capacity),
+                     lambda: RedisTarget(tmp)):
+            target = make()
+            try:
+                if isinstance(target, RedisTarget):
+                    print("== redis %s (redis-py %s), default persistence"
+                          % (target.version, redis.__version__), flush=True)
+                names.append(target.name)
+                run(target, args, figures)
+            finally:
+                target.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print("== summary: median URLs/s of %d runs; ratio = nddd / redis, same "
+          "run" % args.repeat)
+    for phase in PHASES:
+        redis_rate = statistics.median(figures[("redis", phase)])
+        parts = []
+        for name in names:
+            rate = statistics.median(figures[(name, phase)])
+            part = "%s %.0f/s" % (name, rate)
+            if name != "redis":
+                part += " (ratio %.2f)" % (rate / redis_rate)
+            parts.append(part)
+        print("%s: %s" % (phase, ", ".join(parts)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""A real nddd for the Python tests, on a free loopback port with its own
+temporary directory and configuration.
+
+The daemon is $NDDD_BIN (default daemon/nddd of the source tree), started
+with NOTIFY_SOCKET pointing at a socket of the harness: "started" means it
+said READY=1 (its filter rebuilt, its listener open).  Its standard error
+goes to nddd.log in the directory, shown when a start fails.  The daemon
+gets SIGKILL if the test process dies.
+"""
+
+import ctypes
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NDDD_BIN = os.environ.get("NDDD_BIN") or os.path.join(ROOT, "daemon", "nddd")
+NDDCTL_BIN = (os.environ.get("NDDCTL_BIN")
+              or os.path.join(ROOT, "clients", "nddctl"))
+PYTHON = os.environ.get("PYTHON") or "/usr/bin/python3"
+PYTHONPATH = os.path.join(ROOT, "clients", "python")
+if PYTHONPATH not in sys.path:
+    sys.path.insert(0, PYTHONPATH)
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent():
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def free_port():
+    """A loopback port nobody listens on (at the time of asking)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    """One nddd: Daemon(extra_conf).start(), .stop(), .cleanup()."""
+
+    def __init__(self, extra_conf="", port=None):
+        self.dir = tempfile.mkdtemp(prefix="nddd-py-")
+        self.data_dir = os.path.join(self.dir, "data")
+        self.conf_path = os.path.join(self.dir, "nddd.conf")
+        self.log_path = os.path.join(self.dir, "nddd.log")
+        self.port = port or free_port()
+        self.address = "127.0.0.1:%d" % self.port
+        self.proc = None
+        with open(self.conf_path, "w") as f:
+            f.write("[server]\nlisten = %s\nworkers = 2\n\n[store]\n"
+                    "data_dir = %s\n\n[urls]\ncapacity = 100000\n\n[log]\n"
+                    "level = debug\n" % (self.address, self.data_dir))
+            if extra_conf:
+                f.write("\n%s\n" % extra_conf)
+
+    def start(self, timeout=60):
+        notify_path = os.path.join(self.dir, "notify")
+        if os.path.exists(notify_path):
+            os.unlink(notify_path)
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            notify.bind(notify_path)
+            env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+            with open(self.log_path, "ab") as log:
+                # nddd refuses root unless told; tests may run as root.
+                root = ["--allow-root"] if os.geteuid() == 0 else []
+                self.proc = subprocess.Popen(
+                    [NDDD_BIN, "-c", self.conf_path] + root,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log, stderr=log, env=env,
+                    preexec_fn=_die_with_parent)
+            deadline = time.monotonic() + timeout
+            while True:
+                if self.proc.poll() is not None:
+                    status = self.proc.returncode
+                    self.proc = None
+                    raise RuntimeError("nddd exited during start-up (%s):\n%s"
+                                       % (status, self.log()))
+                if time.monotonic() > deadline:
+                    raise RuntimeError("nddd not ready in %d s:\n%s"
+                                       % (timeout, self.log()))
+                if select.select([notify], [], [], 0.1)[0]:
+                    if b"READY=1" in notify.recv(4096):
+                        return self
+        finally:
+            notify.close()
+
+    def stop(self):
+        """SIGTERM and wait; returns the exit status."""
+        if self.proc is None:
+            return None
+        self.proc.send_signal(signal.SIGTERM)
+        status = self.proc.wait(30)
+        self.proc = None
+        return status
+
+    def kill(self):
+        if self.proc is None:
+            return
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return "(no log)"
+
+    def cleanup(self):
+        if self.proc is not None:
+            self.resume()
+            self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def nddctl(self, *args):
+        """Runs nddctl against this daemon; returns (status, stdout)."""
+        p = subprocess.run([NDDCTL_BIN, "-H", self.address] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=60)
+        return p.returncode, p.stdout

@@ -1,0 +1,423 @@
+"""nddd.Client against a real daemon on loopback (and, for replies the
+daemon does not send on demand, a scripted server)."""
+
+import socket
+import struct
+import threading
+import time
+import unittest
+
+import harness  # sets sys.path for nddd
+
+import nddd
+from nddd import Code
+from nddd._proto import pb
+
+
+class DaemonTest(unittest.TestCase):
+    extra_conf = ""
+
+    def setUp(self):
+        self.daemon = harness.Daemon(self.extra_conf)
+        self.addCleanup(self.daemon.cleanup)
+        self.addCleanup(self.check_log)
+        self.daemon.start()
+        self.client = nddd.Client(self.daemon.address, timeout=10)
+        self.addCleanup(self.client.close)
+
+    def check_log(self):
+        # A daemon built with sanitizers reports there (make test runs
+        # these tests against one too).
+        log = self.daemon.log()
+        for mark in ("Sanitizer", "runtime error:"):
+            self.assertNotIn(mark, log, log[-5000:])
+
+
+class TestCalls(DaemonTest):
+    def test_submit_check_delete(self):
+        c = self.client
+        r = c.submit_urls(["http://example.com/a",
+                           "HTTP://Example.COM:80/./a#top",
+                           b"http://example.com/b"])
+        self.assertEqual([x.count for x in r], [1, 2, 1])
+        self.assertEqual([x.new for x in r], [True, False, True])
+        self.assertEqual([x.duplicate for x in r], [False, True, False])
+        self.assertTrue(all(x.ok for x in r))
+        self.assertIsInstance(r[0], nddd.SubmitResult)
+        self.assertEqual(r[1].url, "HTTP://Example.COM:80/./a#top")
+        self.assertEqual(r[2].url, b"http://example.com/b")  # as given
+
+        r = c.check_urls(["http://example.com/a", "http://example.com/c"])
+        self.assertEqual([(x.seen, x.count) for x in r], [(True, 2),
+                                                           (False, 0)])
+        self.assertIsInstance(r[0], nddd.CheckResult)
+
+        r = c.delete_urls(["http://EXAMPLE.com/a", "http://example.com/c"])
+        self.assertEqual([(x.deleted, x.count) for x in r], [(True, 2),
+                                                              (False, 0)])
+        self.assertIsInstance(r[0], nddd.DeleteResult)
+        self.assertFalse(c.check_url("http://example.com/a").seen)
+        self.assertTrue(c.check_url("http://example.com/b").seen)
+
+        self.assertTrue(c.submit_url("http://example.com/a").new)
+        self.assertEqual(c.delete_url("http://example.com/a").count, 1)
+        self.assertEqual(c.submit_urls([]), [])
+
+    def test_stats(self):
+        self.client.submit_urls(["http://example.com/%d" % i
+                                 for i in range(10)])
+        self.client.check_urls(["http://example.com/1"])
+        s = self.client.stats()
+        self.assertIsInstance(s, nddd.Stats)
+        self.assertEqual(s.urls, 10)
+        self.assertEqual(s.submits_new, 10)
+        self.assertEqual(s.checks, 1)
+        self.assertEqual(s.connections, 1)
+        self.assertEqual(s.cbf.k, 8)
+        self.assertEqual(s.cbf.counters, 20 * 100000)
+        self.assertTrue(s.version)
+
+    def test_item_errors_fail_only_their_item(self):
+        urls = ["http://example.com/%d" % i for i in range(20)]
+        bad = {3: "not a url", 7: "http://exa mple.com/", 8: "data:,x",
+               12: "file:///etc/passwd", 19: "http:///nohost"}
+        for i, u in bad.items():
+            urls[i] = u
+        # Small batches: errors are indexed per batch.
+        c = nddd.Client(self.daemon.address, batch_size=3)
+        self.addCleanup(c.close)
+        r = c.submit_urls(urls)
+        self.assertEqual(len(r), 20)
+        for i, x in enumerate(r):
+            self.assertEqual(x.url, urls[i])
+            if i in bad:
+                self.assertFalse(x.ok)
+                self.assertFalse(x.new)
+                self.assertEqual(x.count, 0)
+                self.assertEqual(x.error.code, Code.INVALID_ARGUMENT)
+                self.assertTrue(x.error.message)
+                self.assertIn("INVALID_ARGUMENT: ", str(x.error))
+            else:
+                self.assertTrue(x.ok and x.new, x)
+        self.assertEqual(c.stats().urls, 15)
+        self.assertTrue(all(x.ok for x in c.check_urls(
+            u for i, u in enumerate(urls) if i not in bad)))
+
+    def test_many_batches_keep_order(self):
+        urls = ["http://example.com/page/%d" % i for i in range(5000)]
+        c = nddd.Client(self.daemon.address, batch_size=97, window=5)
+        self.addCleanup(c.close)
+        r = c.submit_urls(urls[:2500])
+        self.assertTrue(all(x.new for x in r))
+        r = c.submit_urls(reversed(urls))  # any iterable
+        self.assertEqual([x.url for x in r], urls[::-1])
+        self.assertEqual([x.count for x in r], [1] * 2500 + [2] * 2500)
+        r = c.check_urls(urls)
+        self.assertEqual([x.count for x in r], [2] * 2500 + [1] * 2500)
+
+    def test_one_url_is_not_a_list(self):
+        with self.assertRaises(TypeError):
+            self.client.submit_urls("http://example.com/")
+        with self.assertRaises(TypeError):
+            self.client.submit_urls([42])
+
+
+class TestLimits(DaemonTest):
+    extra_conf = "[server]\nmax_batch = 100\nmax_frame = 64K\n"
+
+    def test_batch_over_max_batch(self):
+        urls = ["http://example.com/%d" % i for i in range(150)]
+        big = nddd.Client(self.daemon.address, batch_size=1000)
+        self.addCleanup(big.close)
+        with self.assertRaises(nddd.NdddRequestError) as cm:
+            big.submit_urls(urls)
+        e = cm.exception
+        self.assertEqual(e.code, Code.RESOURCE_EXHAUSTED)
+        self.assertTrue(e.message)
+        self.assertEqual(e.results, [None] * 150)
+        # Refused, not carried out; the connection is still good.
+        self.assertFalse(big.check_url(urls[0]).seen)
+        self.assertEqual(big.stats().urls, 0)
+        # Cut to the daemon's max_batch, the same call goes through.
+        ok = nddd.Client(self.daemon.address, batch_size=100)
+        self.addCleanup(ok.close)
+        self.assertTrue(all(x.new for x in ok.submit_urls(urls)))
+
+    def test_refusal_keeps_earlier_batches(self):
+        # Long URLs are cut into batches by bytes (under 100 URLs each), the
+        # short ones into one batch of 150, which is refused: the results
+        # of the batches carried out before are in the exception.
+        long = ["http://example.com/%s/%d" % ("x" * 980, i)
+                for i in range(300)]
+        short = ["http://example.com/%d" % i for i in range(150)]
+        c = nddd.Client(self.daemon.address, batch_size=150, window=1,
+                        max_frame=64 * 1024)
+        self.addCleanup(c.close)
+        with self.assertRaises(nddd.NdddRequestError) as cm:
+            c.submit_urls(long + short)
+        e = cm.exception
+        self.assertEqual(e.code, Code.RESOURCE_EXHAUSTED)
+        self.assertEqual(len(e.results), 450)
+        done = [x for x in e.results if x is not None]
+        self.assertGreaterEqual(len(done), 4 * 60)
+        self.assertTrue(all(x.new for x in done))
+        self.assertEqual(e.results[:len(done)], done)  # the batches before
+        self.assertEqual(e.results[len(done):],
+                         [None] * (450 - len(done)))
+        self.assertEqual(c.stats().urls, len(done))
+
+    def test_frame_over_max_frame(self):
+        # 100 URLs of 1,000 bytes: a frame of about 100 KB, over 64K.
+        urls = ["http://example.com/%s/%d" % ("x" * 980, i)
+                for i in range(100)]
+        c = nddd.Client(self.daemon.address, batch_size=100)
+        self.addCleanup(c.close)
+        with self.assertRaises(nddd.NdddError) as cm:
+            c.submit_urls(urls)
+        e = cm.exception
+        # The daemon answers with id 0 and closes; if the close overtakes
+        # the answer, the client sees only the closed connection.
+        if isinstance(e, nddd.NdddRequestError):
+            self.assertEqual(e.code, Code.RESOURCE_EXHAUSTED)
+        else:
+            self.assertIsInstance(e, nddd.NdddConnectionError)
+        self.assertFalse(c.connected)
+        # Told the daemon's max_frame, the client cuts smaller frames.
+        c2 = nddd.Client(self.daemon.address, batch_size=100,
+                         max_frame=64 * 1024)
+        self.addCleanup(c2.close)
+        self.assertTrue(all(x.new for x in c2.submit_urls(urls)))
+        # And the first client works again on a new connection.
+        self.assertTrue(all(x.seen for x in c.check_urls(urls[:10])))
+
+
+class TestConnections(DaemonTest):
+    def test_connection_refused(self):
+        port = harness.free_port()
+        c = nddd.Client("127.0.0.1:%d" % port, timeout=2)
+        with self.assertRaises(nddd.NdddConnectionError) as cm:
+            c.submit_urls(["http://example.com/"])
+        e = cm.exception
+        self.assertFalse(e.sent)
+        self.assertIsInstance(e, ConnectionError)
+        self.assertEqual(e.address, "127.0.0.1:%d" % port)
+        self.assertIn("cannot connect", str(e))
+
+    def test_timeout(self):
+        c = nddd.Client(self.daemon.address, timeout=0.3)
+        self.addCleanup(c.close)
+        self.assertTrue(c.submit_url("http://example.com/").new)
+        self.daemon.pause()
+        try:
+            t0 = time.monotonic()
+            with self.assertRaises(nddd.NdddTimeoutError) as cm:
+                c.submit_urls(["http://example.com/a", "http://example.com/b"])
+            elapsed = time.monotonic() - t0
+            e = cm.exception
+            self.assertIsInstance(e, TimeoutError)
+            self.assertIsInstance(e, nddd.NdddConnectionError)
+            self.assertTrue(e.sent)
+            self.assertEqual(e.results, [None, None])
+            self.assertGreaterEqual(elapsed, 0.3)
+            self.assertLess(elapsed, 3)
+            self.assertFalse(c.connected)
+        finally:
+            self.daemon.resume()
+        # The next call is on a new connection.  The request sent before
+        # the timeout may or may not have been carried out.
+        r = c.check_urls(["http://example.com/a", "http://example.com/b"])
+        self.assertTrue(all(x.ok and x.count in (0, 1) for x in r))
+
+    def test_reconnect_after_restart(self):
+        c = self.client
+        self.assertTrue(c.submit_url("http://example.com/x").new)
+        self.assertEqual(self.daemon.stop(), 0)
+        # Down: the call cannot connect, nothing was sent.
+        with self.assertRaises(nddd.NdddConnectionError) as cm:
+            c.check_url("http://example.com/x")
+        self.assertFalse(cm.exception.sent)
+        self.daemon.start()
+        # Up again: the next call connects again, the data survived.
+        self.assertEqual(c.submit_url("http://example.com/x").count, 2)
+
+    def test_idle_connection_closed_by_restart(self):
+        c = self.client
+        self.assertTrue(c.submit_url("http://example.com/y").new)
+        self.assertTrue(c.connected)
+        self.daemon.stop()
+        self.daemon.start()
+        # The old connection was closed by the daemon while idle: the call
+        # notices before sending and goes through on a new one.
+        self.assertEqual(c.submit_url("http://example.com/y").count, 2)
+        self.assertEqual(c.stats().connections, 1)
+
+    def test_connection_lost_during_call(self):
+        c = nddd.Client(self.daemon.address, timeout=30)
+        self.addCleanup(c.close)
+        c.connect()
+        self.daemon.pause()
+        caught = []
+
+        def call():
+            try:
+                c.submit_urls(["http://example.com/lost"])
+            except Exception as e:
+                caught.append(e)
+
+        t = threading.Thread(target=call)
+        t.start()
+        time.sleep(0.3)
+        self.daemon.kill()
+        t.join(10)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(len(caught), 1)
+        e = caught[0]
+        self.assertIsInstance(e, nddd.NdddConnectionError)
+        self.assertNotIsInstance(e, nddd.NdddTimeoutError)
+        self.assertTrue(e.sent)  # it may or may not have been applied
+        self.assertEqual(e.results, [None])
+        self.daemon.start()
+        self.assertIn(c.check_url("http://example.com/lost").count, (0, 1))
+
+    def test_context_manager_and_close(self):
+        with nddd.Client(self.daemon.address) as c:
+            c.submit_url("http://example.com/")
+            self.assertTrue(c.connected)
+        self.assertFalse(c.connected)
+        self.assertTrue(c.check_url("http://example.com/").seen)  # reopens
+        c.close()
+
+
+def _read_frame(sock):
+    def exactly(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+    (n,) = struct.unpack(">I", exactly(4))
+    return pb.Request.FromString(exactly(n))
+
+
+def _write_frame(sock, msg):
+    data = msg.SerializeToString()
+    sock.sendall(struct.pack(">I", len(data)) + data)
+
+
+class ScriptedServer:
+    """Accepts one connection and runs script(sock) on it in a thread."""
+
+    def __init__(self, script):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.script = script
+        self.error = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            conn, _ = self.listener.accept()
+            with conn:
+                self.script(conn)
+        except Exception as e:  # reported by close()
+            self.error = e
+
+    def close(self):
+        self.thread.join(10)
+        self.listener.close()
+        if self.error:
+            raise self.error
+
+
+class TestScripted(unittest.TestCase):
+    def test_replies_out_of_order(self):
+        # Reads a window of 4 requests, answers them last first: each count
+        # is the URL's number, so misplaced results show.
+        def script(sock):
+            for _ in range(3):
+                reqs = [_read_frame(sock) for _ in range(4)]
+                for req in reversed(reqs):
+                    resp = pb.Response(id=req.id)
+                    resp.urls.counts.extend(
+                        int(u.rsplit(b"/", 1)[1]) + 1
+                        for u in req.url_check.urls)
+                    resp.urls.errors.add(index=1).status.code = \
+                        pb.INVALID_ARGUMENT
+                    _write_frame(sock, resp)
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address, batch_size=10, window=4)
+        urls = ["http://example.com/%d" % i for i in range(120)]
+        r = c.check_urls(urls)
+        c.close()
+        srv.close()
+        self.assertEqual([x.url for x in r], urls)
+        for i, x in enumerate(r):
+            if i % 10 == 1:
+                self.assertEqual(x.error.code, Code.INVALID_ARGUMENT)
+                self.assertFalse(x.seen)
+            else:
+                self.assertEqual(x.count, i + 1)
+                self.assertTrue(x.seen)
+
+    def test_unknown_id_is_a_protocol_error(self):
+        def script(sock):
+            req = _read_frame(sock)
+            resp = pb.Response(id=req.id + 1000)
+            resp.urls.counts.append(1)
+            _write_frame(sock, resp)
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address)
+        with self.assertRaises(nddd.NdddProtocolError):
+            c.submit_url("http://example.com/")
+        self.assertFalse(c.connected)
+        srv.close()
+
+    def test_closed_after_request(self):
+        srv = ScriptedServer(_read_frame)  # reads one request, hangs up
+        c = nddd.Client(srv.address)
+        with self.assertRaises(nddd.NdddConnectionError) as cm:
+            c.delete_urls(["http://example.com/"])
+        self.assertTrue(cm.exception.sent)
+        self.assertIn("closed the connection", str(cm.exception))
+        srv.close()
+
+    def test_id_zero_refusal(self):
+        # What the daemon sends for a frame it will not take, or when it
+        # has too many connections: id 0, a status, then it closes.
+        def script(sock):
+            resp = pb.Response(id=0)
+            resp.status.code = pb.RESOURCE_EXHAUSTED
+            resp.status.message = "too many connections (max_connections)"
+            _write_frame(sock, resp)
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address)
+        with self.assertRaises(nddd.NdddRequestError) as cm:
+            c.stats()
+        self.assertEqual(cm.exception.code, Code.RESOURCE_EXHAUSTED)
+        self.assertIn("max_connections", cm.exception.message)
+        srv.close()
+
+
+class TestAddress(unittest.TestCase):
+    def test_parse(self):
+        p = nddd.parse_address
+        self.assertEqual(p("127.0.0.1:6464"), ("127.0.0.1", 6464))
+        self.assertEqual(p("[::1]:80"), ("::1", 80))
+        self.assertEqual(p(("localhost", "7")), ("localhost", 7))
+        self.assertEqual(nddd.Client("[::1]:80").address, "[::1]:80")
+        for bad in ("localhost", ":80", "::1:80", "h:0", "h:65536", "h:x",
+                    "[::1]80"):
+            with self.assertRaises(ValueError, msg=bad):
+                p(bad)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,475 @@
+"""nddd.scrapy.NdddDupeFilter: real crawls with Scrapy, and the filter's
+decisions called directly.
+
+The crawled site is generated into a temporary directory and served on
+loopback by an HTTP proxy in this process: Scrapy is told (http_proxy) to
+fetch everything through it, so the site can be http://site.test/ on the
+default port, and its links can spell a page's URL in many ways (case of
+scheme and host, explicit default port, empty port, dot segments,
+fragments, escaped unreserved characters).  The proxy counts the fetches
+of each page.  Each crawl is a `scrapy runspider` subprocess (Twisted's
+reactor runs once per process).
+
+The daemons of the crawls run with `sync = none`: the filter submits one
+URL per request and waits for the answer, and with `sync = full` every
+answer waits for an fsync, which triples the crawls' time on a slow disk
+and is not what these tests are about.
+"""
+
+import collections
+import json
+import logging
+import os
+import posixpath
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import harness  # sets sys.path for nddd
+
+import nddd
+from nddd.scrapy import NdddDupeFilter
+
+SPIDER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      "crawl_spider.py")
+PAGES = 300
+PER_DIR = 25
+START = "http://site.test/"
+SMALL_START = "http://site.test/small/"
+DATA_URL = "data:text/plain,nddd-data"
+
+
+def page_path(j):
+    return "/s/%d/%d.html" % (j // PER_DIR, j)
+
+
+def page_link(i, j, variant):
+    """A link from page i (-1: the start page) to page j, spelt one of
+    eight ways; all name the same page once canonicalized."""
+    d = j // PER_DIR
+    p = page_path(j)
+    head, rest = str(j)[0], str(j)[1:]
+    forms = [
+        ("../%d/%d.html" % (d, j)) if i >= 0 else p.lstrip("/"),
+        "HTTP://SITE.TEST" + p,
+        "http://Site.Test:80" + p,
+        "http://site.test/s/%d/./x/../%d.html" % (d, j),
+        "http://site.test%s#from-%d" % (p, i),
+        "http://site.test/s/%d/%%%X%s.html" % (d, ord(head), rest),
+        "http://site.test:/s/%d/../%d/%d.html" % (d, d, j),
+        "http://site.test:80/s/../s/%d/%d.html#x" % (d, j),
+    ]
+    return forms[variant % len(forms)]
+
+
+def page_targets(i):
+    return [(i + 1) % PAGES, (2 * i + 1) % PAGES, (7 * i + 3) % PAGES,
+            (i - 1) % PAGES, (13 * i + 5) % PAGES]
+
+
+def write_site(root):
+    def page(path, title, links):
+        full = os.path.join(root, path.lstrip("/"))
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write("<html><head><title>%s</title></head><body><h1>%s</h1>"
+                    "\n%s\n</body></html>\n" % (title, title, "\n".join(
+                        '<p><a href="%s">link</a></p>' % link
+                        for link in links)))
+
+    page("/index.html", "start",
+         [page_link(-1, j, j) for j in range(5)])
+    for i in range(PAGES):
+        page(page_path(i), "page %d" % i,
+             [page_link(i, j, 5 * i + k)
+              for k, j in enumerate(page_targets(i))])
+    local = os.path.join(root, "local.txt")
+    with open(local, "w") as f:
+        f.write("a local file\n")
+    # An acyclic site (it ends even when nothing is filtered) with links
+    # nddd refuses: data: and file: URLs.
+    page("/small/index.html", "small", [
+        "a.html", "http://site.test:80/small/b.html", DATA_URL,
+        "file://" + local])
+    page("/small/a.html", "a", ["./b.html"])
+    page("/small/b.html", "b", [])
+    return "file://" + local
+
+
+class SiteProxy(ThreadingHTTPServer):
+    """Serves root as http://site.test/ to proxy requests; counts fetches
+    per page (the path with escapes decoded and dot segments removed)."""
+
+    daemon_threads = True
+
+    def __init__(self, root):
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        self.root = root
+        self.lock = threading.Lock()
+        self.fetched = collections.Counter()
+        self.thread = threading.Thread(target=self.serve_forever,
+                                       daemon=True)
+        self.thread.start()
+
+    @property
+    def proxy_url(self):
+        return "http://127.0.0.1:%d" % self.server_address[1]
+
+    def take(self):
+        """The fetches counted since the last take()."""
+        with self.lock:
+            counts = self.fetched
+            self.fetched = collections.Counter()
+        return counts
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    def setup(self):
+        super().setup()
+        # Headers and body leave in two writes: without this, Nagle's
+        # algorithm holds the body back until the client's delayed ACK.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_GET(self):
+        parts = urllib.parse.urlsplit(self.path)
+        if (parts.scheme.lower() != "http" or parts.hostname != "site.test"
+                or parts.port not in (None, 80)):
+            self.send_error(502, "not proxied here")
+            return
+        path = posixpath.normpath(urllib.parse.unquote(parts.path) or "/")
+        path = "/" + path.lstrip("/")
+        with self.server.lock:
+            self.server.fetched[path] += 1
+        full = os.path.join(self.server.root, path.lstrip("/"))
+        if os.path.isdir(full):
+            full = os.path.join(full, "index.html")
+        try:
+            with open(full, "rb") as f:
+                body = f.read()
+        except OSError:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class Site:
+    dir = None
+    proxy = None
+    file_url = None
+
+
+def setUpModule():
+    Site.dir = tempfile.mkdtemp(prefix="nddd-site-")
+    Site.file_url = write_site(Site.dir)
+    Site.proxy = SiteProxy(Site.dir)
+
+
+def tearDownModule():
+    Site.proxy.shutdown()
+    Site.proxy.server_close()
+    shutil.rmtree(Site.dir, ignore_errors=True)
+
+
+def crawl(test, start, address, unreachable="open", nddd_filter=True):
+    """Runs the spider from start through the proxy; returns its output
+    (fetched, stats) and its log."""
+    out = os.path.join(Site.dir, "crawl-%d.json" % time.monotonic_ns())
+    cmd = [harness.PYTHON, "-m", "scrapy", "runspider", SPIDER,
+           "-a", "start=" + start, "-a", "out=" + out,
+           "-s", "LOG_LEVEL=DEBUG", "-s", "TELNETCONSOLE_ENABLED=False",
+           "-s", "REQUEST_FINGERPRINTER_IMPLEMENTATION=2.7"]
+    if nddd_filter:
+        cmd += ["-s", "DUPEFILTER_CLASS=nddd.scrapy.NdddDupeFilter",
+                "-s", "NDDD_ADDRESS=" + address,
+                "-s", "NDDD_UNREACHABLE=" + unreachable,
+                "-s", "NDDD_TIMEOUT=5"]
+    env = {k: v for k, v in os.environ.items()
+           if k.lower() not in ("no_proxy", "http_proxy", "https_proxy",
+                                "all_proxy")}
+    env["http_proxy"] = Site.proxy.proxy_url
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (harness.PYTHONPATH, env.get("PYTHONPATH")) if p)
+    p = subprocess.run(cmd, cwd=Site.dir, env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=180)
+    log = p.stdout
+    test.assertEqual(p.returncode, 0, log[-5000:])
+    test.assertTrue(os.path.exists(out), log[-5000:])
+    with open(out) as f:
+        result = json.load(f)
+    os.unlink(out)
+    test.assertEqual(result["reason"], "finished", log[-5000:])
+    test.assertNotIn("Traceback", log, log[-5000:])
+    return result, log
+
+
+CRAWL_CONF = "[store]\nsync = none\n"
+
+
+class TestCrawl(unittest.TestCase):
+    def setUp(self):
+        self.daemon = harness.Daemon(CRAWL_CONF)
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+        Site.proxy.take()
+
+    def test_crawl_recrawl_delete(self):
+        every_page = {page_path(i): 1 for i in range(PAGES)}
+
+        # 1. Every page once, whichever way its links spell it.
+        result, log = crawl(self, START, self.daemon.address)
+        fetched = Site.proxy.take()
+        self.assertEqual(dict(fetched), dict(every_page, **{"/": 1}))
+        stats = result["stats"]
+        links = 5 + 5 * PAGES
+        self.assertEqual(stats["nddd/new"], PAGES)
+        self.assertEqual(stats["nddd/duplicate"], links - PAGES)
+        self.assertEqual(stats["dupefilter/filtered"], links - PAGES)
+        self.assertNotIn("nddd/unreachable", stats)
+        self.assertIn("Checking request URLs with nddd at %s"
+                      % self.daemon.address, log)
+        self.assertEqual(log.count("Filtered duplicate request"), 1)
+        self.assertIn("no more duplicates will be shown", log)
+
+        # 2. Same nddd: only the start URL (dont_filter) is fetched.
+        result, log = crawl(self, START, self.daemon.address)
+        self.assertEqual(dict(Site.proxy.take()), {"/": 1})
+        self.assertEqual(result["stats"]["dupefilter/filtered"], 5)
+        self.assertNotIn("nddd/new", result["stats"])
+
+        # 3. Page 3 forgotten (named another way): fetched again, alone.
+        status, out = self.daemon.nddctl(
+            "url-delete", "HTTP://Site.Test:80/s/0/./3.html#top")
+        self.assertEqual(status, 0, out)
+        self.assertTrue(out.startswith("deleted\t"), out)
+        result, log = crawl(self, START, self.daemon.address)
+        self.assertEqual(dict(Site.proxy.take()), {"/": 1, page_path(3): 1})
+        self.assertEqual(result["stats"]["nddd/new"], 1)
+        self.assertEqual(result["stats"]["dupefilter/filtered"], 4 + 5)
+
+    def test_scrapy_default_filter_fetches_variants_again(self):
+        # Without nddd, Scrapy's own filter takes some spellings of a page
+        # for different pages: what this site's links are for.
+        crawl(self, START, None, nddd_filter=False)
+        fetched = Site.proxy.take()
+        self.assertEqual(set(fetched), set([page_path(i)
+                                            for i in range(PAGES)] + ["/"]))
+        self.assertGreater(sum(fetched.values()), PAGES + 1 + 100)
+
+
+class TestCrawlFailures(unittest.TestCase):
+    def setUp(self):
+        Site.proxy.take()
+
+    def small_crawl(self, address, unreachable):
+        result, log = crawl(self, SMALL_START, address, unreachable)
+        return (result["fetched"], dict(Site.proxy.take()),
+                result["stats"], log)
+
+    def test_unreachable_open(self):
+        address = "127.0.0.1:%d" % harness.free_port()
+        fetched, pages, stats, log = self.small_crawl(address, "open")
+        # Nothing filtered: b.html twice (linked from the start and a).
+        self.assertEqual(pages, {"/small": 1, "/small/a.html": 1,
+                                 "/small/b.html": 2})
+        self.assertIn(DATA_URL, fetched)
+        self.assertIn(Site.file_url, fetched)
+        self.assertIn("ERROR: nddd at %s is unreachable" % address, log)
+        self.assertIn("letting requests through unchecked", log)
+        self.assertEqual(stats["nddd/unreachable"], 5)
+        self.assertEqual(stats["nddd/let_through"], 5)
+        self.assertNotIn("dupefilter/filtered", stats)
+
+    def test_unreachable_closed(self):
+        address = "127.0.0.1:%d" % harness.free_port()
+        fetched, pages, stats, log = self.small_crawl(address, "closed")
+        self.assertEqual(pages, {"/small": 1})
+        self.assertEqual(fetched, [SMALL_START])
+        self.assertIn("ERROR: nddd at %s is unreachable" % address, log)
+        self.assertIn("dropping requests (NDDD_UNREACHABLE = closed)", log)
+        self.assertEqual(stats["nddd/unreachable"], 4)
+        self.assertEqual(stats["nddd/dropped"], 4)
+        self.assertNotIn("dupefilter/filtered", stats)
+
+    def bad_urls(self, unreachable):
+        daemon = harness.Daemon(CRAWL_CONF)
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        fetched, pages, stats, log = self.small_crawl(daemon.address,
+                                                      unreachable)
+        self.assertEqual(pages, {"/small": 1, "/small/a.html": 1,
+                                 "/small/b.html": 1})
+        self.assertEqual(stats["nddd/url_error"], 2)
+        self.assertEqual(stats["dupefilter/filtered"], 1)
+        for url in (DATA_URL, Site.file_url):
+            self.assertRegex(log, r"ERROR: nddd refused the URL of <GET %s>: "
+                             r"INVALID_ARGUMENT: " % url)
+        return fetched, stats, log
+
+    def test_bad_urls_open(self):
+        fetched, stats, log = self.bad_urls("open")
+        self.assertIn(DATA_URL, fetched)
+        self.assertIn(Site.file_url, fetched)
+        self.assertEqual(stats["nddd/let_through"], 2)
+        self.assertIn("letting it through (NDDD_UNREACHABLE = open)", log)
+
+    def test_bad_urls_closed(self):
+        fetched, stats, log = self.bad_urls("closed")
+        self.assertNotIn(DATA_URL, fetched)
+        self.assertNotIn(Site.file_url, fetched)
+        self.assertEqual(stats["nddd/dropped"], 2)
+        self.assertIn("dropping it (NDDD_UNREACHABLE = closed)", log)
+
+
+class FakeRequest:
+    """What the filter reads of a request, with a URL Scrapy's Request
+    would have escaped."""
+
+    def __init__(self, url, method="GET", dont_filter=False):
+        self.url = url
+        self.method = method
+        self.dont_filter = dont_filter
+        self.headers = {}
+
+    def __str__(self):
+        return "<%s %s>" % (self.method, self.url)
+
+
+class TestFilterInProcess(unittest.TestCase):
+    """The filter's decisions, called the way Scrapy's scheduler calls it
+    (request_seen, then log when it returned True)."""
+
+    def setUp(self):
+        from scrapy.utils.test import get_crawler
+        self.daemon = harness.Daemon()
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+        self.get_crawler = get_crawler
+
+    def make(self, **settings):
+        settings.setdefault("NDDD_ADDRESS", self.daemon.address)
+        settings.setdefault("REQUEST_FINGERPRINTER_IMPLEMENTATION", "2.7")
+        crawler = self.get_crawler(settings_dict=settings)
+        spider = crawler.spidercls.from_crawler(crawler, name="test")
+        crawler.spider = spider
+        df = NdddDupeFilter.from_crawler(crawler)
+        df.open()
+        self.addCleanup(df.close, "finished")
+        return df, spider, crawler.stats
+
+    def schedule(self, df, spider, request):
+        """True if the scheduler would enqueue request."""
+        if not request.dont_filter and df.request_seen(request):
+            df.log(request, spider)
+            return False
+        return True
+
+    def test_duplicates_and_logging(self):
+        from scrapy import Request
+        df, spider, stats = self.make()
+        with self.assertLogs("nddd.scrapy", logging.DEBUG) as logs:
+            self.assertTrue(self.schedule(df, spider,
+                                          Request("http://a.test/x")))
+            for _ in range(3):
+                self.assertFalse(self.schedule(
+                    df, spider, Request("http://A.TEST:80/./x#y")))
+        self.assertEqual(stats.get_value("dupefilter/filtered"), 3)
+        self.assertEqual(stats.get_value("nddd/new"), 1)
+        self.assertEqual(stats.get_value("nddd/duplicate"), 3)
+        dupes = [m for m in logs.output if "Filtered duplicate" in m]
+        self.assertEqual(len(dupes), 1)
+        self.assertIn("no more duplicates will be shown", dupes[0])
+
+        df, spider, stats = self.make(DUPEFILTER_DEBUG=True)
+        with self.assertLogs("nddd.scrapy", logging.DEBUG) as logs:
+            for _ in range(3):
+                self.schedule(df, spider, Request("http://a.test/x"))
+        self.assertEqual(len([m for m in logs.output
+                              if "Filtered duplicate" in m]), 3)
+
+    def test_dont_filter_is_not_recorded(self):
+        from scrapy import Request
+        df, spider, stats = self.make()
+        r = Request("http://a.test/start", dont_filter=True)
+        # Scrapy's scheduler does not ask; another caller gets "not seen".
+        self.assertFalse(df.request_seen(r))
+        self.assertFalse(df.request_seen(r))
+        with nddd.Client(self.daemon.address) as c:
+            self.assertFalse(c.check_url("http://a.test/start").seen)
+
+    def test_other_methods_by_fingerprint(self):
+        from scrapy import FormRequest, Request
+        df, spider, stats = self.make()
+        self.assertTrue(self.schedule(df, spider,
+                                      Request("http://a.test/login")))
+        post = FormRequest("http://a.test/login", formdata={"u": "me"})
+        self.assertTrue(self.schedule(df, spider, post))
+        self.assertFalse(self.schedule(df, spider, post.replace()))
+        other = FormRequest("http://a.test/login", formdata={"u": "you"})
+        self.assertTrue(self.schedule(df, spider, other))
+        with nddd.Client(self.daemon.address) as c:
+            self.assertEqual(c.check_url("http://a.test/login").count, 1)
+
+    def test_invalid_url(self):
+        for mode, enqueued in (("open", True), ("closed", False)):
+            df, spider, stats = self.make(NDDD_UNREACHABLE=mode)
+            with self.assertLogs("nddd.scrapy", logging.ERROR) as logs:
+                self.assertEqual(self.schedule(
+                    df, spider, FakeRequest("http://exa mple.com/")),
+                    enqueued)
+            self.assertIn("nddd refused the URL of <GET http://exa mple.com"
+                          "/>: INVALID_ARGUMENT", logs.output[0])
+            self.assertEqual(stats.get_value("nddd/url_error"), 1)
+            self.assertIsNone(stats.get_value("dupefilter/filtered"))
+
+    def test_outage_and_recovery(self):
+        from scrapy import Request
+        port = harness.free_port()
+        with self.assertLogs("nddd.scrapy", logging.DEBUG) as logs:
+            df, spider, stats = self.make(
+                NDDD_ADDRESS="127.0.0.1:%d" % port, NDDD_RETRY_INTERVAL=0.5,
+                NDDD_UNREACHABLE="closed")
+            for i in range(6):
+                self.assertFalse(self.schedule(
+                    df, spider, Request("http://a.test/%d" % i)))
+        errors = [m for m in logs.output if m.startswith("ERROR")]
+        self.assertEqual(len(errors), 1)  # once per outage
+        self.assertIn("is unreachable", errors[0])
+        self.assertEqual(stats.get_value("nddd/dropped"), 6)
+        self.assertEqual(stats.get_value("nddd/unreachable"), 6)
+        self.assertIsNone(stats.get_value("dupefilter/filtered"))
+        # The daemon comes up on that port; after the retry interval the
+        # filter asks it again and says so.
+        daemon = harness.Daemon(port=port)
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        time.sleep(0.6)
+        with self.assertLogs("nddd.scrapy", logging.WARNING) as logs:
+            self.assertTrue(self.schedule(df, spider,
+                                          Request("http://a.test/7")))
+        self.assertIn("answers again: 6 request(s) were dropped",
+                      logs.output[0])
+        self.assertFalse(self.schedule(df, spider,
+                                       Request("http://a.test:80/7")))
+        self.assertEqual(stats.get_value("dupefilter/filtered"), 1)
+
+    def test_bad_setting(self):
+        with self.assertRaises(ValueError):
+            self.make(NDDD_UNREACHABLE="maybe")
+
+
+if __name__ == "__main__":
+    unittest.main()
