@@ -1,6 +1,7 @@
 """nddd.Client against a real daemon on loopback (and, for replies the
 daemon does not send on demand, a scripted server)."""
 
+import os
 import socket
 import struct
 import threading
@@ -120,6 +121,48 @@ class TestCalls(DaemonTest):
             self.client.submit_urls("http://example.com/")
         with self.assertRaises(TypeError):
             self.client.submit_urls([42])
+
+
+class TestTokens(unittest.TestCase):
+    READ = "read-token-0123456789"
+    WRITE = "write-token-0123456789"
+
+    def setUp(self):
+        self.daemon = harness.Daemon()
+        self.addCleanup(self.daemon.cleanup)
+        tokens = os.path.join(self.daemon.dir, "tokens")
+        with open(tokens, "w") as f:
+            f.write("%s read\n%s write\n" % (self.READ, self.WRITE))
+        with open(self.daemon.conf_path, "a") as f:
+            f.write("\n[auth]\ntokens_file = %s\n" % tokens)
+        self.daemon.start()
+
+    def test_roles(self):
+        url = "http://tokens.example/"
+        with nddd.Client(self.daemon.address) as anon:
+            with self.assertRaises(nddd.NdddRequestError) as cm:
+                anon.check_url(url)
+            self.assertEqual(cm.exception.code, nddd.Code.PERMISSION_DENIED)
+        with nddd.Client(self.daemon.address, token=self.READ) as reader:
+            self.assertFalse(reader.check_url(url).seen)
+            with self.assertRaises(nddd.NdddRequestError) as cm:
+                reader.submit_url(url)
+            self.assertEqual(cm.exception.code, nddd.Code.PERMISSION_DENIED)
+            self.assertFalse(reader.check_url(url).seen)
+        old = os.environ.get("NDDD_TOKEN")
+        os.environ["NDDD_TOKEN"] = self.WRITE
+        try:
+            with nddd.Client(self.daemon.address) as writer:
+                self.assertTrue(writer.submit_url(url).new)
+                with self.assertRaises(nddd.NdddRequestError) as cm:
+                    writer.delete_url(url)
+                self.assertEqual(cm.exception.code,
+                                 nddd.Code.PERMISSION_DENIED)
+        finally:
+            if old is None:
+                del os.environ["NDDD_TOKEN"]
+            else:
+                os.environ["NDDD_TOKEN"] = old
 
 
 class TestLimits(DaemonTest):

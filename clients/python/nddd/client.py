@@ -42,6 +42,7 @@ A Client may be shared by threads: calls are serialized by a lock.
 """
 
 import math
+import os
 import select
 import socket
 import struct
@@ -132,7 +133,9 @@ class Client:
     ``batch_size``: most URLs per request; keep it at or below the
     daemon's ``max_batch``.  ``window``: most requests in flight at once.
     ``max_frame``: most bytes per request frame; keep it at or below the
-    daemon's ``max_frame``.
+    daemon's ``max_frame``.  ``token``: sent with every request, when the
+    daemon has tokens configured ([auth] tokens_file); its role decides
+    what the daemon allows (default: the NDDD_TOKEN environment variable).
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -142,8 +145,12 @@ class Client:
                  connect_timeout: Optional[float] = None,
                  batch_size: int = DEFAULT_BATCH_SIZE,
                  window: int = DEFAULT_WINDOW,
-                 max_frame: int = DEFAULT_MAX_FRAME):
+                 max_frame: int = DEFAULT_MAX_FRAME,
+                 token: Optional[str] = None):
         self._host, self._port = parse_address(address)
+        if token is None:
+            token = os.environ.get("NDDD_TOKEN") or None
+        self.token = token
         if ":" in self._host:
             self.address = "[%s]:%d" % (self._host, self._port)
         else:
@@ -336,7 +343,8 @@ class Client:
     def _cut(self, encoded: List[bytes]) -> Iterator[Tuple[int, int]]:
         """(start, end) of each batch: at most batch_size items and, unless
         one item alone is larger, at most max_frame bytes."""
-        limit = self.max_frame - _REQUEST_OVERHEAD
+        limit = self.max_frame - _REQUEST_OVERHEAD - (
+            len(self.token.encode()) + 4 if self.token else 0)
         n = len(encoded)
         start = 0
         while start < n:
@@ -432,6 +440,8 @@ class Client:
                     rid = self._next_id
                     self._next_id = rid + 1
                     req.id = rid
+                    if self.token:
+                        req.token = self.token
                     data = req.SerializeToString()
                     out += _LEN.pack(len(data)) + data
                     pending[rid] = (ctx, time.monotonic())
