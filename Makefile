@@ -161,4 +161,13 @@ bench: deps-bench
 clean:
 	rm -rf build daemon/nddd clients/nddctl
 
+# --- simhash engine ---------------------------------------------------------
+# The simhash benchmark links the naive reference and the corpus reader of
+# tests/lib (which need no Check).
+$(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \
+	$(B)/tests/lib/simhash_ref.o $(B)/tests/lib/corpus.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+# ----------------------------------------------------------------------------
+
 -include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)

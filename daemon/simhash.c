@@ -468,7 +468,7 @@ simhash_scratch_new(void)
 	sc->buf = simhash_alloc64(SIMHASH_PAD + SIMHASH_WINDOW + 64);
 	sc->ends = simhash_alloc64((SIMHASH_WINDOW / 2 + 128) *
 	    sizeof(uint32_t));
-	sc->stage = simhash_alloc64(64 * 16);
+	sc->stage = simhash_alloc64(SIMHASH_STAGE_SIZE);
 	if (sc->buf == NULL || sc->ends == NULL || sc->stage == NULL) {
 		simhash_scratch_free(sc);
 		return NULL;

@@ -26,6 +26,8 @@
 #define SIMHASH_PAD 64
 /* Term hashes a scalar path may queue before they are counted. */
 #define SIMHASH_PEND 64
+/* Per-scratch room for a kernel's staging arrays. */
+#define SIMHASH_STAGE_SIZE 32768
 /* Stop words up to this length are found by the vectorised table. */
 #define SIMHASH_STOP_FAST_MAX 15
 
