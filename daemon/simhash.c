@@ -182,6 +182,8 @@ simhash_simd_supported(enum simhash_simd level)
 		    __builtin_cpu_supports("avx512cd") &&
 		    __builtin_cpu_supports("avx512vbmi") &&
 		    __builtin_cpu_supports("avx512vbmi2") &&
+		    __builtin_cpu_supports("avx512bitalg") &&
+		    __builtin_cpu_supports("gfni") &&
 		    __builtin_cpu_supports("bmi2") &&
 		    __builtin_cpu_supports("popcnt");
 #else
@@ -335,7 +337,8 @@ simhash_stoptab_build(struct simhash *sh)
 {
 	const char *const *words = stopwords_list(sh->sw);
 	struct simhash_stoptab *t = &sh->tab;
-	uint64_t *h = NULL, seed = 0x6e646464u, mul = 0;
+	uint64_t *h = NULL, seed = 0x6e646464u;
+	uint32_t mul = 0;
 	uint32_t *stamp = NULL;
 	size_t n = 0, i, bits, m, tries, try;
 	int rc = -1, found = 0;
@@ -360,10 +363,12 @@ simhash_stoptab_build(struct simhash *sh)
 			goto out;
 		tries = 30000;
 		for (try = 1; try <= tries && !found; try++) {
-			mul = simhash_splitmix(&seed) | 1;
+			mul = (uint32_t)simhash_splitmix(&seed) | 1;
+			t->mul = mul;
+			t->shift = (unsigned)(32 - bits);
 			found = 1;
 			for (i = 0; i < n; i++) {
-				size_t s = (size_t)((h[i] * mul) >> (64 - bits));
+				size_t s = simhash_stop_slot(t, h[i]);
 
 				if (stamp[s] == (uint32_t)try) {
 					found = 0;
@@ -381,7 +386,7 @@ simhash_stoptab_build(struct simhash *sh)
 	}
 	m = (size_t)1 << bits;
 	t->bits = (unsigned)bits;
-	t->shift = (unsigned)(64 - bits);
+	t->shift = (unsigned)(32 - bits);
 	t->mul = mul;
 	if ((t->lo = simhash_alloc64(m * sizeof(uint64_t))) == NULL ||
 	    (t->hi = simhash_alloc64(m * sizeof(uint64_t))) == NULL)
@@ -393,8 +398,8 @@ simhash_stoptab_build(struct simhash *sh)
 
 		if (len > SIMHASH_STOP_FAST_MAX)
 			continue;
-		s = (size_t)((simhash_term(SIMHASH_TERM_HASH_SDBM, words[i],
-		    len) * mul) >> t->shift);
+		s = simhash_stop_slot(t, simhash_term(SIMHASH_TERM_HASH_SDBM,
+		    words[i], len));
 		simhash_stop_key(words[i], len, &t->hi[s], &t->lo[s]);
 	}
 	rc = 0;
@@ -503,9 +508,10 @@ void
 simhash_acc_init(struct simhash_acc *acc, const struct simhash *sh,
     enum simhash_input input)
 {
-	memset(acc->cnt, 0, sizeof(acc->cnt));
+	acc->cnt_used = 0;
 	acc->nterms = 0;
 	acc->sh = sh;
+	acc->k = simhash_kernel();
 	acc->stop = input != SIMHASH_INPUT_PREPROCESSED && sh->sw != NULL;
 	acc->fmix = sh->th == SIMHASH_TERM_HASH_SDBM_FMIX64;
 	acc->part_h = 0;
@@ -515,13 +521,17 @@ simhash_acc_init(struct simhash_acc *acc, const struct simhash *sh,
 }
 
 void
-simhash_count_scalar(uint64_t cnt[64], const uint64_t *h, size_t n)
+simhash_count_scalar(struct simhash_acc *acc, const uint64_t *h, size_t n)
 {
 	const uint64_t ones = 0x0101010101010101ULL;
 	uint64_t a[8];
 	size_t m, j;
 	int k, b;
 
+	if (!acc->cnt_used && n > 0) {
+		memset(acc->cnt, 0, sizeof(acc->cnt));
+		acc->cnt_used = 1;
+	}
 	while (n > 0) {
 		m = n < 255 ? n : 255;
 		memset(a, 0, sizeof(a));
@@ -530,16 +540,31 @@ simhash_count_scalar(uint64_t cnt[64], const uint64_t *h, size_t n)
 				a[k] += (h[j] >> k) & ones;
 		for (k = 0; k < 8; k++)
 			for (b = 0; b < 8; b++)
-				cnt[8 * b + k] += (a[k] >> (8 * b)) & 0xff;
+				acc->cnt[8 * b + k] += (a[k] >> (8 * b)) & 0xff;
 		h += m;
 		n -= m;
 	}
 }
 
+uint64_t
+simhash_finish_scalar(struct simhash_acc *acc)
+{
+	uint64_t v = 0, half = (acc->nterms + 1) / 2;
+	int i;
+
+	if (!acc->cnt_used)
+		return 0;
+	/* V[i] = cnt[i] - (nterms - cnt[i]) >= 0, ties give 1. */
+	for (i = 0; i < 64; i++)
+		v |= (uint64_t)(acc->cnt[i] >= half) << i;
+	return v;
+}
+
 void
 simhash_acc_flush(struct simhash_acc *acc)
 {
-	simhash_count_scalar(acc->cnt, acc->pend, acc->npend);
+	if (acc->npend > 0)
+		acc->k->count(acc, acc->pend, acc->npend);
 	acc->npend = 0;
 }
 
@@ -587,9 +612,6 @@ simhash_scalar_run(struct simhash_acc *acc, const uint8_t *p, size_t n)
 enum simhash_status
 simhash_acc_finish(struct simhash_acc *acc, uint64_t *fp)
 {
-	uint64_t v = 0;
-	int i;
-
 	if (acc->part_len > 0) {
 		simhash_acc_term(acc, acc->part_h, acc->part_buf,
 		    acc->part_len);
@@ -599,11 +621,7 @@ simhash_acc_finish(struct simhash_acc *acc, uint64_t *fp)
 	simhash_acc_flush(acc);
 	if (acc->nterms == 0)
 		return SIMHASH_EMPTY_DOCUMENT;
-	/* V[i] = cnt[i] - (nterms - cnt[i]) >= 0, ties give 1. */
-	for (i = 0; i < 64; i++)
-		if (2 * acc->cnt[i] >= acc->nterms)
-			v |= 1ULL << i;
-	*fp = v;
+	*fp = acc->k->finish(acc);
 	return SIMHASH_OK;
 }
 
@@ -623,26 +641,24 @@ simhash_compute(const struct simhash *sh, struct simhash_scratch *sc,
 		for (off = 0; off < len; off += w) {
 			w = len - off < sc->window ? len - off : sc->window;
 			k->run(acc, sc, p + off, w, off < SIMHASH_PAD ? off :
-			    SIMHASH_PAD);
+			    SIMHASH_PAD, off + w == len);
 		}
 		break;
 	case SIMHASH_INPUT_TEXT:
 		for (off = 0; off < len; off += w) {
 			w = len - off < sc->window ? len - off : sc->window;
 			k->normalize(sc->win, p + off, w);
-			k->run(acc, sc, sc->win, w, SIMHASH_PAD);
+			k->run(acc, sc, sc->win, w, SIMHASH_PAD, off + w == len);
 		}
 		break;
 	case SIMHASH_INPUT_HTML:
 		html_strip_init(&hs, doc, len);
 		while ((w = html_strip_next(&hs, sc->win, sc->window)) > 0) {
 			k->normalize(sc->win, sc->win, w);
-			k->run(acc, sc, sc->win, w, SIMHASH_PAD);
+			k->run(acc, sc, sc->win, w, SIMHASH_PAD, hs.p == hs.end);
 		}
 		break;
 	}
-	if (acc->kstate_used && k->fold != NULL)
-		k->fold(acc);
 	return simhash_acc_finish(acc, fp);
 }
 

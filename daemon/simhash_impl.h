@@ -35,17 +35,24 @@
  * Stop words of at most 15 bytes in a perfect hash table, for vectorised
  * lookups.  A key is the word right-aligned in 16 bytes, padded with SPACE
  * on the left (SPACE never occurs in a term), as two little-endian words:
- * hi holds bytes 0-7, lo bytes 8-15.  The slot of a term is
- * (sdbm(term) * mul) >> shift; each word has a slot of its own, so one probe
- * decides.  Empty slots hold a key no term has (all SPACE).
+ * hi holds bytes 0-7, lo bytes 8-15.  The slot of a term is the top bits
+ * of the low 32 bits of sdbm(term) times an odd 32-bit multiplier, modulo
+ * 2^32; each word has a slot of its own, so one probe decides.  Empty slots hold a key no term has (all SPACE).
  */
 struct simhash_stoptab {
 	uint64_t *lo;
 	uint64_t *hi;
-	uint64_t mul;
-	unsigned shift;
+	uint32_t mul;		/* odd */
+	unsigned shift;		/* 32 - bits */
 	unsigned bits;
 };
+
+/* The stop table slot of a term with this sdbm hash. */
+static inline size_t
+simhash_stop_slot(const struct simhash_stoptab *t, uint64_t sdbm)
+{
+	return (uint32_t)((uint32_t)sdbm * t->mul) >> t->shift;
+}
 
 struct simhash {
 	enum simhash_term_hash th;
@@ -56,31 +63,29 @@ struct simhash {
 };
 
 /*
- * The running state of one document.  Bit counts: cnt[i] is the number of
- * counted term occurrences whose hash has bit i set; nterms the number of
- * counted occurrences.  Kernels may keep their own partial counts (csa) and
- * fold them in at simhash_acc_finish.
+ * The running state of one document.  Bit counts are kept by the kernel
+ * (count, finish): cnt[i], when cnt_used, is the number of counted term
+ * occurrences whose hash has bit i set, plus what the kernel keeps in
+ * kstate in its own layout.  nterms is the number of counted occurrences.
  */
 struct simhash_acc {
 	uint64_t cnt[64];
+	int cnt_used;			/* cnt holds counts (else all 0) */
 	uint64_t nterms;
 	const struct simhash *sh;
+	const struct simhash_kernel *k;
 	int stop;			/* remove stop words */
 	int fmix;			/* apply fmix64 */
 	/* A term not finished yet: its sdbm so far, length, first bytes. */
 	uint64_t part_h;
 	size_t part_len;
 	uint8_t part_buf[STOPWORDS_MAX_LEN];
-	/* Hashes of finished terms waiting to be counted. */
+	/* Hashes of terms finished by scalar code, waiting to be counted. */
 	unsigned npend;
 	uint64_t pend[SIMHASH_PEND];
-	/*
-	 * Partial counts a vector kernel keeps in its own layout; its fold()
-	 * adds them to cnt and clears them.  kstate_used says whether there
-	 * is anything to fold.
-	 */
+	/* The kernel's own counters; kstate_used: set up for this document. */
 	int kstate_used;
-	uint8_t kstate[2560] __attribute__((aligned(64)));
+	uint8_t kstate[256] __attribute__((aligned(64)));
 };
 
 struct simhash_scratch {
@@ -99,13 +104,16 @@ struct simhash_kernel {
 	void (*normalize)(uint8_t *dst, const uint8_t *src, size_t n);
 	/*
 	 * Processes normalised bytes p[0..n).  At least `before` bytes before
-	 * p are readable (they may hold anything).  Terms running off the end
-	 * are carried in acc.
+	 * p are readable; unless a term is carried in acc, p[-1] (if
+	 * readable) is a SPACE.  A term running off the end is carried in acc,
+	 * or, when final is set (the document ends at p + n), may be finished.
 	 */
 	void (*run)(struct simhash_acc *acc, struct simhash_scratch *sc,
-	    const uint8_t *p, size_t n, size_t before);
-	/* Adds the kernel's partial counts (kstate) to cnt; may be NULL. */
-	void (*fold)(struct simhash_acc *acc);
+	    const uint8_t *p, size_t n, size_t before, int final);
+	/* Counts the bits of n finished hashes (not nterms). */
+	void (*count)(struct simhash_acc *acc, const uint64_t *h, size_t n);
+	/* The fingerprint from all the counts, nterms > 0. */
+	uint64_t (*finish)(struct simhash_acc *acc);
 };
 
 extern const struct simhash_kernel simhash_kernel_scalar;
@@ -136,8 +144,10 @@ void simhash_acc_term(struct simhash_acc *acc, uint64_t sdbm,
     const uint8_t *term, size_t len);
 /* Counts the queued hashes. */
 void simhash_acc_flush(struct simhash_acc *acc);
-/* Adds the counts of n hashes to cnt (portable). */
-void simhash_count_scalar(uint64_t cnt[64], const uint64_t *h, size_t n);
+/* The portable count and finish, on cnt. */
+void simhash_count_scalar(struct simhash_acc *acc, const uint64_t *h,
+    size_t n);
+uint64_t simhash_finish_scalar(struct simhash_acc *acc);
 
 /* sdbm powers: simhash_pow[k] == 65599^k mod 2^64, k <= 16. */
 extern const uint64_t simhash_pow[17];

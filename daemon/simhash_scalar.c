@@ -16,10 +16,11 @@ simhash_scalar_normalize(uint8_t *dst, const uint8_t *src, size_t n)
 
 static void
 simhash_scalar_kernel_run(struct simhash_acc *acc, struct simhash_scratch *sc,
-    const uint8_t *p, size_t n, size_t before)
+    const uint8_t *p, size_t n, size_t before, int final)
 {
 	(void)sc;
 	(void)before;
+	(void)final;
 	simhash_scalar_run(acc, p, n);
 }
 
@@ -27,5 +28,6 @@ const struct simhash_kernel simhash_kernel_scalar = {
 	.level = SIMHASH_SIMD_SCALAR,
 	.normalize = simhash_scalar_normalize,
 	.run = simhash_scalar_kernel_run,
-	.fold = NULL,
+	.count = simhash_count_scalar,
+	.finish = simhash_finish_scalar,
 };

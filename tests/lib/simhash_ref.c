@@ -400,12 +400,8 @@ ref_count(const char *text, size_t len, int paper, int preprocessed,
 		    ref_is_stopword(sw, term))
 			continue;
 		h = ref_term_hash((unsigned char *)term, n, paper);
-		for (bit = 0; bit < 64; bit++) {
-			if ((h >> bit) & 1)
-				v[bit] += 1;
-			else
-				v[bit] -= 1;
-		}
+		for (bit = 0; bit < 64; bit++)
+			v[bit] += ((h >> bit) & 1) ? 1 : -1;
 		nterms++;
 	}
 	free(term);
