@@ -85,7 +85,7 @@ struct simhash_acc {
 	uint64_t pend[SIMHASH_PEND];
 	/* The kernel's own counters; kstate_used: set up for this document. */
 	int kstate_used;
-	uint8_t kstate[256] __attribute__((aligned(64)));
+	uint8_t kstate[320] __attribute__((aligned(64)));
 };
 
 struct simhash_scratch {
