@@ -168,6 +168,18 @@ $(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \
 	$(B)/tests/lib/simhash_ref.o $(B)/tests/lib/corpus.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# Accelerator plugins for the unit tests: shared objects built against
+# daemon/accel/accel_abi.h alone, linking nothing of nddd; the tests load
+# them from $(B)/plugins.
+TEST_PLUGIN_SRCS := $(wildcard tests/plugins/accel_*.c)
+TEST_PLUGINS := $(TEST_PLUGIN_SRCS:tests/plugins/accel_%.c=$(B)/plugins/%.so)
+$(B)/plugins/%.so: tests/plugins/accel_%.c daemon/accel/accel_abi.h \
+	tests/plugins/accel_test.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
+		-Idaemon/accel -fPIC -shared $(LDFLAGS_$(VARIANT)) -o $@ $<
+$(B)/bin/unit-tests: | $(TEST_PLUGINS)
 # ----------------------------------------------------------------------------
 
 -include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)
