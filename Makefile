@@ -179,7 +179,8 @@ $(B)/plugins/%.so: tests/plugins/accel_%.c daemon/accel/accel_abi.h \
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
 		-Idaemon/accel -fPIC -shared $(LDFLAGS_$(VARIANT)) -o $@ $<
-$(B)/bin/unit-tests: | $(TEST_PLUGINS)
+# The unit tests also run nddctl simhash.
+$(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl
 # ----------------------------------------------------------------------------
 
 -include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)
