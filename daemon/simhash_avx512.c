@@ -48,19 +48,15 @@
 /* One chunk of terms, in the scratch's stage area. */
 struct avx512_chunk {
 	uint64_t wlo[AVX512_CHUNK_TERMS + 32];	/* bytes e-8..e-1 */
-	uint64_t whi[AVX512_CHUNK_TERMS + 32];	/* bytes e-16..e-9 */
+	uint32_t end[AVX512_CHUNK_TERMS + 32];	/* e, from p */
 	uint64_t h[AVX512_CHUNK_TERMS];		/* sdbm */
 	uint64_t klo[AVX512_CHUNK_TERMS];	/* stop-word keys */
 	uint64_t khi[AVX512_CHUNK_TERMS];
 	/* Terms of 8 bytes or more: their second word and index. */
 	uint64_t lhi[AVX512_CHUNK_TERMS + 8];
-	uint64_t lidx[AVX512_CHUNK_TERMS + 8];
+	uint32_t lidx[AVX512_CHUNK_TERMS + 8];
 	uint8_t longm[AVX512_CHUNK_TERMS / 8];	/* per 8 terms: 8+ bytes */
 	uint8_t vlong[AVX512_CHUNK_TERMS / 8];	/* 16+ bytes */
-	/* Where the terms of each block are: compressed end positions. */
-	uint8_t pos[AVX512_CHUNK_BLOCKS][64] __attribute__((aligned(64)));
-	uint32_t blk_base[AVX512_CHUNK_BLOCKS];	/* block's offset in p */
-	uint32_t blk_first[AVX512_CHUNK_BLOCKS + 1]; /* its first term */
 };
 
 _Static_assert(sizeof(struct avx512_chunk) <= SIMHASH_STAGE_SIZE,
@@ -331,7 +327,6 @@ avx512_tokenize(const uint8_t *p, size_t n, size_t *bp, size_t t,
 	    0x0404040404040404LL, 0x0303030303030303LL,
 	    0x0202020202020202LL, 0x0101010101010101LL, 0);
 	const __m512i off = _mm512_set1_epi64(0x3f3e3d3c3b3a3938LL);
-	const __m512i eight = _mm512_set1_epi8(8);
 	size_t b = *bp, nt = 0, k;
 	uint64_t m, spm, em;
 	__m512i cur, pos, idx;
@@ -347,36 +342,47 @@ avx512_tokenize(const uint8_t *p, size_t n, size_t *bp, size_t t,
 		*carry = spm >> 63;
 		cnt = (unsigned)_mm_popcnt_u64(em);
 		pos = _mm512_maskz_compress_epi8(em, iota);
-		_mm512_store_si512(ck->pos[k], pos);
-		ck->blk_base[k] = (uint32_t)b;
-		ck->blk_first[k] = (uint32_t)nt;
+		_mm512_storeu_si512(ck->end + nt, _mm512_add_epi32(
+		    _mm512_cvtepu8_epi32(_mm512_castsi512_si128(pos)),
+		    _mm512_set1_epi32((int)b)));
 		for (r = 0; r < cnt; r += 8) {
+			if (r == 16)
+				_mm512_storeu_si512(ck->end + nt + 16,
+				    _mm512_add_epi32(_mm512_cvtepu8_epi32(
+				    _mm512_extracti32x4_epi32(pos, 1)),
+				    _mm512_set1_epi32((int)b)));
 			idx = _mm512_add_epi8(_mm512_permutexvar_epi8(
 			    _mm512_add_epi8(bcast, _mm512_set1_epi8((char)r)),
 			    pos), off);
 			_mm512_storeu_si512(ck->wlo + nt + r,
 			    _mm512_permutex2var_epi8(*prev, idx, cur));
-			_mm512_storeu_si512(ck->whi + nt + r,
-			    _mm512_permutex2var_epi8(*prev, _mm512_sub_epi8(idx,
-			    eight), cur));
 		}
 		nt += cnt;
 		*prev = cur;
 	}
-	ck->blk_first[k] = (uint32_t)nt;
 	*bp = b;
 	return nt;
 }
 
-/* The end (offset in p) of term i of the chunk. */
-static size_t
-avx512_term_end(const struct avx512_chunk *ck, size_t i)
+/*
+ * The 8 bytes at p + off (off may be negative): SPACE where they are not
+ * readable (more than before bytes before p).
+ */
+static uint64_t
+avx512_word_at(const uint8_t *p, size_t before, ptrdiff_t off)
 {
-	size_t k = 0;
+	uint8_t b[8];
+	ptrdiff_t i;
+	uint64_t w;
 
-	while (ck->blk_first[k + 1] <= i)
-		k++;
-	return ck->blk_base[k] + ck->pos[k][i - ck->blk_first[k]];
+	if (off >= -(ptrdiff_t)before) {
+		memcpy(&w, p + off, 8);
+		return w;
+	}
+	for (i = 0; i < 8; i++)
+		b[i] = off + i >= -(ptrdiff_t)before ? p[off + i] : ' ';
+	memcpy(&w, b, 8);
+	return w;
 }
 
 /*
@@ -411,16 +417,17 @@ avx512_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
 
 /*
  * Hashes, filters and counts the n terms of a chunk; no term starts before
- * p + lo.
+ * p + lo, and before bytes before p are readable.
  */
 AVX512 static void
 avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
-    const uint8_t *p, size_t lo, struct avx512_chunk *ck, size_t n)
+    const uint8_t *p, size_t lo, size_t before, struct avx512_chunk *ck,
+    size_t n)
 {
 	const struct simhash *sh = acc->sh;
 	const struct simhash_stoptab *tab = &sh->tab;
 	const __m512i spaces = _mm512_set1_epi8(' ');
-	const __m512i iota8 = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+	const __m256i iota8 = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
 	const __m512i mul = _mm512_set1_epi64(tab->mul);
 	const __m128i shift = _mm_cvtsi32_si128((int)tab->shift);
 	const __m512i slotmask = _mm512_set1_epi64(((long long)1 << tab->bits) -
@@ -447,13 +454,15 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		lm = valid & ~has;
 		ck->longm[g] = lm;
 		ck->vlong[g] = 0;
-		_mm512_storeu_si512(ck->lhi + nl, _mm512_maskz_compress_epi64(
-		    lm, _mm512_loadu_si512(ck->whi + 8 * g)));
-		_mm512_storeu_si512(ck->lidx + nl, _mm512_maskz_compress_epi64(
-		    lm, _mm512_add_epi64(iota8, _mm512_set1_epi64(
-		    (long long)(8 * g)))));
+		_mm256_storeu_si256((__m256i *)(ck->lidx + nl),
+		    _mm256_maskz_compress_epi32(lm, _mm256_add_epi32(iota8,
+		    _mm256_set1_epi32((int)(8 * g)))));
 		nl += (size_t)_mm_popcnt_u32(lm);
 	}
+	/* The second words of the terms of 8 bytes or more. */
+	for (j = 0; j < nl; j++)
+		ck->lhi[j] = avx512_word_at(p, before,
+		    (ptrdiff_t)ck->end[ck->lidx[j]] - 16);
 	/* Pass 2: the bytes before those, for terms of 8 bytes or more. */
 	for (g = 0; g < nl; g += 8) {
 		__m512i w = _mm512_loadu_si512(ck->lhi + g), keep;
@@ -500,7 +509,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		} else if (stop) {
 			for (j = 0; j < 8; j++)
 				if ((cm >> j & 1) && avx512_stop_slow(sh, p, lo,
-				    avx512_term_end(ck, 8 * g + j)))
+				    ck->end[8 * g + j]))
 					cm &= (__mmask8)~(1u << j);
 		}
 		if (fmix)
@@ -510,8 +519,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		while (vlong) {
 			j = (size_t)__builtin_ctz(vlong);
 			vlong &= (__mmask8)(vlong - 1);
-			avx512_long_term(acc, p, lo, avx512_term_end(ck,
-			    8 * g + j));
+			avx512_long_term(acc, p, lo, ck->end[8 * g + j]);
 		}
 	}
 	acc->nterms += nterms;
@@ -553,7 +561,7 @@ avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 	    ~0ULL : ~_bzhi_u64(~0ULL, (unsigned)(64 - s - before)), p + s - 64);
 	for (b = s; b <= t;)
 		if ((nt = avx512_tokenize(p, n, &b, t, &prev, &carry, ck)) > 0)
-			avx512_terms(acc, st, p, s, ck, nt);
+			avx512_terms(acc, st, p, s, before, ck, nt);
 	if (t < n)
 		simhash_scalar_run(acc, p + t + 1, n - t - 1);
 }
