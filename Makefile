@@ -162,6 +162,12 @@ clean:
 	rm -rf build daemon/nddd clients/nddctl
 
 # --- simhash engine ---------------------------------------------------------
+# VARIANT=profile: the release build with the simhash kernels' phase
+# profile compiled in (simhash_bench prints it).
+ifeq ($(VARIANT),profile)
+ALL_CFLAGS += -O2 -g -DSIMHASH_PROFILE
+endif
+
 # The simhash benchmark links the naive reference and the corpus reader of
 # tests/lib (which need no Check).
 $(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \

@@ -72,6 +72,8 @@ static const char *simhash_simd_names[] = {
 	[SIMHASH_SIMD_AVX512] = "avx512",
 };
 
+struct simhash_profile simhash_profile;
+
 /* The selected kernel; NULL until the first use or selection. */
 static const struct simhash_kernel *simhash_active;
 
@@ -646,8 +648,11 @@ simhash_compute(const struct simhash *sh, struct simhash_scratch *sc,
 		break;
 	case SIMHASH_INPUT_TEXT:
 		for (off = 0; off < len; off += w) {
+			SIMHASH_PROF_T(t0);
+
 			w = len - off < sc->window ? len - off : sc->window;
 			k->normalize(sc->win, p + off, w);
+			SIMHASH_PROF_ADD(normalize, t0);
 			k->run(acc, sc, sc->win, w, SIMHASH_PAD, off + w == len);
 		}
 		break;

@@ -437,6 +437,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	size_t g, ng = (n + 7) / 8, nl = 0, j, k;
 	uint64_t nterms = 0;
 
+	SIMHASH_PROF_T(t0);
+
 	/* Pass 1: the last 8 bytes. */
 	for (g = 0; g < ng; g++) {
 		__m512i w = _mm512_loadu_si512(ck->wlo + 8 * g), keep;
@@ -484,13 +486,14 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 				ck->vlong[k / 8] |= (uint8_t)(1u << (k % 8));
 		}
 	}
-	/* Pass 3: stop words, fmix64, counting. */
+	SIMHASH_PROF_ADD(hash, t0);
+	/* Pass 3: stop words and fmix64. */
 	for (g = 0; g < ng; g++) {
 		__m512i h = _mm512_loadu_si512(ck->h + 8 * g);
 		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
-		    (unsigned)(n - 8 * g)), vlong = ck->vlong[g], cm;
+		    (unsigned)(n - 8 * g)), cm;
 
-		cm = valid & ~vlong;
+		cm = valid & ~ck->vlong[g];
 		if (fast_stop) {
 			__m512i slot = _mm512_and_si512(_mm512_srl_epi64(
 			    _mm512_mul_epu32(h, mul), shift), slotmask);
@@ -515,14 +518,29 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		if (fmix)
 			h = avx512_fmix(h);
 		nterms += (uint64_t)_mm_popcnt_u32(cm);
-		avx512_count8(st, acc, _mm512_maskz_mov_epi64(cm, h));
+		/* Terms not counted: 0, which adds nothing. */
+		_mm512_storeu_si512(ck->h + 8 * g, _mm512_maskz_mov_epi64(cm, h));
+	}
+	SIMHASH_PROF_ADD(filter, t0);
+	/* Pass 4: counting. */
+	for (g = 0; g < ng; g++)
+		avx512_count8(st, acc, _mm512_loadu_si512(ck->h + 8 * g));
+	acc->nterms += nterms;
+	SIMHASH_PROF_ADD(count, t0);
+#ifdef SIMHASH_PROFILE
+	simhash_profile.terms += n;
+#endif
+	/* Terms of 16 bytes or more. */
+	for (g = 0; g < ng; g++) {
+		unsigned vlong = ck->vlong[g];
+
 		while (vlong) {
 			j = (size_t)__builtin_ctz(vlong);
-			vlong &= (__mmask8)(vlong - 1);
+			vlong &= vlong - 1;
 			avx512_long_term(acc, p, lo, ck->end[8 * g + j]);
 		}
 	}
-	acc->nterms += nterms;
+	SIMHASH_PROF_ADD(scalar, t0);
 }
 
 AVX512 static void
@@ -559,9 +577,14 @@ avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 	/* The 64 bytes before s; SPACE where they are not readable. */
 	prev = _mm512_mask_loadu_epi8(_mm512_set1_epi8(' '), s + before >= 64 ?
 	    ~0ULL : ~_bzhi_u64(~0ULL, (unsigned)(64 - s - before)), p + s - 64);
-	for (b = s; b <= t;)
-		if ((nt = avx512_tokenize(p, n, &b, t, &prev, &carry, ck)) > 0)
+	for (b = s; b <= t;) {
+		SIMHASH_PROF_T(t0);
+
+		nt = avx512_tokenize(p, n, &b, t, &prev, &carry, ck);
+		SIMHASH_PROF_ADD(tokenize, t0);
+		if (nt > 0)
 			avx512_terms(acc, st, p, s, before, ck, nt);
+	}
 	if (t < n)
 		simhash_scalar_run(acc, p + t + 1, n - t - 1);
 }

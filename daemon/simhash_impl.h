@@ -120,6 +120,36 @@ extern const struct simhash_kernel simhash_kernel_scalar;
 extern const struct simhash_kernel simhash_kernel_avx2;
 extern const struct simhash_kernel simhash_kernel_avx512;
 
+/*
+ * A profile of where the time goes, for simhash_bench: with SIMHASH_PROFILE
+ * defined at build time (make VARIANT=profile), the AVX-512 kernel adds the
+ * time-stamp counter ticks of its phases here (one thread at a time).  The
+ * measurement itself costs a few cycles per phase and chunk of ~80 terms.
+ */
+struct simhash_profile {
+	uint64_t normalize;	/* text to the normalised form */
+	uint64_t tokenize;	/* term ends and words */
+	uint64_t hash;		/* sdbm of the terms */
+	uint64_t filter;	/* stop words, fmix64 */
+	uint64_t count;		/* bit counting */
+	uint64_t scalar;	/* terms of 16 bytes or more */
+	uint64_t terms;		/* terms seen by the vector code */
+};
+extern struct simhash_profile simhash_profile;
+
+#if defined(SIMHASH_PROFILE) && defined(__x86_64__)
+#include <x86intrin.h>
+#define SIMHASH_PROF_T(v) uint64_t v = __rdtsc()
+#define SIMHASH_PROF_ADD(field, v) do {					\
+	uint64_t now_ = __rdtsc();					\
+	simhash_profile.field += now_ - (v);				\
+	(v) = now_;							\
+} while (0)
+#else
+#define SIMHASH_PROF_T(v) do { } while (0)
+#define SIMHASH_PROF_ADD(field, v) do { } while (0)
+#endif
+
 /* The kernel of the selected level. */
 const struct simhash_kernel *simhash_kernel(void);
 

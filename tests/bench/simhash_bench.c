@@ -27,9 +27,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "corpus.h"
 #include "simhash.h"
+#include "simhash_impl.h"
 #include "simhash_ref.h"
 #include "stopwords.h"
 
@@ -224,6 +228,69 @@ huge_document(const struct simhash *sh, size_t mb)
 	simhash_scratch_free(sc);
 }
 
+#if defined(SIMHASH_PROFILE) && defined(__x86_64__)
+/*
+ * Core cycles per time-stamp-counter tick: a chain of dependent 64-bit
+ * multiplies takes 3 cycles each on every x86 core of this century.
+ */
+static double
+core_per_tsc(void)
+{
+#if defined(__x86_64__)
+	double best = 0;
+	int r;
+
+	for (r = 0; r < 5; r++) {
+		uint64_t x = 3, t0 = __rdtsc(), t;
+		long i;
+
+		for (i = 0; i < 10000000; i++)
+			__asm__ volatile("imul %0, %0\n\timul %0, %0\n\t"
+			    "imul %0, %0\n\timul %0, %0" : "+r"(x));
+		t = __rdtsc() - t0;
+		if (12.0 * 1e7 / (double)t > best)
+			best = 12.0 * 1e7 / (double)t;
+	}
+	return best;
+}
+
+/* The phase profile of one pass over a workload (VARIANT=profile). */
+static void
+profile(const struct workload *w, const struct simhash *sh)
+{
+	struct simhash_scratch *sc = simhash_scratch_new();
+	struct simhash_profile *pf = &simhash_profile;
+	double ratio = core_per_tsc(), b;
+	uint64_t fp, total;
+	size_t i;
+	int r;
+
+	for (r = 0; r < 3; r++) {
+		memset(pf, 0, sizeof(*pf));
+		total = __rdtsc();
+		for (i = 0; i < w->docs->n; i++)
+			simhash_compute(sh, sc, w->input, w->docs->docs[i].data,
+			    w->docs->docs[i].len, &fp);
+		total = __rdtsc() - total;
+	}
+	b = (double)w->docs->bytes;
+	printf("  profile (%s, 1 thread, %.2f core cycles per TSC tick; core "
+	    "cycles per input byte):\n", simhash_simd_name(
+	    simhash_simd_active()), ratio);
+	printf("    total %.3f = normalize %.3f + tokenize %.3f + hash %.3f + "
+	    "stop words and fmix64 %.3f + count %.3f + long terms %.3f + "
+	    "rest %.3f; %.2f bytes and %.1f core cycles per term\n",
+	    ratio * (double)total / b, ratio * (double)pf->normalize / b,
+	    ratio * (double)pf->tokenize / b, ratio * (double)pf->hash / b,
+	    ratio * (double)pf->filter / b, ratio * (double)pf->count / b,
+	    ratio * (double)pf->scalar / b, ratio * (double)(total -
+	    pf->normalize - pf->tokenize - pf->hash - pf->filter - pf->count -
+	    pf->scalar) / b, b / (double)pf->terms, ratio * (double)total /
+	    (double)pf->terms);
+	simhash_scratch_free(sc);
+}
+#endif
+
 static void
 usage(void)
 {
@@ -384,6 +451,10 @@ main(int argc, char **argv)
 				    threads[ti] > 1 ? "s" : " ", best, median,
 				    best / ref_best[wi]);
 			}
+#if defined(SIMHASH_PROFILE) && defined(__x86_64__)
+			if (levels[li] == SIMHASH_SIMD_AVX512)
+				profile(&w[wi], sh);
+#endif
 		}
 	}
 	if (huge_mb > 0) {
