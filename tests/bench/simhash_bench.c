@@ -236,7 +236,6 @@ huge_document(const struct simhash *sh, size_t mb)
 static double
 core_per_tsc(void)
 {
-#if defined(__x86_64__)
 	double best = 0;
 	int r;
 
