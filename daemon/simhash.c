@@ -253,6 +253,17 @@ simhash_simd_active(void)
 	return simhash_kernel()->level;
 }
 
+void
+simhash_prefetch(const void *doc, size_t len)
+{
+	const char *p = doc;
+	size_t off;
+
+	/* The first KiB: the hardware prefetcher takes over from there. */
+	for (off = 0; off < len && off < 1024; off += 64)
+		__builtin_prefetch(p + off);
+}
+
 uint64_t
 simhash_fmix64(uint64_t h)
 {

@@ -161,6 +161,12 @@ int simhash_preprocess(const struct simhash *sh, struct simhash_scratch *sc,
     enum simhash_input input, const void *doc, size_t len, uint8_t **out,
     size_t *outlen);
 
+/*
+ * Starts loading the beginning of a document into the cache: call it for
+ * the next document before computing the current one.
+ */
+void simhash_prefetch(const void *doc, size_t len);
+
 /* The hash of one term (its bytes exactly as given). */
 uint64_t simhash_term(enum simhash_term_hash th, const void *term,
     size_t len);

@@ -82,9 +82,15 @@ bench_thread(void *arg)
 			size_t len = c->docs[i].len;
 
 			fp = 0;
-			if (!j->naive)
+			if (!j->naive) {
+				/* As the cpu backend does. */
+				if (i + j->nthreads < c->n)
+					simhash_prefetch(c->docs[i +
+					    j->nthreads].data, c->docs[i +
+					    j->nthreads].len);
 				simhash_compute(j->sh, sc, j->w->input, d, len,
 				    &fp);
+			}
 			else if (j->w->input == SIMHASH_INPUT_PREPROCESSED)
 				ref_simhash_preprocessed(d, len,
 				    simhash_term_hash_of(j->sh) ==

@@ -130,6 +130,8 @@ cpu_task_run(struct workq_item *item, void *tls)
 	for (i = t->first; i < t->first + t->count; i++) {
 		struct accel_doc *d = &b->docs[i];
 
+		if (i + 1 < t->first + t->count)
+			simhash_prefetch(d[1].data, d[1].len);
 		d->status = simhash_compute(cb->ctx->sh, tls, cb->input,
 		    d->data, d->len, &d->fingerprint) == SIMHASH_OK ?
 		    ACCEL_DOC_OK : ACCEL_DOC_EMPTY;
