@@ -10,6 +10,9 @@
 #include "html.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* Largest output of one step: a character reference expands to 6 bytes. */
 #define HTML_STEP_MAX 8
@@ -31,6 +34,27 @@ static int
 html_space(uint8_t c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
+}
+
+/* The first '<' or '&' in [p, lim), or lim. */
+static const uint8_t *
+html_text_end(const uint8_t *p, const uint8_t *lim)
+{
+#ifdef __SSE2__
+	const __m128i lt = _mm_set1_epi8('<'), amp = _mm_set1_epi8('&');
+
+	for (; lim - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lt),
+		    _mm_cmpeq_epi8(v, amp)));
+
+		if (m != 0)
+			return p + __builtin_ctz((unsigned)m);
+	}
+#endif
+	while (p < lim && *p != '<' && *p != '&')
+		p++;
+	return p;
 }
 
 static const uint8_t *
@@ -363,8 +387,7 @@ html_strip_next(struct html_strip *st, uint8_t *out, size_t cap)
 		}
 		lim = p + (cap - o < (size_t)(end - p) ? cap - o :
 		    (size_t)(end - p));
-		for (q = p; q < lim && *q != '<' && *q != '&'; q++)
-			;
+		q = html_text_end(p, lim);
 		memcpy(out + o, p, (size_t)(q - p));
 		o += (size_t)(q - p);
 		p = q;
