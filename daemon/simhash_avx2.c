@@ -392,6 +392,7 @@ avx2_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 	size_t lo = before >= 16 ? 0 : 16 - before, s, t, b, nt = 0, e;
 	uint8_t tail[32];
 	uint32_t spm, em, carry = 1;
+	unsigned cnt, r;
 	const uint8_t *q;
 	__m256i v;
 
@@ -424,13 +425,20 @@ avx2_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 			spm &= (uint32_t)_bzhi_u32(~0u, (unsigned)(t + 1 - b));
 		em = spm & ~((spm << 1) | carry);
 		carry = spm >> 31;
-		while (em) {
-			e = b + (size_t)__builtin_ctz(em);
-			em &= em - 1;
-			memcpy(&ck->wlo[nt], p + e - 8, 8);
-			memcpy(&ck->whi[nt], p + e - 16, 8);
-			ck->end[nt++] = (uint32_t)e;
+		/*
+		 * Eight ends without a branch to mispredict (an exhausted mask
+		 * gives b, whose bytes are readable; the slot is then unused),
+		 * eight more in the rare blocks that have them.
+		 */
+		cnt = (unsigned)__builtin_popcount(em);
+		for (r = 0; r < (cnt > 8 ? 16u : 8u); r++) {
+			e = b + (_tzcnt_u32(em) & 31);
+			em = _blsr_u32(em);
+			memcpy(&ck->wlo[nt + r], p + e - 8, 8);
+			memcpy(&ck->whi[nt + r], p + e - 16, 8);
+			ck->end[nt + r] = (uint32_t)e;
 		}
+		nt += cnt;
 		if (nt > AVX2_CHUNK_TERMS - 16) {
 			avx2_terms(acc, p, s, ck, nt);
 			nt = 0;
