@@ -26,7 +26,7 @@
 
 static struct stopwords *sw;
 static struct ref_stopwords *ref_sw;
-static struct corpus *reuters, *pages;
+static struct corpus *reuters, *pages, *randoms;
 static char plugin_dir[4096];
 
 static void
@@ -47,6 +47,33 @@ setup(void)
 	path = tu_data_path("text_corpora/l3s_gn1_html/original");
 	ck_assert_ptr_nonnull(pages = corpus_files(path, ".html"));
 	free(path);
+	/* Random documents: words, junk, long terms, separators. */
+	{
+		static const char *const bits[] = { "the ", "Cocoa ", "1987",
+		    ",", " ", "  ", "\t", "caf\xc3\xa9 ", "<p>", "&amp;",
+		    "internationalisation ", "x", "\0", "\xff", "-" };
+		uint64_t seed = 7;
+		size_t i, k, nb;
+
+		ck_assert_ptr_nonnull(randoms = calloc(1, sizeof(*randoms)));
+		randoms->n = 500;
+		randoms->docs = calloc(randoms->n, sizeof(*randoms->docs));
+		for (i = 0; i < randoms->n; i++) {
+			struct corpus_doc *d = &randoms->docs[i];
+
+			nb = (size_t)tu_rand_below(&seed, 400);
+			d->data = malloc(nb * 21 + 1);
+			for (k = 0; k < nb; k++) {
+				const char *b = bits[tu_rand_below(&seed,
+				    sizeof(bits) / sizeof(bits[0]))];
+				size_t bl = b[0] == '\0' ? 1 : strlen(b);
+
+				memcpy(d->data + d->len, b, bl);
+				d->len += bl;
+			}
+			randoms->bytes += d->len;
+		}
+	}
 	/* The plugins are built next to this program: ../plugins. */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	ck_assert_int_gt(n, 0);
@@ -58,6 +85,7 @@ setup(void)
 static void
 teardown(void)
 {
+	corpus_free(randoms);
 	corpus_free(pages);
 	corpus_free(reuters);
 	ref_stopwords_free(ref_sw);
@@ -169,9 +197,11 @@ START_TEST(test_cpu_threads)
 	check_jobs(acc, base, reuters, 1200, 300, SIMHASH_INPUT_TEXT, 0);
 	check_jobs(acc, base, reuters, 1200, 1, SIMHASH_INPUT_TEXT, 0);
 	check_jobs(acc, base, pages, 40, 7, SIMHASH_INPUT_HTML, 0);
+	check_jobs(acc, base, randoms, 500, 100, SIMHASH_INPUT_TEXT, 0);
+	check_jobs(acc, base, randoms, 500, 500, SIMHASH_INPUT_HTML, 0);
 	accel_stats(acc, &st);
 	ck_assert_str_eq(st.backend, "cpu");
-	ck_assert_uint_eq(st.docs, 1200 + 1200 + 40);
+	ck_assert_uint_eq(st.docs, 1200 + 1200 + 40 + 500 + 500);
 	ck_assert_uint_eq(st.batches_failed, 0);
 	accel_free(acc);
 	acc = start(base, "cpu", "", threads[_i], 0, 0, SIMHASH_TERM_HASH_SDBM);
@@ -221,6 +251,7 @@ START_TEST(test_plugin)
 	ck_assert_str_eq(st.fallback, "");
 	/* The plugin takes preprocessed text: the host preprocesses. */
 	check_jobs(acc, base, reuters, 1200, 500, SIMHASH_INPUT_TEXT, 0);
+	check_jobs(acc, base, randoms, 500, 250, SIMHASH_INPUT_TEXT, 0);
 	check_jobs(acc, base, pages, 30, 30, SIMHASH_INPUT_HTML, 0);
 	accel_stats(acc, &st);
 	ck_assert_uint_eq(st.batches_failed, 0);
