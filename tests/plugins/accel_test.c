@@ -10,8 +10,10 @@
  *   fail_every=N                 every Nth batch fails half-way through
  *   reject_every=N               submit refuses every Nth batch
  *
- * Built as test.so (a simulation) and, with ACCEL_TEST_DEVICE, testdev.so
- * (presents itself as hardware).
+ * Built as test.so (a simulation, preprocessed text only) and, with
+ * ACCEL_TEST_DEVICE, testdev.so, which presents itself as hardware and also
+ * takes raw plain text, preprocessing it itself (folding, separators, the
+ * stop words of its configuration).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,10 +26,12 @@
 #define TEST_NAME "testdev"
 #define TEST_FLAGS 0
 #define TEST_PROBE ACCEL_PROBE_DEVICE
+#define TEST_INPUTS (ACCEL_INPUT_PREPROCESSED | ACCEL_INPUT_TEXT)
 #else
 #define TEST_NAME "test"
 #define TEST_FLAGS ACCEL_F_SIMULATION
 #define TEST_PROBE ACCEL_PROBE_USABLE
+#define TEST_INPUTS ACCEL_INPUT_PREPROCESSED
 #endif
 
 struct test_opts {
@@ -96,22 +100,51 @@ test_probe(const struct accel_config *cfg, char *msg, size_t msglen)
 	return o.probe;
 }
 
-/* The definition, on preprocessed text: terms separated by SPACE. */
+/* Whitespace and punctuation, for raw text. */
 static int
-test_simhash(const uint8_t *p, size_t len, int fmix, uint64_t *fp)
+test_sep(uint8_t c)
+{
+	return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x21 &&
+	    c <= 0x2f) || (c >= 0x3a && c <= 0x40) || (c >= 0x5b &&
+	    c <= 0x60) || (c >= 0x7b && c <= 0x7e);
+}
+
+static int
+test_stopword(const char *const *stop, const uint8_t *t, size_t n)
+{
+	for (; stop != NULL && *stop != NULL; stop++)
+		if (strlen(*stop) == n && memcmp(*stop, t, n) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The definition: on preprocessed text (terms separated by SPACE), or on
+ * raw text (raw set: folded, split at separators, stop words dropped).
+ */
+static int
+test_simhash(const uint8_t *p, size_t len, int fmix, int raw,
+    const char *const *stop, uint64_t *fp)
 {
 	long long v[64] = { 0 };
-	size_t i = 0, n = 0;
+	uint8_t *term = malloc(len + 1);
+	size_t i = 0, n = 0, tl, k;
 	uint64_t h;
 	int bit;
 
 	while (i < len) {
-		if (p[i] == ' ') {
+		if (raw ? test_sep(p[i]) : p[i] == ' ') {
 			i++;
 			continue;
 		}
-		for (h = 0; i < len && p[i] != ' '; i++)
-			h = p[i] + (h << 6) + (h << 16) - h;
+		for (tl = 0; i < len && !(raw ? test_sep(p[i]) : p[i] == ' ');
+		    i++)
+			term[tl++] = raw && p[i] >= 'A' && p[i] <= 'Z' ?
+			    (uint8_t)(p[i] + 32) : p[i];
+		if (raw && test_stopword(stop, term, tl))
+			continue;
+		for (h = 0, k = 0; k < tl; k++)
+			h = term[k] + (h << 6) + (h << 16) - h;
 		if (fmix) {
 			h ^= h >> 33;
 			h *= 0xff51afd7ed558ccdULL;
@@ -123,6 +156,7 @@ test_simhash(const uint8_t *p, size_t len, int fmix, uint64_t *fp)
 			v[bit] += (h >> bit & 1) ? 1 : -1;
 		n++;
 	}
+	free(term);
 	if (n == 0)
 		return ACCEL_DOC_EMPTY;
 	for (*fp = 0, bit = 0; bit < 64; bit++)
@@ -160,6 +194,7 @@ test_thread(void *arg)
 			}
 			d->status = test_simhash(d->data, d->len,
 			    c->cfg->term_hash == ACCEL_TERM_HASH_SDBM_FMIX64,
+			    it->b->input == ACCEL_INPUT_TEXT, c->cfg->stopwords,
 			    &d->fingerprint);
 		}
 		if (it->fail) {
@@ -212,7 +247,7 @@ test_submit(void *arg, struct accel_batch *b)
 		snprintf(b->error, sizeof(b->error), "test queue full");
 		return -1;
 	}
-	if (b->input != ACCEL_INPUT_PREPROCESSED ||
+	if (!(b->input & TEST_INPUTS) ||
 	    (it = calloc(1, sizeof(*it))) == NULL) {
 		snprintf(b->error, sizeof(b->error), "cannot take it");
 		return -1;
@@ -250,7 +285,7 @@ const struct accel_backend nddd_accel_backend = {
 	.name = TEST_NAME,
 	.description = "test plugin: simhash of preprocessed text in software",
 	.flags = TEST_FLAGS,
-	.inputs = ACCEL_INPUT_PREPROCESSED,
+	.inputs = TEST_INPUTS,
 	.probe = test_probe,
 	.init = test_init,
 	.submit = test_submit,
