@@ -483,7 +483,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		}
 	}
 	SIMHASH_PROF_ADD(hash, t0);
-	/* Pass 3: stop words and fmix64. */
+	/* Pass 3: stop words, fmix64, counting. */
 	for (g = 0; g < ng; g++) {
 		__m512i h = _mm512_loadu_si512(ck->h + 8 * g);
 		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
@@ -515,28 +515,24 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 			h = avx512_fmix(h);
 		nterms += (uint64_t)_mm_popcnt_u32(cm);
 		/* Terms not counted: 0, which adds nothing. */
-		_mm512_storeu_si512(ck->h + 8 * g, _mm512_maskz_mov_epi64(cm, h));
+		avx512_count8(st, acc, _mm512_maskz_mov_epi64(cm, h));
+		/* Terms of 16 bytes or more: the scalar way (rare). */
+		if (__builtin_expect(ck->vlong[g] != 0, 0)) {
+			unsigned vlong = ck->vlong[g];
+
+			while (vlong) {
+				j = (size_t)__builtin_ctz(vlong);
+				vlong &= vlong - 1;
+				avx512_long_term(acc, p, lo,
+				    ck->end[8 * g + j]);
+			}
+		}
 	}
 	SIMHASH_PROF_ADD(filter, t0);
-	/* Pass 4: counting. */
-	for (g = 0; g < ng; g++)
-		avx512_count8(st, acc, _mm512_loadu_si512(ck->h + 8 * g));
 	acc->nterms += nterms;
-	SIMHASH_PROF_ADD(count, t0);
 #ifdef SIMHASH_PROFILE
 	simhash_profile.terms += n;
 #endif
-	/* Terms of 16 bytes or more. */
-	for (g = 0; g < ng; g++) {
-		unsigned vlong = ck->vlong[g];
-
-		while (vlong) {
-			j = (size_t)__builtin_ctz(vlong);
-			vlong &= vlong - 1;
-			avx512_long_term(acc, p, lo, ck->end[8 * g + j]);
-		}
-	}
-	SIMHASH_PROF_ADD(scalar, t0);
 }
 
 AVX512 static void

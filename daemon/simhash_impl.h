@@ -130,9 +130,8 @@ struct simhash_profile {
 	uint64_t normalize;	/* text to the normalised form */
 	uint64_t tokenize;	/* term ends and words */
 	uint64_t hash;		/* sdbm of the terms */
-	uint64_t filter;	/* stop words, fmix64 */
-	uint64_t count;		/* bit counting */
-	uint64_t scalar;	/* terms of 16 bytes or more */
+	uint64_t filter;	/* stop words, fmix64, counting, and terms of
+				   16 bytes or more (the scalar way) */
 	uint64_t terms;		/* terms seen by the vector code */
 };
 extern struct simhash_profile simhash_profile;

@@ -283,14 +283,12 @@ profile(const struct workload *w, const struct simhash *sh)
 	    "cycles per input byte):\n", simhash_simd_name(
 	    simhash_simd_active()), ratio);
 	printf("    total %.3f = normalize %.3f + tokenize %.3f + hash %.3f + "
-	    "stop words and fmix64 %.3f + count %.3f + long terms %.3f + "
-	    "rest %.3f; %.2f bytes and %.1f core cycles per term\n",
-	    ratio * (double)total / b, ratio * (double)pf->normalize / b,
-	    ratio * (double)pf->tokenize / b, ratio * (double)pf->hash / b,
-	    ratio * (double)pf->filter / b, ratio * (double)pf->count / b,
-	    ratio * (double)pf->scalar / b, ratio * (double)(total -
-	    pf->normalize - pf->tokenize - pf->hash - pf->filter - pf->count -
-	    pf->scalar) / b, b / (double)pf->terms, ratio * (double)total /
+	    "stop words, fmix64 and count %.3f + rest %.3f; %.2f bytes and "
+	    "%.1f core cycles per term\n", ratio * (double)total / b,
+	    ratio * (double)pf->normalize / b, ratio * (double)pf->tokenize / b,
+	    ratio * (double)pf->hash / b, ratio * (double)pf->filter / b,
+	    ratio * (double)(total - pf->normalize - pf->tokenize - pf->hash -
+	    pf->filter) / b, b / (double)pf->terms, ratio * (double)total /
 	    (double)pf->terms);
 	simhash_scratch_free(sc);
 }
