@@ -255,4 +255,32 @@ clean:
 	find clients/python tests -name __pycache__ -type d -prune \
 		-exec rm -rf {} +
 
+# --- simhash engine ---------------------------------------------------------
+# VARIANT=profile: the release build with the simhash kernels' phase
+# profile compiled in (simhash_bench prints it).
+ifeq ($(VARIANT),profile)
+ALL_CFLAGS += -O2 -g -DSIMHASH_PROFILE
+endif
+
+# The simhash benchmark links the naive reference and the corpus reader of
+# tests/lib (which need no Check).
+$(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \
+	$(B)/tests/lib/simhash_ref.o $(B)/tests/lib/corpus.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# Accelerator plugins for the unit tests: shared objects built against
+# daemon/accel/accel_abi.h alone, linking nothing of nddd; the tests load
+# them from $(B)/plugins.
+TEST_PLUGIN_SRCS := $(wildcard tests/plugins/accel_*.c)
+TEST_PLUGINS := $(TEST_PLUGIN_SRCS:tests/plugins/accel_%.c=$(B)/plugins/%.so)
+$(B)/plugins/%.so: tests/plugins/accel_%.c daemon/accel/accel_abi.h \
+	tests/plugins/accel_test.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
+		-Idaemon/accel -fPIC -shared $(LDFLAGS_$(VARIANT)) -o $@ $<
+# The unit tests also run nddctl simhash.
+$(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl
+# ----------------------------------------------------------------------------
+
 -include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)

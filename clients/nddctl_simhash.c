@@ -1,15 +1,386 @@
 /*
- * nddctl simhash: placeholder until the simhash engine lands.
+ * nddctl simhash: fingerprints documents locally with the daemon's engine
+ * and accelerator interface (accel.h), no daemon needed.
+ *
+ * The input is read whole (files are mapped).  With --nul it holds many
+ * documents, each ended by a NUL byte (the last one may lack it): an empty
+ * input is no document, "a\0\0b" three.  Documents go to the accelerator in
+ * jobs; the fingerprints are printed in input order, one line each.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <event2/event.h>
+
+#include "accel.h"
+#include "log.h"
 #include "nddctl.h"
+#include "simhash.h"
+#include "stopwords.h"
+
+/* Documents per job: enough to keep every backend thread busy. */
+#define NDDCTL_JOB_DOCS 4096
+
+#define EXIT_EMPTY 1
+#define EXIT_USAGE 2
+
+static void
+nddctl_simhash_usage(FILE *f)
+{
+	fprintf(f,
+"usage: nddctl simhash [--html | --preprocessed] [--term-hash sdbm|sdbm-fmix64]\n"
+"           [--accel NAME] [--accel-dir DIR] [--accel-params STRING]\n"
+"           [--stopwords FILE|none] [--threads N] [--simd LEVEL] [--nul]\n"
+"           [FILE|-]\n"
+"\n"
+"Prints the 64-bit simhash of the document in FILE (or standard input) as\n"
+"16 lower-case hex digits, or EMPTY_DOCUMENT when it has no terms.\n"
+"\n"
+"  --html             the input is HTML (markup, scripts, styles dropped,\n"
+"                     character references decoded)\n"
+"  --preprocessed     the input is terms separated by spaces, as the\n"
+"                     accelerators take it (no folding, no stop words)\n"
+"  --term-hash H      sdbm-fmix64 (default) or sdbm (the paper's)\n"
+"  --accel NAME       cpu (default), auto, or a plugin NAME.so in DIR;\n"
+"                     one that cannot start is replaced by cpu, with a\n"
+"                     warning\n"
+"  --accel-dir DIR    where plugins are\n"
+"  --accel-params S   a string handed to the plugin\n"
+"  --stopwords FILE   the stop-word list, or \"none\"; by default the first\n"
+"                     of $NDDD_STOPWORDS, ./conf/stopwords.txt, and the\n"
+"                     conf/stopwords.txt of the source tree nddctl was\n"
+"                     built in (../conf or ../../../conf from nddctl)\n"
+"  --threads N        worker threads (default: one per CPU)\n"
+"  --simd LEVEL       auto (default), avx512, avx2 or scalar\n"
+"  --nul              the input is many documents, each ended by a NUL\n"
+"                     byte; one line per document, in input order\n"
+"\n"
+"Exit status: 0 every document has a fingerprint; 1 some document had no\n"
+"terms (EMPTY_DOCUMENT); 2 usage error, unreadable input or stop words,\n"
+"or other failure.\n");
+}
+
+/* The whole input: mapped for a regular file, read otherwise. */
+struct nddctl_input {
+	uint8_t *data;
+	size_t len;
+	int mapped;
+};
+
+static int
+nddctl_read(const char *path, struct nddctl_input *in)
+{
+	int fd = 0;
+	struct stat sb;
+	size_t cap = 0;
+	ssize_t n;
+	uint8_t *p;
+
+	memset(in, 0, sizeof(*in));
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) == -1)
+		goto err;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+		in->data = mmap(NULL, (size_t)sb.st_size, PROT_READ,
+		    MAP_PRIVATE, fd, 0);
+		if (in->data != MAP_FAILED) {
+			in->len = (size_t)sb.st_size;
+			in->mapped = 1;
+			goto out;
+		}
+		in->data = NULL;
+	}
+	for (;;) {
+		if (in->len == cap) {
+			cap = cap ? cap * 2 : 1 << 16;
+			if ((p = realloc(in->data, cap)) == NULL)
+				goto err;
+			in->data = p;
+		}
+		if ((n = read(fd, in->data + in->len, cap - in->len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			goto err;
+		}
+		if (n == 0)
+			break;
+		in->len += (size_t)n;
+	}
+out:
+	if (fd != 0)
+		close(fd);
+	return 0;
+err:
+	fprintf(stderr, "nddctl simhash: %s: %s\n", strcmp(path, "-") == 0 ?
+	    "standard input" : path, strerror(errno));
+	if (fd > 0)
+		close(fd);
+	if (!in->mapped)
+		free(in->data);
+	in->data = NULL;
+	return -1;
+}
+
+static void
+nddctl_unread(struct nddctl_input *in)
+{
+	if (in->mapped)
+		munmap(in->data, in->len);
+	else
+		free(in->data);
+}
+
+/* Finds the default stop-word list; NULL if there is none. */
+static char *
+nddctl_stopwords_path(void)
+{
+	static const char *const rel[] = { "../conf/stopwords.txt",
+	    "../../../conf/stopwords.txt" };
+	char exe[PATH_MAX], *path, *dir;
+	const char *env = getenv("NDDD_STOPWORDS");
+	ssize_t n;
+	size_t i;
+
+	if (env != NULL && *env != '\0')
+		return strdup(env);
+	if (access("conf/stopwords.txt", R_OK) == 0)
+		return strdup("conf/stopwords.txt");
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+		return NULL;
+	exe[n] = '\0';
+	dir = dirname(exe);
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		if (asprintf(&path, "%s/%s", dir, rel[i]) == -1)
+			return NULL;
+		if (access(path, R_OK) == 0)
+			return path;
+		free(path);
+	}
+	return NULL;
+}
+
+struct nddctl_run {
+	struct event_base *base;
+	size_t pending;
+};
+
+static void
+nddctl_job_done(struct accel_job *job, void *arg)
+{
+	struct nddctl_run *r = arg;
+
+	(void)job;
+	if (--r->pending == 0)
+		event_base_loopbreak(r->base);
+}
 
 int
 nddctl_simhash(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "nddctl: simhash is not available in this build\n");
-	return NDDCTL_EXIT_USAGE;
+	static const struct option longopts[] = {
+		{ "html", no_argument, NULL, 'H' },
+		{ "preprocessed", no_argument, NULL, 'P' },
+		{ "term-hash", required_argument, NULL, 't' },
+		{ "accel", required_argument, NULL, 'a' },
+		{ "accel-dir", required_argument, NULL, 'd' },
+		{ "accel-params", required_argument, NULL, 'p' },
+		{ "stopwords", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "simd", required_argument, NULL, 'v' },
+		{ "nul", no_argument, NULL, '0' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum simhash_input input = SIMHASH_INPUT_TEXT;
+	enum simhash_term_hash th = SIMHASH_TERM_HASH_SDBM_FMIX64;
+	enum simhash_simd simd = SIMHASH_SIMD_AUTO;
+	struct accel_options ao;
+	struct nddctl_input in = { NULL, 0, 0 };
+	struct nddctl_run run = { NULL, 0 };
+	struct accel_job **jobs = NULL;
+	struct stopwords *sw = NULL;
+	struct accel *acc = NULL;
+	char *stopfile = NULL, *cause = NULL, *end;
+	char hex[SIMHASH_HEX_LEN + 1];
+	size_t ndocs = 0, njobs = 0, i, j, k, start;
+	int c, nul = 0, rc = EXIT_USAGE, empty = 0;
+	unsigned long v;
+	uint64_t fp;
+
+	accel_options_defaults(&ao);
+	snprintf(ao.accelerator, sizeof(ao.accelerator), "cpu");
+	log_init(LOG_LEVEL_WARN, "nddctl");
+	/* getopt's messages then name the command. */
+	argv[0] = (char *)"nddctl simhash";
+	/* 0, not 1: getopt starts afresh, permuting options again after
+	 * nddctl's own option parsing stopped at the command name. */
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'H':
+			input = SIMHASH_INPUT_HTML;
+			break;
+		case 'P':
+			input = SIMHASH_INPUT_PREPROCESSED;
+			break;
+		case 't':
+			if (simhash_term_hash_parse(optarg, &th) == -1) {
+				fprintf(stderr, "nddctl simhash: unknown term "
+				    "hash \"%s\"\n", optarg);
+				goto out;
+			}
+			break;
+		case 'a':
+			snprintf(ao.accelerator, sizeof(ao.accelerator), "%s",
+			    optarg);
+			break;
+		case 'd':
+			snprintf(ao.plugin_dir, sizeof(ao.plugin_dir), "%s",
+			    optarg);
+			break;
+		case 'p':
+			snprintf(ao.params, sizeof(ao.params), "%s", optarg);
+			break;
+		case 's':
+			free(stopfile);
+			stopfile = strdup(optarg);
+			break;
+		case 'j':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v > 1024) {
+				fprintf(stderr, "nddctl simhash: bad thread "
+				    "count \"%s\"\n", optarg);
+				goto out;
+			}
+			ao.threads = (unsigned)v;
+			break;
+		case 'v':
+			if (simhash_simd_parse(optarg, &simd) == -1) {
+				fprintf(stderr, "nddctl simhash: unknown level "
+				    "\"%s\"\n", optarg);
+				goto out;
+			}
+			break;
+		case '0':
+			nul = 1;
+			break;
+		case 'h':
+			nddctl_simhash_usage(stdout);
+			rc = 0;
+			goto out;
+		default:
+			nddctl_simhash_usage(stderr);
+			goto out;
+		}
+	}
+	if (argc - optind > 1) {
+		nddctl_simhash_usage(stderr);
+		goto out;
+	}
+	if (simhash_simd_select(simd, &cause) == -1) {
+		fprintf(stderr, "nddctl simhash: %s\n", cause);
+		goto out;
+	}
+	if (stopfile == NULL && (stopfile = nddctl_stopwords_path()) == NULL) {
+		fprintf(stderr, "nddctl simhash: no stop-word list found; give "
+		    "one with --stopwords FILE (or --stopwords none)\n");
+		goto out;
+	}
+	if (strcmp(stopfile, "none") != 0 &&
+	    (sw = stopwords_load(stopfile, &cause)) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", cause);
+		goto out;
+	}
+	if (nddctl_read(optind < argc ? argv[optind] : "-", &in) == -1)
+		goto out;
+	if ((run.base = event_base_new()) == NULL) {
+		fprintf(stderr, "nddctl simhash: cannot make an event base\n");
+		goto out;
+	}
+	if ((acc = accel_new(run.base, &ao, th, sw, &cause)) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", cause);
+		goto out;
+	}
+	/* The documents. */
+	if (!nul)
+		ndocs = 1;
+	else {
+		for (i = 0; i < in.len; i++)
+			if (in.data[i] == '\0')
+				ndocs++;
+		if (in.len > 0 && in.data[in.len - 1] != '\0')
+			ndocs++;
+	}
+	njobs = (ndocs + NDDCTL_JOB_DOCS - 1) / NDDCTL_JOB_DOCS;
+	if (njobs > 0 && (jobs = calloc(njobs, sizeof(*jobs))) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", strerror(ENOMEM));
+		goto out;
+	}
+	for (j = 0, start = 0; j < njobs; j++) {
+		size_t n = ndocs - j * NDDCTL_JOB_DOCS < NDDCTL_JOB_DOCS ?
+		    ndocs - j * NDDCTL_JOB_DOCS : NDDCTL_JOB_DOCS;
+
+		if ((jobs[j] = accel_job_new(n, input)) == NULL) {
+			fprintf(stderr, "nddctl simhash: %s\n",
+			    strerror(ENOMEM));
+			goto out;
+		}
+		for (k = 0; k < n; k++) {
+			const uint8_t *e = !nul ? NULL : memchr(in.data + start,
+			    '\0', in.len - start);
+			size_t len = e == NULL ? in.len - start :
+			    (size_t)(e - (in.data + start));
+
+			accel_job_set(jobs[j], k, in.data + start, len);
+			start += len + 1;
+		}
+		run.pending++;
+		if (accel_submit(acc, jobs[j], nddctl_job_done, &run) == -1) {
+			run.pending--;
+			fprintf(stderr, "nddctl simhash: %s\n", strerror(errno));
+			goto out;
+		}
+	}
+	if (run.pending > 0)
+		event_base_dispatch(run.base);
+	for (j = 0; j < njobs; j++) {
+		for (k = 0; k < accel_job_ndocs(jobs[j]); k++) {
+			if (accel_job_result(jobs[j], k, &fp) == SIMHASH_OK) {
+				simhash_format(fp, hex);
+				puts(hex);
+			} else {
+				puts("EMPTY_DOCUMENT");
+				empty = 1;
+			}
+		}
+	}
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		fprintf(stderr, "nddctl simhash: standard output: %s\n",
+		    strerror(errno));
+		goto out;
+	}
+	rc = empty ? EXIT_EMPTY : 0;
+out:
+	/* Waits for jobs still in flight before their memory goes. */
+	accel_free(acc);
+	for (j = 0; jobs != NULL && j < njobs; j++)
+		accel_job_free(jobs[j]);
+	free(jobs);
+	if (run.base != NULL)
+		event_base_free(run.base);
+	if (in.data != NULL)
+		nddctl_unread(&in);
+	stopwords_free(sw);
+	free(stopfile);
+	free(cause);
+	return rc;
 }

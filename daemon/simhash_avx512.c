@@ -1,0 +1,602 @@
+/*
+ * simhash_avx512: the AVX-512 kernel (F, BW, VL, DQ, CD, VBMI, VBMI2,
+ * BITALG and GFNI: Ice Lake and later).  See simhash_impl.h for the frame.
+ *
+ * A window is tokenized 64 bytes at a time and its terms are then handled
+ * in chunks, each pass a loop of independent iterations with short
+ * dependency chains, which keeps the out-of-order window full:
+ *
+ *  Tokenize.  Compare the block with SPACE; a term ends at a SPACE after a
+ *    term byte.  The positions of the ends are compressed (vpcompressb),
+ *    and for up to 8 ends at a time the 8 bytes before each end, and the 8
+ *    before those, are picked out of this block and the previous one with
+ *    one vpermi2b each: term words, right-aligned, one per 64-bit lane.
+ *  Pass 1.  In each word, the bytes up to the last SPACE are not the term's
+ *    and are zeroed (vplzcntq of the SPACE mask).  sdbm is a polynomial in
+ *    65599, so a term's hash is sum(b[k] * 65599^(7-k)) over the 8 bytes,
+ *    zeros included: byte pairs are combined with vpmaddubsw (63 * b0 + b1,
+ *    plus b0 << 16, is b0 * 65599 + b1), interleaved into 32-bit digits,
+ *    and each digit is multiplied by its power of 65599 with two vpmuludq.
+ *    A word without SPACE holds a term of 8 bytes or more: its second word
+ *    is compacted into a list.
+ *  Pass 2.  The second words of the long terms, 8 at a time: their share
+ *    of the hash (times 65599^8) is added to the term's.  Terms of 16 bytes
+ *    or more are left to the scalar path (rare).
+ *  Pass 3.  Stop words: one gather from the perfect hash table
+ *    (simhash_impl.h), comparing the SPACE-padded last 8 bytes, which
+ *    decides for terms under 8 bytes; longer ones compare their second
+ *    word too.  Then fmix64, and counting: the 8 hashes' bytes are
+ *    transposed (vpermb), each 8x8 bit block transposed with gf2p8affineqb,
+ *    and vpopcntb gives, per bit position, how many of the 8 hashes have
+ *    it set: one byte counter per bit, added up in 8, 16 and 64 bits.
+ */
+#include "simhash_impl.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq," \
+	"avx512cd,avx512vbmi,avx512vbmi2,avx512bitalg,gfni,bmi,bmi2,popcnt," \
+	"lzcnt")))
+
+/* Blocks tokenized before their terms are hashed; 32 terms at most each. */
+#define AVX512_CHUNK_BLOCKS 8
+#define AVX512_CHUNK_TERMS (AVX512_CHUNK_BLOCKS * 32)
+
+/* One chunk of terms, in the scratch's stage area. */
+struct avx512_chunk {
+	uint64_t wlo[AVX512_CHUNK_TERMS + 32];	/* bytes e-8..e-1 */
+	uint32_t end[AVX512_CHUNK_TERMS + 32];	/* e, from p */
+	uint64_t h[AVX512_CHUNK_TERMS];		/* sdbm */
+	uint64_t klo[AVX512_CHUNK_TERMS];	/* stop-word keys */
+	uint64_t khi[AVX512_CHUNK_TERMS];
+	/* Terms of 8 bytes or more: their second word and index. */
+	uint64_t lhi[AVX512_CHUNK_TERMS + 8];
+	uint32_t lidx[AVX512_CHUNK_TERMS + 8];
+	uint8_t longm[AVX512_CHUNK_TERMS / 8];	/* per 8 terms: 8+ bytes */
+	uint8_t vlong[AVX512_CHUNK_TERMS / 8];	/* 16+ bytes */
+};
+
+_Static_assert(sizeof(struct avx512_chunk) <= SIMHASH_STAGE_SIZE,
+    "stage area too small");
+
+/* Counters kept in acc->kstate between windows. */
+struct avx512_state {
+	__m512i c8;		/* per bit position, 8-bit */
+	__m512i c16[2];		/* 16-bit: positions 0-31, 32-63 */
+	unsigned n8;		/* groups added to c8 (each adds <= 8) */
+	unsigned n16;		/* c8 flushes added to c16 */
+};
+
+_Static_assert(sizeof(struct avx512_state) <=
+    sizeof(((struct simhash_acc *)0)->kstate), "kstate too small");
+
+AVX512 static void
+avx512_normalize(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	__m512i lo = _mm512_loadu_si512(simhash_norm);
+	__m512i hi = _mm512_loadu_si512(simhash_norm + 64);
+	__mmask64 m, ascii;
+	__m512i v;
+	size_t i;
+
+	for (i = 0; i < n; i += 64) {
+		m = n - i >= 64 ? ~(__mmask64)0 : _bzhi_u64(~0ULL,
+		    (unsigned)(n - i));
+		v = _mm512_maskz_loadu_epi8(m, src + i);
+		ascii = ~_mm512_movepi8_mask(v);
+		/* Bytes below 0x80 through the table, the others as they are. */
+		v = _mm512_mask2_permutex2var_epi8(lo, v, ascii, hi);
+		_mm512_mask_storeu_epi8(dst + i, m, v);
+	}
+}
+
+/* c16 += c8 (zero-extended); c8 = 0. */
+AVX512 static inline void
+avx512_flush8(struct avx512_state *st)
+{
+	st->c16[0] = _mm512_add_epi16(st->c16[0], _mm512_cvtepu8_epi16(
+	    _mm512_castsi512_si256(st->c8)));
+	st->c16[1] = _mm512_add_epi16(st->c16[1], _mm512_cvtepu8_epi16(
+	    _mm512_extracti64x4_epi64(st->c8, 1)));
+	st->c8 = _mm512_setzero_si512();
+	st->n8 = 0;
+}
+
+/* cnt += c16 (zero-extended); c16 = 0. */
+AVX512 static void
+avx512_flush16(struct avx512_state *st, struct simhash_acc *acc)
+{
+	__m128i w[8] = {
+		_mm512_extracti32x4_epi32(st->c16[0], 0),
+		_mm512_extracti32x4_epi32(st->c16[0], 1),
+		_mm512_extracti32x4_epi32(st->c16[0], 2),
+		_mm512_extracti32x4_epi32(st->c16[0], 3),
+		_mm512_extracti32x4_epi32(st->c16[1], 0),
+		_mm512_extracti32x4_epi32(st->c16[1], 1),
+		_mm512_extracti32x4_epi32(st->c16[1], 2),
+		_mm512_extracti32x4_epi32(st->c16[1], 3),
+	};
+	int k;
+
+	if (!acc->cnt_used) {
+		memset(acc->cnt, 0, sizeof(acc->cnt));
+		acc->cnt_used = 1;
+	}
+	for (k = 0; k < 8; k++)
+		_mm512_storeu_si512(acc->cnt + 8 * k, _mm512_add_epi64(
+		    _mm512_loadu_si512(acc->cnt + 8 * k),
+		    _mm512_cvtepu16_epi64(w[k])));
+	st->c16[0] = st->c16[1] = _mm512_setzero_si512();
+	st->n16 = 0;
+}
+
+/* The kernel's counters, set up for this document. */
+AVX512 static inline struct avx512_state *
+avx512_state(struct simhash_acc *acc)
+{
+	struct avx512_state *st = (struct avx512_state *)acc->kstate;
+
+	if (!acc->kstate_used) {
+		st->c8 = st->c16[0] = st->c16[1] = _mm512_setzero_si512();
+		st->n8 = st->n16 = 0;
+		acc->kstate_used = 1;
+	}
+	return st;
+}
+
+/*
+ * Adds, per bit position, how many of the 8 lanes of v have it set.  The
+ * bytes are transposed so that qword k holds byte k of every lane, each
+ * 8x8 bit block is transposed by gf2p8affineqb (byte i of the result
+ * gathers bit i of the 8 bytes), and vpopcntb counts.
+ */
+AVX512 static inline void
+avx512_count8(struct avx512_state *st, struct simhash_acc *acc, __m512i v)
+{
+	const __m512i tidx = _mm512_set_epi64(
+	    0x3f372f271f170f07LL, 0x3e362e261e160e06LL, 0x3d352d251d150d05LL,
+	    0x3c342c241c140c04LL, 0x3b332b231b130b03LL, 0x3a322a221a120a02LL,
+	    0x3931292119110901LL, 0x3830282018100800LL);
+	const __m512i bitsel = _mm512_set1_epi64(0x8040201008040201LL);
+
+	v = _mm512_permutexvar_epi8(tidx, v);
+	v = _mm512_gf2p8affine_epi64_epi8(bitsel, v, 0);
+	st->c8 = _mm512_add_epi8(st->c8, _mm512_popcnt_epi8(v));
+	if (++st->n8 == 31) {
+		avx512_flush8(st);
+		if (++st->n16 == 255)
+			avx512_flush16(st, acc);
+	}
+}
+
+/* Counts n hashes finished by the scalar path. */
+AVX512 static void
+avx512_count(struct simhash_acc *acc, const uint64_t *h, size_t n)
+{
+	struct avx512_state *st = avx512_state(acc);
+	size_t i;
+
+	for (i = 0; i < n; i += 8)
+		avx512_count8(st, acc, _mm512_maskz_loadu_epi64((__mmask8)
+		    _bzhi_u32(0xff, (unsigned)(n - i)), h + i));
+}
+
+/* Bit i is set iff at least half the occurrences have it (ties give 1). */
+AVX512 static uint64_t
+avx512_finish(struct simhash_acc *acc)
+{
+	struct avx512_state *st = avx512_state(acc);
+	const __m512i half = _mm512_set1_epi64((long long)((acc->nterms + 1) /
+	    2));
+	uint8_t c8[64] __attribute__((aligned(64)));
+	uint16_t c16[64] __attribute__((aligned(64)));
+	uint64_t fp = 0;
+	__m512i t;
+	int k;
+
+	if (!acc->cnt_used && acc->nterms < 65536) {
+		/* Every count fits 16 bits. */
+		const __m512i h16 = _mm512_set1_epi16((short)((acc->nterms +
+		    1) / 2));
+
+		t = _mm512_add_epi16(st->c16[0], _mm512_cvtepu8_epi16(
+		    _mm512_castsi512_si256(st->c8)));
+		fp = _mm512_cmpge_epu16_mask(t, h16);
+		t = _mm512_add_epi16(st->c16[1], _mm512_cvtepu8_epi16(
+		    _mm512_extracti64x4_epi64(st->c8, 1)));
+		return fp | (uint64_t)_mm512_cmpge_epu16_mask(t, h16) << 32;
+	}
+	_mm512_store_si512(c8, st->c8);
+	_mm512_store_si512(c16, st->c16[0]);
+	_mm512_store_si512(c16 + 32, st->c16[1]);
+	for (k = 0; k < 8; k++) {
+		t = _mm512_add_epi64(_mm512_cvtepu8_epi64(_mm_loadl_epi64(
+		    (const __m128i *)(c8 + 8 * k))), _mm512_cvtepu16_epi64(
+		    _mm_load_si128((const __m128i *)(c16 + 8 * k))));
+		if (acc->cnt_used)
+			t = _mm512_add_epi64(t, _mm512_loadu_si512(acc->cnt +
+			    8 * k));
+		fp |= (uint64_t)_mm512_cmpge_epu64_mask(t, half) << (8 * k);
+	}
+	return fp;
+}
+
+AVX512 static inline __m512i
+avx512_fmix(__m512i h)
+{
+	h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
+	h = _mm512_mullo_epi64(h, _mm512_set1_epi64(
+	    (long long)0xff51afd7ed558ccdULL));
+	h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
+	h = _mm512_mullo_epi64(h, _mm512_set1_epi64(
+	    (long long)0xc4ceb9fe1a85ec53ULL));
+	return _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
+}
+
+/*
+ * The sdbm hash of 8 lanes of 8 bytes (bytes before the term zeroed): the
+ * sum of b[k] * 65599^(7 - k + shift), shift 0 or 8.  The powers (written
+ * out: simhash_pow[] in simhash.c) are split in low and high 32 bits; the
+ * digits d0, d2 of a lane are in the low halves of its even qwords after
+ * the unpack, d1, d3 in the high halves.  KQ(x, y): x in the even qwords,
+ * y in the odd ones.
+ */
+#define KQ(x, y) _mm512_set_epi64(y, x, y, x, y, x, y, x)
+#define AVX512_POLY8(name, e_lo, e_hi, o_lo, o_hi)			\
+AVX512 static inline __m512i						\
+name(__m512i w)								\
+{									\
+	__m512i x, y, l, h, lo, hi;					\
+									\
+	x = _mm512_maddubs_epi16(w, _mm512_set1_epi16(0x013f));	\
+	y = _mm512_and_si512(w, _mm512_set1_epi16(0x00ff));		\
+	l = _mm512_unpacklo_epi16(x, y);	/* even lanes' digits */	\
+	h = _mm512_unpackhi_epi16(x, y);	/* odd lanes' digits */	\
+	lo = _mm512_add_epi64(_mm512_mul_epu32(l, e_lo),		\
+	    _mm512_mul_epu32(_mm512_srli_epi64(l, 32), o_lo));		\
+	hi = _mm512_add_epi64(_mm512_mul_epu32(l, e_hi),		\
+	    _mm512_mul_epu32(_mm512_srli_epi64(l, 32), o_hi));		\
+	l = _mm512_add_epi64(lo, _mm512_slli_epi64(hi, 32));		\
+	lo = _mm512_add_epi64(_mm512_mul_epu32(h, e_lo),		\
+	    _mm512_mul_epu32(_mm512_srli_epi64(h, 32), o_lo));		\
+	hi = _mm512_add_epi64(_mm512_mul_epu32(h, e_hi),		\
+	    _mm512_mul_epu32(_mm512_srli_epi64(h, 32), o_hi));		\
+	h = _mm512_add_epi64(lo, _mm512_slli_epi64(hi, 32));		\
+	/* Each lane's two partial sums: even lanes in l, odd in h. */	\
+	return _mm512_add_epi64(_mm512_unpacklo_epi64(l, h),		\
+	    _mm512_unpackhi_epi64(l, h));				\
+}
+/* Digits d0, d2 weigh 65599^6, ^2; d1, d3 weigh ^4, ^0. */
+AVX512_POLY8(avx512_poly8_lo, KQ(0xd62aee81, 0x007e0f81),
+    KQ(0x5d02f409, 0x1), KQ(0x43ec5f01, 0x1), KQ(0x00fc5d15, 0x0))
+/* The same times 65599^8: ^14, ^10 and ^12, ^8. */
+AVX512_POLY8(avx512_poly8_hi, KQ(0x50c7ac81, 0x6698cd81),
+    KQ(0xa0320d66, 0xf2d7b418), KQ(0xcc881d01, 0xd319be01),
+    KQ(0x0cda7b04, 0xfdcbe423))
+#undef KQ
+
+/* For each lane, a mask of the bytes after its last SPACE (all if none). */
+AVX512 static inline __m512i
+avx512_keep(__m512i w, __mmask8 *has_space)
+{
+	__m512i m = _mm512_movm_epi8(_mm512_cmpeq_epi8_mask(w,
+	    _mm512_set1_epi8(' ')));
+
+	*has_space = _mm512_test_epi64_mask(m, m);
+	return _mm512_sllv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(
+	    _mm512_set1_epi64(64), _mm512_lzcnt_epi64(m)));
+}
+
+/*
+ * Tokenizes from *bp up to t (the last position that may end a term) for
+ * at most AVX512_CHUNK_BLOCKS blocks.  Bytes from n on read as SPACE.
+ * Returns the number of terms; updates *bp, *prev (the previous block) and
+ * *carry (whether the byte before *bp is a SPACE).
+ */
+AVX512 static size_t
+avx512_tokenize(const uint8_t *p, size_t n, size_t *bp, size_t t,
+    __m512i *prev, uint64_t *carry, struct avx512_chunk *ck)
+{
+	const __m512i sp = _mm512_set1_epi8(' ');
+	const __m512i iota = _mm512_set_epi8(63, 62, 61, 60, 59, 58, 57, 56,
+	    55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40,
+	    39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24,
+	    23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7,
+	    6, 5, 4, 3, 2, 1, 0);
+	/* Lane j takes end j; its byte k is at e - 8 + k, + 64 in prev:cur. */
+	const __m512i bcast = _mm512_set_epi64(0x0707070707070707LL,
+	    0x0606060606060606LL, 0x0505050505050505LL,
+	    0x0404040404040404LL, 0x0303030303030303LL,
+	    0x0202020202020202LL, 0x0101010101010101LL, 0);
+	const __m512i off = _mm512_set1_epi64(0x3f3e3d3c3b3a3938LL);
+	size_t b = *bp, nt = 0, k;
+	uint64_t m, spm, em;
+	__m512i cur, pos, idx;
+	unsigned cnt, r;
+
+	for (k = 0; k < AVX512_CHUNK_BLOCKS && b <= t; k++, b += 64) {
+		m = t + 1 - b >= 64 ? ~0ULL : _bzhi_u64(~0ULL,
+		    (unsigned)(t + 1 - b));
+		cur = _mm512_mask_loadu_epi8(sp, n - b >= 64 ? ~0ULL :
+		    _bzhi_u64(~0ULL, (unsigned)(n - b)), p + b);
+		spm = _mm512_mask_cmpeq_epi8_mask(m, cur, sp);
+		em = spm & ~((spm << 1) | *carry);
+		*carry = spm >> 63;
+		cnt = (unsigned)_mm_popcnt_u64(em);
+		pos = _mm512_maskz_compress_epi8(em, iota);
+		_mm512_storeu_si512(ck->end + nt, _mm512_add_epi32(
+		    _mm512_cvtepu8_epi32(_mm512_castsi512_si128(pos)),
+		    _mm512_set1_epi32((int)b)));
+		/*
+		 * Two rounds of 8 always (no branch to mispredict: most
+		 * blocks have 5 to 16 ends), more rarely.
+		 */
+		idx = _mm512_add_epi8(_mm512_permutexvar_epi8(bcast, pos), off);
+		_mm512_storeu_si512(ck->wlo + nt,
+		    _mm512_permutex2var_epi8(*prev, idx, cur));
+		idx = _mm512_add_epi8(_mm512_permutexvar_epi8(_mm512_add_epi8(
+		    bcast, _mm512_set1_epi8(8)), pos), off);
+		_mm512_storeu_si512(ck->wlo + nt + 8,
+		    _mm512_permutex2var_epi8(*prev, idx, cur));
+		for (r = 16; r < cnt; r += 8) {
+			if (r == 16)
+				_mm512_storeu_si512(ck->end + nt + 16,
+				    _mm512_add_epi32(_mm512_cvtepu8_epi32(
+				    _mm512_extracti32x4_epi32(pos, 1)),
+				    _mm512_set1_epi32((int)b)));
+			idx = _mm512_add_epi8(_mm512_permutexvar_epi8(
+			    _mm512_add_epi8(bcast, _mm512_set1_epi8((char)r)),
+			    pos), off);
+			_mm512_storeu_si512(ck->wlo + nt + r,
+			    _mm512_permutex2var_epi8(*prev, idx, cur));
+		}
+		nt += cnt;
+		*prev = cur;
+	}
+	*bp = b;
+	return nt;
+}
+
+/*
+ * The 8 bytes at p + off (off may be negative): SPACE where they are not
+ * readable (more than before bytes before p).
+ */
+static uint64_t
+avx512_word_at(const uint8_t *p, size_t before, ptrdiff_t off)
+{
+	uint8_t b[8];
+	ptrdiff_t i;
+	uint64_t w;
+
+	if (off >= -(ptrdiff_t)before) {
+		memcpy(&w, p + off, 8);
+		return w;
+	}
+	for (i = 0; i < 8; i++)
+		b[i] = off + i >= -(ptrdiff_t)before ? p[off + i] : ' ';
+	memcpy(&w, b, 8);
+	return w;
+}
+
+/*
+ * A term the vector path left aside, ending at e and starting at lo or
+ * after: the scalar way.
+ */
+static void
+avx512_long_term(struct simhash_acc *acc, const uint8_t *p, size_t lo,
+    size_t e)
+{
+	size_t b = e;
+	uint64_t h = 0;
+
+	while (b > lo && p[b - 1] != ' ')
+		b--;
+	for (size_t i = b; i < e; i++)
+		h = h * SIMHASH_SDBM_MULT + p[i];
+	simhash_acc_term(acc, h, p + b, e - b);
+}
+
+/* Whether the term ending at e is a stop word (lists beyond the table). */
+static int
+avx512_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
+    size_t e)
+{
+	size_t b = e;
+
+	while (b > lo && p[b - 1] != ' ')
+		b--;
+	return stopwords_contains(sh->sw, p + b, e - b);
+}
+
+/*
+ * Hashes, filters and counts the n terms of a chunk; no term starts before
+ * p + lo, and before bytes before p are readable.
+ */
+AVX512 static void
+avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
+    const uint8_t *p, size_t lo, size_t before, struct avx512_chunk *ck,
+    size_t n)
+{
+	const struct simhash *sh = acc->sh;
+	const struct simhash_stoptab *tab = &sh->tab;
+	const __m512i spaces = _mm512_set1_epi8(' ');
+	const __m256i iota8 = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+	const __m512i mul = _mm512_set1_epi64(tab->mul);
+	const __m128i shift = _mm_cvtsi32_si128((int)tab->shift);
+	const __m512i slotmask = _mm512_set1_epi64(((long long)1 << tab->bits) -
+	    1);
+	int stop = acc->stop, fast_stop = acc->stop && sh->have_tab;
+	int fmix = acc->fmix;
+	size_t g, ng = (n + 7) / 8, nl = 0, j, k;
+	uint64_t nterms = 0;
+
+	SIMHASH_PROF_T(t0);
+
+	/* Pass 1: the last 8 bytes. */
+	for (g = 0; g < ng; g++) {
+		__m512i w = _mm512_loadu_si512(ck->wlo + 8 * g), keep;
+		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
+		    (unsigned)(n - 8 * g)), has, lm;
+
+		keep = avx512_keep(w, &has);
+		_mm512_storeu_si512(ck->h + 8 * g, avx512_poly8_lo(
+		    _mm512_and_si512(w, keep)));
+		if (stop) {
+			_mm512_storeu_si512(ck->klo + 8 * g,
+			    _mm512_ternarylogic_epi64(keep, w, spaces, 0xca));
+			_mm512_storeu_si512(ck->khi + 8 * g, spaces);
+		}
+		lm = valid & ~has;
+		ck->longm[g] = lm;
+		ck->vlong[g] = 0;
+		_mm256_storeu_si256((__m256i *)(ck->lidx + nl),
+		    _mm256_maskz_compress_epi32(lm, _mm256_add_epi32(iota8,
+		    _mm256_set1_epi32((int)(8 * g)))));
+		nl += (size_t)_mm_popcnt_u32(lm);
+	}
+	/* The second words of the terms of 8 bytes or more. */
+	for (j = 0; j < nl; j++)
+		ck->lhi[j] = avx512_word_at(p, before,
+		    (ptrdiff_t)ck->end[ck->lidx[j]] - 16);
+	/* Pass 2: the bytes before those, for terms of 8 bytes or more. */
+	for (g = 0; g < nl; g += 8) {
+		__m512i w = _mm512_loadu_si512(ck->lhi + g), keep;
+		uint64_t hh[8] __attribute__((aligned(64)));
+		uint64_t key[8] __attribute__((aligned(64)));
+		__mmask8 has;
+
+		keep = avx512_keep(w, &has);
+		_mm512_store_si512(hh, avx512_poly8_hi(_mm512_and_si512(w,
+		    keep)));
+		_mm512_store_si512(key, _mm512_ternarylogic_epi64(keep, w,
+		    spaces, 0xca));
+		for (j = 0; j < 8 && g + j < nl; j++) {
+			k = ck->lidx[g + j];
+			ck->h[k] += hh[j];
+			ck->khi[k] = key[j];
+			/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
+			if (!(has >> j & 1))
+				ck->vlong[k / 8] |= (uint8_t)(1u << (k % 8));
+		}
+	}
+	SIMHASH_PROF_ADD(hash, t0);
+	/* Pass 3: stop words, fmix64, counting. */
+	for (g = 0; g < ng; g++) {
+		__m512i h = _mm512_loadu_si512(ck->h + 8 * g);
+		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
+		    (unsigned)(n - 8 * g)), cm;
+
+		cm = valid & ~ck->vlong[g];
+		if (fast_stop) {
+			__m512i slot = _mm512_and_si512(_mm512_srl_epi64(
+			    _mm512_mul_epu32(h, mul), shift), slotmask);
+			__mmask8 eq = _mm512_mask_cmpeq_epi64_mask(cm,
+			    _mm512_mask_i64gather_epi64(spaces, cm, slot,
+			    tab->lo, 8), _mm512_loadu_si512(ck->klo + 8 * g));
+			__mmask8 leq = eq & ck->longm[g];
+
+			/* Long candidates must match their first 8 bytes too. */
+			if (leq)
+				eq &= ~leq | _mm512_mask_cmpeq_epi64_mask(leq,
+				    _mm512_mask_i64gather_epi64(spaces, leq,
+				    slot, tab->hi, 8),
+				    _mm512_loadu_si512(ck->khi + 8 * g));
+			cm &= ~eq;
+		} else if (stop) {
+			for (j = 0; j < 8; j++)
+				if ((cm >> j & 1) && avx512_stop_slow(sh, p, lo,
+				    ck->end[8 * g + j]))
+					cm &= (__mmask8)~(1u << j);
+		}
+		if (fmix)
+			h = avx512_fmix(h);
+		nterms += (uint64_t)_mm_popcnt_u32(cm);
+		/* Terms not counted: 0, which adds nothing. */
+		avx512_count8(st, acc, _mm512_maskz_mov_epi64(cm, h));
+		/* Terms of 16 bytes or more: the scalar way (rare). */
+		if (__builtin_expect(ck->vlong[g] != 0, 0)) {
+			unsigned vlong = ck->vlong[g];
+
+			while (vlong) {
+				j = (size_t)__builtin_ctz(vlong);
+				vlong &= vlong - 1;
+				avx512_long_term(acc, p, lo,
+				    ck->end[8 * g + j]);
+			}
+		}
+	}
+	SIMHASH_PROF_ADD(filter, t0);
+	acc->nterms += nterms;
+#ifdef SIMHASH_PROFILE
+	simhash_profile.terms += n;
+#endif
+}
+
+AVX512 static void
+avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
+    const uint8_t *p, size_t n, size_t before, int final)
+{
+	struct avx512_chunk *ck = (struct avx512_chunk *)sc->stage;
+	struct avx512_state *st;
+	size_t s = 0, t, b, nt;
+	uint64_t carry = 1;
+	const uint8_t *q;
+	__m512i prev;
+
+	if (n == 0)
+		return;
+	if (acc->part_len > 0) {
+		/* Finish the carried term the scalar way. */
+		if ((q = memchr(p, ' ', n)) == NULL) {
+			simhash_scalar_run(acc, p, n);
+			return;
+		}
+		s = (size_t)(q - p);
+		simhash_scalar_run(acc, p, s + 1);
+	}
+	if (final)
+		t = n;		/* the end of the document ends a term */
+	else if ((q = memrchr(p + s, ' ', n - s)) != NULL)
+		t = (size_t)(q - p);
+	else {
+		simhash_scalar_run(acc, p + s, n - s);
+		return;
+	}
+	st = avx512_state(acc);
+	/* The 64 bytes before s; SPACE where they are not readable. */
+	prev = _mm512_mask_loadu_epi8(_mm512_set1_epi8(' '), s + before >= 64 ?
+	    ~0ULL : ~_bzhi_u64(~0ULL, (unsigned)(64 - s - before)), p + s - 64);
+	for (b = s; b <= t;) {
+		SIMHASH_PROF_T(t0);
+
+		nt = avx512_tokenize(p, n, &b, t, &prev, &carry, ck);
+		SIMHASH_PROF_ADD(tokenize, t0);
+		if (nt > 0)
+			avx512_terms(acc, st, p, s, before, ck, nt);
+	}
+	if (t < n)
+		simhash_scalar_run(acc, p + t + 1, n - t - 1);
+}
+
+const struct simhash_kernel simhash_kernel_avx512 = {
+	.level = SIMHASH_SIMD_AVX512,
+	.normalize = avx512_normalize,
+	.run = avx512_run,
+	.count = avx512_count,
+	.finish = avx512_finish,
+};
+
+#else
+
+const struct simhash_kernel simhash_kernel_avx512 = {
+	.level = SIMHASH_SIMD_AVX512,
+	.normalize = NULL,
+	.run = NULL,
+	.count = NULL,
+	.finish = NULL,
+};
+
+#endif
