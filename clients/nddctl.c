@@ -28,6 +28,17 @@ static const struct command {
 	  "URL...|-     has each URL been seen? prints seen or unseen" },
 	{ "url-delete", nddctl_url_delete, NULL,
 	  "URL...|-    forget URLs; prints deleted or not_found" },
+	{ "doc-submit", nddctl_doc_submit, NULL,
+	  "--url URL [--html] [--query-only] [FILE|-] | --jsonl [FILE|-]\n"
+	  "                store a document; prints its id, simhash, group and\n"
+	  "                near duplicates" },
+	{ "doc-query", nddctl_doc_query, NULL,
+	  "[--k N] [--html] [--simhash HEX] [FILE|-]\n"
+	  "                the stored documents near a body or a fingerprint" },
+	{ "doc-get", nddctl_doc_get, NULL,
+	  "--url URL    a stored document and its near duplicates" },
+	{ "doc-delete", nddctl_doc_delete, NULL,
+	  "--url URL    forget a document (admin)" },
 	{ "stats", nddctl_stats, NULL,
 	  "                daemon statistics" },
 	{ "verify", nddctl_verify, NULL,

@@ -34,6 +34,10 @@ int nddctl_url_check(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_url_delete(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_stats(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_verify(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_doc_get(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_doc_delete(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_simhash(int argc, char **argv);
 
 /* Connects or prints why not; NULL means exit NDDCTL_EXIT_UNREACHABLE. */

@@ -12,7 +12,7 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 {
 	struct nddd_stats s;
 	nddd_client *c;
-	json_t *o, *cbf;
+	json_t *o, *cbf, *near, *accel;
 
 	(void)argv;
 	if (argc != 1) {
@@ -31,6 +31,19 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		printf("version\t%s\n", s.version);
 		printf("uptime_seconds\t%" PRIu64 "\n", s.uptime_seconds);
 		printf("urls\t%" PRIu64 "\n", s.urls);
+		printf("docs\t%" PRIu64 "\n", s.docs);
+		printf("near.k\t%" PRIu32 "\n", s.near_k);
+		printf("near.blocks\t%" PRIu32 "\n", s.near_blocks);
+		printf("near.tables\t%" PRIu32 "\n", s.near_tables);
+		printf("near.bytes\t%" PRIu64 "\n", s.near_bytes);
+		printf("near.distinct\t%" PRIu64 "\n", s.near_distinct);
+		printf("accel.backend\t%s%s\n", s.accel_backend,
+		    s.accel_simulation ? " (simulation)" : "");
+		printf("accel.batches\t%" PRIu64 "\n", s.accel_batches);
+		printf("accel.batches_failed\t%" PRIu64 "\n",
+		    s.accel_batches_failed);
+		printf("accel.docs\t%" PRIu64 "\n", s.accel_docs);
+		printf("accel.bytes\t%" PRIu64 "\n", s.accel_bytes);
 		printf("cbf.counters\t%" PRIu64 "\n", s.cbf_counters);
 		printf("cbf.nonzero\t%" PRIu64 "\n", s.cbf_nonzero);
 		printf("cbf.saturated\t%" PRIu64 "\n", s.cbf_saturated);
@@ -55,6 +68,28 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	json_object_set_new(o, "uptime_seconds",
 	    json_integer((json_int_t)s.uptime_seconds));
 	json_object_set_new(o, "urls", json_integer((json_int_t)s.urls));
+	json_object_set_new(o, "docs", json_integer((json_int_t)s.docs));
+	near = json_object();
+	json_object_set_new(near, "k", json_integer(s.near_k));
+	json_object_set_new(near, "blocks", json_integer(s.near_blocks));
+	json_object_set_new(near, "tables", json_integer(s.near_tables));
+	json_object_set_new(near, "bytes", json_integer((json_int_t)s.near_bytes));
+	json_object_set_new(near, "distinct",
+	    json_integer((json_int_t)s.near_distinct));
+	json_object_set_new(o, "near", near);
+	accel = json_object();
+	json_object_set_new(accel, "backend", json_string(s.accel_backend));
+	json_object_set_new(accel, "simulation",
+	    json_boolean(s.accel_simulation));
+	json_object_set_new(accel, "batches",
+	    json_integer((json_int_t)s.accel_batches));
+	json_object_set_new(accel, "batches_failed",
+	    json_integer((json_int_t)s.accel_batches_failed));
+	json_object_set_new(accel, "docs",
+	    json_integer((json_int_t)s.accel_docs));
+	json_object_set_new(accel, "bytes",
+	    json_integer((json_int_t)s.accel_bytes));
+	json_object_set_new(o, "accel", accel);
 	json_object_set_new(cbf, "counters",
 	    json_integer((json_int_t)s.cbf_counters));
 	json_object_set_new(cbf, "nonzero",
@@ -108,12 +143,17 @@ nddctl_verify(const struct nddctl_common *co, int argc, char **argv)
 		json_object_set_new(o, "urls", json_integer((json_int_t)v.urls));
 		json_object_set_new(o, "counter_mismatches",
 		    json_integer((json_int_t)v.counter_mismatches));
+		json_object_set_new(o, "docs", json_integer((json_int_t)v.docs));
+		json_object_set_new(o, "table_mismatches",
+		    json_integer((json_int_t)v.table_mismatches));
 		json_object_set_new(o, "detail", json_string(v.detail));
 		nddctl_print_json(o);
 	} else {
-		printf("%s: %" PRIu64 " URLs, %" PRIu64 " counters differ%s%s\n",
+		printf("%s: %" PRIu64 " URLs, %" PRIu64 " counters differ; %"
+		    PRIu64 " documents, %" PRIu64 " differ%s%s\n",
 		    v.consistent ? "consistent" : "INCONSISTENT", v.urls,
-		    v.counter_mismatches, v.detail[0] ? ": " : "", v.detail);
+		    v.counter_mismatches, v.docs, v.table_mismatches,
+		    v.detail[0] ? ": " : "", v.detail);
 	}
 	return v.consistent ? NDDCTL_EXIT_OK : NDDCTL_EXIT_ITEMS;
 }

@@ -30,6 +30,8 @@ enum key_type {
 	KEY_BOOL,
 	KEY_SYNC,
 	KEY_LOG_LEVEL,
+	KEY_TERM_HASH,
+	KEY_SIMD,
 };
 
 struct key {
@@ -110,6 +112,35 @@ static const struct key keys[] = {
 	  "no" },
 	{ "urls", "strip_tracking", KEY_BOOL, F(strip_tracking), 0, 0, "no" },
 	{ "urls", "sort_query", KEY_BOOL, F(sort_query), 0, 0, "no" },
+	/* The default term hash spreads short words over all 64 bits; the
+	 * paper's plain sdbm stays for reproducing it.  Fixed per data
+	 * directory once documents are stored. */
+	{ "simhash", "term_hash", KEY_TERM_HASH, F(term_hash), 0, 0,
+	  "sdbm-fmix64" },
+	{ "simhash", "stopwords", KEY_STRING, F(stopwords), 0, 0,
+	  "conf/stopwords.txt" },
+	/* All levels give the same bits; choosing one is for diagnosis. */
+	{ "simhash", "simd", KEY_SIMD, F(simd), 0, 0, "auto" },
+	/* A device when a plugin finds one, the cpu otherwise. */
+	{ "accel", "accelerator", KEY_STRING, F(accelerator), 0, 0, "auto" },
+	{ "accel", "plugin_dir", KEY_OPT_STRING, F(accel_dir), 0, 0, "" },
+	{ "accel", "params", KEY_OPT_STRING, F(accel_params), 0, 0, "" },
+	/* Fingerprinting is CPU-bound: one worker per CPU. */
+	{ "accel", "threads", KEY_UINT, F(accel_threads), 0, 256, "0" },
+	/* Big enough to keep a device busy, small enough to spread. */
+	{ "accel", "batch_docs", KEY_UINT, F(accel_batch_docs), 1, 1 << 20,
+	  "1024" },
+	/* A flaky device gets a few chances before the cpu takes over. */
+	{ "accel", "max_failures", KEY_UINT, F(accel_max_failures), 1, 1000,
+	  "3" },
+	/* Manku et al.'s choice for 64-bit simhash at web scale: k = 3 with
+	 * four tables on 16-bit keys. */
+	{ "near", "k", KEY_UINT, F(near_k), 1, 16, "3" },
+	{ "near", "blocks", KEY_UINT, F(near_blocks), 2, 64, "4" },
+	/* Bounds a reply: thousands of exact copies of one page are one
+	 * story, not a list anyone reads. */
+	{ "near", "max_results", KEY_UINT, F(near_max_results), 1, 100000,
+	  "1000" },
 	{ "log", "level", KEY_LOG_LEVEL, F(log_level), 0, 0, "info" },
 };
 
@@ -291,6 +322,19 @@ set_key(struct config *cfg, const struct key *k, const char *v,
 			return -1;
 		}
 		return 0;
+	case KEY_TERM_HASH:
+		if (simhash_term_hash_parse(v,
+		    (enum simhash_term_hash *)field) == -1) {
+			*cause = "not a term hash (sdbm-fmix64 or sdbm)";
+			return -1;
+		}
+		return 0;
+	case KEY_SIMD:
+		if (simhash_simd_parse(v, (enum simhash_simd *)field) == -1) {
+			*cause = "not a level (auto, avx512, avx2 or scalar)";
+			return -1;
+		}
+		return 0;
 	}
 	*cause = "unknown key type";
 	return -1;
@@ -469,6 +513,10 @@ config_validate(struct config *cfg, const char **cause)
 	if (cfg->tls_listen == NULL && (cfg->tls_cert != NULL ||
 	    cfg->tls_client_ca != NULL)) {
 		*cause = "[tls] cert or client_ca set without [tls] listen";
+		return -1;
+	}
+	if (cfg->near_k >= cfg->near_blocks) {
+		*cause = "[near] k must be below [near] blocks";
 		return -1;
 	}
 	return 0;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "simhash.h"
 #include "store.h"
 
 #define CONFIG_DEFAULT_PORT 6464
@@ -53,6 +54,21 @@ struct config {
 	bool strip_session_ids;
 	bool strip_tracking;
 	bool sort_query;
+	/* [simhash] */
+	enum simhash_term_hash term_hash;
+	char *stopwords;		/* path, or "none" */
+	enum simhash_simd simd;
+	/* [accel] */
+	char *accelerator;		/* auto | cpu | NAME */
+	char *accel_dir;		/* plugins' directory, or NULL */
+	char *accel_params;		/* handed to the plugin, or NULL */
+	uint64_t accel_threads;		/* cpu backend workers; 0: one per CPU */
+	uint64_t accel_batch_docs;
+	uint64_t accel_max_failures;
+	/* [near] */
+	uint64_t near_k;
+	uint64_t near_blocks;
+	uint64_t near_max_results;	/* neighbours in one reply, at most */
 	/* [log] */
 	enum log_level log_level;
 };

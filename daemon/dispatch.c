@@ -14,9 +14,12 @@
 
 #include <event2/buffer.h>
 
+#include "accel.h"
 #include "arena.h"
 #include "auth.h"
 #include "cbf.h"
+#include "docreq.h"
+#include "docset.h"
 #include "config.h"
 #include "frame.h"
 #include "log.h"
@@ -33,7 +36,10 @@ struct dispatch {
 	const struct config *cfg;
 	struct store *st;
 	struct urlset *us;
+	struct docset *ds;
 	struct writer *w;
+	struct accel *acc;
+	struct docreq_env docs;
 	struct server *srv;
 	struct workers *workers;
 	struct metrics *metrics;
@@ -44,13 +50,6 @@ struct dispatch {
 	time_t started;
 };
 
-/* What one request worker owns. */
-struct worker_ctx {
-	struct url_keyer *keyer;
-	struct store_txn *reader;
-	struct arena arena;		/* one request's memory */
-};
-
 /* One frame, from the loop to a worker and back. */
 struct req_task {
 	struct worker_task wt;
@@ -59,6 +58,7 @@ struct req_task {
 	bool garbage;			/* not a Request: close conn */
 	bool failed;			/* refused as a whole */
 	bool handed_off;		/* a writer job answers instead */
+	struct doc_op *doc;		/* to the accelerator, from the loop */
 	size_t len;
 	uint8_t payload[];
 };
@@ -103,6 +103,10 @@ metric_op_of(const Nddd__V1__Request *req)
 	case NDDD__V1__REQUEST__OP_URL_DELETE: return METRIC_URL_DELETE;
 	case NDDD__V1__REQUEST__OP_STATS: return METRIC_STATS;
 	case NDDD__V1__REQUEST__OP_VERIFY: return METRIC_VERIFY;
+	case NDDD__V1__REQUEST__OP_DOC_SUBMIT: return METRIC_DOC_SUBMIT;
+	case NDDD__V1__REQUEST__OP_DOC_QUERY: return METRIC_DOC_QUERY;
+	case NDDD__V1__REQUEST__OP_DOC_GET: return METRIC_DOC_GET;
+	case NDDD__V1__REQUEST__OP_DOC_DELETE: return METRIC_DOC_DELETE;
 	default: return METRIC_INVALID;
 	}
 }
@@ -134,8 +138,12 @@ run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id, bool full,
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__StatsResult res = NDDD__V1__STATS_RESULT__INIT;
 	Nddd__V1__FilterStats fs = NDDD__V1__FILTER_STATS__INIT;
+	Nddd__V1__NearStats ns = NDDD__V1__NEAR_STATS__INIT;
+	Nddd__V1__AccelStats as = NDDD__V1__ACCEL_STATS__INIT;
 	const struct cbf *f = urlset_filter(d->us);
 	struct urlset_stats us = { 0 };
+	struct docset_stats ds = { 0 };
+	struct accel_stats acs;
 	struct writer_stats ws;
 	int rc;
 
@@ -145,11 +153,27 @@ run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id, bool full,
 		return;
 	}
 	urlset_stats(d->us, ctx->reader, &us);
+	docset_stats(d->ds, ctx->reader, &ds);
 	store_reader_end(ctx->reader);
 	res.version = (char *)NDDD_VERSION;
 	res.uptime_seconds = (uint64_t)(time(NULL) - d->started);
 	res.urls = us.urls;
+	res.docs = ds.docs;
+	ns.k = ds.k;
+	ns.blocks = ds.blocks;
+	ns.tables = ds.tables;
+	res.near = &ns;
 	if (full) {
+		ns.bytes = ds.table_bytes;
+		ns.distinct = ds.distinct;
+		accel_stats(d->acc, &acs);
+		as.backend = acs.backend;
+		as.simulation = acs.simulation;
+		as.batches = acs.batches;
+		as.batches_failed = acs.batches_failed;
+		as.docs = acs.docs;
+		as.bytes = acs.bytes;
+		res.accel = &as;
 		writer_stats(d->w, &ws);
 		fs.counters = cbf_stat_counters(f);
 		fs.nonzero = cbf_stat_nonzero(f);
@@ -178,7 +202,9 @@ struct verify_job {
 	struct writer_job wj;
 	struct request_origin origin;
 	struct urlset *us;
+	struct docset *ds;
 	struct urlset_verify result;
+	struct docset_verify docs;
 };
 
 static void
@@ -186,7 +212,8 @@ verify_alone(struct writer_job *wj)
 {
 	struct verify_job *j = (struct verify_job *)wj;
 
-	wj->status = urlset_verify(j->us, &j->result);
+	if ((wj->status = urlset_verify(j->us, &j->result)) == STORE_OK)
+		wj->status = docset_verify(j->ds, &j->docs);
 }
 
 static void
@@ -203,17 +230,23 @@ verify_done(struct writer_job *wj)
 		    store_strstatus(wj->status));
 	else if (out != NULL) {
 		res.consistent = j->result.counter_mismatches == 0 &&
-		    j->result.index_mismatches == 0;
+		    j->result.index_mismatches == 0 &&
+		    j->docs.table_mismatches == 0 &&
+		    j->docs.url_mismatches == 0;
 		res.urls = j->result.records;
 		res.counter_mismatches = j->result.counter_mismatches;
-		res.detail = j->result.detail;
+		res.docs = j->docs.records;
+		res.table_mismatches = j->docs.table_mismatches +
+		    j->docs.url_mismatches;
+		res.detail = j->result.detail[0] ? j->result.detail :
+		    j->docs.detail;
 		resp.id = j->origin.id;
 		resp.result_case = NDDD__V1__RESPONSE__RESULT_VERIFY;
 		resp.verify = &res;
 		frame_write(out, &resp.base);
 		if (!res.consistent)
 			log_warnx("%s: memory and store disagree: %s",
-			    __func__, j->result.detail);
+			    __func__, res.detail);
 	}
 	dispatch_finish(&j->origin, out, wj->status != STORE_OK);
 	if (out != NULL)
@@ -240,6 +273,7 @@ start_verify(struct dispatch *d, const struct request_origin *o,
 	j->wj.ops = &verify_job_ops;
 	j->origin = *o;
 	j->us = d->us;
+	j->ds = d->ds;
 	writer_submit(d->w, &j->wj);
 	return true;
 }
@@ -295,6 +329,20 @@ req_run(struct worker_task *wt, void *arg)
 	case NDDD__V1__REQUEST__OP_VERIFY:
 		t->handed_off = start_verify(d, &t->origin, t->reply);
 		break;
+	case NDDD__V1__REQUEST__OP_DOC_SUBMIT:
+	case NDDD__V1__REQUEST__OP_DOC_QUERY:
+	case NDDD__V1__REQUEST__OP_DOC_GET:
+	case NDDD__V1__REQUEST__OP_DOC_DELETE:
+		switch (docreq_start(&d->docs, ctx, req, &t->origin, t->reply,
+		    &t->doc)) {
+		case DOCREQ_ANSWERED:
+			break;
+		case DOCREQ_HANDED_OFF:
+		case DOCREQ_FINGERPRINT:
+			t->handed_off = true;
+			break;
+		}
+		break;
 	default:
 		/* request_validate refused it. */
 		break;
@@ -310,7 +358,9 @@ req_done(struct worker_task *wt)
 		conn_fail(t->origin.conn, NDDD__V1__CODE__INVALID_ARGUMENT,
 		    "frame is not a valid nddd.v1.Request");
 		dispatch_finish(&t->origin, NULL, true);
-	} else if (!t->handed_off)
+	} else if (t->doc != NULL)
+		docreq_fingerprint(t->doc);	/* the accelerator is the loop's */
+	else if (!t->handed_off)
 		dispatch_finish(&t->origin, t->reply, t->failed);
 	evbuffer_free(t->reply);
 	free(t);
@@ -323,28 +373,34 @@ static const struct worker_task_ops req_task_ops = {
 
 struct dispatch *
 dispatch_new(const struct config *cfg, struct event_base *base,
-    struct store *st, struct urlset *us, struct writer *w,
-    struct metrics *m, struct auth *auth)
+    const struct dispatch_deps *deps)
 {
 	struct dispatch *d;
 
 	if ((d = calloc(1, sizeof(*d))) == NULL)
 		return NULL;
 	d->cfg = cfg;
-	d->st = st;
-	d->us = us;
-	d->w = w;
-	d->metrics = m;
-	d->auth = auth;
+	d->st = deps->st;
+	d->us = deps->us;
+	d->ds = deps->ds;
+	d->w = deps->w;
+	d->acc = deps->acc;
+	d->metrics = deps->metrics;
+	d->auth = deps->auth;
 	pthread_rwlock_init(&d->auth_lock, NULL);
 	d->limits.max_batch = cfg->max_batch;
 	d->started = time(NULL);
-	if ((d->loop_reader = store_reader_new(st)) == NULL)
+	if ((d->loop_reader = store_reader_new(d->st)) == NULL)
 		goto err;
 	d->workers = workers_new((unsigned)cfg->workers, base, worker_ctx_new,
 	    worker_ctx_free, d);
 	if (d->workers == NULL)
 		goto err;
+	d->docs.ds = d->ds;
+	d->docs.w = d->w;
+	d->docs.acc = d->acc;
+	d->docs.workers = d->workers;
+	d->docs.max_results = cfg->near_max_results;
 	return d;
 err:
 	store_reader_free(d->loop_reader);
@@ -386,7 +442,8 @@ dispatch_set_auth(struct dispatch *d, struct auth *auth)
 size_t
 dispatch_pending(struct dispatch *d)
 {
-	return workers_pending(d->workers) + writer_pending(d->w);
+	return workers_pending(d->workers) + writer_pending(d->w) +
+	    d->docs.in_accel;
 }
 
 void
@@ -431,13 +488,41 @@ dispatch_render_gauges(struct dispatch *d, struct evbuffer *out)
 {
 	const struct cbf *f = urlset_filter(d->us);
 	struct urlset_stats us = { 0 };
+	struct docset_stats ds = { 0 };
+	struct accel_stats as;
 	struct writer_stats ws;
 
 	if (store_reader_begin(d->loop_reader) == STORE_OK) {
 		urlset_stats(d->us, d->loop_reader, &us);
+		docset_stats(d->ds, d->loop_reader, &ds);
 		store_reader_end(d->loop_reader);
 	}
 	writer_stats(d->w, &ws);
+	accel_stats(d->acc, &as);
+	metrics_render_value(out, "nddd_docs", "gauge", "Documents stored.",
+	    (double)ds.docs);
+	metrics_render_value(out, "nddd_docs_distinct_fingerprints", "gauge",
+	    "Distinct fingerprints among the stored documents.",
+	    (double)ds.distinct);
+	metrics_render_value(out, "nddd_tables_bytes", "gauge",
+	    "Memory of the near-duplicate tables.", (double)ds.table_bytes);
+	metrics_render_value(out, "nddd_tables", "gauge",
+	    "Near-duplicate tables.", (double)ds.tables);
+	metrics_render_value(out, "nddd_accel_batches_total", "counter",
+	    "Document batches given to the accelerator backend.",
+	    (double)as.batches);
+	metrics_render_value(out, "nddd_accel_batches_failed_total", "counter",
+	    "Batches a plugin failed or refused (redone on the cpu).",
+	    (double)as.batches_failed);
+	metrics_render_value(out, "nddd_accel_documents_total", "counter",
+	    "Documents fingerprinted.", (double)as.docs);
+	metrics_render_value(out, "nddd_accel_bytes_total", "counter",
+	    "Bytes of documents fingerprinted.", (double)as.bytes);
+	evbuffer_add_printf(out, "# HELP nddd_accel_backend The accelerator "
+	    "backend in use (1), and whether it is a simulation.\n"
+	    "# TYPE nddd_accel_backend gauge\n"
+	    "nddd_accel_backend{backend=\"%s\",simulation=\"%s\"} 1\n",
+	    as.backend, as.simulation ? "yes" : "no");
 	metrics_render_value(out, "nddd_urls", "gauge", "URLs stored.",
 	    (double)us.urls);
 	metrics_render_value(out, "nddd_filter_counters", "gauge",

@@ -15,10 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "metrics.h"
 
+struct accel;
 struct auth;
 struct config;
+struct docset;
 struct conn;
 struct evbuffer;
 struct event_base;
@@ -28,6 +31,15 @@ struct urlset;
 struct writer;
 
 struct dispatch;
+struct store_txn;
+struct url_keyer;
+
+/* What one request worker owns; every task's run gets it. */
+struct worker_ctx {
+	struct url_keyer *keyer;
+	struct store_txn *reader;	/* a read transaction, renewed per use */
+	struct arena arena;		/* one request's memory */
+};
 
 /*
  * Where a request came from and when, carried by whatever answers it.
@@ -41,14 +53,23 @@ struct request_origin {
 	enum metric_op op;
 };
 
+/* What the dispatcher serves requests with. */
+struct dispatch_deps {
+	struct store *st;
+	struct urlset *us;
+	struct docset *ds;
+	struct writer *w;
+	struct accel *acc;
+	struct metrics *metrics;
+	struct auth *auth;		/* NULL: no tokens; becomes d's */
+};
+
 /*
  * Starts cfg->workers request workers (each with a store reader and a URL
- * keyer).  auth (may be NULL: no tokens) becomes the dispatcher's.
- * Returns NULL if they cannot start.
+ * keyer).  Returns NULL if they cannot start.
  */
 struct dispatch *dispatch_new(const struct config *cfg,
-    struct event_base *base, struct store *st, struct urlset *us,
-    struct writer *w, struct metrics *m, struct auth *auth);
+    struct event_base *base, const struct dispatch_deps *deps);
 /* Stops the workers (finishing queued requests first) and frees d. */
 void dispatch_free(struct dispatch *d);
 /* Tells the dispatcher which server it serves (for statistics). */

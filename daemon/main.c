@@ -20,13 +20,19 @@
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
+#include <openssl/evp.h>
+
+#include "accel.h"
 #include "auth.h"
 #include "config.h"
 #include "dispatch.h"
+#include "docset.h"
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
+#include "simhash.h"
+#include "stopwords.h"
 #include "store.h"
 #include "urlset.h"
 #include "version.h"
@@ -38,6 +44,10 @@ struct daemon {
 	struct event_base *base;
 	struct store *store;
 	struct urlset *urls;
+	struct stopwords *stopwords;
+	char stopwords_digest[2 * 32 + 1];
+	struct docset *docs;
+	struct accel *accel;
 	struct writer *writer;
 	struct metrics metrics;
 	struct dispatch *dispatch;
@@ -222,6 +232,85 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	server_shutdown(d->server);
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Loads the stop words and names the list by the SHA-256 of its sorted
+ * words (or "none"), for the data directory's records.
+ */
+static void
+load_stopwords(struct daemon *d)
+{
+	const char *const *list;
+	const char **sorted;
+	unsigned char md[32];
+	unsigned int mdlen;
+	EVP_MD_CTX *ctx;
+	char *cause = NULL;
+	size_t n = 0;
+
+	if (strcmp(d->cfg.stopwords, "none") == 0) {
+		snprintf(d->stopwords_digest, sizeof(d->stopwords_digest),
+		    "none");
+		return;
+	}
+	if ((d->stopwords = stopwords_load(d->cfg.stopwords, &cause)) == NULL)
+		fatalx("stop words: %s", cause ? cause : "out of memory");
+	list = stopwords_list(d->stopwords);
+	while (list[n] != NULL)
+		n++;
+	if ((sorted = malloc((n + 1) * sizeof(*sorted))) == NULL ||
+	    (ctx = EVP_MD_CTX_new()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	memcpy(sorted, list, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_str);
+	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	for (size_t i = 0; i < n; i++)
+		EVP_DigestUpdate(ctx, sorted[i], strlen(sorted[i]) + 1);
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	EVP_MD_CTX_free(ctx);
+	free(sorted);
+	for (unsigned i = 0; i < mdlen && i < 32; i++)
+		snprintf(d->stopwords_digest + 2 * i, 3, "%02x", md[i]);
+	log_info("%s: %zu stop words from %s", __func__, n, d->cfg.stopwords);
+}
+
+static void
+open_docs(struct daemon *d)
+{
+	struct docset_options dopts = {
+		.k = (unsigned)d->cfg.near_k,
+		.blocks = (unsigned)d->cfg.near_blocks,
+		.term_hash = d->cfg.term_hash,
+		.stopwords_digest = d->stopwords_digest,
+	};
+	struct accel_options ao;
+	char *cause = NULL;
+
+	if (simhash_simd_select(d->cfg.simd, &cause) == -1)
+		fatalx("[simhash] simd: %s", cause ? cause : "unsupported");
+	load_stopwords(d);
+	if ((d->docs = docset_open(d->store, &dopts, &cause)) == NULL)
+		fatalx("%s", cause ? cause : "cannot open the documents");
+	accel_options_defaults(&ao);
+	snprintf(ao.accelerator, sizeof(ao.accelerator), "%s",
+	    d->cfg.accelerator);
+	snprintf(ao.plugin_dir, sizeof(ao.plugin_dir), "%s",
+	    d->cfg.accel_dir ? d->cfg.accel_dir : "");
+	snprintf(ao.params, sizeof(ao.params), "%s",
+	    d->cfg.accel_params ? d->cfg.accel_params : "");
+	ao.threads = (unsigned)d->cfg.accel_threads;
+	ao.batch_docs = (unsigned)d->cfg.accel_batch_docs;
+	ao.max_failures = (unsigned)d->cfg.accel_max_failures;
+	if ((d->accel = accel_new(d->base, &ao, d->cfg.term_hash,
+	    d->stopwords, &cause)) == NULL)
+		fatalx("accelerator: %s", cause ? cause : "cannot start");
+}
+
 static void
 open_everything(struct daemon *d)
 {
@@ -239,6 +328,7 @@ open_everything(struct daemon *d)
 		},
 	};
 	struct auth *tokens = load_tokens(&d->cfg);
+	struct dispatch_deps deps;
 	char *cause = NULL;
 
 	check_exposure(&d->cfg, tokens != NULL);
@@ -248,10 +338,17 @@ open_everything(struct daemon *d)
 		fatalx("%s", cause ? cause : "cannot open the URL set");
 	if ((d->base = event_base_new()) == NULL)
 		fatalx("%s: event_base_new failed", __func__);
+	open_docs(d);
 	if ((d->writer = writer_new(d->store, d->base)) == NULL)
 		fatalx("%s: cannot start the store writer", __func__);
-	if ((d->dispatch = dispatch_new(&d->cfg, d->base, d->store, d->urls,
-	    d->writer, &d->metrics, tokens)) == NULL)
+	deps.st = d->store;
+	deps.us = d->urls;
+	deps.ds = d->docs;
+	deps.w = d->writer;
+	deps.acc = d->accel;
+	deps.metrics = &d->metrics;
+	deps.auth = tokens;
+	if ((d->dispatch = dispatch_new(&d->cfg, d->base, &deps)) == NULL)
 		fatalx("%s: cannot start the request workers", __func__);
 	if ((d->server = server_new(d->base, &d->cfg, d->dispatch,
 	    &d->metrics, &cause)) == NULL)
@@ -278,10 +375,13 @@ close_everything(struct daemon *d)
 	/* The server drained the workers and the writer before the loop
 	 * ended; what remains is tearing down. */
 	httpd_free(d->httpd);
+	accel_free(d->accel);
 	dispatch_free(d->dispatch);
 	writer_stop(d->writer);
 	server_free(d->server);
 	writer_free(d->writer);
+	docset_free(d->docs);
+	stopwords_free(d->stopwords);
 	event_free(d->sigterm);
 	event_free(d->sigint);
 	event_free(d->sighup);

@@ -21,6 +21,10 @@ metrics_op_name(enum metric_op op)
 		[METRIC_URL_DELETE] = "url_delete",
 		[METRIC_STATS] = "stats",
 		[METRIC_VERIFY] = "verify",
+		[METRIC_DOC_SUBMIT] = "doc_submit",
+		[METRIC_DOC_QUERY] = "doc_query",
+		[METRIC_DOC_GET] = "doc_get",
+		[METRIC_DOC_DELETE] = "doc_delete",
 		[METRIC_INVALID] = "invalid",
 	};
 

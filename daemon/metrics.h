@@ -18,6 +18,10 @@ enum metric_op {
 	METRIC_URL_DELETE,
 	METRIC_STATS,
 	METRIC_VERIFY,
+	METRIC_DOC_SUBMIT,
+	METRIC_DOC_QUERY,
+	METRIC_DOC_GET,
+	METRIC_DOC_DELETE,
 	METRIC_INVALID,		/* undecodable or refused before its op */
 	METRIC_NOPS
 };

@@ -52,7 +52,13 @@ request_role(const Nddd__V1__Request *req)
 	switch (req->op_case) {
 	case NDDD__V1__REQUEST__OP_URL_CHECK:
 	case NDDD__V1__REQUEST__OP_STATS:
+	case NDDD__V1__REQUEST__OP_DOC_QUERY:
+	case NDDD__V1__REQUEST__OP_DOC_GET:
 		return ROLE_READ;
+	case NDDD__V1__REQUEST__OP_DOC_SUBMIT:
+		/* Asking which story a page would join changes nothing. */
+		return req->doc_submit && req->doc_submit->query_only ?
+		    ROLE_READ : ROLE_WRITE;
 	case NDDD__V1__REQUEST__OP_URL_SUBMIT:
 		return ROLE_WRITE;
 	default:
@@ -78,6 +84,10 @@ request_validate(const Nddd__V1__Request *req, const struct request_limits *lim,
 		return NDDD__V1__CODE__OK;
 	case NDDD__V1__REQUEST__OP_STATS:
 	case NDDD__V1__REQUEST__OP_VERIFY:
+	case NDDD__V1__REQUEST__OP_DOC_SUBMIT:
+	case NDDD__V1__REQUEST__OP_DOC_QUERY:
+	case NDDD__V1__REQUEST__OP_DOC_GET:
+	case NDDD__V1__REQUEST__OP_DOC_DELETE:
 		return NDDD__V1__CODE__OK;
 	default:
 		*message = "request names no operation this server knows";

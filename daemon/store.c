@@ -20,6 +20,8 @@
 static const char *const store_table_names[STORE_NTABLES] = {
 	[STORE_META] = "meta",
 	[STORE_URLS] = "urls",
+	[STORE_DOCS] = "docs",
+	[STORE_DOC_URLS] = "doc_urls",
 };
 
 /*
@@ -387,19 +389,15 @@ store_bytes_used(struct store *st)
 }
 
 int
-store_scan(struct store *st, enum store_table t, store_scan_fn fn, void *arg)
+store_scan_txn(struct store_txn *txn, enum store_table t, store_scan_fn fn,
+    void *arg)
 {
-	MDB_txn *txn;
 	MDB_cursor *cur;
 	MDB_val k, v;
 	int rc, ret = STORE_OK;
 
-	if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)) != 0)
+	if ((rc = mdb_cursor_open(txn->txn, txn->st->dbi[t], &cur)) != 0)
 		return store_status(rc, "scan");
-	if ((rc = mdb_cursor_open(txn, st->dbi[t], &cur)) != 0) {
-		mdb_txn_abort(txn);
-		return store_status(rc, "scan");
-	}
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
 	    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if ((ret = fn(k.mv_data, k.mv_size, v.mv_data, v.mv_size,
@@ -409,7 +407,19 @@ store_scan(struct store *st, enum store_table t, store_scan_fn fn, void *arg)
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		ret = store_status(rc, "scan");
 	mdb_cursor_close(cur);
-	mdb_txn_abort(txn);
+	return ret;
+}
+
+int
+store_scan(struct store *st, enum store_table t, store_scan_fn fn, void *arg)
+{
+	struct store_txn txn = { .st = st };
+	int rc, ret;
+
+	if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn.txn)) != 0)
+		return store_status(rc, "scan");
+	ret = store_scan_txn(&txn, t, fn, arg);
+	mdb_txn_abort(txn.txn);
 	return ret;
 }
 

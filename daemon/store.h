@@ -2,7 +2,7 @@
  * store: the LMDB environment that is nddd's source of truth.
  *
  * One environment per data directory, holding named tables (metadata, URL
- * records; documents later).  This module owns the environment, the
+ * records, documents and their URL index).  This module owns the environment, the
  * transactions and the translation of LMDB's error codes into the few
  * outcomes callers act on; the record formats belong to the modules that
  * store them (urlset for URLs).
@@ -27,6 +27,8 @@ enum store_sync {
 enum store_table {
 	STORE_META,
 	STORE_URLS,
+	STORE_DOCS,		/* document id -> record */
+	STORE_DOC_URLS,		/* MD5 of a document's URL -> its id */
 	STORE_NTABLES
 };
 
@@ -104,6 +106,10 @@ typedef int (*store_scan_fn)(const void *key, size_t klen, const void *val,
     size_t vlen, void *arg);
 int store_scan(struct store *st, enum store_table t, store_scan_fn fn,
     void *arg);
+
+/* The same within txn (a begun reader or the write transaction). */
+int store_scan_txn(struct store_txn *txn, enum store_table t,
+    store_scan_fn fn, void *arg);
 
 /* Metadata: small text values under text keys. */
 int store_meta_get(struct store_txn *txn, const char *key, char *buf,

@@ -300,8 +300,9 @@ urlset_keyer_free(struct url_keyer *k)
 }
 
 int
-urlset_key(struct url_keyer *k, const char *url, size_t len,
-    struct url_key *key, const char **cause)
+urlset_key_canonical(struct url_keyer *k, const char *url, size_t len,
+    struct url_key *key, const char **canon, size_t *canon_len,
+    const char **cause)
 {
 	const char *c;
 	size_t clen;
@@ -318,7 +319,20 @@ urlset_key(struct url_keyer *k, const char *url, size_t len,
 	    mdlen != CBF_FP_LEN)
 		fatalx("%s: MD5 failed", __func__);
 	cbf_indices(k->us->filter, key->fp, key->idx);
+	*canon = c;
+	*canon_len = clen;
 	return 0;
+}
+
+int
+urlset_key(struct url_keyer *k, const char *url, size_t len,
+    struct url_key *key, const char **cause)
+{
+	const char *canon;
+	size_t canon_len;
+
+	return urlset_key_canonical(k, url, len, key, &canon, &canon_len,
+	    cause);
 }
 
 void

@@ -95,6 +95,13 @@ void urlset_keyer_free(struct url_keyer *k);
  */
 int urlset_key(struct url_keyer *k, const char *url, size_t len,
     struct url_key *key, const char **cause);
+/*
+ * The same, also giving the canonical form (valid until the keyer's next
+ * call) in *canon and *canon_len.
+ */
+int urlset_key_canonical(struct url_keyer *k, const char *url, size_t len,
+    struct url_key *key, const char **canon, size_t *canon_len,
+    const char **cause);
 /* Hints the CPU to fetch key's filter counters ahead of urlset_check. */
 void urlset_prefetch(const struct urlset *us, const struct url_key *key);
 

@@ -68,6 +68,33 @@ finish(struct writer *w, struct writer_job *job)
 }
 
 /*
+ * Tells the jobs from list up to (not including) end that their transaction
+ * aborted, the last first: effects outside the store are taken back in the
+ * reverse order of their doing (a document changed twice in one
+ * transaction must end as it began).
+ */
+static void
+undo_jobs(struct writer_job *list, struct writer_job *end)
+{
+	struct writer_job *job, **v;
+	size_t n = 0, i = 0;
+
+	for (job = list; job != end; job = job->next)
+		n++;
+	if (n == 0)
+		return;
+	if ((v = malloc(n * sizeof(*v))) == NULL)
+		fatalx("%s: out of memory taking back a transaction", __func__);
+	for (job = list; job != end; job = job->next)
+		v[i++] = job;
+	while (i > 0) {
+		job = v[--i];
+		job->ops->aborted(job);
+	}
+	free(v);
+}
+
+/*
  * Applies the jobs of list in one transaction.  Returns STORE_OK (all
  * committed), or the failure, after which every applied job has been told
  * it was aborted and none has been finished.
@@ -100,8 +127,7 @@ run_txn(struct writer *w, struct writer_job *list)
 	return STORE_OK;
 aborted:
 	__atomic_fetch_add(&w->failed_txns, 1, __ATOMIC_RELAXED);
-	for (job = list; job != failed_at; job = job->next)
-		job->ops->aborted(job);
+	undo_jobs(list, failed_at);
 	return rc;
 }
 

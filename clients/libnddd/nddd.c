@@ -504,6 +504,101 @@ nddd_send_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 }
 
 int
+nddd_send_doc_submit(nddd_client *c, const char *url, size_t url_len,
+    const void *body, size_t body_len, enum nddd_doc_format format,
+    int query_only, uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__DocSubmit d = NDDD__V1__DOC_SUBMIT__INIT;
+
+	d.url.data = (uint8_t *)url;
+	d.url.len = url_len;
+	d.body.data = (uint8_t *)body;
+	d.body.len = body_len;
+	d.format = format == NDDD_HTML ? NDDD__V1__DOC_FORMAT__HTML :
+	    NDDD__V1__DOC_FORMAT__TEXT;
+	d.query_only = query_only != 0;
+	req.op_case = NDDD__V1__REQUEST__OP_DOC_SUBMIT;
+	req.doc_submit = &d;
+	return queue_request(c, &req, id);
+}
+
+static int
+send_query(nddd_client *c, Nddd__V1__DocQuery *q, int k, uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__Distance dist = NDDD__V1__DISTANCE__INIT;
+
+	if (k >= 0) {
+		dist.k = (uint32_t)k;
+		q->max_distance = &dist;
+	}
+	req.op_case = NDDD__V1__REQUEST__OP_DOC_QUERY;
+	req.doc_query = q;
+	return queue_request(c, &req, id);
+}
+
+int
+nddd_send_doc_query(nddd_client *c, const void *body, size_t body_len,
+    enum nddd_doc_format format, int k, uint64_t *id)
+{
+	Nddd__V1__DocQuery q = NDDD__V1__DOC_QUERY__INIT;
+	Nddd__V1__DocBody b = NDDD__V1__DOC_BODY__INIT;
+
+	b.body.data = (uint8_t *)body;
+	b.body.len = body_len;
+	b.format = format == NDDD_HTML ? NDDD__V1__DOC_FORMAT__HTML :
+	    NDDD__V1__DOC_FORMAT__TEXT;
+	q.what_case = NDDD__V1__DOC_QUERY__WHAT_BODY;
+	q.body = &b;
+	return send_query(c, &q, k, id);
+}
+
+int
+nddd_send_doc_query_simhash(nddd_client *c, uint64_t simhash, int k,
+    uint64_t *id)
+{
+	Nddd__V1__DocQuery q = NDDD__V1__DOC_QUERY__INIT;
+
+	q.what_case = NDDD__V1__DOC_QUERY__WHAT_SIMHASH;
+	q.simhash = simhash;
+	return send_query(c, &q, k, id);
+}
+
+static int
+send_ref(nddd_client *c, int get, const char *url, size_t url_len,
+    uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__DocRef ref = NDDD__V1__DOC_REF__INIT;
+
+	ref.url.data = (uint8_t *)url;
+	ref.url.len = url_len;
+	if (get) {
+		req.op_case = NDDD__V1__REQUEST__OP_DOC_GET;
+		req.doc_get = &ref;
+	} else {
+		req.op_case = NDDD__V1__REQUEST__OP_DOC_DELETE;
+		req.doc_delete = &ref;
+	}
+	return queue_request(c, &req, id);
+}
+
+int
+nddd_send_doc_get(nddd_client *c, const char *url, size_t url_len,
+    uint64_t *id)
+{
+	return send_ref(c, 1, url, url_len, id);
+}
+
+int
+nddd_send_doc_delete(nddd_client *c, const char *url, size_t url_len,
+    uint64_t *id)
+{
+	return send_ref(c, 0, url, url_len, id);
+}
+
+int
 nddd_send_verify(nddd_client *c, uint64_t *id)
 {
 	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
@@ -584,6 +679,57 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 	o->commits = s->commits;
 	o->store_bytes = s->store_bytes;
 	o->connections = s->connections;
+	o->docs = s->docs;
+	if (s->near != NULL) {
+		o->near_k = s->near->k;
+		o->near_blocks = s->near->blocks;
+		o->near_tables = s->near->tables;
+		o->near_bytes = s->near->bytes;
+		o->near_distinct = s->near->distinct;
+	}
+	if (s->accel != NULL) {
+		snprintf(o->accel_backend, sizeof(o->accel_backend), "%s",
+		    s->accel->backend ? s->accel->backend : "");
+		o->accel_simulation = s->accel->simulation;
+		o->accel_batches = s->accel->batches;
+		o->accel_batches_failed = s->accel->batches_failed;
+		o->accel_docs = s->accel->docs;
+		o->accel_bytes = s->accel->bytes;
+	}
+}
+
+static char *
+dup_bytes(const ProtobufCBinaryData *b)
+{
+	char *s = malloc(b->len + 1);
+
+	if (s != NULL) {
+		memcpy(s, b->data, b->len);
+		s[b->len] = '\0';
+	}
+	return s;
+}
+
+/* Copies neighbours into d; returns -1 when out of memory. */
+static int
+copy_near(struct nddd_doc *d, Nddd__V1__Neighbour **near, size_t n,
+    uint64_t total)
+{
+	d->near_total = total;
+	if (n == 0)
+		return 0;
+	if ((d->near = calloc(n, sizeof(*d->near))) == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		d->near[i].doc_id = near[i]->doc_id;
+		d->near[i].distance = near[i]->distance;
+		d->near[i].group = near[i]->group;
+		d->near[i].url_len = near[i]->url.len;
+		if ((d->near[i].url = dup_bytes(&near[i]->url)) == NULL)
+			return -1;
+		d->nnear = i + 1;
+	}
+	return 0;
 }
 
 static struct nddd_reply *
@@ -627,12 +773,37 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 		r->kind = NDDD_REPLY_STATS;
 		copy_stats(&r->stats, resp->stats);
 		return r;
+	case NDDD__V1__RESPONSE__RESULT_DOC:
+		r->kind = NDDD_REPLY_DOC;
+		r->doc.doc_id = resp->doc->doc_id;
+		r->doc.simhash = resp->doc->simhash;
+		r->doc.group = resp->doc->group;
+		r->doc.created = resp->doc->created;
+		r->doc.url_len = resp->doc->url.len;
+		if ((r->doc.url = dup_bytes(&resp->doc->url)) == NULL ||
+		    copy_near(&r->doc, resp->doc->near, resp->doc->n_near,
+		    resp->doc->near_total) == -1)
+			goto oom;
+		return r;
+	case NDDD__V1__RESPONSE__RESULT_DOC_QUERY:
+		r->kind = NDDD_REPLY_DOC_QUERY;
+		r->doc.simhash = resp->doc_query->simhash;
+		if (copy_near(&r->doc, resp->doc_query->near,
+		    resp->doc_query->n_near, resp->doc_query->near_total) == -1)
+			goto oom;
+		return r;
+	case NDDD__V1__RESPONSE__RESULT_DOC_DELETE:
+		r->kind = NDDD_REPLY_DOC_DELETE;
+		r->deleted_id = resp->doc_delete->doc_id;
+		return r;
 	case NDDD__V1__RESPONSE__RESULT_VERIFY:
 		r->kind = NDDD_REPLY_VERIFY;
 		r->verify.consistent = resp->verify->consistent;
 		r->verify.urls = resp->verify->urls;
 		r->verify.counter_mismatches =
 		    resp->verify->counter_mismatches;
+		r->verify.docs = resp->verify->docs;
+		r->verify.table_mismatches = resp->verify->table_mismatches;
 		snprintf(r->verify.detail, sizeof(r->verify.detail), "%s",
 		    resp->verify->detail ? resp->verify->detail : "");
 		return r;
@@ -727,6 +898,10 @@ nddd_reply_free(struct nddd_reply *r)
 		for (size_t i = 0; i < r->nresults; i++)
 			free((char *)r->results[i].message);
 	free(r->results);
+	for (size_t i = 0; i < r->doc.nnear; i++)
+		free((char *)r->doc.near[i].url);
+	free(r->doc.near);
+	free((char *)r->doc.url);
 	free((char *)r->message);
 	free(r);
 }
@@ -822,6 +997,21 @@ nddd_urls_results_free(struct nddd_url_result *results, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free((char *)results[i].message);
 		results[i].message = NULL;
+	}
+}
+
+struct nddd_reply *
+nddd_call(nddd_client *c, uint64_t id)
+{
+	struct nddd_reply *r;
+
+	for (;;) {
+		if (nddd_recv(c, &r) == -1)
+			return NULL;
+		/* id 0: the server refused the connection itself. */
+		if (r->id == id || r->id == 0)
+			return r;
+		nddd_reply_free(r);
 	}
 }
 

@@ -57,6 +57,12 @@ struct nddd_stats {
 	char version[32];
 	uint64_t uptime_seconds;
 	uint64_t urls;
+	uint64_t docs;
+	uint32_t near_k, near_blocks, near_tables;
+	uint64_t near_bytes, near_distinct;
+	char accel_backend[64];
+	int accel_simulation;
+	uint64_t accel_batches, accel_batches_failed, accel_docs, accel_bytes;
 	uint64_t cbf_counters, cbf_nonzero, cbf_saturated, cbf_bytes;
 	uint32_t cbf_k;
 	uint64_t checks, checks_filter_only, filter_false_positives;
@@ -70,7 +76,41 @@ struct nddd_verify {
 	int consistent;		/* memory agrees with the store */
 	uint64_t urls;		/* URL records read */
 	uint64_t counter_mismatches;
+	uint64_t docs;		/* document records read */
+	uint64_t table_mismatches;
 	char detail[256];
+};
+
+enum nddd_doc_format {
+	NDDD_TEXT,
+	NDDD_HTML,
+};
+
+/* A stored document near another, or near a query. */
+struct nddd_neighbour {
+	uint64_t doc_id;
+	const char *url;	/* canonical, NUL-terminated; owned by the reply */
+	size_t url_len;
+	unsigned distance;	/* Hamming distance of the fingerprints */
+	uint64_t group;
+};
+
+/*
+ * A document (doc_submit, doc_get: doc_id, group, url, created set) or a
+ * query's answer (simhash and near only).  near: the stored documents
+ * within k, nearest first, then oldest, the document itself excluded; at
+ * most the server's max_results of them, near_total in all.
+ */
+struct nddd_doc {
+	uint64_t doc_id;	/* 0 for a query-only submit */
+	uint64_t simhash;
+	uint64_t group;		/* query-only submit: 0 if it would found one */
+	int created;		/* a new document, not a re-submit */
+	const char *url;	/* canonical; owned by the reply */
+	size_t url_len;
+	size_t nnear;
+	struct nddd_neighbour *near;
+	uint64_t near_total;
 };
 
 enum nddd_reply_kind {
@@ -78,6 +118,9 @@ enum nddd_reply_kind {
 	NDDD_REPLY_URLS,
 	NDDD_REPLY_STATS,
 	NDDD_REPLY_VERIFY,
+	NDDD_REPLY_DOC,		/* doc_submit, doc_get */
+	NDDD_REPLY_DOC_QUERY,
+	NDDD_REPLY_DOC_DELETE,
 };
 
 struct nddd_reply {
@@ -89,6 +132,8 @@ struct nddd_reply {
 	struct nddd_url_result *results;
 	struct nddd_stats stats;	/* NDDD_REPLY_STATS */
 	struct nddd_verify verify;	/* NDDD_REPLY_VERIFY */
+	struct nddd_doc doc;		/* NDDD_REPLY_DOC, _DOC_QUERY */
+	uint64_t deleted_id;		/* NDDD_REPLY_DOC_DELETE: 0 if none */
 };
 
 /* How to connect; zero values are the defaults. */
@@ -132,6 +177,23 @@ int nddd_send_urls(nddd_client *c, enum nddd_url_op op,
 int nddd_send_stats(nddd_client *c, uint64_t *id);
 int nddd_send_verify(nddd_client *c, uint64_t *id);
 
+/*
+ * Document operations.  A document is named by its URL; its body is text or
+ * HTML.  query_only: compute and answer, store nothing.  k: the distance a
+ * query reaches, or -1 for the server's configured k.
+ */
+int nddd_send_doc_submit(nddd_client *c, const char *url, size_t url_len,
+    const void *body, size_t body_len, enum nddd_doc_format format,
+    int query_only, uint64_t *id);
+int nddd_send_doc_query(nddd_client *c, const void *body, size_t body_len,
+    enum nddd_doc_format format, int k, uint64_t *id);
+int nddd_send_doc_query_simhash(nddd_client *c, uint64_t simhash, int k,
+    uint64_t *id);
+int nddd_send_doc_get(nddd_client *c, const char *url, size_t url_len,
+    uint64_t *id);
+int nddd_send_doc_delete(nddd_client *c, const char *url, size_t url_len,
+    uint64_t *id);
+
 /* Requests sent whose replies have not been received. */
 size_t nddd_outstanding(const nddd_client *c);
 
@@ -160,5 +222,13 @@ void nddd_urls_results_free(struct nddd_url_result *results, size_t n);
 int nddd_stats(nddd_client *c, struct nddd_stats *out);
 /* Verification, in one call (admin).  It reads the whole store. */
 int nddd_verify(nddd_client *c, struct nddd_verify *out);
+
+/*
+ * Waits for the reply to the request id (sent with a nddd_send_* call),
+ * dropping replies to any other request meanwhile.  Returns it (free it
+ * with nddd_reply_free; it may be a refusal, NDDD_REPLY_ERROR, also one
+ * with id 0 for the connection), or NULL on a connection error.
+ */
+struct nddd_reply *nddd_call(nddd_client *c, uint64_t id);
 
 #endif

@@ -1,0 +1,686 @@
+/*
+ * docreq: the document operations of the protocol.  See docreq.h.
+ */
+#include "docreq.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "accel.h"
+#include "dispatch.h"
+#include "docset.h"
+#include "frame.h"
+#include "log.h"
+#include "store.h"
+#include "urlset.h"
+#include "workers.h"
+#include "writer.h"
+
+enum doc_kind {
+	DOC_STORE,		/* doc_submit: store it */
+	DOC_WOULD_JOIN,		/* doc_submit with query_only */
+	DOC_QUERY,		/* doc_query by body */
+};
+
+struct doc_op {
+	struct docreq_env *env;
+	struct request_origin origin;
+	enum doc_kind kind;
+	uint8_t key[DOCSET_KEY_LEN];
+	char *url;			/* canonical */
+	size_t url_len;
+	uint8_t *body;
+	size_t body_len;
+	enum simhash_input input;
+	unsigned k;
+	uint64_t fp;
+};
+
+/* A neighbour copied out of a transaction. */
+struct neighbour {
+	uint64_t id;
+	uint64_t group;
+	unsigned distance;
+	char *url;
+	size_t url_len;
+};
+
+static void
+op_free(struct doc_op *op)
+{
+	if (op == NULL)
+		return;
+	free(op->url);
+	free(op->body);
+	free(op);
+}
+
+static void
+neighbours_free(struct neighbour *nb, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(nb[i].url);
+	free(nb);
+}
+
+/*
+ * The stored documents within k of fp (except exclude), with their URLs
+ * and groups read through txn.  Records not visible to txn (a document
+ * being stored by a transaction not yet committed) are left out.  Returns
+ * 0 with the list in *out (caller frees with neighbours_free), its length
+ * in *n and the number within k in *total; -1 when out of memory.
+ */
+static int
+neighbours_read(const struct docreq_env *env, struct store_txn *txn,
+    uint64_t fp, unsigned k, uint64_t exclude, uint64_t exclude_fp,
+    struct neighbour **out, size_t *n, uint64_t *total)
+{
+	size_t max = env->max_results, got;
+	struct nearidx_hit *hits = malloc((max + 1) * sizeof(*hits));
+	struct neighbour *nb = NULL;
+	int64_t t;
+
+	*out = NULL;
+	*n = 0;
+	*total = 0;
+	if (hits == NULL)
+		return -1;
+	t = docset_near(env->ds, fp, k, exclude, exclude_fp, hits, max);
+	if (t < 0)
+		t = 0;
+	got = (size_t)t < max ? (size_t)t : max;
+	if (got > 0 && (nb = calloc(got, sizeof(*nb))) == NULL) {
+		free(hits);
+		return -1;
+	}
+	for (size_t i = 0; i < got; i++) {
+		struct doc_record r;
+
+		if (docset_record(env->ds, txn, hits[i].doc_id, &r) !=
+		    STORE_OK) {
+			t--;
+			continue;
+		}
+		nb[*n].id = r.id;
+		nb[*n].group = r.group;
+		nb[*n].distance = hits[i].distance;
+		nb[*n].url_len = r.url_len;
+		if ((nb[*n].url = malloc(r.url_len + 1)) == NULL) {
+			neighbours_free(nb, *n);
+			free(hits);
+			return -1;
+		}
+		memcpy(nb[*n].url, r.url, r.url_len);
+		(*n)++;
+	}
+	free(hits);
+	*out = nb;
+	*total = (uint64_t)t;
+	return 0;
+}
+
+/* The reply's Neighbour messages, pointing into nb. */
+static Nddd__V1__Neighbour **
+neighbour_messages(const struct neighbour *nb, size_t n,
+    Nddd__V1__Neighbour **store)
+{
+	Nddd__V1__Neighbour *m = calloc(n + 1, sizeof(*m));
+	Nddd__V1__Neighbour **v = calloc(n + 1, sizeof(*v));
+
+	if (m == NULL || v == NULL) {
+		free(m);
+		free(v);
+		*store = NULL;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		nddd__v1__neighbour__init(&m[i]);
+		m[i].doc_id = nb[i].id;
+		m[i].url.data = (uint8_t *)nb[i].url;
+		m[i].url.len = nb[i].url_len;
+		m[i].distance = nb[i].distance;
+		m[i].group = nb[i].group;
+		v[i] = &m[i];
+	}
+	*store = m;
+	return v;
+}
+
+/* Appends a DocResult reply to out. */
+static void
+write_doc(struct evbuffer *out, uint64_t req_id, uint64_t doc_id, uint64_t fp,
+    uint64_t group, const char *url, size_t url_len, bool created,
+    const struct neighbour *nb, size_t n, uint64_t total)
+{
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__DocResult res = NDDD__V1__DOC_RESULT__INIT;
+	Nddd__V1__Neighbour *msgs;
+
+	res.near = neighbour_messages(nb, n, &msgs);
+	if (res.near == NULL) {
+		frame_write_error(out, req_id, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		return;
+	}
+	res.doc_id = doc_id;
+	res.simhash = fp;
+	res.group = group;
+	res.n_near = n;
+	res.near_total = total;
+	res.url.data = (uint8_t *)url;
+	res.url.len = url_len;
+	res.created = created;
+	resp.id = req_id;
+	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC;
+	resp.doc = &res;
+	frame_write(out, &resp.base);
+	free(res.near);
+	free(msgs);
+}
+
+/* Appends a DocQueryResult reply to out. */
+static void
+write_query(struct evbuffer *out, uint64_t req_id, uint64_t fp,
+    const struct neighbour *nb, size_t n, uint64_t total)
+{
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__DocQueryResult res = NDDD__V1__DOC_QUERY_RESULT__INIT;
+	Nddd__V1__Neighbour *msgs;
+
+	res.near = neighbour_messages(nb, n, &msgs);
+	if (res.near == NULL) {
+		frame_write_error(out, req_id, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		return;
+	}
+	res.simhash = fp;
+	res.n_near = n;
+	res.near_total = total;
+	resp.id = req_id;
+	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_QUERY;
+	resp.doc_query = &res;
+	frame_write(out, &resp.base);
+	free(res.near);
+	free(msgs);
+}
+
+static void
+write_store_error(struct evbuffer *out, uint64_t id, int status)
+{
+	frame_write_error(out, id, status == STORE_FULL ||
+	    status == STORE_TXN_FULL ? NDDD__V1__CODE__RESOURCE_EXHAUSTED :
+	    NDDD__V1__CODE__INTERNAL, store_strstatus(status));
+}
+
+/* ---- The store writer's side: doc_submit and doc_delete. ---- */
+
+struct doc_job {
+	struct writer_job wj;
+	const struct docreq_env *env;
+	struct request_origin origin;
+	bool delete;
+	struct doc_op *op;		/* doc_submit */
+	uint8_t key[DOCSET_KEY_LEN];	/* doc_delete */
+	struct doc_undo undo;
+	/* Results, copied out of the transaction. */
+	uint64_t id, group;
+	bool created;
+	struct neighbour *near;
+	size_t nnear;
+	uint64_t near_total;
+};
+
+static void
+doc_job_free(struct doc_job *j)
+{
+	neighbours_free(j->near, j->nnear);
+	op_free(j->op);
+	free(j);
+}
+
+static int
+doc_job_apply(struct writer_job *wj, struct store_txn *txn)
+{
+	struct doc_job *j = (struct doc_job *)wj;
+	struct doc_op *op = j->op;
+	struct doc_record r;
+	int rc;
+
+	/* A retried job starts afresh. */
+	neighbours_free(j->near, j->nnear);
+	j->near = NULL;
+	j->nnear = 0;
+	if (j->delete)
+		return docset_delete(j->env->ds, txn, j->key, &j->id,
+		    &j->undo);
+	rc = docset_put(j->env->ds, txn, op->key, op->url, op->url_len,
+	    op->fp, wj->now_ms, &r, &j->created, &j->undo);
+	if (rc != STORE_OK)
+		return rc;
+	j->id = r.id;
+	j->group = r.group;
+	if (neighbours_read(j->env, txn, op->fp, op->k, r.id, r.fp, &j->near,
+	    &j->nnear, &j->near_total) == -1)
+		return STORE_FAILED;
+	return STORE_OK;
+}
+
+static void
+doc_job_committed(struct writer_job *wj)
+{
+	(void)wj;	/* the tables changed with the transaction */
+}
+
+static void
+doc_job_aborted(struct writer_job *wj)
+{
+	struct doc_job *j = (struct doc_job *)wj;
+
+	docset_undo(j->env->ds, &j->undo);
+	memset(&j->undo, 0, sizeof(j->undo));
+}
+
+static void
+doc_job_done(struct writer_job *wj)
+{
+	struct doc_job *j = (struct doc_job *)wj;
+	struct evbuffer *out = evbuffer_new();
+
+	if (out != NULL && wj->status != STORE_OK)
+		write_store_error(out, j->origin.id, wj->status);
+	else if (out != NULL && j->delete) {
+		Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+		Nddd__V1__DocDeleteResult res =
+		    NDDD__V1__DOC_DELETE_RESULT__INIT;
+
+		res.doc_id = j->id;
+		resp.id = j->origin.id;
+		resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_DELETE;
+		resp.doc_delete = &res;
+		frame_write(out, &resp.base);
+	} else if (out != NULL)
+		write_doc(out, j->origin.id, j->id, j->op->fp, j->group,
+		    j->op->url, j->op->url_len, j->created, j->near, j->nnear,
+		    j->near_total);
+	dispatch_finish(&j->origin, out, wj->status != STORE_OK);
+	if (out != NULL)
+		evbuffer_free(out);
+	doc_job_free(j);
+}
+
+static const struct writer_job_ops doc_job_ops = {
+	.apply = doc_job_apply,
+	.committed = doc_job_committed,
+	.aborted = doc_job_aborted,
+	.done = doc_job_done,
+};
+
+/* ---- A worker's side: queries, once the fingerprint is known. ---- */
+
+struct query_task {
+	struct worker_task wt;
+	struct doc_op *op;
+	struct evbuffer *reply;
+	bool failed;
+};
+
+static void
+query_task_run(struct worker_task *wt, void *arg)
+{
+	struct query_task *t = (struct query_task *)wt;
+	struct worker_ctx *ctx = arg;
+	struct doc_op *op = t->op;
+	const struct docreq_env *env = op->env;
+	struct neighbour *nb = NULL;
+	struct doc_record self;
+	uint64_t total, exclude = 0, exclude_fp = 0, group = 0;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = store_reader_begin(ctx->reader)) != STORE_OK) {
+		write_store_error(t->reply, op->origin.id, rc);
+		t->failed = true;
+		return;
+	}
+	/* A URL already stored is not its own neighbour. */
+	if (op->kind == DOC_WOULD_JOIN && docset_get(env->ds, ctx->reader,
+	    op->key, &self) == STORE_OK) {
+		exclude = self.id;
+		exclude_fp = self.fp;
+	}
+	if (neighbours_read(env, ctx->reader, op->fp, op->k, exclude,
+	    exclude_fp, &nb, &n, &total) == -1) {
+		frame_write_error(t->reply, op->origin.id,
+		    NDDD__V1__CODE__INTERNAL, "out of memory");
+		t->failed = true;
+	} else if (op->kind == DOC_WOULD_JOIN) {
+		/* Sorted nearest, then oldest: the group it would join. */
+		group = n > 0 ? nb[0].group : 0;
+		write_doc(t->reply, op->origin.id, 0, op->fp, group, op->url,
+		    op->url_len, false, nb, n, total);
+	} else
+		write_query(t->reply, op->origin.id, op->fp, nb, n, total);
+	store_reader_end(ctx->reader);
+	neighbours_free(nb, n);
+}
+
+static void
+query_task_done(struct worker_task *wt)
+{
+	struct query_task *t = (struct query_task *)wt;
+
+	dispatch_finish(&t->op->origin, t->reply, t->failed);
+	evbuffer_free(t->reply);
+	op_free(t->op);
+	free(t);
+}
+
+static const struct worker_task_ops query_task_ops = {
+	.run = query_task_run,
+	.done = query_task_done,
+};
+
+/* ---- The loop's side: the accelerator. ---- */
+
+static void
+finish_error(struct doc_op *op, Nddd__V1__Code code, const char *message)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (out != NULL)
+		frame_write_error(out, op->origin.id, code, message);
+	dispatch_finish(&op->origin, out, true);
+	if (out != NULL)
+		evbuffer_free(out);
+	op_free(op);
+}
+
+static void
+on_fingerprint(struct accel_job *job, void *arg)
+{
+	struct doc_op *op = arg;
+	enum simhash_status st = accel_job_result(job, 0, &op->fp);
+
+	accel_job_free(job);
+	op->env->in_accel--;
+	/* The body is no longer needed. */
+	free(op->body);
+	op->body = NULL;
+	if (st == SIMHASH_EMPTY_DOCUMENT) {
+		finish_error(op, NDDD__V1__CODE__EMPTY_DOCUMENT,
+		    "the document has no terms");
+		return;
+	}
+	if (op->kind == DOC_STORE) {
+		struct doc_job *j = calloc(1, sizeof(*j));
+
+		if (j == NULL) {
+			finish_error(op, NDDD__V1__CODE__INTERNAL,
+			    "out of memory");
+			return;
+		}
+		j->wj.ops = &doc_job_ops;
+		j->wj.cost = 1;
+		j->env = op->env;
+		j->origin = op->origin;
+		j->op = op;
+		writer_submit(op->env->w, &j->wj);
+		return;
+	}
+	struct query_task *t = calloc(1, sizeof(*t));
+
+	if (t == NULL || (t->reply = evbuffer_new()) == NULL) {
+		free(t);
+		finish_error(op, NDDD__V1__CODE__INTERNAL, "out of memory");
+		return;
+	}
+	t->wt.ops = &query_task_ops;
+	t->op = op;
+	workers_submit(op->env->workers, &t->wt);
+}
+
+void
+docreq_fingerprint(struct doc_op *op)
+{
+	struct accel_job *job = accel_job_new(1, op->input);
+
+	if (job == NULL) {
+		finish_error(op, NDDD__V1__CODE__INTERNAL, "out of memory");
+		return;
+	}
+	accel_job_set(job, 0, op->body, op->body_len);
+	if (accel_submit(op->env->acc, job, on_fingerprint, op) == -1) {
+		accel_job_free(job);
+		finish_error(op, NDDD__V1__CODE__INTERNAL,
+		    "cannot submit to the accelerator");
+		return;
+	}
+	op->env->in_accel++;
+}
+
+/* ---- The first worker: decoding what each operation needs. ---- */
+
+static enum simhash_input
+input_of(Nddd__V1__DocFormat f)
+{
+	return f == NDDD__V1__DOC_FORMAT__HTML ? SIMHASH_INPUT_HTML :
+	    SIMHASH_INPUT_TEXT;
+}
+
+/* Canonical URL and key; -1 with a static *cause if it is not a URL. */
+static int
+doc_key(struct worker_ctx *ctx, const ProtobufCBinaryData *url,
+    uint8_t key[DOCSET_KEY_LEN], char **canon, size_t *canon_len,
+    const char **cause)
+{
+	struct url_key k;
+	const char *c;
+
+	if (urlset_key_canonical(ctx->keyer, (const char *)url->data, url->len,
+	    &k, &c, canon_len, cause) == -1)
+		return -1;
+	memcpy(key, k.fp, DOCSET_KEY_LEN);
+	if (canon == NULL)
+		return 0;
+	if ((*canon = malloc(*canon_len + 1)) == NULL) {
+		*cause = "out of memory";
+		return -1;
+	}
+	memcpy(*canon, c, *canon_len);
+	(*canon)[*canon_len] = '\0';
+	return 0;
+}
+
+static struct doc_op *
+op_new(struct docreq_env *env, const struct request_origin *origin,
+    enum doc_kind kind, const ProtobufCBinaryData *body,
+    Nddd__V1__DocFormat format, unsigned k)
+{
+	struct doc_op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL)
+		return NULL;
+	op->env = env;
+	op->origin = *origin;
+	op->kind = kind;
+	op->input = input_of(format);
+	op->k = k;
+	op->body_len = body->len;
+	/* The request's memory is the worker's, for this request only. */
+	if ((op->body = malloc(body->len + 1)) == NULL) {
+		free(op);
+		return NULL;
+	}
+	memcpy(op->body, body->data, body->len);
+	return op;
+}
+
+static enum docreq_next
+start_submit(struct docreq_env *env, struct worker_ctx *ctx,
+    const Nddd__V1__DocSubmit *s, const struct request_origin *origin,
+    struct evbuffer *out, struct doc_op **op)
+{
+	const char *cause;
+
+	*op = op_new(env, origin, s->query_only ? DOC_WOULD_JOIN : DOC_STORE,
+	    &s->body, s->format, docset_k(env->ds));
+	if (*op == NULL) {
+		frame_write_error(out, origin->id, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		return DOCREQ_ANSWERED;
+	}
+	if (doc_key(ctx, &s->url, (*op)->key, &(*op)->url, &(*op)->url_len,
+	    &cause) == -1) {
+		frame_write_error(out, origin->id,
+		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+		op_free(*op);
+		*op = NULL;
+		return DOCREQ_ANSWERED;
+	}
+	return DOCREQ_FINGERPRINT;
+}
+
+static enum docreq_next
+start_query(struct docreq_env *env, struct worker_ctx *ctx,
+    const Nddd__V1__DocQuery *q, const struct request_origin *origin,
+    struct evbuffer *out, struct doc_op **op)
+{
+	unsigned k = q->max_distance ? q->max_distance->k : docset_k(env->ds);
+	struct neighbour *nb;
+	uint64_t total;
+	size_t n;
+	int rc;
+
+	if (k > docset_k(env->ds)) {
+		frame_write_error(out, origin->id,
+		    NDDD__V1__CODE__INVALID_ARGUMENT,
+		    "k is above the server's [near] k");
+		return DOCREQ_ANSWERED;
+	}
+	switch (q->what_case) {
+	case NDDD__V1__DOC_QUERY__WHAT_BODY:
+		*op = op_new(env, origin, DOC_QUERY, &q->body->body,
+		    q->body->format, k);
+		if (*op == NULL) {
+			frame_write_error(out, origin->id,
+			    NDDD__V1__CODE__INTERNAL, "out of memory");
+			return DOCREQ_ANSWERED;
+		}
+		return DOCREQ_FINGERPRINT;
+	case NDDD__V1__DOC_QUERY__WHAT_SIMHASH:
+		if ((rc = store_reader_begin(ctx->reader)) != STORE_OK) {
+			write_store_error(out, origin->id, rc);
+			return DOCREQ_ANSWERED;
+		}
+		if (neighbours_read(env, ctx->reader, q->simhash, k, 0, 0,
+		    &nb, &n, &total) == -1)
+			frame_write_error(out, origin->id,
+			    NDDD__V1__CODE__INTERNAL, "out of memory");
+		else {
+			write_query(out, origin->id, q->simhash, nb, n, total);
+			neighbours_free(nb, n);
+		}
+		store_reader_end(ctx->reader);
+		return DOCREQ_ANSWERED;
+	default:
+		frame_write_error(out, origin->id,
+		    NDDD__V1__CODE__INVALID_ARGUMENT,
+		    "a query names a body or a simhash");
+		return DOCREQ_ANSWERED;
+	}
+}
+
+static enum docreq_next
+start_get(const struct docreq_env *env, struct worker_ctx *ctx,
+    const Nddd__V1__DocRef *ref, const struct request_origin *origin,
+    struct evbuffer *out)
+{
+	uint8_t key[DOCSET_KEY_LEN];
+	struct doc_record r;
+	struct neighbour *nb;
+	const char *cause;
+	uint64_t total;
+	size_t n, len;
+	int rc;
+
+	if (doc_key(ctx, &ref->url, key, NULL, &len, &cause) == -1) {
+		frame_write_error(out, origin->id,
+		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+		return DOCREQ_ANSWERED;
+	}
+	if ((rc = store_reader_begin(ctx->reader)) != STORE_OK) {
+		write_store_error(out, origin->id, rc);
+		return DOCREQ_ANSWERED;
+	}
+	rc = docset_get(env->ds, ctx->reader, key, &r);
+	if (rc == STORE_NOTFOUND)
+		frame_write_error(out, origin->id, NDDD__V1__CODE__NOT_FOUND,
+		    "no document has this URL");
+	else if (rc != STORE_OK)
+		write_store_error(out, origin->id, rc);
+	else if (neighbours_read(env, ctx->reader, r.fp, docset_k(env->ds),
+	    r.id, r.fp, &nb, &n, &total) == -1)
+		frame_write_error(out, origin->id, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+	else {
+		write_doc(out, origin->id, r.id, r.fp, r.group, r.url,
+		    r.url_len, false, nb, n, total);
+		neighbours_free(nb, n);
+	}
+	store_reader_end(ctx->reader);
+	return DOCREQ_ANSWERED;
+}
+
+static enum docreq_next
+start_delete(const struct docreq_env *env, struct worker_ctx *ctx,
+    const Nddd__V1__DocRef *ref, const struct request_origin *origin,
+    struct evbuffer *out)
+{
+	struct doc_job *j;
+	const char *cause;
+	size_t len;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		frame_write_error(out, origin->id, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		return DOCREQ_ANSWERED;
+	}
+	if (doc_key(ctx, &ref->url, j->key, NULL, &len, &cause) == -1) {
+		frame_write_error(out, origin->id,
+		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+		free(j);
+		return DOCREQ_ANSWERED;
+	}
+	j->wj.ops = &doc_job_ops;
+	j->wj.cost = 1;
+	j->env = env;
+	j->origin = *origin;
+	j->delete = true;
+	writer_submit(env->w, &j->wj);
+	return DOCREQ_HANDED_OFF;
+}
+
+enum docreq_next
+docreq_start(struct docreq_env *env, struct worker_ctx *ctx,
+    const Nddd__V1__Request *req, const struct request_origin *origin,
+    struct evbuffer *out, struct doc_op **op)
+{
+	*op = NULL;
+	switch (req->op_case) {
+	case NDDD__V1__REQUEST__OP_DOC_SUBMIT:
+		return start_submit(env, ctx, req->doc_submit, origin, out, op);
+	case NDDD__V1__REQUEST__OP_DOC_QUERY:
+		return start_query(env, ctx, req->doc_query, origin, out, op);
+	case NDDD__V1__REQUEST__OP_DOC_GET:
+		return start_get(env, ctx, req->doc_get, origin, out);
+	case NDDD__V1__REQUEST__OP_DOC_DELETE:
+		return start_delete(env, ctx, req->doc_delete, origin, out);
+	default:
+		frame_write_error(out, origin->id,
+		    NDDD__V1__CODE__INVALID_ARGUMENT, "not a document operation");
+		return DOCREQ_ANSWERED;
+	}
+}

@@ -1,0 +1,149 @@
+/*
+ * docset: the stored documents, the near-duplicate tables over their
+ * fingerprints, and their story groups.
+ *
+ * A document is named by its URL (canonicalized as URLs are; the MD5 of the
+ * canonical form is its key) and stored as a record: id, fingerprint,
+ * group, first and last submission times, canonical URL.  Ids grow from 1
+ * in order of first submission, so a smaller id is an older document.  The
+ * tables (nearidx) hold every stored fingerprint and are rebuilt from the
+ * records at start-up.
+ *
+ * Groups (DESIGN section 6).  A document joins the group of its nearest
+ * stored neighbour within the configured k (ties: the oldest); with none,
+ * it founds a group whose id is its own.  A re-submitted URL keeps its id,
+ * takes its new fingerprint and has its group decided again the same way.
+ * Other documents keep their groups: a group id is stable, also across
+ * restarts and deletes (the documents of a group may outlive its founder).
+ *
+ * Threads.  The store writer calls docset_put and docset_delete inside its
+ * transaction, and docset_undo after an abort; they change the tables at
+ * once (later documents of the same transaction must see earlier ones to
+ * find their group).  Any thread may read: docset_near needs no
+ * transaction, docset_get and docset_record read through the caller's.
+ */
+#ifndef NDDD_DOCSET_H
+#define NDDD_DOCSET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nearidx.h"
+#include "simhash.h"
+#include "store.h"
+
+#define DOCSET_KEY_LEN 16	/* MD5 of the canonical URL */
+
+struct docset_options {
+	unsigned k;			/* [near] k */
+	unsigned blocks;		/* [near] blocks */
+	enum simhash_term_hash term_hash;
+	const char *stopwords_digest;	/* names the stop-word list in use */
+};
+
+struct doc_record {
+	uint64_t id;
+	uint64_t fp;
+	uint64_t group;
+	uint64_t created_ms;
+	uint64_t updated_ms;
+	const char *url;	/* in the store's memory: valid until the
+				   transaction that read it ends */
+	size_t url_len;
+};
+
+/* What a put or delete changed in the tables, to take back on abort. */
+struct doc_undo {
+	bool inserted;
+	uint64_t ins_fp, ins_id;
+	bool removed;
+	uint64_t rem_fp, rem_id;
+};
+
+struct docset_stats {
+	uint64_t docs;
+	uint64_t distinct;	/* distinct fingerprints */
+	uint64_t table_bytes;
+	unsigned k, blocks, tables;
+};
+
+struct docset_verify {
+	uint64_t records;
+	uint64_t table_mismatches;	/* records the tables miss, or extras */
+	uint64_t url_mismatches;	/* URL index entries that disagree */
+	char detail[256];
+};
+
+struct docset;
+
+/*
+ * Opens the documents of st: checks the term hash against the one stored
+ * documents were fingerprinted with (fixed once there are documents),
+ * records it otherwise, and loads the tables from every record.  Returns
+ * NULL with *cause (caller frees) on failure.
+ */
+struct docset *docset_open(struct store *st, const struct docset_options *opts,
+    char **cause);
+void docset_free(struct docset *ds);
+
+/* The configured k: the most a query may ask for. */
+unsigned docset_k(const struct docset *ds);
+
+/*
+ * Writer thread, in txn.  Stores the document key/url with fingerprint fp
+ * at now_ms: a new id and a new group for a new URL, the same id and a
+ * re-decided group for a known one.  *out is the stored record (its url
+ * points into the transaction), *created says which case it was, and
+ * *undo what to take back if txn aborts.  Returns a store status.
+ */
+int docset_put(struct docset *ds, struct store_txn *txn,
+    const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
+    uint64_t fp, uint64_t now_ms, struct doc_record *out, bool *created,
+    struct doc_undo *undo);
+/*
+ * Writer thread, in txn.  Deletes the document named by key; *id is its id,
+ * 0 if there was none.  Returns a store status.
+ */
+int docset_delete(struct docset *ds, struct store_txn *txn,
+    const uint8_t key[DOCSET_KEY_LEN], uint64_t *id, struct doc_undo *undo);
+/* Writer thread: takes back a put or delete whose transaction aborted
+ * (several: in the reverse order of their doing). */
+void docset_undo(struct docset *ds, const struct doc_undo *undo);
+
+/* The record of the document named by key (STORE_NOTFOUND if none). */
+int docset_get(struct docset *ds, struct store_txn *txn,
+    const uint8_t key[DOCSET_KEY_LEN], struct doc_record *out);
+/* The record of document id (STORE_NOTFOUND if none). */
+int docset_record(struct docset *ds, struct store_txn *txn, uint64_t id,
+    struct doc_record *out);
+
+/*
+ * The stored documents within kq (<= docset_k) of fp, nearest first, then
+ * oldest, except the document exclude (0: none) whose fingerprint is
+ * exclude_fp.  Writes at most max hits to out and returns how many there
+ * are in all, or -1 if kq is above k.  Any thread.
+ */
+int64_t docset_near(struct docset *ds, uint64_t fp, unsigned kq,
+    uint64_t exclude, uint64_t exclude_fp, struct nearidx_hit *out,
+    size_t max);
+
+/*
+ * The group a document with fingerprint fp would join, reading the
+ * neighbour's record through txn: its nearest neighbour's (other than
+ * exclude), or 0 when it has none.  Returns a store status.
+ */
+int docset_group_for(struct docset *ds, struct store_txn *txn, uint64_t fp,
+    uint64_t exclude, uint64_t exclude_fp, uint64_t *group);
+
+/* Statistics; docs is read through txn (a begun reader). */
+void docset_stats(struct docset *ds, struct store_txn *txn,
+    struct docset_stats *out);
+
+/*
+ * Writer thread, no transaction open: checks the tables and the URL index
+ * against the records.  Returns a store status; findings in *out.
+ */
+int docset_verify(struct docset *ds, struct docset_verify *out);
+
+#endif
