@@ -1,11 +1,12 @@
 /*
  * Crash safety, twenty times over: several clients run a mixed load of URL
- * submits and deletes, the daemon is killed with SIGKILL at a random
- * moment, restarted on the same data, and then every acknowledged submit
- * must be present, every acknowledged delete absent (operations in flight
- * at the kill may have gone either way), and the admin verify operation
- * must find the rebuilt filter exactly equal to the store.  The filter is
- * tiny, so its counters saturate and the exact-deletion path is exercised.
+ * submits and deletes, and one of document submits and deletes, the daemon
+ * is killed with SIGKILL at a random moment, restarted on the same data,
+ * and then every acknowledged submit must be present, every acknowledged
+ * delete absent (operations in flight at the kill may have gone either
+ * way), and the admin verify operation must find the rebuilt filter and
+ * tables exactly equal to the store.  The filter is tiny, so its counters
+ * saturate and the exact-deletion path is exercised.
  */
 #include <check.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 
 #define CLIENTS 3
 #define PER_CLIENT 6000
+#define DOCS 3000
 #define ITERATIONS 20
 
 enum url_state {
@@ -116,16 +118,148 @@ out:
 	return NULL;
 }
 
+/* Document submits and deletes, one at a time in a window of 8. */
+struct doc_client {
+	const char *address;
+	int iter;
+	uint64_t seed;
+	char *urls[DOCS];
+	enum url_state state[DOCS];
+	uint64_t fp[DOCS];		/* as acknowledged */
+	size_t acked;
+};
+
+static char *
+doc_body(int iter, int j)
+{
+	char *b;
+
+	/* Near copies: every fifth document repeats an earlier one's text
+	 * with one word changed, so groups form. */
+	ck_assert_int_ne(asprintf(&b, "crash test story number %d of round "
+	    "%d about markets %d and weather %d with details %d", j % 5 ? j :
+	    j / 5, iter, j % 7, j % 11, j), -1);
+	return b;
+}
+
+static void *
+doc_client_main(void *arg)
+{
+	struct doc_client *dc = arg;
+	struct { uint64_t id; int i; bool del; } fl[8];
+	size_t nfl = 0;
+	int next = 0;
+	char *err;
+	nddd_client *c = nddd_connect(dc->address, 5000, &err);
+
+	if (c == NULL) {
+		free(err);
+		return NULL;
+	}
+	for (;;) {
+		struct nddd_reply *r;
+		size_t k;
+
+		while (nfl < 8) {
+			bool del = false;
+			int i = -1, rc;
+
+			/* New documents first, then deletes and re-submits
+			 * of random ones, until the kill. */
+			for (int tries = 0; tries < 100 && i < 0; tries++) {
+				int j;
+
+				del = next > 100 &&
+				    tu_rand_below(&dc->seed, 4) == 0;
+				if (!del && next < DOCS) {
+					i = next++;
+					break;
+				}
+				j = (int)tu_rand_below(&dc->seed,
+				    (uint64_t)next);
+				if (dc->state[j] == (del ? PRESENT : ABSENT))
+					i = j;
+			}
+			if (i < 0)
+				break;
+			dc->state[i] = del ? PENDING_DELETE : PENDING_SUBMIT;
+			if (del)
+				rc = nddd_send_doc_delete(c, dc->urls[i],
+				    strlen(dc->urls[i]), &fl[nfl].id);
+			else {
+				char *body = doc_body(dc->iter, i);
+
+				rc = nddd_send_doc_submit(c, dc->urls[i],
+				    strlen(dc->urls[i]), body, strlen(body),
+				    NDDD_TEXT, 0, &fl[nfl].id);
+				free(body);
+			}
+			if (rc == -1)
+				goto out;
+			fl[nfl].i = i;
+			fl[nfl++].del = del;
+		}
+		if (nfl == 0 || nddd_recv(c, &r) == -1)
+			break;
+		for (k = 0; k < nfl && fl[k].id != r->id; k++)
+			;
+		if (k < nfl) {
+			if (r->kind == NDDD_REPLY_DOC) {
+				dc->state[fl[k].i] = PRESENT;
+				dc->fp[fl[k].i] = r->doc.simhash;
+				dc->acked++;
+			} else if (r->kind == NDDD_REPLY_DOC_DELETE) {
+				dc->state[fl[k].i] = ABSENT;
+				dc->acked++;
+			}
+			fl[k] = fl[--nfl];
+		}
+		nddd_reply_free(r);
+	}
+out:
+	nddd_close(c);
+	return NULL;
+}
+
+static void
+check_docs(nddd_client *c, const struct doc_client *dc)
+{
+	for (int j = 0; j < DOCS; j++) {
+		struct nddd_reply *r;
+		uint64_t id;
+
+		if (dc->state[j] != PRESENT && dc->state[j] != ABSENT &&
+		    dc->state[j] != NEVER)
+			continue;
+		ck_assert_int_eq(nddd_send_doc_get(c, dc->urls[j],
+		    strlen(dc->urls[j]), &id), 0);
+		r = nddd_call(c, id);
+		ck_assert_ptr_nonnull(r);
+		if (dc->state[j] == PRESENT) {
+			ck_assert_msg(r->kind == NDDD_REPLY_DOC,
+			    "iteration %d: acknowledged document %s lost",
+			    dc->iter, dc->urls[j]);
+			ck_assert_uint_eq(r->doc.simhash, dc->fp[j]);
+		} else
+			ck_assert_msg(r->kind == NDDD_REPLY_ERROR &&
+			    r->code == NDDD_NOT_FOUND, "iteration %d: %s "
+			    "present after its acknowledged delete", dc->iter,
+			    dc->urls[j]);
+		nddd_reply_free(r);
+	}
+}
+
 START_TEST(test_sigkill_under_mixed_load)
 {
 	struct harness h;
 	static struct client cl[CLIENTS];
+	static struct doc_client dc;
 	uint64_t seed = 777;
 	size_t total_acked = 0, total_pending = 0;
 
 	harness_init(&h, "[urls]\ncapacity = 500");
 	for (int iter = 0; iter < ITERATIONS; iter++) {
-		pthread_t th[CLIENTS];
+		pthread_t th[CLIENTS], dth;
 		struct nddd_verify v;
 		nddd_client *c;
 
@@ -145,8 +279,21 @@ START_TEST(test_sigkill_under_mixed_load)
 			}
 			pthread_create(&th[i], NULL, client_main, &cl[i]);
 		}
+		dc.address = h.address;
+		dc.iter = iter;
+		dc.seed = tu_rand(&seed);
+		dc.acked = 0;
+		for (int j = 0; j < DOCS; j++) {
+			free(dc.urls[j]);
+			ck_assert_int_ne(asprintf(&dc.urls[j],
+			    "http://docs.example/%d/%d", iter, j), -1);
+			dc.state[j] = NEVER;
+		}
+		pthread_create(&dth, NULL, doc_client_main, &dc);
 		usleep(50000 + (useconds_t)tu_rand_below(&seed, 400000));
 		harness_kill(&h);
+		pthread_join(dth, NULL);
+		total_acked += dc.acked;
 		for (int i = 0; i < CLIENTS; i++) {
 			pthread_join(th[i], NULL);
 			total_acked += cl[i].acked;
@@ -179,6 +326,7 @@ START_TEST(test_sigkill_under_mixed_load)
 			}
 			free(res);
 		}
+		check_docs(c, &dc);
 		ck_assert_int_eq(nddd_verify(c, &v), 0);
 		ck_assert_msg(v.consistent, "iteration %d: %s", iter, v.detail);
 		nddd_close(c);
@@ -194,6 +342,10 @@ START_TEST(test_sigkill_under_mixed_load)
 			free(cl[i].urls[j]);
 			cl[i].urls[j] = NULL;
 		}
+	for (int j = 0; j < DOCS; j++) {
+		free(dc.urls[j]);
+		dc.urls[j] = NULL;
+	}
 	harness_cleanup(&h);
 }
 END_TEST

@@ -185,6 +185,113 @@ START_TEST(test_unreachable_and_usage)
 }
 END_TEST
 
+static int
+starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+START_TEST(test_doc_commands)
+{
+	struct harness h;
+	char *args, *out, *line2;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-submit --url "
+	    "http://news.example/a -", h.address), -1);
+	ck_assert_int_eq(run(args, "Oil prices rose sharply on Monday after "
+	    "the cartel cut output", &out), 0);
+	ck_assert_msg(starts_with(out, "{\"url\": \"http://news.example/a\", "
+	    "\"doc_id\": 1, \"simhash\": \""), "%s", out);
+	ck_assert_msg(strstr(out, "\"group\": 1, \"near\": []}\n") != NULL,
+	    "%s", out);
+	free(out);
+	free(args);
+	/* The same story again, HTML this time: it joins group 1. */
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-submit --html "
+	    "--url http://other.example/b -", h.address), -1);
+	ck_assert_int_eq(run(args, "<html><script>var x;</script><p>Oil "
+	    "prices rose <b>sharply</b> on Monday after the cartel cut "
+	    "output</p></html>", &out), 0);
+	ck_assert_msg(strstr(out, "\"doc_id\": 2,") && strstr(out,
+	    "\"group\": 1, \"near\": [{\"doc_id\": 1, \"url\": "
+	    "\"http://news.example/a\", \"distance\": 0}]}\n"), "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-get --url "
+	    "HTTP://NEWS.EXAMPLE:80/a", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_msg(strstr(out, "\"url\": \"HTTP://NEWS.EXAMPLE:80/a\", "
+	    "\"doc_id\": 1,") && strstr(out, "\"near\": [{\"doc_id\": 2,"),
+	    "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-query --k 0 -",
+	    h.address), -1);
+	ck_assert_int_eq(run(args, "oil PRICES rose sharply, on monday; after "
+	    "the cartel cut output", &out), 0);
+	ck_assert_msg(starts_with(out, "{\"simhash\": \"") &&
+	    strstr(out, "\"near\": [{\"doc_id\": 1, \"url\": "
+	    "\"http://news.example/a\", \"distance\": 0}, {\"doc_id\": 2,"),
+	    "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s doc-query --simhash 12345",
+	    h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 2);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-delete --url "
+	    "http://news.example/a", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "{\"url\": \"http://news.example/a\", "
+	    "\"status\": \"deleted\"}\n");
+	free(out);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "{\"url\": \"http://news.example/a\", "
+	    "\"status\": \"not_found\"}\n");
+	free(out);
+	free(args);
+	/* Bulk: one line out per line in, in order, errors included. */
+	ck_assert_int_ne(asprintf(&args, "-H %s --json --window 3 doc-submit "
+	    "--jsonl -", h.address), -1);
+	ck_assert_int_eq(run(args,
+	    "{\"url\": \"http://j.example/1\", \"text\": \"first story "
+	    "about elections\"}\n"
+	    "not json\n"
+	    "{\"url\": \"http://j.example/2\", \"html\": \"<p>first "
+	    "story about elections</p>\"}\n"
+	    "{\"url\": \"http://j.example/3\"}\n"
+	    "{\"url\": \"http://j.example/4\", \"text\": \"the and of\"}\n"
+	    "{\"url\": \"nope\", \"text\": \"words here\"}\n", &out), 1);
+	line2 = strchr(out, '\n') + 1;
+	ck_assert_msg(starts_with(out, "{\"url\": \"http://j.example/1\", "
+	    "\"doc_id\": 3,"), "%s", out);
+	ck_assert_msg(starts_with(line2, "{\"url\": null, \"error\": {\"code\": "
+	    "\"INVALID_ARGUMENT\", \"message\": \"line 2: not a JSON "
+	    "object"), "%s", out);
+	line2 = strchr(line2, '\n') + 1;
+	ck_assert_msg(starts_with(line2, "{\"url\": \"http://j.example/2\", "
+	    "\"doc_id\": 4,") && strstr(line2, "\"group\": 3,"), "%s", out);
+	line2 = strchr(line2, '\n') + 1;
+	ck_assert_msg(starts_with(line2, "{\"url\": \"http://j.example/3\", "
+	    "\"error\": {\"code\": \"INVALID_ARGUMENT\""), "%s",
+	    out);
+	line2 = strchr(line2, '\n') + 1;
+	ck_assert_msg(starts_with(line2, "{\"url\": \"http://j.example/4\", "
+	    "\"error\": {\"code\": \"EMPTY_DOCUMENT\""), "%s",
+	    out);
+	line2 = strchr(line2, '\n') + 1;
+	ck_assert_msg(starts_with(line2, "{\"url\": \"nope\", \"error\": "
+	    "{\"code\": \"INVALID_ARGUMENT\""), "%s", out);
+	ck_assert_ptr_null(strchr(strchr(line2, '\n') + 1, '\n'));
+	free(out);
+	free(args);
+	harness_cleanup(&h);
+}
+END_TEST
+
 Suite *nddctl_suite(void);
 
 Suite *
@@ -198,6 +305,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_text_and_stats);
 	tcase_add_test(tc, test_large_stdin_keeps_order);
 	tcase_add_test(tc, test_unreachable_and_usage);
+	tcase_add_test(tc, test_doc_commands);
 	suite_add_tcase(s, tc);
 	return s;
 }

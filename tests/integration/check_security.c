@@ -117,6 +117,53 @@ START_TEST(test_roles)
 	ck_assert(v.consistent);
 	nddd_close(c);
 
+	/* Documents: read may query and ask what a page would join, write
+	 * may store, only admin may delete. */
+	{
+		struct nddd_reply *r;
+		uint64_t id;
+		const char *body = "a story about roles and tokens";
+
+		o.token = READ_TOKEN;
+		c = harness_client_opts(h.address, &o);
+		ck_assert_int_eq(nddd_send_doc_submit(c, u, strlen(u), body,
+		    strlen(body), NDDD_TEXT, 0, &id), 0);
+		r = nddd_call(c, id);
+		ck_assert_int_eq(r->code, NDDD_PERMISSION_DENIED);
+		nddd_reply_free(r);
+		ck_assert_int_eq(nddd_send_doc_submit(c, u, strlen(u), body,
+		    strlen(body), NDDD_TEXT, 1, &id), 0);
+		r = nddd_call(c, id);
+		ck_assert_int_eq(r->kind, NDDD_REPLY_DOC);
+		ck_assert_uint_eq(r->doc.doc_id, 0);
+		nddd_reply_free(r);
+		nddd_close(c);
+		o.token = WRITE_TOKEN;
+		c = harness_client_opts(h.address, &o);
+		ck_assert_int_eq(nddd_send_doc_submit(c, u, strlen(u), body,
+		    strlen(body), NDDD_TEXT, 0, &id), 0);
+		r = nddd_call(c, id);
+		ck_assert_int_eq(r->kind, NDDD_REPLY_DOC);
+		ck_assert_uint_eq(r->doc.doc_id, 1);
+		nddd_reply_free(r);
+		ck_assert_int_eq(nddd_send_doc_delete(c, u, strlen(u), &id), 0);
+		r = nddd_call(c, id);
+		ck_assert_int_eq(r->code, NDDD_PERMISSION_DENIED);
+		nddd_reply_free(r);
+		ck_assert_int_eq(nddd_send_doc_get(c, u, strlen(u), &id), 0);
+		r = nddd_call(c, id);
+		ck_assert_int_eq(r->kind, NDDD_REPLY_DOC);
+		nddd_reply_free(r);
+		nddd_close(c);
+		o.token = ADMIN_TOKEN;
+		c = harness_client_opts(h.address, &o);
+		ck_assert_int_eq(nddd_send_doc_delete(c, u, strlen(u), &id), 0);
+		r = nddd_call(c, id);
+		ck_assert_uint_eq(r->deleted_id, 1);
+		nddd_reply_free(r);
+		nddd_close(c);
+	}
+
 	/* SIGHUP reloads: the read token goes, a new one comes. */
 	write_tokens(&h, ADMIN_TOKEN " admin\nfresh-token-0123456789 read\n");
 	kill(h.pid, SIGHUP);

@@ -1,0 +1,360 @@
+/*
+ * Tests for docset on a real store: groups as DESIGN section 6 defines them
+ * (nearest neighbour's group, ties to the oldest, re-submits re-decided),
+ * aborts taken back, neighbour answers against brute force over the stored
+ * records, and identical ids, groups and answers after a reopen.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "docset.h"
+#include "store.h"
+#include "testutil.h"
+
+struct fixture {
+	char *dir;
+	struct store *st;
+	struct docset *ds;
+};
+
+static void
+open_docs(struct fixture *fx, enum simhash_term_hash th, char **cause)
+{
+	struct store_options so = { .dir = fx->dir, .map_size = 256 << 20 };
+	struct docset_options o = { .k = 3, .blocks = 4, .term_hash = th,
+	    .stopwords_digest = "test" };
+
+	*cause = NULL;
+	if (fx->st == NULL) {
+		fx->st = store_open(&so, cause);
+		ck_assert_ptr_nonnull(fx->st);
+	}
+	fx->ds = docset_open(fx->st, &o, cause);
+}
+
+static void
+close_docs(struct fixture *fx)
+{
+	docset_free(fx->ds);
+	store_close(fx->st);
+	fx->ds = NULL;
+	fx->st = NULL;
+}
+
+static void
+key_of(const char *url, uint8_t key[DOCSET_KEY_LEN])
+{
+	/* Any 16 bytes name a document here: the URL, padded. */
+	memset(key, 0, DOCSET_KEY_LEN);
+	memcpy(key, url, strlen(url) < DOCSET_KEY_LEN ? strlen(url) :
+	    DOCSET_KEY_LEN);
+}
+
+/* Puts one document in its own transaction; returns its record. */
+static struct doc_record
+put(struct fixture *fx, const char *url, uint64_t fp, bool *created)
+{
+	struct store_txn *txn;
+	struct doc_record r;
+	struct doc_undo undo;
+	uint8_t key[DOCSET_KEY_LEN];
+	bool c;
+
+	key_of(url, key);
+	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
+	ck_assert_int_eq(docset_put(fx->ds, txn, key, url, strlen(url), fp,
+	    1000, &r, &c, &undo), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	if (created)
+		*created = c;
+	r.url = NULL;	/* it pointed into the transaction */
+	return r;
+}
+
+static uint64_t
+del(struct fixture *fx, const char *url)
+{
+	struct store_txn *txn;
+	struct doc_undo undo;
+	uint8_t key[DOCSET_KEY_LEN];
+	uint64_t id;
+
+	key_of(url, key);
+	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
+	ck_assert_int_eq(docset_delete(fx->ds, txn, key, &id, &undo),
+	    STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	return id;
+}
+
+START_TEST(test_groups)
+{
+	struct fixture fx = { .dir = tu_tmpdir() };
+	const uint64_t a = 0x0123456789abcdefULL, c = ~a;
+	struct doc_record r;
+	bool created;
+	char *cause;
+
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_msg(fx.ds != NULL, "%s", cause);
+	/* A founds group 1; B, one bit away, joins it; C, far, founds 3. */
+	r = put(&fx, "a", a, &created);
+	ck_assert(created);
+	ck_assert_uint_eq(r.id, 1);
+	ck_assert_uint_eq(r.group, 1);
+	r = put(&fx, "b", a ^ 1, NULL);
+	ck_assert_uint_eq(r.id, 2);
+	ck_assert_uint_eq(r.group, 1);
+	r = put(&fx, "c", c, NULL);
+	ck_assert_uint_eq(r.group, 3);
+	/* D: 1 from C, 3 from nobody else: the nearest is C. */
+	r = put(&fx, "d", c ^ 0x100, NULL);
+	ck_assert_uint_eq(r.id, 4);
+	ck_assert_uint_eq(r.group, 3);
+	/* E: 2 from A (id 1) and 3 from B: the nearest, A. */
+	r = put(&fx, "e", a ^ 0x6, NULL);
+	ck_assert_uint_eq(r.group, 1);
+	/* G: 1 from B, 2 from A: the nearest, B, whose group is 1. */
+	r = put(&fx, "g", a ^ 0x3, NULL);
+	ck_assert_uint_eq(r.id, 6);
+	ck_assert_uint_eq(r.group, 1);
+	/* A tie between groups: P founds one, Q (6 bits from P) another; T,
+	 * 3 bits from each, joins the older, P's. */
+	r = put(&fx, "p", 0, NULL);
+	ck_assert_uint_eq(r.id, 7);
+	ck_assert_uint_eq(r.group, 7);
+	r = put(&fx, "q", 0x3f, NULL);
+	ck_assert_uint_eq(r.group, 8);
+	r = put(&fx, "t", 0x07, NULL);
+	ck_assert_uint_eq(r.group, 7);
+	/* A re-submit keeps its id, takes the new fingerprint, and has its
+	 * group decided again: far from all, B founds its own group. */
+	r = put(&fx, "b", 0xf0f0f0f0f0f0f0f0ULL, &created);
+	ck_assert(!created);
+	ck_assert_uint_eq(r.id, 2);
+	ck_assert_uint_eq(r.group, 2);
+	ck_assert_uint_eq(r.fp, 0xf0f0f0f0f0f0f0f0ULL);
+	/* ... and near C it joins C's group. */
+	r = put(&fx, "b", c ^ 0x10000, NULL);
+	ck_assert_uint_eq(r.id, 2);
+	ck_assert_uint_eq(r.group, 3);
+	/* Deleting A leaves E's group alone; a newcomer near E joins it. */
+	ck_assert_uint_eq(del(&fx, "a"), 1);
+	ck_assert_uint_eq(del(&fx, "a"), 0);
+	r = put(&fx, "h", a ^ 0x6 ^ 0x80, NULL);
+	ck_assert_uint_eq(r.group, 1);
+	ck_assert_uint_eq(r.id, 10);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
+
+START_TEST(test_abort_is_taken_back)
+{
+	struct fixture fx = { .dir = tu_tmpdir() };
+	struct {
+		struct doc_undo u;
+	} undo[3];
+	struct store_txn *txn;
+	struct nearidx_hit hits[8];
+	struct doc_record r;
+	uint8_t key[DOCSET_KEY_LEN];
+	uint64_t id;
+	bool created;
+	char *cause;
+
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	put(&fx, "x", 100, NULL);
+	/* In one aborted transaction: x changed twice and y added; undone
+	 * in reverse order, x must be back as it was. */
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	key_of("x", key);
+	ck_assert_int_eq(docset_put(fx.ds, txn, key, "x", 1, 200, 1, &r,
+	    &created, &undo[0].u), STORE_OK);
+	ck_assert_int_eq(docset_put(fx.ds, txn, key, "x", 1, 300, 1, &r,
+	    &created, &undo[1].u), STORE_OK);
+	key_of("y", key);
+	ck_assert_int_eq(docset_put(fx.ds, txn, key, "y", 1, 100, 1, &r,
+	    &created, &undo[2].u), STORE_OK);
+	store_abort(txn);
+	for (int i = 2; i >= 0; i--)
+		docset_undo(fx.ds, &undo[i].u);
+	ck_assert_int_eq(docset_near(fx.ds, 100, 0, 0, 0, hits, 8), 1);
+	ck_assert_uint_eq(hits[0].doc_id, 1);
+	ck_assert_int_eq(docset_near(fx.ds, 300, 0, 0, 0, hits, 8), 0);
+	ck_assert_int_eq(docset_near(fx.ds, 200, 0, 0, 0, hits, 8), 0);
+	/* A delete taken back, too. */
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	key_of("x", key);
+	ck_assert_int_eq(docset_delete(fx.ds, txn, key, &id, &undo[0].u),
+	    STORE_OK);
+	store_abort(txn);
+	docset_undo(fx.ds, &undo[0].u);
+	ck_assert_int_eq(docset_near(fx.ds, 100, 0, 0, 0, hits, 8), 1);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
+
+/* Brute force over the stored fingerprints. */
+struct model {
+	uint64_t fp[3000];
+	bool live[3000];
+};
+
+static void
+check_against_model(struct fixture *fx, const struct model *m, uint64_t q,
+    unsigned k)
+{
+	static struct nearidx_hit hits[4000];
+	int64_t total = docset_near(fx->ds, q, k, 0, 0, hits, 4000);
+	int64_t want = 0;
+	uint64_t last_id = 0;
+	unsigned last_d = 0;
+
+	for (int i = 0; i < 3000; i++)
+		want += m->live[i] &&
+		    (unsigned)__builtin_popcountll(m->fp[i] ^ q) <= k;
+	ck_assert_int_eq(total, want);
+	for (int64_t i = 0; i < total; i++) {
+		uint64_t id = hits[i].doc_id;
+
+		ck_assert(id >= 1 && id <= 3000 && m->live[id - 1]);
+		ck_assert_uint_eq(hits[i].distance,
+		    __builtin_popcountll(m->fp[id - 1] ^ q));
+		/* Nearest first, then oldest. */
+		ck_assert(i == 0 || hits[i].distance > last_d ||
+		    (hits[i].distance == last_d && id > last_id));
+		last_d = hits[i].distance;
+		last_id = id;
+	}
+}
+
+START_TEST(test_near_and_reopen_against_brute_force)
+{
+	struct fixture fx = { .dir = tu_tmpdir() };
+	static struct model m;
+	static uint64_t group_before[3000];
+	uint64_t seed = 31337, base[20];
+	char url[32], *cause;
+	struct doc_record r;
+	struct store_txn *rd;
+	uint8_t key[DOCSET_KEY_LEN];
+
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	for (int b = 0; b < 20; b++)
+		base[b] = tu_rand(&seed);
+	/* Clusters around 20 bases, at distances 0..5, plus strangers. */
+	for (int i = 0; i < 3000; i++) {
+		uint64_t fp = tu_rand(&seed);
+
+		if (i % 3 != 0) {
+			fp = base[tu_rand_below(&seed, 20)];
+			for (unsigned d = (unsigned)tu_rand_below(&seed, 6);
+			    d > 0; d--)
+				fp ^= 1ULL << tu_rand_below(&seed, 64);
+		}
+		snprintf(url, sizeof(url), "u%d", i);
+		r = put(&fx, url, fp, NULL);
+		ck_assert_uint_eq(r.id, (uint64_t)i + 1);
+		m.fp[i] = fp;
+		m.live[i] = true;
+	}
+	for (int i = 0; i < 3000; i += 7) {
+		snprintf(url, sizeof(url), "u%d", i);
+		del(&fx, url);
+		m.live[i] = false;
+	}
+	for (int q = 0; q < 300; q++) {
+		uint64_t fp = base[q % 20] ^ (1ULL << (q % 64));
+
+		check_against_model(&fx, &m, fp, (unsigned)(q % 4));
+	}
+	/* Reopen: the same ids, groups and answers. */
+	rd = store_reader_new(fx.st);
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(url, sizeof(url), "u%d", i);
+		key_of(url, key);
+		group_before[i] = docset_get(fx.ds, rd, key, &r) == STORE_OK ?
+		    r.group : 0;
+	}
+	store_reader_end(rd);
+	store_reader_free(rd);
+	close_docs(&fx);
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_msg(fx.ds != NULL, "%s", cause);
+	rd = store_reader_new(fx.st);
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	for (int i = 0; i < 3000; i++) {
+		int rc;
+
+		snprintf(url, sizeof(url), "u%d", i);
+		key_of(url, key);
+		rc = docset_get(fx.ds, rd, key, &r);
+		ck_assert_int_eq(rc, m.live[i] ? STORE_OK : STORE_NOTFOUND);
+		if (rc == STORE_OK) {
+			ck_assert_uint_eq(r.id, (uint64_t)i + 1);
+			ck_assert_uint_eq(r.group, group_before[i]);
+			ck_assert_uint_eq(r.fp, m.fp[i]);
+		}
+	}
+	store_reader_end(rd);
+	store_reader_free(rd);
+	for (int q = 0; q < 300; q++)
+		check_against_model(&fx, &m, base[q % 20] ^ (3ULL << (q % 60)),
+		    (unsigned)(q % 4));
+	/* New ids continue after the old ones. */
+	r = put(&fx, "new", 42, NULL);
+	ck_assert_uint_eq(r.id, 3001);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
+
+START_TEST(test_term_hash_fixed_once_documents_exist)
+{
+	struct fixture fx = { .dir = tu_tmpdir() };
+	char *cause;
+
+	/* Without documents the term hash may change... */
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM, &cause);
+	ck_assert_ptr_nonnull(fx.ds);
+	close_docs(&fx);
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_ptr_nonnull(fx.ds);
+	put(&fx, "one", 1, NULL);
+	close_docs(&fx);
+	/* ... with them, not. */
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM, &cause);
+	ck_assert_ptr_null(fx.ds);
+	ck_assert_msg(strstr(cause, "term_hash = sdbm-fmix64") != NULL, "%s",
+	    cause);
+	free(cause);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
+
+Suite *docset_suite(void);
+
+Suite *
+docset_suite(void)
+{
+	Suite *s = suite_create("docset");
+	TCase *tc = tcase_create("docset");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_groups);
+	tcase_add_test(tc, test_abort_is_taken_back);
+	tcase_add_test(tc, test_near_and_reopen_against_brute_force);
+	tcase_add_test(tc, test_term_hash_fixed_once_documents_exist);
+	suite_add_tcase(s, tc);
+	return s;
+}
