@@ -123,6 +123,68 @@ class TestCalls(DaemonTest):
             self.client.submit_urls([42])
 
 
+class TestDocuments(DaemonTest):
+    STORY = "Oil prices rose sharply on Monday after the cartel cut output"
+
+    def test_submit_get_query_delete(self):
+        c = self.client
+        a = c.submit_doc("http://news.example/a", self.STORY)
+        self.assertEqual((a.doc_id, a.group, a.near, a.created),
+                         (1, 1, [], True))
+        self.assertEqual(len(a.simhash_hex), 16)
+        b = c.submit_doc("http://other.example/b",
+                         "<p>Oil prices rose <b>sharply</b> on Monday "
+                         "after the cartel cut output</p>", html=True)
+        self.assertEqual((b.doc_id, b.group), (2, 1))
+        self.assertEqual([(n.doc_id, n.url, n.distance) for n in b.near],
+                         [(1, "http://news.example/a", 0)])
+        self.assertEqual(b.simhash, a.simhash)
+        # What a page would join, storing nothing.
+        w = c.submit_doc("http://third.example/", self.STORY.upper(),
+                         query_only=True)
+        self.assertEqual((w.doc_id, w.group), (0, 1))
+        self.assertIsNone(c.get_doc("http://third.example/"))
+        g = c.get_doc("HTTP://NEWS.EXAMPLE:80/a")
+        self.assertEqual((g.doc_id, g.group), (1, 1))
+        self.assertEqual([n.doc_id for n in g.near], [2])
+        q = c.query_doc(self.STORY)
+        self.assertEqual([n.doc_id for n in q.near], [1, 2])
+        self.assertEqual(c.query_doc(simhash=a.simhash, k=0).near_total, 2)
+        self.assertTrue(c.delete_doc("http://news.example/a"))
+        self.assertFalse(c.delete_doc("http://news.example/a"))
+        self.assertEqual([n.doc_id for n in c.query_doc(self.STORY).near],
+                         [2])
+        with self.assertRaises(nddd.NdddRequestError) as cm:
+            c.query_doc(simhash=1, k=9)
+        self.assertEqual(cm.exception.code, Code.INVALID_ARGUMENT)
+        with self.assertRaises(nddd.NdddRequestError) as cm:
+            c.submit_doc("http://empty.example/", "the and of")
+        self.assertEqual(cm.exception.code, Code.EMPTY_DOCUMENT)
+        st = c.stats()
+        self.assertEqual((st.docs, st.near.k, st.near.tables), (1, 3, 4))
+        self.assertEqual(st.accel.backend, "cpu")
+
+    def test_submit_docs_in_bulk(self):
+        docs = [("http://bulk.example/%d" % i,
+                 "story %d about %s" % (i % 10, "weather" if i % 2 else
+                                        "markets"))
+                for i in range(500)]
+        docs.insert(100, ("http://bulk.example/empty", "the"))
+        docs.insert(200, ("not a url", "some words"))
+        r = self.client.submit_docs(docs)
+        self.assertEqual([x.url for x in r], [d[0] for d in docs])
+        self.assertEqual(r[100].error.code, Code.EMPTY_DOCUMENT)
+        self.assertEqual(r[200].error.code, Code.INVALID_ARGUMENT)
+        ok = [x for x in r if x.ok]
+        self.assertEqual(len(ok), 500)
+        # Same text, same story.
+        by_text = {}
+        for d, x in zip(docs, r):
+            if x.ok:
+                by_text.setdefault(d[1], set()).add(x.group)
+        self.assertTrue(all(len(g) == 1 for g in by_text.values()))
+
+
 class TestTokens(unittest.TestCase):
     READ = "read-token-0123456789"
     WRITE = "write-token-0123456789"

@@ -6,6 +6,8 @@
         for r in client.submit_urls(["http://example.com/a",
                                      "HTTP://EXAMPLE.COM:80/a#top"]):
             print(r.url, "new" if r.new else "duplicate", r.count)
+        doc = client.submit_doc("http://example.com/a", "Oil prices rose")
+        print(doc.doc_id, doc.simhash_hex, doc.group)
 
 See nddd.client for connections, batching and failures, nddd.errors for
 the exceptions, nddd.results for the results, and nddd.scrapy for the
@@ -16,7 +18,8 @@ from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, DEFAULT_MAX_FRAME,
                      DEFAULT_TIMEOUT, DEFAULT_WINDOW, Client, parse_address)
 from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
                      NdddRequestError, NdddTimeoutError)
-from .results import (CheckResult, Code, DeleteResult, FilterStats, Stats,
+from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
+                      FilterStats, NearStats, Neighbour, QueryResult, Stats,
                       Status, SubmitResult, UrlResult)
 
 __version__ = "0.1.0"
@@ -27,5 +30,6 @@ __all__ = [
     "NdddError", "NdddRequestError", "NdddConnectionError",
     "NdddTimeoutError", "NdddProtocolError",
     "Code", "Status", "UrlResult", "SubmitResult", "CheckResult",
-    "DeleteResult", "Stats", "FilterStats",
+    "DeleteResult", "DocResult", "QueryResult", "Neighbour", "Stats",
+    "FilterStats", "NearStats", "AccelStats",
 ]

@@ -56,8 +56,9 @@ from google.protobuf.message import DecodeError
 from ._proto import pb
 from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
                      NdddRequestError, NdddTimeoutError)
-from .results import (CheckResult, DeleteResult, Stats, Status, SubmitResult,
-                      Url, UrlResult, code_of)
+from .results import (CheckResult, DeleteResult, DocResult, QueryResult,
+                      Stats, Status, SubmitResult, Url, UrlResult, _neighbours,
+                      code_of)
 
 DEFAULT_ADDRESS = "127.0.0.1:6464"
 #: Seconds a request may wait for its reply (and connecting may take).
@@ -105,6 +106,10 @@ def parse_address(address: Address) -> Tuple[str, int]:
         raise ValueError("bad address %r: expected HOST:PORT with a port "
                          "from 1 to 65535" % (address,))
     return host, int(port)
+
+
+def _encode_body(body: Union[str, bytes]) -> bytes:
+    return body.encode("utf-8") if isinstance(body, str) else bytes(body)
 
 
 def _encode_url(url: Url) -> bytes:
@@ -235,6 +240,109 @@ class Client:
     def delete_url(self, url: Url) -> DeleteResult:
         """delete_urls for one URL."""
         return self._url_op("url_delete", (url,), DeleteResult)[0]
+
+    # Document operations.  A document is named by its URL and has a
+    # body, text or HTML.  nddd fingerprints it (64-bit simhash), finds the
+    # stored documents within its k, and puts it in the story group of the
+    # nearest (ties: the oldest), or a new one of its own.
+
+    def submit_doc(self, url: Url, body: Union[str, bytes], *,
+                   html: bool = False,
+                   query_only: bool = False) -> DocResult:
+        """Stores a document (doc_submit) and returns it with its id,
+        fingerprint, group and near duplicates.  A re-submitted URL keeps
+        its id; its fingerprint and group are renewed.  query_only: store
+        nothing, answer what would be.  Raises NdddRequestError (for
+        example EMPTY_DOCUMENT, for a body without terms)."""
+        req = pb.Request()
+        req.doc_submit.url = _encode_url(url)
+        req.doc_submit.body = _encode_body(body)
+        req.doc_submit.format = pb.HTML if html else pb.TEXT
+        req.doc_submit.query_only = query_only
+        resp = self._call(req)
+        return DocResult.from_message(url, self._result(resp, "doc"))
+
+    def submit_docs(self, docs: Iterable[Tuple]) -> List[DocResult]:
+        """Stores many documents, pipelined: docs yields (url, body) or
+        (url, body, html).  Returns a DocResult per document in order; a
+        document nddd refused (EMPTY_DOCUMENT, a bad URL...) has its
+        ``error`` set and the others go on."""
+        items = [tuple(d) for d in docs]
+        results: List[Optional[DocResult]] = [None] * len(items)
+
+        def requests():
+            for i, d in enumerate(items):
+                req = pb.Request()
+                req.doc_submit.url = _encode_url(d[0])
+                req.doc_submit.body = _encode_body(d[1])
+                req.doc_submit.format = (pb.HTML if len(d) > 2 and d[2]
+                                         else pb.TEXT)
+                yield req, i
+
+        def handle(i, resp):
+            url = items[i][0]
+            if resp.HasField("status") and resp.status.code != pb.OK:
+                results[i] = DocResult.failed(url, Status(
+                    code_of(resp.status.code), resp.status.message))
+            else:
+                results[i] = DocResult.from_message(
+                    url, self._result(resp, "doc"))
+            return True
+
+        if items:
+            with self._lock:
+                try:
+                    self._exchange(requests(), handle)
+                except NdddError as e:
+                    e.results = results
+                    raise
+        return results
+
+    def query_doc(self, body: Union[str, bytes, None] = None, *,
+                  html: bool = False, simhash: Optional[int] = None,
+                  k: Optional[int] = None) -> QueryResult:
+        """The stored documents near a body, or near a fingerprint
+        (simhash=, a 64-bit int), within k (default: the daemon's k, the
+        most it allows).  Changes nothing."""
+        req = pb.Request()
+        if (body is None) == (simhash is None):
+            raise TypeError("give a body or a simhash")
+        if simhash is not None:
+            if not 0 <= simhash < 1 << 64:
+                raise ValueError("a simhash is a 64-bit unsigned integer")
+            req.doc_query.simhash = simhash
+        else:
+            req.doc_query.body.body = _encode_body(body)
+            req.doc_query.body.format = pb.HTML if html else pb.TEXT
+        if k is not None:
+            req.doc_query.max_distance.k = k
+        msg = self._result(self._call(req), "doc_query")
+        return QueryResult(msg.simhash, _neighbours(msg.near),
+                           msg.near_total)
+
+    def get_doc(self, url: Url) -> Optional[DocResult]:
+        """The stored document of url with its near duplicates, or None."""
+        req = pb.Request()
+        req.doc_get.url = _encode_url(url)
+        try:
+            resp = self._call(req)
+        except NdddRequestError as e:
+            if e.code == pb.NOT_FOUND:
+                return None
+            raise
+        return DocResult.from_message(url, self._result(resp, "doc"))
+
+    def delete_doc(self, url: Url) -> bool:
+        """Forgets the document of url (admin); True if there was one."""
+        req = pb.Request()
+        req.doc_delete.url = _encode_url(url)
+        return self._result(self._call(req), "doc_delete").doc_id != 0
+
+    def _result(self, resp, field: str):
+        if resp.WhichOneof("result") != field:
+            self.close()
+            raise self._protocol_error("reply has no %s result" % field)
+        return getattr(resp, field)
 
     def stats(self) -> Stats:
         """The daemon's statistics."""

@@ -8,7 +8,7 @@ error nddd gave for it (the rest of the batch is unaffected).
 
 import enum
 from dataclasses import dataclass, fields
-from typing import Optional, Union
+from typing import List, Optional, Union
 
 from ._proto import pb
 
@@ -99,6 +99,72 @@ class DeleteResult(UrlResult):
         return self.error is None and self.count > 0
 
 
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A stored document near another, or near a query."""
+    doc_id: int
+    url: str            # its canonical URL
+    distance: int       # Hamming distance of the two fingerprints
+    group: int          # the story it belongs to
+
+
+def _neighbours(msgs) -> List[Neighbour]:
+    return [Neighbour(m.doc_id, m.url.decode("utf-8", "replace"),
+                      m.distance, m.group) for m in msgs]
+
+
+@dataclass(frozen=True, slots=True)
+class DocResult:
+    """A document as stored (submit_doc, get_doc), or as it would be
+    (submit_doc with query_only: ``doc_id`` 0, ``group`` 0 when it would
+    found a story of its own).
+
+    ``near``: the stored documents within the daemon's k, nearest first,
+    then oldest, the document itself excluded; at most the daemon's
+    max_results of them, ``near_total`` in all.  ``error`` is None, or the
+    Status of this document's failure (for example EMPTY_DOCUMENT: no
+    terms, nothing stored); the other fields are then empty.
+    """
+    url: Url                 # as given
+    doc_id: int
+    simhash: int             # the 64-bit fingerprint
+    group: int               # the story it belongs to
+    near: List[Neighbour]
+    near_total: int
+    created: bool            # a new document, not a re-submit
+    error: Optional[Status] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def simhash_hex(self) -> str:
+        """The fingerprint as 16 lower-case hex digits."""
+        return "%016x" % self.simhash
+
+    @classmethod
+    def from_message(cls, url: Url, msg) -> "DocResult":
+        return cls(url, msg.doc_id, msg.simhash, msg.group,
+                   _neighbours(msg.near), msg.near_total, msg.created)
+
+    @classmethod
+    def failed(cls, url: Url, status: Status) -> "DocResult":
+        return cls(url, 0, 0, 0, [], 0, False, status)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """The stored documents near a body or a fingerprint (query_doc)."""
+    simhash: int
+    near: List[Neighbour]
+    near_total: int
+
+    @property
+    def simhash_hex(self) -> str:
+        return "%016x" % self.simhash
+
+
 def _from_message(cls, msg):
     """An instance of the dataclass cls from the protobuf message msg, field
     by field (same names); nested dataclasses are converted too."""
@@ -121,11 +187,36 @@ class FilterStats:
 
 
 @dataclass(frozen=True)
+class NearStats:
+    """The near-duplicate tables (nddd.v1.NearStats)."""
+    k: int
+    blocks: int
+    tables: int
+    bytes: int          # memory of the tables
+    distinct: int       # distinct fingerprints
+
+
+@dataclass(frozen=True)
+class AccelStats:
+    """The accelerator (nddd.v1.AccelStats)."""
+    backend: str
+    simulation: bool
+    batches: int
+    batches_failed: int
+    docs: int
+    bytes: int
+
+
+@dataclass(frozen=True)
 class Stats:
-    """The daemon's statistics (nddd.v1.StatsResult)."""
+    """The daemon's statistics (nddd.v1.StatsResult).  A read token sees
+    only version, uptime_seconds, urls, docs and the table layout."""
     version: str
     uptime_seconds: int
     urls: int                    # stored URLs
+    docs: int                    # stored documents
+    near: NearStats
+    accel: AccelStats
     cbf: FilterStats
     checks: int                  # URLs answered by url_check
     checks_filter_only: int      # ... without reading the store
@@ -142,4 +233,4 @@ class Stats:
         return _from_message(cls, msg)
 
 
-_NESTED = {"cbf": FilterStats}
+_NESTED = {"cbf": FilterStats, "near": NearStats, "accel": AccelStats}
