@@ -264,6 +264,10 @@ endif
 
 # The simhash benchmark links the naive reference and the corpus reader of
 # tests/lib (which need no Check).
+$(B)/bin/doc_bench: $(B)/tests/bench/doc_bench.o $(B)/tests/lib/corpus.o \
+	$(CLIENT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 $(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \
 	$(B)/tests/lib/simhash_ref.o $(B)/tests/lib/corpus.o $(CORE_LIB)
 	@mkdir -p $(dir $@)

@@ -401,8 +401,13 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 	d->docs.acc = d->acc;
 	d->docs.workers = d->workers;
 	d->docs.max_results = cfg->near_max_results;
+	d->docs.batch_docs = (unsigned)cfg->accel_batch_docs;
+	if (docreq_env_init(&d->docs, base) == -1)
+		goto err;
 	return d;
 err:
+	if (d->workers != NULL)
+		workers_free(d->workers);
 	store_reader_free(d->loop_reader);
 	pthread_rwlock_destroy(&d->auth_lock);
 	free(d);
@@ -415,6 +420,7 @@ dispatch_free(struct dispatch *d)
 	if (d == NULL)
 		return;
 	workers_free(d->workers);
+	docreq_env_clear(&d->docs);
 	store_reader_free(d->loop_reader);
 	auth_free(d->auth);
 	pthread_rwlock_destroy(&d->auth_lock);

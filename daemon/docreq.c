@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "accel.h"
 #include "dispatch.h"
@@ -37,6 +38,7 @@ struct doc_op {
 	enum simhash_input input;
 	unsigned k;
 	uint64_t fp;
+	struct doc_op *next;		/* the loop's pending list */
 };
 
 /* A neighbour copied out of a transaction. */
@@ -398,14 +400,12 @@ finish_error(struct doc_op *op, Nddd__V1__Code code, const char *message)
 	op_free(op);
 }
 
+/* A document's fingerprint is known: where it goes next. */
 static void
-on_fingerprint(struct accel_job *job, void *arg)
+route(struct doc_op *op, enum simhash_status st)
 {
-	struct doc_op *op = arg;
-	enum simhash_status st = accel_job_result(job, 0, &op->fp);
+	struct query_task *t;
 
-	accel_job_free(job);
-	op->env->in_accel--;
 	/* The body is no longer needed. */
 	free(op->body);
 	op->body = NULL;
@@ -430,9 +430,8 @@ on_fingerprint(struct accel_job *job, void *arg)
 		writer_submit(op->env->w, &j->wj);
 		return;
 	}
-	struct query_task *t = calloc(1, sizeof(*t));
-
-	if (t == NULL || (t->reply = evbuffer_new()) == NULL) {
+	if ((t = calloc(1, sizeof(*t))) == NULL ||
+	    (t->reply = evbuffer_new()) == NULL) {
 		free(t);
 		finish_error(op, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
@@ -442,23 +441,140 @@ on_fingerprint(struct accel_job *job, void *arg)
 	workers_submit(op->env->workers, &t->wt);
 }
 
+/* The documents of one accelerator job, in job order. */
+struct fp_batch {
+	struct doc_op **ops;
+	size_t n;
+};
+
+static void
+on_fingerprints(struct accel_job *job, void *arg)
+{
+	struct fp_batch *b = arg;
+
+	for (size_t i = 0; i < b->n; i++) {
+		enum simhash_status st = accel_job_result(job, i,
+		    &b->ops[i]->fp);
+
+		b->ops[i]->env->in_accel--;
+		route(b->ops[i], st);
+	}
+	accel_job_free(job);
+	free(b->ops);
+	free(b);
+}
+
+/* Hands the n documents of list, all of one input format, over as one job. */
+static void
+submit_job(struct docreq_env *env, struct doc_op **list, size_t n,
+    enum simhash_input input)
+{
+	struct accel_job *job = accel_job_new(n, input);
+	struct fp_batch *b = calloc(1, sizeof(*b));
+
+	if (job == NULL || b == NULL) {
+		free(b);
+		if (job != NULL)
+			accel_job_free(job);
+		for (size_t i = 0; i < n; i++)
+			finish_error(list[i], NDDD__V1__CODE__INTERNAL,
+			    "out of memory");
+		free(list);
+		return;
+	}
+	b->ops = list;
+	b->n = n;
+	for (size_t i = 0; i < n; i++)
+		accel_job_set(job, i, list[i]->body, list[i]->body_len);
+	if (accel_submit(env->acc, job, on_fingerprints, b) == -1) {
+		accel_job_free(job);
+		for (size_t i = 0; i < n; i++)
+			finish_error(list[i], NDDD__V1__CODE__INTERNAL,
+			    "cannot submit to the accelerator");
+		free(list);
+		free(b);
+		return;
+	}
+	env->in_accel += (unsigned)n;
+}
+
+/*
+ * The end of a turn of the loop: the documents gathered go to the
+ * accelerator as one job per input format, so a burst of requests costs
+ * one hand-over, not one each.
+ */
+static void
+flush_pending(evutil_socket_t fd, short what, void *arg)
+{
+	struct docreq_env *env = arg;
+	struct doc_op *op, *next;
+	struct doc_op **by[3] = { NULL, NULL, NULL };
+	size_t n[3] = { 0, 0, 0 };
+
+	(void)fd;
+	(void)what;
+	if (env->npending == 0)
+		return;
+	for (int f = 0; f < 3; f++)
+		if ((by[f] = calloc(env->npending, sizeof(*by[f]))) == NULL) {
+			for (op = env->pending; op != NULL; op = next) {
+				next = op->next;
+				finish_error(op, NDDD__V1__CODE__INTERNAL,
+				    "out of memory");
+			}
+			env->pending = NULL;
+			env->pending_tail = &env->pending;
+			env->npending = 0;
+			for (int g = 0; g < 3; g++)
+				free(by[g]);
+			return;
+		}
+	for (op = env->pending; op != NULL; op = next) {
+		next = op->next;
+		by[op->input][n[op->input]++] = op;
+	}
+	env->pending = NULL;
+	env->pending_tail = &env->pending;
+	env->npending = 0;
+	for (int f = 0; f < 3; f++) {
+		if (n[f] > 0)
+			submit_job(env, by[f], n[f], (enum simhash_input)f);
+		else
+			free(by[f]);
+	}
+}
+
 void
 docreq_fingerprint(struct doc_op *op)
 {
-	struct accel_job *job = accel_job_new(1, op->input);
+	struct docreq_env *env = op->env;
 
-	if (job == NULL) {
-		finish_error(op, NDDD__V1__CODE__INTERNAL, "out of memory");
-		return;
-	}
-	accel_job_set(job, 0, op->body, op->body_len);
-	if (accel_submit(op->env->acc, job, on_fingerprint, op) == -1) {
-		accel_job_free(job);
-		finish_error(op, NDDD__V1__CODE__INTERNAL,
-		    "cannot submit to the accelerator");
-		return;
-	}
-	op->env->in_accel++;
+	/* Kept in arrival order (replies and stores follow it). */
+	op->next = NULL;
+	*env->pending_tail = op;
+	env->pending_tail = &op->next;
+	if (env->npending++ == 0)
+		event_active(env->flush, EV_TIMEOUT, 1);
+	if (env->npending >= env->batch_docs)
+		flush_pending(-1, 0, env);
+}
+
+int
+docreq_env_init(struct docreq_env *env, struct event_base *base)
+{
+	env->pending = NULL;
+	env->pending_tail = &env->pending;
+	env->npending = 0;
+	env->flush = event_new(base, -1, 0, flush_pending, env);
+	return env->flush ? 0 : -1;
+}
+
+void
+docreq_env_clear(struct docreq_env *env)
+{
+	if (env->flush != NULL)
+		event_free(env->flush);
+	env->flush = NULL;
 }
 
 /* ---- The first worker: decoding what each operation needs. ---- */

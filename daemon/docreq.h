@@ -22,7 +22,10 @@
 
 struct accel;
 struct docset;
+struct doc_op;
 struct evbuffer;
+struct event;
+struct event_base;
 struct request_origin;
 struct workers;
 struct worker_ctx;
@@ -35,11 +38,19 @@ struct docreq_env {
 	struct accel *acc;
 	struct workers *workers;
 	uint64_t max_results;		/* [near] max_results */
-	unsigned in_accel;		/* documents there now (loop thread) */
+	unsigned batch_docs;		/* [accel] batch_docs */
+	/* Loop thread: documents gathered for the accelerator during one
+	 * turn of the loop, handed over together at its end. */
+	struct doc_op *pending;
+	struct doc_op **pending_tail;
+	unsigned npending;
+	struct event *flush;
+	unsigned in_accel;		/* documents there now */
 };
 
-/* A document on its way to the accelerator. */
-struct doc_op;
+/* Sets up env's loop-side state on base.  Returns -1 if out of memory. */
+int docreq_env_init(struct docreq_env *env, struct event_base *base);
+void docreq_env_clear(struct docreq_env *env);
 
 enum docreq_next {
 	DOCREQ_ANSWERED,	/* the reply is in out: finish the request */
@@ -58,8 +69,9 @@ enum docreq_next docreq_start(struct docreq_env *env,
     struct doc_op **op);
 
 /*
- * Loop thread: fingerprints op's body on the accelerator; the request is
- * finished from there on (replied to, or failed with INTERNAL).
+ * Loop thread: fingerprints op's body on the accelerator, together with
+ * the other documents of this turn of the loop; the request is finished
+ * from there on (replied to, or failed with INTERNAL).
  */
 void docreq_fingerprint(struct doc_op *op);
 
