@@ -190,4 +190,102 @@ $(B)/plugins/%.so: tests/plugins/accel_%.c daemon/accel/accel_abi.h \
 $(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl
 # ----------------------------------------------------------------------------
 
+# --- the fingerprint engine RTL -----------------------------------------------
+# daemon/accel/fpga: the RTL's Verilator model, its driver and test bench
+# (a C++ compiler and Verilator), and its synthesis check (Yosys).  None of
+# it is needed for nddd itself.
+CXX ?= g++
+VERILATOR ?= verilator
+
+FPGA_SKIP := $(if $(shell command -v $(VERILATOR) 2>/dev/null),,no \
+	$(VERILATOR) (Debian: verilator))
+FPGA_SKIP := $(or $(FPGA_SKIP),$(if $(shell command -v $(CXX) 2>/dev/null),,no \
+	C++ compiler $(CXX) (Debian: g++)))
+YOSYS_SKIP := $(if $(shell command -v yosys 2>/dev/null),,no yosys \
+	(Debian: yosys))
+
+
+.PHONY: check-accel-hw
+
+# FPGA: the RTL, verilated with the parameters below, is compiled once for
+# every variant (the generated code is Verilator's, not checked with the
+# sanitizers); the driver is compiled per variant.
+FPGA_ENGINES ?= 1
+FPGA_CORES ?= 8
+FPGA_COUNTER_W ?= 32
+FPGA_RTL := $(wildcard daemon/accel/fpga/rtl/*.v)
+FPGA_MODEL_DIR := build/fpga-model
+FPGA_MODEL := $(FPGA_MODEL_DIR)/Vsimhash_top__ALL.a
+FPGA_VLT_ROOT := $(if $(FPGA_SKIP),,$(shell $(VERILATOR) --getenv \
+	VERILATOR_ROOT 2>/dev/null))
+FPGA_VLT_OBJS := $(FPGA_MODEL_DIR)/verilated.o \
+	$(FPGA_MODEL_DIR)/verilated_threads.o
+FPGA_PARAMS := -GENGINES=$(FPGA_ENGINES) -GCORES=$(FPGA_CORES) \
+	-GCOUNTER_W=$(FPGA_COUNTER_W)
+FPGA_CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra \
+	-isystem $(FPGA_VLT_ROOT)/include -isystem $(FPGA_VLT_ROOT)/include/vltstd \
+	-I$(FPGA_MODEL_DIR) -Idaemon/accel/fpga -DFPGA_ENGINES=$(FPGA_ENGINES) \
+	-DFPGA_CORES=$(FPGA_CORES) -DFPGA_COUNTER_W=$(FPGA_COUNTER_W)
+
+$(FPGA_MODEL_DIR)/params: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(FPGA_PARAMS) $(VERILATOR)' | cmp -s - $@ || \
+		echo '$(FPGA_PARAMS) $(VERILATOR)' > $@
+$(FPGA_MODEL) $(FPGA_MODEL_DIR)/Vsimhash_top.h &: $(FPGA_RTL) \
+	$(FPGA_MODEL_DIR)/params
+	rm -rf $(FPGA_MODEL_DIR)/obj && mkdir -p $(FPGA_MODEL_DIR)/obj
+	$(VERILATOR) --cc -Wall -O3 --x-assign fast --x-initial fast \
+		--Mdir $(FPGA_MODEL_DIR)/obj $(FPGA_PARAMS) \
+		--top-module simhash_top $(FPGA_RTL)
+	$(MAKE) -s -C $(FPGA_MODEL_DIR)/obj -f Vsimhash_top.mk CXX=$(CXX) \
+		OPT_FAST=-O2 CXXFLAGS=-fPIC Vsimhash_top__ALL.a
+	cp $(FPGA_MODEL_DIR)/obj/*.h $(FPGA_MODEL_DIR)/
+	cp $(FPGA_MODEL_DIR)/obj/Vsimhash_top__ALL.a $(FPGA_MODEL)
+$(FPGA_VLT_OBJS): $(FPGA_MODEL_DIR)/%.o: $(FPGA_MODEL_DIR)/params
+	$(CXX) -std=c++17 -O2 -fPIC -w -I$(FPGA_VLT_ROOT)/include \
+		-I$(FPGA_VLT_ROOT)/include/vltstd -c -o $@ \
+		$(FPGA_VLT_ROOT)/include/$*.cpp
+$(B)/fpga/fpga_drv.o: daemon/accel/fpga/fpga_drv.cpp \
+	daemon/accel/fpga/fpga_drv.h $(FPGA_MODEL_DIR)/Vsimhash_top.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(FPGA_CXXFLAGS) $(if $(filter asan,$(VARIANT)),$(CFLAGS_asan)) \
+		-c -o $@ $<
+
+# The test bench of the RTL (tests/fpga/simhash_tb.cpp), on the same model
+# and driver, with nddd's preprocessing and the naive reference.
+$(B)/bin/simhash_tb: tests/fpga/simhash_tb.cpp $(B)/fpga/fpga_drv.o \
+	$(FPGA_MODEL) $(FPGA_VLT_OBJS) $(B)/tests/lib/corpus.o \
+	$(B)/tests/lib/simhash_ref.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(FPGA_CXXFLAGS) -Idaemon -Itests/lib -o $@ $< \
+		$(B)/fpga/fpga_drv.o $(FPGA_MODEL) $(FPGA_VLT_OBJS) \
+		$(B)/tests/lib/corpus.o $(B)/tests/lib/simhash_ref.o \
+		$(CORE_LIB) $(ALL_LDFLAGS) $(LIBS)
+
+# make check (so make test) also runs, in the release variant, the RTL's
+# test bench and its synthesis check, or says why not.
+check: check-accel-hw
+ifeq ($(VARIANT),release)
+check-accel-hw: $(if $(FPGA_SKIP),,$(B)/bin/simhash_tb)
+ifeq ($(FPGA_SKIP),)
+	cd $(CURDIR) && $(B)/bin/simhash_tb -d $(TEST_DATA)
+else
+	@echo "skipping the RTL test bench: $(FPGA_SKIP)"
+endif
+ifeq ($(YOSYS_SKIP),)
+	daemon/accel/fpga/synth.sh
+	! daemon/accel/fpga/synth.sh -g -t latch_example \
+		tests/fpga/latch_example.v 2>/dev/null
+	@echo "synth.sh: refuses a design with a latch, as it should"
+else
+	@echo "skipping the RTL synthesis check: $(YOSYS_SKIP)"
+endif
+else
+check-accel-hw:
+	@echo "the RTL test bench and synthesis check run in the release variant"
+endif
+
+FORCE:
+# ----------------------------------------------------------------------------
+
 -include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)
