@@ -190,10 +190,15 @@ $(B)/plugins/%.so: tests/plugins/accel_%.c daemon/accel/accel_abi.h \
 $(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl
 # ----------------------------------------------------------------------------
 
-# --- the fingerprint engine RTL -----------------------------------------------
-# daemon/accel/fpga: the RTL's Verilator model, its driver and test bench
-# (a C++ compiler and Verilator), and its synthesis check (Yosys).  None of
-# it is needed for nddd itself.
+# --- accelerator plugins ------------------------------------------------------
+# make builds the plugins whose toolchains are here into $(B)/accel/NAME.so
+# (point [accel] plugin_dir, or nddctl --accel-dir, at that directory) and
+# says why it skips the others.  Each is built against accel_abi.h (and
+# plugin_params.h) alone, plus its own toolkit:
+#   fpga-sim.so  the Verilator model of daemon/accel/fpga/rtl and a C++
+#                compiler.
+# Neither toolkit is needed for nddd itself.
+ACCEL_DIR := $(B)/accel
 CXX ?= g++
 VERILATOR ?= verilator
 
@@ -204,12 +209,18 @@ FPGA_SKIP := $(or $(FPGA_SKIP),$(if $(shell command -v $(CXX) 2>/dev/null),,no \
 YOSYS_SKIP := $(if $(shell command -v yosys 2>/dev/null),,no yosys \
 	(Debian: yosys))
 
+ACCEL_PLUGINS := $(if $(FPGA_SKIP),,$(ACCEL_DIR)/fpga-sim.so)
 
-.PHONY: check-accel-hw
+.PHONY: accel-plugins check-accel-hw
+all: accel-plugins
+accel-plugins: $(ACCEL_PLUGINS)
+ifneq ($(FPGA_SKIP),)
+	@echo "skipping fpga-sim plugin: $(FPGA_SKIP)"
+endif
 
 # FPGA: the RTL, verilated with the parameters below, is compiled once for
 # every variant (the generated code is Verilator's, not checked with the
-# sanitizers); the driver is compiled per variant.
+# sanitizers); the driver and the plugin are compiled per variant.
 FPGA_ENGINES ?= 1
 FPGA_CORES ?= 8
 FPGA_COUNTER_W ?= 32
@@ -250,6 +261,15 @@ $(B)/fpga/fpga_drv.o: daemon/accel/fpga/fpga_drv.cpp \
 	@mkdir -p $(dir $@)
 	$(CXX) $(FPGA_CXXFLAGS) $(if $(filter asan,$(VARIANT)),$(CFLAGS_asan)) \
 		-c -o $@ $<
+$(ACCEL_DIR)/fpga-sim.so: daemon/accel/fpga/fpga_sim.c $(B)/fpga/fpga_drv.o \
+	$(FPGA_MODEL) $(FPGA_VLT_OBJS) daemon/accel/accel_abi.h \
+	daemon/accel/plugin_params.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
+		-Idaemon/accel -Idaemon/accel/fpga -fPIC -c -o $(B)/fpga/fpga_sim.o $<
+	$(CXX) -shared -fPIC -pthread $(LDFLAGS_$(VARIANT)) -o $@ \
+		$(B)/fpga/fpga_sim.o $(B)/fpga/fpga_drv.o $(FPGA_MODEL) \
+		$(FPGA_VLT_OBJS)
 
 # The test bench of the RTL (tests/fpga/simhash_tb.cpp), on the same model
 # and driver, with nddd's preprocessing and the naive reference.
