@@ -195,12 +195,24 @@ $(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl
 # (point [accel] plugin_dir, or nddctl --accel-dir, at that directory) and
 # says why it skips the others.  Each is built against accel_abi.h (and
 # plugin_params.h) alone, plus its own toolkit:
+#   opencl.so    the OpenCL ICD loader (-lOpenCL) and OpenCL headers;
 #   fpga-sim.so  the Verilator model of daemon/accel/fpga/rtl and a C++
 #                compiler.
 # Neither toolkit is needed for nddd itself.
 ACCEL_DIR := $(B)/accel
+HASH := \#
 CXX ?= g++
 VERILATOR ?= verilator
+
+OPENCL_CFLAGS := $(shell pkg-config --cflags OpenCL 2>/dev/null)
+OPENCL_LIBS := $(shell pkg-config --libs OpenCL 2>/dev/null)
+OPENCL_SKIP := $(if $(shell pkg-config --exists OpenCL 2>/dev/null && \
+	echo y),,no OpenCL ICD loader to link with (pkg-config OpenCL; \
+	Debian: ocl-icd-opencl-dev))
+OPENCL_SKIP := $(or $(OPENCL_SKIP),$(if $(shell printf \
+	'$(HASH)include <CL/cl.h>\n' | $(CC) $(OPENCL_CFLAGS) -E -x c - \
+	>/dev/null 2>&1 && echo y),,no OpenCL headers (CL/cl.h; Debian: \
+	opencl-headers)))
 
 FPGA_SKIP := $(if $(shell command -v $(VERILATOR) 2>/dev/null),,no \
 	$(VERILATOR) (Debian: verilator))
@@ -209,14 +221,29 @@ FPGA_SKIP := $(or $(FPGA_SKIP),$(if $(shell command -v $(CXX) 2>/dev/null),,no \
 YOSYS_SKIP := $(if $(shell command -v yosys 2>/dev/null),,no yosys \
 	(Debian: yosys))
 
-ACCEL_PLUGINS := $(if $(FPGA_SKIP),,$(ACCEL_DIR)/fpga-sim.so)
+ACCEL_PLUGINS := $(if $(OPENCL_SKIP),,$(ACCEL_DIR)/opencl.so) \
+	$(if $(FPGA_SKIP),,$(ACCEL_DIR)/fpga-sim.so)
 
 .PHONY: accel-plugins check-accel-hw
 all: accel-plugins
 accel-plugins: $(ACCEL_PLUGINS)
+ifneq ($(OPENCL_SKIP),)
+	@echo "skipping opencl plugin: $(OPENCL_SKIP)"
+endif
 ifneq ($(FPGA_SKIP),)
 	@echo "skipping fpga-sim plugin: $(FPGA_SKIP)"
 endif
+
+# OpenCL: the kernel's source goes into the plugin as an array.
+$(B)/gen/opencl_kernel.h: daemon/accel/opencl/simhash.cl tools/embed-file
+	@mkdir -p $(dir $@)
+	tools/embed-file opencl_kernel_source $< > $@.tmp && mv $@.tmp $@
+$(ACCEL_DIR)/opencl.so: daemon/accel/opencl/opencl.c $(B)/gen/opencl_kernel.h \
+	daemon/accel/accel_abi.h daemon/accel/plugin_params.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
+		-Idaemon/accel -I$(B)/gen $(OPENCL_CFLAGS) -fPIC -shared \
+		$(LDFLAGS_$(VARIANT)) -o $@ $< $(OPENCL_LIBS)
 
 # FPGA: the RTL, verilated with the parameters below, is compiled once for
 # every variant (the generated code is Verilator's, not checked with the
