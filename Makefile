@@ -224,7 +224,7 @@ YOSYS_SKIP := $(if $(shell command -v yosys 2>/dev/null),,no yosys \
 ACCEL_PLUGINS := $(if $(OPENCL_SKIP),,$(ACCEL_DIR)/opencl.so) \
 	$(if $(FPGA_SKIP),,$(ACCEL_DIR)/fpga-sim.so)
 
-.PHONY: accel-plugins check-accel-hw
+.PHONY: accel-plugins check-accel-hw bench-accel
 all: accel-plugins
 accel-plugins: $(ACCEL_PLUGINS)
 ifneq ($(OPENCL_SKIP),)
@@ -308,6 +308,29 @@ $(B)/bin/simhash_tb: tests/fpga/simhash_tb.cpp $(B)/fpga/fpga_drv.o \
 		$(B)/fpga/fpga_drv.o $(FPGA_MODEL) $(FPGA_VLT_OBJS) \
 		$(B)/tests/lib/corpus.o $(B)/tests/lib/simhash_ref.o \
 		$(CORE_LIB) $(ALL_LDFLAGS) $(LIBS)
+
+# The accelerators' benchmark links the corpus reader of tests/lib.
+$(B)/bin/accel_bench: $(B)/tests/bench/accel_bench.o $(B)/tests/lib/corpus.o \
+	$(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# make bench-accel: the accelerators' figures for BENCHMARKS.md: throughput
+# through the plugin interface, the RTL's cycles per byte (and the
+# simulation's speed), and its synthesis estimate.
+bench-accel: deps-bench
+	$(MAKE) all $(B)/bin/accel_bench $(if $(FPGA_SKIP),,$(B)/bin/simhash_tb)
+	$(B)/bin/accel_bench -d $(TEST_DATA)
+ifeq ($(FPGA_SKIP),)
+	$(B)/bin/simhash_tb -p -d $(TEST_DATA)
+else
+	@echo "skipping the RTL cycle count: $(FPGA_SKIP)"
+endif
+ifeq ($(YOSYS_SKIP),)
+	daemon/accel/fpga/synth.sh -e 1
+else
+	@echo "skipping the RTL synthesis estimate: $(YOSYS_SKIP)"
+endif
 
 # make check (so make test) also runs, in the release variant, the RTL's
 # test bench and its synthesis check, or says why not.
