@@ -246,14 +246,18 @@ $(ACCEL_DIR)/opencl.so: daemon/accel/opencl/opencl.c $(B)/gen/opencl_kernel.h \
 		$(LDFLAGS_$(VARIANT)) -o $@ $< $(OPENCL_LIBS)
 
 # FPGA: the RTL, verilated with the parameters below, is compiled once for
-# every variant (the generated code is Verilator's, not checked with the
-# sanitizers); the driver and the plugin are compiled per variant.
+# every variant into build/fpga-model/CONFIG (the generated code is
+# Verilator's, not checked with the sanitizers); the driver, the plugin and
+# the test bench are compiled per variant into $(B)/fpga/CONFIG, and those
+# of the configuration in use are copied to $(B)/accel and $(B)/bin.
 FPGA_ENGINES ?= 1
 FPGA_CORES ?= 8
 FPGA_COUNTER_W ?= 32
+FPGA_CONFIG := e$(FPGA_ENGINES)-c$(FPGA_CORES)-w$(FPGA_COUNTER_W)
 FPGA_RTL := $(wildcard daemon/accel/fpga/rtl/*.v)
-FPGA_MODEL_DIR := build/fpga-model
+FPGA_MODEL_DIR := build/fpga-model/$(FPGA_CONFIG)
 FPGA_MODEL := $(FPGA_MODEL_DIR)/Vsimhash_top__ALL.a
+FPGA_OBJ := $(B)/fpga/$(FPGA_CONFIG)
 FPGA_VLT_ROOT := $(if $(FPGA_SKIP),,$(shell $(VERILATOR) --getenv \
 	VERILATOR_ROOT 2>/dev/null))
 FPGA_VLT_OBJS := $(FPGA_MODEL_DIR)/verilated.o \
@@ -265,12 +269,11 @@ FPGA_CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra \
 	-I$(FPGA_MODEL_DIR) -Idaemon/accel/fpga -DFPGA_ENGINES=$(FPGA_ENGINES) \
 	-DFPGA_CORES=$(FPGA_CORES) -DFPGA_COUNTER_W=$(FPGA_COUNTER_W)
 
-$(FPGA_MODEL_DIR)/params: FORCE
+# The configuration last built, rewritten only when it changes.
+$(B)/fpga/config: FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(FPGA_PARAMS) $(VERILATOR)' | cmp -s - $@ || \
-		echo '$(FPGA_PARAMS) $(VERILATOR)' > $@
-$(FPGA_MODEL) $(FPGA_MODEL_DIR)/Vsimhash_top.h &: $(FPGA_RTL) \
-	$(FPGA_MODEL_DIR)/params
+	@echo '$(FPGA_CONFIG)' | cmp -s - $@ || echo '$(FPGA_CONFIG)' > $@
+$(FPGA_MODEL) $(FPGA_MODEL_DIR)/Vsimhash_top.h &: $(FPGA_RTL)
 	rm -rf $(FPGA_MODEL_DIR)/obj && mkdir -p $(FPGA_MODEL_DIR)/obj
 	$(VERILATOR) --cc -Wall -O3 --x-assign fast --x-initial fast \
 		--Mdir $(FPGA_MODEL_DIR)/obj $(FPGA_PARAMS) \
@@ -279,35 +282,43 @@ $(FPGA_MODEL) $(FPGA_MODEL_DIR)/Vsimhash_top.h &: $(FPGA_RTL) \
 		OPT_FAST=-O2 CXXFLAGS=-fPIC Vsimhash_top__ALL.a
 	cp $(FPGA_MODEL_DIR)/obj/*.h $(FPGA_MODEL_DIR)/
 	cp $(FPGA_MODEL_DIR)/obj/Vsimhash_top__ALL.a $(FPGA_MODEL)
-$(FPGA_VLT_OBJS): $(FPGA_MODEL_DIR)/%.o: $(FPGA_MODEL_DIR)/params
+$(FPGA_VLT_OBJS): $(FPGA_MODEL_DIR)/%.o:
+	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -fPIC -w -I$(FPGA_VLT_ROOT)/include \
 		-I$(FPGA_VLT_ROOT)/include/vltstd -c -o $@ \
 		$(FPGA_VLT_ROOT)/include/$*.cpp
-$(B)/fpga/fpga_drv.o: daemon/accel/fpga/fpga_drv.cpp \
+$(FPGA_OBJ)/fpga_drv.o: daemon/accel/fpga/fpga_drv.cpp \
 	daemon/accel/fpga/fpga_drv.h $(FPGA_MODEL_DIR)/Vsimhash_top.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(FPGA_CXXFLAGS) $(if $(filter asan,$(VARIANT)),$(CFLAGS_asan)) \
 		-c -o $@ $<
-$(ACCEL_DIR)/fpga-sim.so: daemon/accel/fpga/fpga_sim.c $(B)/fpga/fpga_drv.o \
+$(FPGA_OBJ)/fpga-sim.so: daemon/accel/fpga/fpga_sim.c $(FPGA_OBJ)/fpga_drv.o \
 	$(FPGA_MODEL) $(FPGA_VLT_OBJS) daemon/accel/accel_abi.h \
 	daemon/accel/plugin_params.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
-		-Idaemon/accel -Idaemon/accel/fpga -fPIC -c -o $(B)/fpga/fpga_sim.o $<
+		-Idaemon/accel -Idaemon/accel/fpga -fPIC -c \
+		-o $(FPGA_OBJ)/fpga_sim.o $<
 	$(CXX) -shared -fPIC -pthread $(LDFLAGS_$(VARIANT)) -o $@ \
-		$(B)/fpga/fpga_sim.o $(B)/fpga/fpga_drv.o $(FPGA_MODEL) \
+		$(FPGA_OBJ)/fpga_sim.o $(FPGA_OBJ)/fpga_drv.o $(FPGA_MODEL) \
 		$(FPGA_VLT_OBJS)
+$(ACCEL_DIR)/fpga-sim.so: $(FPGA_OBJ)/fpga-sim.so $(B)/fpga/config
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # The test bench of the RTL (tests/fpga/simhash_tb.cpp), on the same model
 # and driver, with nddd's preprocessing and the naive reference.
-$(B)/bin/simhash_tb: tests/fpga/simhash_tb.cpp $(B)/fpga/fpga_drv.o \
+$(FPGA_OBJ)/simhash_tb: tests/fpga/simhash_tb.cpp $(FPGA_OBJ)/fpga_drv.o \
 	$(FPGA_MODEL) $(FPGA_VLT_OBJS) $(B)/tests/lib/corpus.o \
 	$(B)/tests/lib/simhash_ref.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(FPGA_CXXFLAGS) -Idaemon -Itests/lib -o $@ $< \
-		$(B)/fpga/fpga_drv.o $(FPGA_MODEL) $(FPGA_VLT_OBJS) \
+		$(FPGA_OBJ)/fpga_drv.o $(FPGA_MODEL) $(FPGA_VLT_OBJS) \
 		$(B)/tests/lib/corpus.o $(B)/tests/lib/simhash_ref.o \
 		$(CORE_LIB) $(ALL_LDFLAGS) $(LIBS)
+$(B)/bin/simhash_tb: $(FPGA_OBJ)/simhash_tb $(B)/fpga/config
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # The accelerators' benchmark links the corpus reader of tests/lib.
 $(B)/bin/accel_bench: $(B)/tests/bench/accel_bench.o $(B)/tests/lib/corpus.o \
@@ -333,12 +344,18 @@ else
 endif
 
 # make check (so make test) also runs, in the release variant, the RTL's
-# test bench and its synthesis check, or says why not.
+# test bench (on the configuration in use, then on a small one of another
+# shape: 2 engines of 3 cores, 16-bit counters) and its synthesis check, or
+# says why not.
+FPGA_CONFIG2 := e2-c3-w16
 check: check-accel-hw
 ifeq ($(VARIANT),release)
 check-accel-hw: $(if $(FPGA_SKIP),,$(B)/bin/simhash_tb)
 ifeq ($(FPGA_SKIP),)
-	cd $(CURDIR) && $(B)/bin/simhash_tb -d $(TEST_DATA)
+	$(B)/bin/simhash_tb -d $(TEST_DATA)
+	$(MAKE) FPGA_ENGINES=2 FPGA_CORES=3 FPGA_COUNTER_W=16 \
+		$(B)/fpga/$(FPGA_CONFIG2)/simhash_tb
+	$(B)/fpga/$(FPGA_CONFIG2)/simhash_tb -d $(TEST_DATA) -n 1000 -r 500
 else
 	@echo "skipping the RTL test bench: $(FPGA_SKIP)"
 endif
