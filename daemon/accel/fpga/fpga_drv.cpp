@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "Vsimhash_top.h"
@@ -28,6 +29,8 @@
 namespace {
 
 constexpr unsigned NLANES = FPGA_ENGINES * FPGA_CORES;
+static_assert(NLANES <= 64, "the driver keeps the lanes' handshakes in 64 bits");
+static_assert(FPGA_CORES <= 256, "out_core is 8 bits");
 /* Cycles without any word or fingerprint passing: the model is stuck. */
 constexpr uint64_t STALL_LIMIT = 100000;
 constexpr size_t NONE = static_cast<size_t>(-1);
@@ -295,7 +298,7 @@ fpga_drv_run(struct fpga_drv *d, struct fpga_drv_doc *docs, size_t n,
 		s.cycles++;
 
 		/* The words taken: on to the next. */
-		for (unsigned l = 0; ready >> l != 0; l++) {
+		for (unsigned l = 0; l < NLANES && ready >> l != 0; l++) {
 			struct lane *ln = &lanes[l];
 
 			if (!((ready >> l) & 1))
@@ -355,10 +358,8 @@ fpga_drv_max_doc(void)
 extern "C" const char *
 fpga_drv_verilator(void)
 {
-	static char buf[96];
+	static const std::string name = std::string(Verilated::productName()) +
+	    " " + Verilated::productVersion();
 
-	if (buf[0] == '\0')
-		snprintf(buf, sizeof(buf), "%s %s", Verilated::productName(),
-		    Verilated::productVersion());
-	return buf;
+	return name.c_str();
 }

@@ -599,16 +599,19 @@ ocl_pack(struct ocl_ctx *c, struct ocl_xfer *t)
 
 			if (c->psplit == NULL && d->len > cap - 1) {
 				/* Split, if every term fits in a buffer. */
-				if (ocl_longest_term(d->data, d->len) >=
-				    cap - 1 ||
-				    (c->psplit = calloc(1,
-				    sizeof(*c->psplit))) == NULL) {
+				size_t longest = ocl_longest_term(d->data,
+				    d->len);
+
+				if (longest >= cap - 1 || (c->psplit =
+				    calloc(1, sizeof(*c->psplit))) == NULL) {
 					d->status = ocl_host_simhash(d->data,
 					    d->len, fmix, &d->fingerprint);
 					ocl_log(c, ACCEL_LOG_DEBUG, "a document "
-					    "of %zu bytes has a term longer than "
-					    "the %zu-byte buffer: computed on "
-					    "the host", d->len, cap);
+					    "of %zu bytes with a term of %zu "
+					    "bytes, computed on the host (%s)",
+					    d->len, longest, longest >= cap - 1 ?
+					    "the term does not fit a buffer" :
+					    "out of memory");
 					c->pdoc++;
 					continue;
 				}

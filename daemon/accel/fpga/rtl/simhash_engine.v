@@ -14,8 +14,8 @@
 // cycle, in round-robin order, into an output register (valid/ready).  A
 // core whose fingerprint waits holds (simhash_core.v), so with out_ready
 // low nothing is lost: the cores stop, then the lanes.  out_core names the
-// core (lane) a fingerprint is from; each lane's fingerprints come out in
-// the order of its documents.
+// core (lane) a fingerprint is from (so CORES is at most 256); each lane's
+// fingerprints come out in the order of its documents.
 `default_nettype none
 
 module simhash_engine #(
