@@ -333,7 +333,7 @@ bench-accel: deps-bench
 	$(MAKE) all $(B)/bin/accel_bench $(if $(FPGA_SKIP),,$(B)/bin/simhash_tb)
 	$(B)/bin/accel_bench -d $(TEST_DATA)
 ifeq ($(FPGA_SKIP),)
-	$(B)/bin/simhash_tb -p -d $(TEST_DATA)
+	$(B)/bin/simhash_tb -p -r 0 -d $(TEST_DATA)
 else
 	@echo "skipping the RTL cycle count: $(FPGA_SKIP)"
 endif
