@@ -119,6 +119,7 @@ $(GEN_O): $(GEN_C)
 $(B)/gen/%_suites.h: $(wildcard tests/unit/check_*.c tests/integration/check_*.c)
 	@mkdir -p $(dir $@)
 	for f in tests/$*/check_*.c; do \
+		[ -e "$$f" ] || continue; \
 		n=$${f##*/check_}; echo "SUITE($${n%.c})"; \
 	done > $@.tmp && mv $@.tmp $@
 $(B)/tests/unit/main.o: $(B)/gen/unit_suites.h
@@ -285,6 +286,191 @@ $(B)/plugins/%.so: tests/plugins/accel_%.c daemon/accel/accel_abi.h \
 		-Idaemon/accel -fPIC -shared $(LDFLAGS_$(VARIANT)) -o $@ $<
 # The unit tests also run nddctl simhash.
 $(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl
+# ----------------------------------------------------------------------------
+
+# --- accelerator plugins ------------------------------------------------------
+# make builds the plugins whose toolchains are here into $(B)/accel/NAME.so
+# (point [accel] plugin_dir, or nddctl --accel-dir, at that directory) and
+# says why it skips the others.  Each is built against accel_abi.h (and
+# plugin_params.h) alone, plus its own toolkit:
+#   opencl.so    the OpenCL ICD loader (-lOpenCL) and OpenCL headers;
+#   fpga-sim.so  the Verilator model of daemon/accel/fpga/rtl and a C++
+#                compiler.
+# Neither toolkit is needed for nddd itself.
+ACCEL_DIR := $(B)/accel
+HASH := \#
+CXX ?= g++
+VERILATOR ?= verilator
+
+OPENCL_CFLAGS := $(shell pkg-config --cflags OpenCL 2>/dev/null)
+OPENCL_LIBS := $(shell pkg-config --libs OpenCL 2>/dev/null)
+OPENCL_SKIP := $(if $(shell pkg-config --exists OpenCL 2>/dev/null && \
+	echo y),,no OpenCL ICD loader to link with (pkg-config OpenCL; \
+	Debian: ocl-icd-opencl-dev))
+OPENCL_SKIP := $(or $(OPENCL_SKIP),$(if $(shell printf \
+	'$(HASH)include <CL/cl.h>\n' | $(CC) $(OPENCL_CFLAGS) -E -x c - \
+	>/dev/null 2>&1 && echo y),,no OpenCL headers (CL/cl.h; Debian: \
+	opencl-headers)))
+
+FPGA_SKIP := $(if $(shell command -v $(VERILATOR) 2>/dev/null),,no \
+	$(VERILATOR) (Debian: verilator))
+FPGA_SKIP := $(or $(FPGA_SKIP),$(if $(shell command -v $(CXX) 2>/dev/null),,no \
+	C++ compiler $(CXX) (Debian: g++)))
+YOSYS_SKIP := $(if $(shell command -v yosys 2>/dev/null),,no yosys \
+	(Debian: yosys))
+
+ACCEL_PLUGINS := $(if $(OPENCL_SKIP),,$(ACCEL_DIR)/opencl.so) \
+	$(if $(FPGA_SKIP),,$(ACCEL_DIR)/fpga-sim.so)
+
+.PHONY: accel-plugins check-accel-hw bench-accel
+all: accel-plugins
+accel-plugins: $(ACCEL_PLUGINS)
+ifneq ($(OPENCL_SKIP),)
+	@echo "skipping opencl plugin: $(OPENCL_SKIP)"
+endif
+ifneq ($(FPGA_SKIP),)
+	@echo "skipping fpga-sim plugin: $(FPGA_SKIP)"
+endif
+
+# OpenCL: the kernel's source goes into the plugin as an array.
+$(B)/gen/opencl_kernel.h: daemon/accel/opencl/simhash.cl tools/embed-file
+	@mkdir -p $(dir $@)
+	tools/embed-file opencl_kernel_source $< > $@.tmp && mv $@.tmp $@
+$(ACCEL_DIR)/opencl.so: daemon/accel/opencl/opencl.c $(B)/gen/opencl_kernel.h \
+	daemon/accel/accel_abi.h daemon/accel/plugin_params.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
+		-Idaemon/accel -I$(B)/gen $(OPENCL_CFLAGS) -fPIC -shared \
+		$(LDFLAGS_$(VARIANT)) -o $@ $< $(OPENCL_LIBS)
+
+# FPGA: the RTL, verilated with the parameters below, is compiled once for
+# every variant into build/fpga-model/CONFIG (the generated code is
+# Verilator's, not checked with the sanitizers); the driver, the plugin and
+# the test bench are compiled per variant into $(B)/fpga/CONFIG, and those
+# of the configuration in use are copied to $(B)/accel and $(B)/bin.
+FPGA_ENGINES ?= 1
+FPGA_CORES ?= 8
+FPGA_COUNTER_W ?= 32
+FPGA_CONFIG := e$(FPGA_ENGINES)-c$(FPGA_CORES)-w$(FPGA_COUNTER_W)
+FPGA_RTL := $(wildcard daemon/accel/fpga/rtl/*.v)
+FPGA_MODEL_DIR := build/fpga-model/$(FPGA_CONFIG)
+FPGA_MODEL := $(FPGA_MODEL_DIR)/Vsimhash_top__ALL.a
+FPGA_OBJ := $(B)/fpga/$(FPGA_CONFIG)
+FPGA_VLT_ROOT := $(if $(FPGA_SKIP),,$(shell $(VERILATOR) --getenv \
+	VERILATOR_ROOT 2>/dev/null))
+FPGA_VLT_OBJS := $(FPGA_MODEL_DIR)/verilated.o \
+	$(FPGA_MODEL_DIR)/verilated_threads.o
+FPGA_PARAMS := -GENGINES=$(FPGA_ENGINES) -GCORES=$(FPGA_CORES) \
+	-GCOUNTER_W=$(FPGA_COUNTER_W)
+FPGA_CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra \
+	-isystem $(FPGA_VLT_ROOT)/include -isystem $(FPGA_VLT_ROOT)/include/vltstd \
+	-I$(FPGA_MODEL_DIR) -Idaemon/accel/fpga -DFPGA_ENGINES=$(FPGA_ENGINES) \
+	-DFPGA_CORES=$(FPGA_CORES) -DFPGA_COUNTER_W=$(FPGA_COUNTER_W)
+
+# The configuration last built, rewritten only when it changes.
+$(B)/fpga/config: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(FPGA_CONFIG)' | cmp -s - $@ || echo '$(FPGA_CONFIG)' > $@
+$(FPGA_MODEL) $(FPGA_MODEL_DIR)/Vsimhash_top.h &: $(FPGA_RTL)
+	rm -rf $(FPGA_MODEL_DIR)/obj && mkdir -p $(FPGA_MODEL_DIR)/obj
+	$(VERILATOR) --cc -Wall -O3 --x-assign fast --x-initial fast \
+		--Mdir $(FPGA_MODEL_DIR)/obj $(FPGA_PARAMS) \
+		--top-module simhash_top $(FPGA_RTL)
+	$(MAKE) -s -C $(FPGA_MODEL_DIR)/obj -f Vsimhash_top.mk CXX=$(CXX) \
+		OPT_FAST=-O2 CXXFLAGS=-fPIC Vsimhash_top__ALL.a
+	cp $(FPGA_MODEL_DIR)/obj/*.h $(FPGA_MODEL_DIR)/
+	cp $(FPGA_MODEL_DIR)/obj/Vsimhash_top__ALL.a $(FPGA_MODEL)
+$(FPGA_VLT_OBJS): $(FPGA_MODEL_DIR)/%.o:
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -fPIC -w -I$(FPGA_VLT_ROOT)/include \
+		-I$(FPGA_VLT_ROOT)/include/vltstd -c -o $@ \
+		$(FPGA_VLT_ROOT)/include/$*.cpp
+$(FPGA_OBJ)/fpga_drv.o: daemon/accel/fpga/fpga_drv.cpp \
+	daemon/accel/fpga/fpga_drv.h $(FPGA_MODEL_DIR)/Vsimhash_top.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(FPGA_CXXFLAGS) $(if $(filter asan,$(VARIANT)),$(CFLAGS_asan)) \
+		-c -o $@ $<
+$(FPGA_OBJ)/fpga-sim.so: daemon/accel/fpga/fpga_sim.c $(FPGA_OBJ)/fpga_drv.o \
+	$(FPGA_MODEL) $(FPGA_VLT_OBJS) daemon/accel/accel_abi.h \
+	daemon/accel/plugin_params.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
+		-Idaemon/accel -Idaemon/accel/fpga -fPIC -c \
+		-o $(FPGA_OBJ)/fpga_sim.o $<
+	$(CXX) -shared -fPIC -pthread $(LDFLAGS_$(VARIANT)) -o $@ \
+		$(FPGA_OBJ)/fpga_sim.o $(FPGA_OBJ)/fpga_drv.o $(FPGA_MODEL) \
+		$(FPGA_VLT_OBJS)
+$(ACCEL_DIR)/fpga-sim.so: $(FPGA_OBJ)/fpga-sim.so $(B)/fpga/config
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# The test bench of the RTL (tests/fpga/simhash_tb.cpp), on the same model
+# and driver, with nddd's preprocessing and the naive reference.
+$(FPGA_OBJ)/simhash_tb: tests/fpga/simhash_tb.cpp $(FPGA_OBJ)/fpga_drv.o \
+	$(FPGA_MODEL) $(FPGA_VLT_OBJS) $(B)/tests/lib/corpus.o \
+	$(B)/tests/lib/simhash_ref.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(FPGA_CXXFLAGS) -Idaemon -Itests/lib -o $@ $< \
+		$(FPGA_OBJ)/fpga_drv.o $(FPGA_MODEL) $(FPGA_VLT_OBJS) \
+		$(B)/tests/lib/corpus.o $(B)/tests/lib/simhash_ref.o \
+		$(CORE_LIB) $(ALL_LDFLAGS) $(LIBS)
+$(B)/bin/simhash_tb: $(FPGA_OBJ)/simhash_tb $(B)/fpga/config
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# The accelerators' benchmark links the corpus reader of tests/lib.
+$(B)/bin/accel_bench: $(B)/tests/bench/accel_bench.o $(B)/tests/lib/corpus.o \
+	$(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# make bench-accel: the accelerators' figures for BENCHMARKS.md: throughput
+# through the plugin interface, the RTL's cycles per byte (and the
+# simulation's speed), and its synthesis estimate.
+bench-accel: deps-bench
+	$(MAKE) all $(B)/bin/accel_bench $(if $(FPGA_SKIP),,$(B)/bin/simhash_tb)
+	$(B)/bin/accel_bench -d $(TEST_DATA)
+ifeq ($(FPGA_SKIP),)
+	$(B)/bin/simhash_tb -p -r 0 -d $(TEST_DATA)
+else
+	@echo "skipping the RTL cycle count: $(FPGA_SKIP)"
+endif
+ifeq ($(YOSYS_SKIP),)
+	daemon/accel/fpga/synth.sh -e 1
+else
+	@echo "skipping the RTL synthesis estimate: $(YOSYS_SKIP)"
+endif
+
+# make check (so make test) also runs, in the release variant, the RTL's
+# test bench (on the configuration in use, then on a small one of another
+# shape: 2 engines of 3 cores, 16-bit counters) and its synthesis check, or
+# says why not.
+FPGA_CONFIG2 := e2-c3-w16
+check: check-accel-hw
+ifeq ($(VARIANT),release)
+check-accel-hw: $(if $(FPGA_SKIP),,$(B)/bin/simhash_tb)
+ifeq ($(FPGA_SKIP),)
+	$(B)/bin/simhash_tb -d $(TEST_DATA)
+	$(MAKE) FPGA_ENGINES=2 FPGA_CORES=3 FPGA_COUNTER_W=16 \
+		$(B)/fpga/$(FPGA_CONFIG2)/simhash_tb
+	$(B)/fpga/$(FPGA_CONFIG2)/simhash_tb -d $(TEST_DATA) -n 1000 -r 500
+else
+	@echo "skipping the RTL test bench: $(FPGA_SKIP)"
+endif
+ifeq ($(YOSYS_SKIP),)
+	daemon/accel/fpga/synth.sh
+	! daemon/accel/fpga/synth.sh -g -t latch_example \
+		tests/fpga/latch_example.v 2>/dev/null
+	@echo "synth.sh: refuses a design with a latch, as it should"
+else
+	@echo "skipping the RTL synthesis check: $(YOSYS_SKIP)"
+endif
+else
+check-accel-hw:
+	@echo "the RTL test bench and synthesis check run in the release variant"
+endif
+
+FORCE:
 # ----------------------------------------------------------------------------
 
 -include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)
