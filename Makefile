@@ -174,6 +174,7 @@ run: deps-build
 
 # One variant: build it, then run its tests.
 TEST_ENV := NDDD_BIN=$(abspath $(B)/bin/nddd) \
+	NDDD_ACCEL_DIR=$(abspath $(B)/accel) \
 	NDDCTL_BIN=$(abspath $(B)/bin/nddctl) \
 	NDDD_TEST_DATA=$(TEST_DATA) NDDD_SOURCE_DIR=$(CURDIR)
 check: all tests
