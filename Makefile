@@ -233,16 +233,29 @@ bench: deps-bench
 	$(MAKE) all $(BENCH_BINS)
 	tests/bench/run.sh $(B)/bin
 
-# Installs for systemd: binaries under $(PREFIX), the configuration in
-# /etc/nddd (kept if present), the unit and its user.
+# Installs for systemd: binaries and plugins under $(PREFIX), the
+# configuration and stop words in /etc/nddd (kept if present, with their
+# paths made absolute), the unit and its user.
 PREFIX ?= /usr/local
 DESTDIR ?=
 install: all
 	install -D -m 0755 daemon/nddd $(DESTDIR)$(PREFIX)/bin/nddd
 	install -D -m 0755 clients/nddctl $(DESTDIR)$(PREFIX)/bin/nddctl
+	install -d $(DESTDIR)$(PREFIX)/lib/nddd/accel
+	for p in build/release/accel/*.so; do \
+		[ -e "$$p" ] || continue; \
+		install -m 0755 "$$p" $(DESTDIR)$(PREFIX)/lib/nddd/accel/; \
+	done
 	install -d $(DESTDIR)/etc/nddd
-	[ -e $(DESTDIR)/etc/nddd/nddd.conf ] || \
-		install -m 0644 conf/nddd.conf $(DESTDIR)/etc/nddd/nddd.conf
+	[ -e $(DESTDIR)/etc/nddd/stopwords.txt ] || \
+		install -m 0644 conf/stopwords.txt $(DESTDIR)/etc/nddd/
+	[ -e $(DESTDIR)/etc/nddd/nddd.conf ] || { \
+		sed -e 's|^stopwords = .*|stopwords = /etc/nddd/stopwords.txt|' \
+		    -e 's|^plugin_dir =.*|plugin_dir = $(PREFIX)/lib/nddd/accel|' \
+		    -e 's|^data_dir = .*|data_dir = /var/lib/nddd|' \
+		    conf/nddd.conf > nddd.conf.tmp && \
+		install -m 0644 nddd.conf.tmp $(DESTDIR)/etc/nddd/nddd.conf; \
+		rm -f nddd.conf.tmp; }
 	sed 's|/usr/local|$(PREFIX)|g' systemd/nddd.service > nddd.service.tmp
 	install -D -m 0644 nddd.service.tmp \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/nddd.service
@@ -250,6 +263,7 @@ install: all
 	install -D -m 0644 systemd/nddd.sysusers \
 		$(DESTDIR)$(PREFIX)/lib/sysusers.d/nddd.conf
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/nddd/README.md
+	install -m 0644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/nddd/
 
 clean:
 	rm -rf build daemon/nddd clients/nddctl $(PY_GEN) $(PY_DIR)/build \
