@@ -11,9 +11,11 @@
 #define NDDD_WORKERS_H
 
 #include "mailbox.h"
+#include "workq.h"
 
 struct event_base;
 struct worker_task;
+struct workers;
 
 struct worker_task_ops {
 	/* Worker thread: the work, with this thread's context. */
@@ -24,11 +26,10 @@ struct worker_task_ops {
 
 struct worker_task {
 	const struct worker_task_ops *ops;
-	struct worker_task *next;	/* the pool's queue */
+	struct workq_item item;		/* the pool's queue */
 	struct mailbox_msg msg;		/* back to the loop */
+	struct workers *workers;
 };
-
-struct workers;
 
 /*
  * Starts n threads; each calls ctx_new(arg) once (NULL fails the start) and

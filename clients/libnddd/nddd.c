@@ -1021,15 +1021,8 @@ nddd_verify(nddd_client *c, struct nddd_verify *out)
 	struct nddd_reply *r;
 	uint64_t id;
 
-	if (nddd_send_verify(c, &id) == -1)
+	if (nddd_send_verify(c, &id) == -1 || (r = nddd_call(c, id)) == NULL)
 		return -1;
-	for (;;) {
-		if (nddd_recv(c, &r) == -1)
-			return -1;
-		if (r->id == id || r->id == 0)
-			break;
-		nddd_reply_free(r);
-	}
 	if (r->kind != NDDD_REPLY_VERIFY) {
 		fail(c, "verify refused: %s: %s", nddd_code_name(r->code),
 		    r->message ? r->message : "");
@@ -1047,15 +1040,8 @@ nddd_stats(nddd_client *c, struct nddd_stats *out)
 	struct nddd_reply *r;
 	uint64_t id;
 
-	if (nddd_send_stats(c, &id) == -1)
+	if (nddd_send_stats(c, &id) == -1 || (r = nddd_call(c, id)) == NULL)
 		return -1;
-	for (;;) {
-		if (nddd_recv(c, &r) == -1)
-			return -1;
-		if (r->id == id || r->id == 0)
-			break;
-		nddd_reply_free(r);
-	}
 	if (r->kind != NDDD_REPLY_STATS) {
 		fail(c, "stats refused: %s: %s", nddd_code_name(r->code),
 		    r->message ? r->message : "");

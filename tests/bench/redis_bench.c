@@ -24,6 +24,8 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
+#include "urlgen.h"
+
 #define KEY "nddd-bench:seen"
 
 struct work {
@@ -189,60 +191,6 @@ used_memory(int port)
 }
 
 /* The same URLs as url_bench: keep the two generators identical. */
-static char **
-synthetic(size_t n, size_t offset)
-{
-	static const char *const sections[] = { "news", "world", "sport",
-	    "business", "tech", "culture", "opinion", "video" };
-	char **urls = malloc(n * sizeof(*urls));
-
-	for (size_t j = 0; j < n; j++) {
-		size_t i = j + offset;
-
-		if (asprintf(&urls[j], "http://www.site%zu.example/%s/%zu.html"
-		    "?ref=%zu", i % 50000, sections[i % 8], i,
-		    (i * 7) % 1000) == -1)
-			exit(1);
-	}
-	return urls;
-}
-
-static void
-load_file(const char *path, char ***urls, size_t *n, size_t *cap)
-{
-	FILE *f = fopen(path, "r");
-	char *line = NULL, *u;
-	size_t lcap = 0;
-	ssize_t len;
-
-	if (f == NULL) {
-		perror(path);
-		exit(1);
-	}
-	while ((len = getline(&line, &lcap, f)) > 0) {
-		char *s = line, *tab;
-
-		while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
-			s[--len] = '\0';
-		if ((tab = strchr(s, '\t')) != NULL)
-			s = tab + 1;
-		if (*s == '\0')
-			continue;
-		if (strstr(s, "://") == NULL) {
-			if (asprintf(&u, "http://%s", s) == -1)
-				exit(1);
-		} else
-			u = strdup(s);
-		if (*n == *cap) {
-			*cap *= 2;
-			*urls = realloc(*urls, *cap * sizeof(**urls));
-		}
-		(*urls)[(*n)++] = u;
-	}
-	free(line);
-	fclose(f);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -251,9 +199,9 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int port = 6379, ch, rc = 0;
-	size_t n = 1000000, batch = 1000, nurls, cap;
+	size_t n = 1000000, batch = 1000;
 	unsigned clients = 2, window = 16;
-	char **urls;
+	struct urllist urls = { 0 }, unseen = { 0 };
 	const char *files[16];
 	size_t nfiles = 0;
 	long long mem0, mem1;
@@ -279,21 +227,23 @@ main(int argc, char **argv)
 	}
 	if (clients < 1 || clients > 64)
 		clients = 2;
-	urls = synthetic(n, 0);
-	nurls = cap = n;
+	urlgen_synthetic(&urls, n, 0);
 	for (size_t i = 0; i < nfiles; i++)
-		load_file(files[i], &urls, &nurls, &cap);
-	printf("redis urls=%zu clients=%u window=%u batch=%zu\n", nurls,
+		urlgen_file(&urls, files[i]);
+	urlgen_synthetic(&unseen, n, 1000000000);
+	printf("redis urls=%zu clients=%u window=%u batch=%zu\n", urls.n,
 	    clients, window, batch);
 	mem0 = used_memory(port);
-	rc |= run_phase("submit", "SADD", port, urls, nurls, clients, window,
-	    batch);
-	mem1 = used_memory(port);
-	rc |= run_phase("check-seen", "SMISMEMBER", port, urls, nurls, clients,
+	rc |= run_phase("submit", "SADD", port, urls.urls, urls.n, clients,
 	    window, batch);
+	mem1 = used_memory(port);
+	rc |= run_phase("check-seen", "SMISMEMBER", port, urls.urls, urls.n,
+	    clients, window, batch);
 	rc |= run_phase("check-unseen", "SMISMEMBER", port,
-	    synthetic(n, 1000000000), n, clients, window, batch);
+	    unseen.urls, unseen.n, clients, window, batch);
 	printf("redis_memory_per_url=%.1f\n",
-	    (double)(mem1 - mem0) / (double)nurls);
+	    (double)(mem1 - mem0) / (double)urls.n);
+	urlgen_free(&urls);
+	urlgen_free(&unseen);
 	return rc ? 1 : 0;
 }

@@ -29,6 +29,7 @@
 
 #include "nddd.h"
 #include "nddd.pb-c.h"
+#include "urlgen.h"
 
 struct work {
 	const char *address;
@@ -243,70 +244,6 @@ run_phase(const char *name, enum nddd_url_op op, const char *address,
 	return error ? -1 : 0;
 }
 
-static void
-add_url(char ***urls, size_t *n, size_t *cap, char *u)
-{
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 1 << 20;
-		*urls = realloc(*urls, *cap * sizeof(**urls));
-		if (*urls == NULL) {
-			perror("realloc");
-			exit(1);
-		}
-	}
-	(*urls)[(*n)++] = u;
-}
-
-static void
-load_file(const char *path, char ***urls, size_t *n, size_t *cap)
-{
-	FILE *f = fopen(path, "r");
-	char *line = NULL, *u;
-	size_t lcap = 0;
-	ssize_t len;
-
-	if (f == NULL) {
-		perror(path);
-		exit(1);
-	}
-	while ((len = getline(&line, &lcap, f)) > 0) {
-		char *s = line, *tab;
-
-		while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
-			s[--len] = '\0';
-		if ((tab = strchr(s, '\t')) != NULL)
-			s = tab + 1;
-		if (*s == '\0')
-			continue;
-		if (strstr(s, "://") == NULL) {
-			if (asprintf(&u, "http://%s", s) == -1)
-				exit(1);
-		} else
-			u = strdup(s);
-		add_url(urls, n, cap, u);
-	}
-	free(line);
-	fclose(f);
-}
-
-static char **
-synthetic(size_t n, size_t offset)
-{
-	static const char *const sections[] = { "news", "world", "sport",
-	    "business", "tech", "culture", "opinion", "video" };
-	char **urls = malloc(n * sizeof(*urls));
-
-	for (size_t j = 0; j < n; j++) {
-		size_t i = j + offset;
-
-		if (asprintf(&urls[j], "http://www.site%zu.example/%s/%zu.html"
-		    "?ref=%zu", i % 50000, sections[i % 8], i,
-		    (i * 7) % 1000) == -1)
-			exit(1);
-	}
-	return urls;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -316,9 +253,9 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *address = "127.0.0.1:6464", *phase = "all";
-	size_t n = 1000000, batch = 1000, nurls = 0, cap = 0;
+	size_t n = 1000000, batch = 1000;
 	unsigned clients = 2, window = 16;
-	char **urls = NULL, **fresh;
+	struct urllist urls = { 0 }, unseen = { 0 };
 	int ch, rc = 0;
 	size_t nfiles = 0;
 	const char *files[16];
@@ -345,26 +282,24 @@ main(int argc, char **argv)
 	}
 	if (clients < 1 || clients > 64)
 		clients = 2;
-	fresh = synthetic(n, 0);
-	for (size_t i = 0; i < n; i++)
-		add_url(&urls, &nurls, &cap, fresh[i]);
-	free(fresh);
+	urlgen_synthetic(&urls, n, 0);
 	for (size_t i = 0; i < nfiles; i++)
-		load_file(files[i], &urls, &nurls, &cap);
-	printf("bench urls=%zu clients=%u window=%u batch=%zu\n", nurls,
+		urlgen_file(&urls, files[i]);
+	printf("bench urls=%zu clients=%u window=%u batch=%zu\n", urls.n,
 	    clients, window, batch);
 
 	if (!strcmp(phase, "submit") || !strcmp(phase, "all"))
-		rc |= run_phase("submit", NDDD_URL_SUBMIT, address, urls,
-		    nurls, clients, window, batch);
+		rc |= run_phase("submit", NDDD_URL_SUBMIT, address,
+		    urls.urls, urls.n, clients, window, batch);
 	if (!strcmp(phase, "check") || !strcmp(phase, "all"))
-		rc |= run_phase("check-seen", NDDD_URL_CHECK, address, urls,
-		    nurls, clients, window, batch);
+		rc |= run_phase("check-seen", NDDD_URL_CHECK, address,
+		    urls.urls, urls.n, clients, window, batch);
 	if (!strcmp(phase, "check-new") || !strcmp(phase, "all")) {
-		char **unseen = synthetic(n, 1000000000);
-
+		urlgen_synthetic(&unseen, n, 1000000000);
 		rc |= run_phase("check-unseen", NDDD_URL_CHECK, address,
-		    unseen, n, clients, window, batch);
+		    unseen.urls, unseen.n, clients, window, batch);
 	}
+	urlgen_free(&urls);
+	urlgen_free(&unseen);
 	return rc ? 1 : 0;
 }

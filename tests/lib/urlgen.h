@@ -1,0 +1,25 @@
+/*
+ * urlgen: the URLs the URL benchmarks use, the same for nddd and its peers.
+ *
+ * Synthetic URLs are "http://www.site<i % 50000>.example/<section>/<i>.html
+ * ?ref=<i*7 % 1000>": distinct, of a crawl's usual length (about 60 bytes),
+ * spread over 50,000 hosts.  Real lists are read one URL per line (a
+ * "category<TAB>url" line gives its URL; scheme-less lines get "http://").
+ */
+#ifndef NDDD_URLGEN_H
+#define NDDD_URLGEN_H
+
+#include <stddef.h>
+
+struct urllist {
+	char **urls;
+	size_t n, cap;
+};
+
+/* Appends synthetic URLs number offset .. offset + n - 1. */
+void urlgen_synthetic(struct urllist *l, size_t n, size_t offset);
+/* Appends the URLs of a list file; exits with a message if unreadable. */
+void urlgen_file(struct urllist *l, const char *path);
+void urlgen_free(struct urllist *l);
+
+#endif
