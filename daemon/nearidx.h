@@ -83,6 +83,9 @@ struct nearidx_config {
 				   up front; 0 lets them grow */
 	unsigned bucket_load;	/* mean bucket length at which a directory
 				   doubles; 0: NEARIDX_LOAD_MAX */
+	size_t segment_bytes;	/* buckets are mapped in segments of this
+				   size, a power of two from 64 KiB to 1 GiB;
+				   0: 2 MiB, one huge page */
 	const char *simd;	/* "auto" or NULL, "avx512", "avx2", "scalar" */
 };
 
@@ -93,13 +96,14 @@ struct nearidx_hit {
 };
 
 /* Fills cfg with the defaults: k = 3, 4 blocks, nothing expected, bucket
- * load NEARIDX_LOAD_MAX, simd auto. */
+ * load NEARIDX_LOAD_MAX, 2 MiB segments, simd auto. */
 void nearidx_config_defaults(struct nearidx_config *cfg);
 
 /*
  * Checks a configuration: 1 <= k < blocks <= 64, at most NEARIDX_MAX_TABLES
  * tables, every table keyed by at least NEARIDX_MIN_KEY_BITS bits, a bucket
- * load of at most 65536, and a simd name this CPU can run.  Returns 0, or -1 with *cause set to a
+ * load of at most 65536, a segment size as above, and a simd name this
+ * CPU can run.  Returns 0, or -1 with *cause set to a
  * sentence naming the problem (caller frees).
  */
 int nearidx_config_check(const struct nearidx_config *cfg, char **cause);
