@@ -36,9 +36,10 @@
 
 #define TOP16		0xffff000000000000ULL
 #define SEG_DEFAULT	((size_t)2 << 20)	/* segments: one huge page */
-#define GARBAGE_SHARE	5	/* compact past 1/5 garbage ... */
+#define GARBAGE_SHARE	10	/* compact past 1/10 garbage ... */
 #define GARBAGE_MIN	(64u << 10)	/* ... and at least this much ... */
 #define VICTIM_PERCENT	25	/* ... a segment at least 1/4 garbage */
+#define VICTIM_RETRY	64	/* changes to a table between searches */
 #define READER_SLOTS	64		/* threads share a slot beyond this */
 #define RECLAIM_BYTES	(4u << 20)	/* retired bytes that call a reclaim */
 #define RECLAIM_EVERY	64		/* mutations between drain checks */
@@ -93,6 +94,7 @@ struct table {
 	/* Written by the writer. */
 	uint64_t count ALIGNED_LINE;	/* entries */
 	struct nearidx_alloc *mem;	/* this table's buckets */
+	unsigned compact_skip;	/* changes before looking for a victim */
 	uint64_t grow_at;	/* count at which the directory doubles */
 	unsigned max_bits;	/* directory bits allowed */
 	uint64_t key_blocks;	/* bit j: block j is part of the key */
@@ -1308,8 +1310,12 @@ table_compact(struct nearidx *x, unsigned ti)
 	char *p, *end;
 
 	if ((seg = nearidx_alloc_victim(t->mem, VICTIM_PERCENT, &p, &end)) ==
-	    NULL)
+	    NULL) {
+		/* None worth it yet: the search walks every segment, so
+		 * not at every change. */
+		t->compact_skip = VICTIM_RETRY;
 		return;
+	}
 	while (p < end) {
 		struct block *bk = (struct block *)(void *)p, *nb;
 		uint32_t len = bk->len;
@@ -1338,6 +1344,10 @@ compact_maybe(struct nearidx *x, unsigned ti)
 	struct nearidx_alloc *a = x->t[ti].mem;
 	uint64_t garbage = nearidx_alloc_garbage(a);
 
+	if (x->t[ti].compact_skip > 0) {
+		x->t[ti].compact_skip--;
+		return;
+	}
 	if (garbage >= GARBAGE_MIN &&
 	    garbage * GARBAGE_SHARE > nearidx_alloc_used(a))
 		table_compact(x, ti);

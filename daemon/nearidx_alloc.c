@@ -27,7 +27,7 @@
 
 #define SEG_HEAD	((size_t)64)
 #define HUGE_PAGE	((size_t)2 << 20)
-#define POOL_MAX	4
+#define POOL_MAX	1
 
 struct nearidx_seg {
 	struct nearidx_seg *next, *prev;	/* in use, or the pool */

@@ -12,6 +12,9 @@
 # the way crawlers use it today: SADD / SMISMEMBER of 16-byte MD5 digests
 # in one set, same URLs, same batches and pipelining; once with its default
 # persistence (periodic snapshots) and once durable (appendfsync always).
+#
+# Near-duplicate index: nearidx_bench, in memory, with FAISS measured on
+# the same data in the same process (BENCH_NEARIDX=0 skips it).
 set -euo pipefail
 
 bin=${1:-build/release/bin}
@@ -131,3 +134,8 @@ done
 a=$(field "$out" submit urls_per_s)
 b=$(field "$dout" submit urls_per_s)
 echo "durable submit: nddd $a/s, redis appendfsync always $b/s, ratio $(ratio "$a" "$b")"
+
+if [ "${BENCH_NEARIDX:-1}" != 0 ]; then
+	echo "== near-duplicate index: $bin/nearidx_bench"
+	"$bin/nearidx_bench"
+fi
