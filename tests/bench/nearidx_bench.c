@@ -26,7 +26,9 @@
  * Recall is against the same brute-force answers.
  *
  * --queries-only loads all n at once and measures only the memory and the
- * queries.  Everything runs on one thread.  Each figure is one line; rates from
+ * queries.  First, what bounds the queries: the latency of a random read
+ * from main memory, and how many random lines a core reads per second.
+ * Everything runs on one thread.  Each figure is one line; rates from
  * repeated runs give the best and the median.
  */
 #include <getopt.h>
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +132,69 @@ best_of(const double *rates, int repeats)
 		if (rates[i] > best)
 			best = rates[i];
 	return best;
+}
+
+/* ---- the memory system ---- */
+
+/*
+ * What bounds a query at this size: random cache-line reads from a 1 GiB
+ * buffer on huge pages, as one chain of dependent reads (the latency of
+ * one miss) and as 16 independent chains (the most misses a core keeps
+ * in flight).
+ */
+static void
+memory_probe(void)
+{
+	size_t bytes = (size_t)1 << 30, n = bytes / 64, steps = 2000000;
+	uint64_t *next, p[16], s = 1, sink = 0;
+	uint32_t *order;
+	char *m;
+	double t;
+
+	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	order = malloc(n * sizeof(*order));
+	if (m == MAP_FAILED || order == NULL) {
+		printf("memory probe skipped: no memory\n");
+		return;
+	}
+	madvise(m, bytes, MADV_HUGEPAGE);
+	/* One random cycle through every line. */
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = splitmix(&s) % (i + 1);
+		uint32_t tmp = order[i];
+
+		order[i] = order[j];
+		order[j] = tmp;
+	}
+	for (size_t i = 0; i < n; i++) {
+		next = (uint64_t *)(void *)(m + (size_t)order[i] * 64);
+		*next = (uint64_t)order[(i + 1) % n] * 64;
+	}
+	p[0] = 0;
+	t = now();
+	for (size_t i = 0; i < steps; i++)
+		p[0] = *(uint64_t *)(void *)(m + p[0]);
+	t = now() - t;
+	sink ^= p[0];
+	printf("memory random_read_latency_ns=%.0f (one dependent chain)\n",
+	    t * 1e9 / (double)steps);
+	for (int c = 0; c < 16; c++)
+		p[c] = (uint64_t)order[(size_t)c * (n / 16)] * 64;
+	t = now();
+	for (size_t i = 0; i < steps / 4; i++)
+		for (int c = 0; c < 16; c++)
+			p[c] = *(uint64_t *)(void *)(m + p[c]);
+	t = now() - t;
+	for (int c = 0; c < 16; c++)
+		sink ^= p[c];
+	printf("memory random_lines_per_s=%.0f (16 independent chains)%s\n",
+	    (double)(steps / 4 * 16) / t, sink == 1 ? " " : "");
+	fflush(stdout);
+	munmap(m, bytes);
+	free(order);
 }
 
 /* ---- brute force ---- */
@@ -624,6 +690,7 @@ main(int argc, char **argv)
 	}
 	printf("machine cores=%ld cpu=\"%s\"\n", sysconf(_SC_NPROCESSORS_ONLN),
 	    cpu);
+	memory_probe();
 
 	t = now();
 	d.fps = malloc(d.n * sizeof(*d.fps));
