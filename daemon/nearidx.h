@@ -120,8 +120,8 @@ void nearidx_config_defaults(struct nearidx_config *cfg);
  * Checks a configuration: 1 <= k < blocks <= 64, at most NEARIDX_MAX_TABLES
  * tables, every table keyed by at least NEARIDX_MIN_KEY_BITS bits, a bucket
  * load of at most 65536, a segment size as above, and a simd name this
- * CPU can run.  Returns 0, or -1 with *cause set to a
- * sentence naming the problem (caller frees).
+ * CPU can run.  Returns 0, or -1 with *cause set to a sentence naming the
+ * problem (caller frees).
  */
 int nearidx_config_check(const struct nearidx_config *cfg, char **cause);
 
@@ -198,17 +198,19 @@ uint64_t nearidx_count(const struct nearidx *x);
 uint64_t nearidx_distinct(const struct nearidx *x);
 
 /*
- * Bytes of memory the index holds: directories, buckets with their
- * allocator overhead, replaced buckets not yet freed, fixed parts.  Any
- * thread.
+ * Bytes of memory the index holds: directories, every table's segments as
+ * mapped (live buckets, garbage not yet compacted, the segment being
+ * filled, one spare per table), replaced directories and segments waiting
+ * for queries, fixed parts.  Any thread.
  */
 uint64_t nearidx_memory_bytes(const struct nearidx *x);
 
 /*
- * Frees replaced memory that no running query can still see; mutations do
- * this themselves from time to time, so a writer calls it only when it goes
- * idle after changes.  Returns the bytes still waiting for queries that
- * started before their replacement.  Writer only.
+ * Hands back the replaced directories and evacuated segments that no
+ * running query can still see; mutations do this themselves from time to
+ * time, so a writer calls it only when it goes idle after changes.
+ * Returns the bytes still waiting for queries that started before their
+ * replacement.  Writer only.
  */
 uint64_t nearidx_reclaim(struct nearidx *x);
 
@@ -219,9 +221,10 @@ const char *nearidx_simd(const struct nearidx *x);
 
 /*
  * Checks every internal invariant (each entry in its right bucket, the
- * other tables holding exactly table 0's distinct fingerprints, counts).
- * For tests; slow.  Returns 0, or -1 with *cause set (caller frees).
- * Writer only (or nothing else running).
+ * other tables holding exactly table 0's distinct fingerprints, counts,
+ * every segment's bytes either live or counted as garbage).  For tests
+ * and checks; slow.  Returns 0, or -1 with *cause set (caller frees).
+ * Writer only (queries may run meanwhile).
  */
 int nearidx_verify(const struct nearidx *x, char **cause);
 
