@@ -155,6 +155,19 @@ $(B)/bin/%: $(B)/tests/bench/%.o $(CLIENT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BENCH_LIBS) $(LIBS)
 
+# nearidx_bench measures FAISS in the same process.  FAISS is C++ and
+# Debian's libfaiss-dev has no C API for binary indexes, so that part is
+# C++, compiled and linked only here (make bench).
+FAISS_LIBS := -lfaiss -fopenmp -lblas -llapack
+$(B)/tests/bench/%.o: tests/bench/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -pthread -fopenmp $(CFLAGS) -Wall -Wextra \
+		-Itests/bench -MMD -MP -c -o $@ $<
+$(B)/bin/nearidx_bench: $(B)/tests/bench/nearidx_bench.o \
+		$(B)/tests/bench/nearidx_faiss.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ALL_LDFLAGS) -o $@ $^ $(FAISS_LIBS) $(LIBS)
+
 tests: $(TEST_BINS)
 
 deps-build:

@@ -2,6 +2,14 @@
  * nearidx: the near-duplicate index.  See nearidx.h for the layout, the
  * query and the thread rules; this file keeps the reasons for the details.
  *
+ * Memory access is the cost.  A query at 10 million entries finds every
+ * bucket it reads in main memory, so each operation first computes all
+ * its tables' directory slots and prefetches them, then loads the bucket
+ * pointers and prefetches the buckets' lines, and only then scans: the
+ * misses of all tables overlap.  Batches overlap neighbouring operations
+ * the same way.  Buckets live on huge pages (nearidx_alloc) so that these
+ * random reads seldom miss the TLB too.
+ *
  * Publication.  Readers load a table's directory, a directory slot and a
  * bucket's length with acquire loads; the writer stores them with release
  * stores after filling what they point to.  A published bucket's first len
@@ -16,33 +24,45 @@
  */
 #include "nearidx.h"
 
-#include <malloc.h>
+#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "log.h"
+#include "nearidx_alloc.h"
 #include "nearidx_scan.h"
 
 #define TOP16		0xffff000000000000ULL
+#define SEG_DEFAULT	((size_t)2 << 20)	/* segments: one huge page */
+#define GARBAGE_SHARE	10	/* compact past 1/10 garbage ... */
+#define GARBAGE_MIN	(64u << 10)	/* ... and at least this much ... */
+#define VICTIM_PERCENT	25	/* ... a segment at least 1/4 garbage */
+#define VICTIM_RETRY	64	/* changes to a table between searches */
 #define READER_SLOTS	64		/* threads share a slot beyond this */
 #define RECLAIM_BYTES	(4u << 20)	/* retired bytes that call a reclaim */
 #define RECLAIM_EVERY	64		/* mutations between drain checks */
 #define DIR_HUGE	(2u << 20)	/* directories this large get THP */
+#define MAX_LINES	16		/* lines prefetched per bucket */
+#define INFLIGHT_LINES	64		/* lines a batch keeps in flight */
+#define RING		16		/* operations in a batch's pipeline */
+#define MAX_BUCKET	0xfffffff0u	/* entries in one bucket */
+#define CACHE_LINE	64
 
-/* The pipeline of a batch: probes are prefetched this many queries (or
- * inserts) ahead, twice over: directory slots, then buckets. */
-#define QUERY_AHEAD_PROBES	48
+/* Keeps what readers read off the lines that the writer dirties. */
+#define ALIGNED_LINE __attribute__((aligned(CACHE_LINE)))
 
 /*
- * A bucket.  Entries follow the header as three arrays sized by cap, which
- * never changes once the bucket is published: hi[cap], lo[cap] and, in
- * table 0, id[cap].
+ * A bucket.  Entries follow the header as arrays sized by cap: hi[cap],
+ * lo[cap] and, in table 0, id[cap].  cap never changes once the bucket is
+ * published; it is even so that id stays 4-byte aligned.  slot lets
+ * compaction find the directory slot that points to the bucket.
  */
 struct block {
 	uint32_t len;		/* entries published; atomic */
 	uint32_t cap;
+	uint32_t slot;
 };
 
 /* One version of a table's directory: 2^bits bucket pointers. */
@@ -55,37 +75,41 @@ struct dir {
 
 /*
  * A bit permutation as a few masked shifts: the blocks that move by the
- * same amount move together, so b = 4 needs at most 3 steps.
+ * same amount move together, so b = 4 needs at most 3 steps.  Used where
+ * the CPU has no fast pext/pdep, and for the rare hits.
  */
 struct perm {
 	unsigned n;
-	uint64_t mask[NEARIDX_MAX_TABLES];
-	uint8_t left[NEARIDX_MAX_TABLES];
-	uint8_t right[NEARIDX_MAX_TABLES];
+	uint64_t mask[64];
+	uint8_t left[64];
+	uint8_t right[64];
 };
 
 struct table {
+	/* Read by every query. */
 	struct dir *dir;	/* current version; atomic */
-	unsigned key_bits;	/* width of the key blocks */
+	uint64_t key_mask;	/* the key blocks' bits in a fingerprint */
+	unsigned key_bits;	/* width of the key */
+	unsigned span;		/* atomic: bytes to prefetch per bucket */
+	/* Written by the writer. */
+	uint64_t count ALIGNED_LINE;	/* entries */
+	struct nearidx_alloc *mem;	/* this table's buckets */
+	unsigned compact_skip;	/* changes before looking for a victim */
+	uint64_t grow_at;	/* count at which the directory doubles */
 	unsigned max_bits;	/* directory bits allowed */
 	uint64_t key_blocks;	/* bit j: block j is part of the key */
-	uint64_t count;		/* entries; written by the writer only */
-	uint64_t grow_at;	/* count at which the directory doubles */
 	struct perm fwd;	/* fingerprint -> key-first order */
 	struct perm inv;
 };
 
 struct reader_slot {
 	uint64_t active[2];	/* readers inside, by epoch parity */
-	char pad[64 - 2 * sizeof(uint64_t)];
-};
+} ALIGNED_LINE;
 
-enum retired_kind { RETIRED_MALLOC, RETIRED_MMAP };
-
+/* What waits for the readers: directories, and evacuated segments. */
 struct retired {
-	void *p;
-	size_t bytes;		/* as counted in nearidx.bytes */
-	enum retired_kind kind;
+	void *p;			/* struct dir or struct nearidx_seg */
+	struct nearidx_alloc *seg_of;	/* a segment's allocator, or NULL */
 };
 
 struct retire_list {
@@ -94,25 +118,12 @@ struct retire_list {
 	uint64_t bytes;
 };
 
-struct nearidx {
-	unsigned k;
-	unsigned b;
-	unsigned ntables;
-	unsigned width[64];	/* bits of block j */
-	uint64_t bmask[64];	/* block j's bits in the fingerprint */
-	struct table *t;
-	const struct nearidx_kernel *kern;
-	struct reader_slot *slots;
-	uint64_t epoch;		/* atomic */
-	struct retire_list pending;
-	struct retire_list waiting;
-	unsigned waiting_parity;
-	unsigned since_reclaim;
-	uint64_t docs;		/* atomic: written by the writer */
-	uint64_t distinct;	/* atomic */
-	uint64_t bytes;		/* atomic: dirs, buckets, retired */
-	unsigned load;		/* mean bucket length that doubles a dir */
-	size_t ahead;		/* queries prefetched ahead in a batch */
+/* One operation in flight: its permuted fingerprints, slots, buckets. */
+struct inflight {
+	uint64_t fp;
+	uint64_t p[NEARIDX_MAX_TABLES];
+	struct block **slotp[NEARIDX_MAX_TABLES];
+	struct block *bk[NEARIDX_MAX_TABLES];
 };
 
 struct sink {
@@ -122,9 +133,33 @@ struct sink {
 	uint64_t total;
 };
 
-/* Hits of one bucket, in the order the kernel found them. */
-struct cands {
-	uint32_t idx[NEARIDX_SCAN_OUT];
+struct nearidx {
+	/* Read by every query. */
+	unsigned k;
+	unsigned b;
+	unsigned ntables;
+	struct table *t;
+	const struct nearidx_kernel *kern;
+	/* The two halves of a query that differ by CPU: every table's
+	 * permuted fingerprint, and the scan of every table's bucket. */
+	void (*keys)(const struct nearidx *, uint64_t, uint64_t *);
+	void (*scan)(const struct nearidx *, const struct inflight *,
+	    unsigned, struct sink *);
+	struct reader_slot *slots;
+	uint64_t epoch;		/* atomic */
+	uint64_t bmask[64];	/* block j's bits in a fingerprint */
+	unsigned width[64];	/* bits of block j */
+	unsigned load;		/* mean bucket length that doubles a dir */
+	/* Written by the writer. */
+	uint64_t docs ALIGNED_LINE;	/* atomic */
+	uint64_t distinct;	/* atomic */
+	uint64_t fixed_bytes;	/* atomic: directories and fixed parts */
+	uint64_t block_bytes;	/* atomic: the tables' segments */
+	size_t seg_bytes;
+	struct retire_list pending;
+	struct retire_list waiting;
+	unsigned waiting_parity;
+	unsigned since_reclaim;
 };
 
 static __thread unsigned tls_slot;	/* reader slot + 1; 0: none yet */
@@ -132,29 +167,37 @@ static unsigned next_slot;
 
 /* ---- memory ---- */
 
-static size_t
-alloc_size(void *p)
-{
-#ifdef __GLIBC__
-	/* What the allocator really holds: usable size and its header. */
-	return malloc_usable_size(p) + sizeof(size_t);
-#else
-	(void)p;
-	return 0;
-#endif
-}
-
 static void
-bytes_add(struct nearidx *x, int64_t delta)
+fixed_add(struct nearidx *x, int64_t delta)
 {
-	__atomic_store_n(&x->bytes, x->bytes + (uint64_t)delta,
+	__atomic_store_n(&x->fixed_bytes, x->fixed_bytes + (uint64_t)delta,
 	    __ATOMIC_RELAXED);
 }
 
-static size_t
-block_size(uint32_t cap, int ids)
+static void
+blocks_sync(struct nearidx *x)
 {
-	return sizeof(struct block) + (size_t)cap * (ids ? 10 : 6);
+	uint64_t bytes = 0;
+
+	for (unsigned ti = 0; ti < x->ntables; ti++)
+		if (x->t[ti].mem != NULL)
+			bytes += nearidx_alloc_bytes(x->t[ti].mem);
+	if (bytes != x->block_bytes)
+		__atomic_store_n(&x->block_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+static size_t
+entry_size(int ids)
+{
+	return ids ? 10 : 6;
+}
+
+/* Bytes of a bucket in its segment: header and arrays, to 16 bytes. */
+static size_t
+block_size(uint64_t cap, int ids)
+{
+	return (sizeof(struct block) + (size_t)cap * entry_size(ids) + 15) &
+	    ~(size_t)15;
 }
 
 static uint32_t *
@@ -175,44 +218,41 @@ blk_id(const struct block *bk)
 	return (uint32_t *)(blk_lo(bk) + bk->cap);
 }
 
-/* Room for len entries and growth: an eighth more, at least 4, rounded so
- * that the arrays stay 4-byte aligned.  Bulk loads leave half that. */
-static uint32_t
-cap_grow(uint64_t len)
-{
-	uint64_t c = (len + len / 8 + 4 + 3) & ~(uint64_t)3;
-
-	return c > UINT32_MAX - 3 ? UINT32_MAX - 3 : (uint32_t)c;
-}
-
-static uint32_t
-cap_bulk(uint64_t len)
-{
-	uint64_t c = (len + len / 16 + 2 + 3) & ~(uint64_t)3;
-
-	return c > UINT32_MAX - 3 ? UINT32_MAX - 3 : (uint32_t)c;
-}
-
+/*
+ * A bucket of table ti for directory slot slot, with room for at least
+ * want entries: an even want, plus what fits in the rounding to 16 bytes
+ * (block_size of the result is that of want).
+ */
 static struct block *
-block_new(struct nearidx *x, uint32_t cap, int ids)
+block_new(struct nearidx *x, unsigned ti, uint64_t want, size_t slot)
 {
+	int ids = ti == 0;
 	struct block *bk;
+	size_t bytes;
 
-	if ((bk = malloc(block_size(cap, ids))) == NULL)
+	want += want & 1;
+	if (want == 0)
+		want = 2;
+	if (want > MAX_BUCKET)
+		return NULL;
+	bytes = block_size(want, ids);
+	if ((bk = nearidx_alloc_get(x->t[ti].mem, bytes)) == NULL)
 		return NULL;
 	bk->len = 0;
-	bk->cap = cap;
-	bytes_add(x, (int64_t)alloc_size(bk));
+	bk->cap = (uint32_t)(((bytes - sizeof(struct block)) /
+	    entry_size(ids)) & ~(size_t)1);
+	bk->slot = (uint32_t)slot;
 	return bk;
 }
 
+/* A bucket that no slot points to any more: garbage in its segment,
+ * readable until compaction recycles the segment. */
 static void
-block_free(struct nearidx *x, struct block *bk)
+block_dead(struct nearidx *x, unsigned ti, struct block *bk)
 {
-	if (bk == NULL)
-		return;
-	bytes_add(x, -(int64_t)alloc_size(bk));
-	free(bk);
+	if (bk != NULL)
+		nearidx_alloc_dead(x->t[ti].mem, bk, block_size(bk->cap,
+		    ti == 0));
 }
 
 /* Copies entries [from, to) of src to dst at position at. */
@@ -255,20 +295,15 @@ dir_new(struct nearidx *x, unsigned bits)
 		return NULL;
 	}
 	d->bytes = bytes;
-	bytes_add(x, (int64_t)(bytes + alloc_size(d)));
+	fixed_add(x, (int64_t)(bytes + sizeof(*d)));
 	return d;
 }
 
-/* Frees a directory and, if blocks_too, every bucket it points to. */
+/* Frees a directory's own memory, not its buckets. */
 static void
-dir_free(struct nearidx *x, struct dir *d, int blocks_too)
+dir_unmap(struct nearidx *x, struct dir *d)
 {
-	if (d == NULL)
-		return;
-	if (blocks_too)
-		for (size_t s = 0; s < (size_t)1 << d->bits; s++)
-			block_free(x, d->slot[s]);
-	bytes_add(x, -(int64_t)(d->bytes + alloc_size(d)));
+	fixed_add(x, -(int64_t)(d->bytes + sizeof(*d)));
 	if (d->mapped)
 		munmap(d->slot, d->bytes);
 	else
@@ -276,13 +311,28 @@ dir_free(struct nearidx *x, struct dir *d, int blocks_too)
 	free(d);
 }
 
+/* Frees a directory never published, its buckets made garbage. */
+static void
+dir_free(struct nearidx *x, struct dir *d, unsigned ti)
+{
+	if (d == NULL)
+		return;
+	for (size_t s = 0; s < (size_t)1 << d->bits; s++)
+		block_dead(x, ti, d->slot[s]);
+	dir_unmap(x, d);
+}
+
 /* ---- reclamation ---- */
 
+/* A directory (seg_of NULL) or an evacuated segment of allocator seg_of
+ * waits for the readers. */
 static void
-retire(struct nearidx *x, void *p, size_t bytes, enum retired_kind kind)
+retire(struct nearidx *x, void *p, struct nearidx_alloc *seg_of)
 {
 	struct retire_list *l = &x->pending;
 
+	if (p == NULL)
+		return;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 256;
 		struct retired *v = realloc(l->v, cap * sizeof(*v));
@@ -290,45 +340,29 @@ retire(struct nearidx *x, void *p, size_t bytes, enum retired_kind kind)
 		if (v == NULL) {
 			/* Without room to remember it, the memory leaks: a
 			 * reader may still be looking at it. */
-			log_warnx("%s: out of memory; %zu bytes leaked",
-			    __func__, bytes);
-			bytes_add(x, -(int64_t)bytes);
+			log_warnx("%s: out of memory; memory leaked",
+			    __func__);
 			return;
 		}
 		l->v = v;
 		l->cap = cap;
 	}
-	l->v[l->n++] = (struct retired){ p, bytes, kind };
-	l->bytes += bytes;
-}
-
-static void
-retire_block(struct nearidx *x, struct block *bk)
-{
-	if (bk != NULL)
-		retire(x, bk, alloc_size(bk), RETIRED_MALLOC);
-}
-
-static void
-retire_dir(struct nearidx *x, struct dir *d)
-{
-	retire(x, d->slot, d->bytes, d->mapped ? RETIRED_MMAP :
-	    RETIRED_MALLOC);
-	retire(x, d, alloc_size(d), RETIRED_MALLOC);
+	l->v[l->n++] = (struct retired){ p, seg_of };
+	l->bytes += seg_of != NULL ? x->seg_bytes : ((struct dir *)p)->bytes;
 }
 
 static void
 retire_list_free(struct nearidx *x, struct retire_list *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		bytes_add(x, -(int64_t)l->v[i].bytes);
-		if (l->v[i].kind == RETIRED_MMAP)
-			munmap(l->v[i].p, l->v[i].bytes);
+		if (l->v[i].seg_of != NULL)
+			nearidx_alloc_recycle(l->v[i].seg_of, l->v[i].p);
 		else
-			free(l->v[i].p);
+			dir_unmap(x, l->v[i].p);
 	}
 	l->n = 0;
 	l->bytes = 0;
+	blocks_sync(x);
 }
 
 /* Frees the waiting list if no reader of its epoch is left, then starts
@@ -407,6 +441,74 @@ reader_exit(struct reader_slot *rs, unsigned parity)
 	__atomic_fetch_sub(&rs->active[parity], 1, __ATOMIC_RELEASE);
 }
 
+/* ---- permutations ---- */
+
+/* Builds the masked shifts moving the blocks in order[] to consecutive
+ * places from the top; with inverse set, the moves back. */
+static void
+perm_build(struct perm *p, const struct nearidx *x, const unsigned *order,
+    int inverse)
+{
+	unsigned dst = 64;
+
+	memset(p, 0, sizeof(*p));
+	for (unsigned i = 0; i < x->b; i++) {
+		unsigned j = order[i], src = 64, w = x->width[j];
+		uint64_t mask = x->bmask[j];
+		int delta;
+		unsigned m;
+
+		for (unsigned jj = 0; jj <= j; jj++)
+			src -= x->width[jj];
+		dst -= w;
+		delta = (int)dst - (int)src;
+		if (inverse) {
+			mask = ((1ULL << w) - 1) << dst;
+			delta = -delta;
+		}
+		for (m = 0; m < p->n; m++)
+			if ((int)p->left[m] - (int)p->right[m] == delta)
+				break;
+		if (m == p->n) {
+			p->n++;
+			p->left[m] = (uint8_t)(delta > 0 ? delta : 0);
+			p->right[m] = (uint8_t)(delta < 0 ? -delta : 0);
+		}
+		p->mask[m] |= mask;
+	}
+}
+
+static uint64_t
+perm_apply(const struct perm *p, uint64_t v)
+{
+	uint64_t r = 0;
+
+	for (unsigned m = 0; m < p->n; m++)
+		r |= ((v & p->mask[m]) << p->left[m]) >> p->right[m];
+	return r;
+}
+
+static void
+keys_shift(const struct nearidx *x, uint64_t fp, uint64_t *p)
+{
+	for (unsigned ti = 0; ti < x->ntables; ti++)
+		p[ti] = perm_apply(&x->t[ti].fwd, fp);
+}
+
+/* The same permutation in two instructions: the key's bits gathered to
+ * the top, the others below, each in order. */
+__attribute__((target("bmi2")))
+static void
+keys_pext(const struct nearidx *x, uint64_t fp, uint64_t *p)
+{
+	for (unsigned ti = 0; ti < x->ntables; ti++) {
+		const struct table *t = &x->t[ti];
+
+		p[ti] = _pext_u64(fp, t->key_mask) << (64 - t->key_bits) |
+		    _pext_u64(fp, ~t->key_mask);
+	}
+}
+
 /* ---- configuration and layout ---- */
 
 void
@@ -416,6 +518,7 @@ nearidx_config_defaults(struct nearidx_config *cfg)
 	cfg->k = NEARIDX_DEFAULT_K;
 	cfg->blocks = NEARIDX_DEFAULT_BLOCKS;
 	cfg->bucket_load = NEARIDX_LOAD_MAX;
+	cfg->segment_bytes = SEG_DEFAULT;
 	cfg->simd = "auto";
 }
 
@@ -436,7 +539,6 @@ binomial(unsigned n, unsigned r)
 int
 nearidx_config_check(const struct nearidx_config *cfg, char **cause)
 {
-	const struct nearidx_kernel *kern;
 	unsigned b = cfg->blocks, k = cfg->k, key_bits;
 	uint64_t tables;
 
@@ -464,6 +566,14 @@ nearidx_config_check(const struct nearidx_config *cfg, char **cause)
 			*cause = NULL;
 		return -1;
 	}
+	if (cfg->segment_bytes != 0 && (cfg->segment_bytes < (64u << 10) ||
+	    cfg->segment_bytes > ((size_t)1 << 30) ||
+	    (cfg->segment_bytes & (cfg->segment_bytes - 1)) != 0)) {
+		if (asprintf(cause, "segment bytes %zu: a power of two from "
+		    "64 KiB to 1 GiB", cfg->segment_bytes) == -1)
+			*cause = NULL;
+		return -1;
+	}
 	if (cfg->bucket_load > 65536) {
 		if (asprintf(cause, "bucket load %u: at most 65536",
 		    cfg->bucket_load) == -1)
@@ -478,56 +588,9 @@ nearidx_config_check(const struct nearidx_config *cfg, char **cause)
 			*cause = NULL;
 		return -1;
 	}
-	if ((kern = nearidx_kernel_lookup(cfg->simd, cause)) == NULL)
+	if (nearidx_kernel_lookup(cfg->simd, cause) == NULL)
 		return -1;
 	return 0;
-}
-
-/* Builds the masked shifts moving the blocks in order[] to consecutive
- * places from the top; with inverse set, the moves back. */
-static void
-perm_build(struct perm *p, const struct nearidx *x, const unsigned *order,
-    int inverse)
-{
-	unsigned dst = 64;
-
-	memset(p, 0, sizeof(*p));
-	for (unsigned i = 0; i < x->b; i++) {
-		unsigned j = order[i], src = 64, w = x->width[j];
-		uint64_t mask;
-		int delta;
-		unsigned m;
-
-		for (unsigned jj = 0; jj <= j; jj++)
-			src -= x->width[jj];
-		dst -= w;
-		/* Forward: block j moves from src to dst. */
-		mask = x->bmask[j];
-		delta = (int)dst - (int)src;
-		if (inverse) {
-			mask = w == 64 ? ~0ULL : ((1ULL << w) - 1) << dst;
-			delta = -delta;
-		}
-		for (m = 0; m < p->n; m++)
-			if ((int)p->left[m] - (int)p->right[m] == delta)
-				break;
-		if (m == p->n) {
-			p->n++;
-			p->left[m] = (uint8_t)(delta > 0 ? delta : 0);
-			p->right[m] = (uint8_t)(delta < 0 ? -delta : 0);
-		}
-		p->mask[m] |= mask;
-	}
-}
-
-static inline uint64_t
-perm_apply(const struct perm *p, uint64_t v)
-{
-	uint64_t r = 0;
-
-	for (unsigned m = 0; m < p->n; m++)
-		r |= ((v & p->mask[m]) << p->left[m]) >> p->right[m];
-	return r;
 }
 
 /* Directory bits for n entries: buckets average at most x->load. */
@@ -547,6 +610,28 @@ grow_at(const struct nearidx *x, const struct table *t, unsigned bits)
 	return bits < t->max_bits ? (uint64_t)x->load << bits : UINT64_MAX;
 }
 
+/*
+ * Bytes a query prefetches from the start of a bucket of table t: the
+ * header and the hi words of a bucket a quarter longer than the mean.
+ * Stored only on change: every query reads this line.
+ */
+static void
+lines_update(struct table *t)
+{
+	uint64_t mean = t->count >> t->dir->bits;
+	uint64_t span = sizeof(struct block) + 4 * (mean + mean / 4);
+
+	if (span > MAX_LINES * CACHE_LINE)
+		span = MAX_LINES * CACHE_LINE;
+	if (span != t->span)
+		__atomic_store_n(&t->span, (unsigned)span, __ATOMIC_RELAXED);
+}
+
+static void scan_generic(const struct nearidx *, const struct inflight *,
+    unsigned, struct sink *);
+static void scan_avx512(const struct nearidx *, const struct inflight *,
+    unsigned, struct sink *);
+
 struct nearidx *
 nearidx_new(const struct nearidx_config *cfg, char **cause)
 {
@@ -555,29 +640,37 @@ nearidx_new(const struct nearidx_config *cfg, char **cause)
 
 	if (nearidx_config_check(cfg, cause) == -1)
 		return NULL;
-	if ((x = calloc(1, sizeof(*x))) == NULL)
+	if ((x = aligned_alloc(CACHE_LINE, sizeof(*x))) == NULL)
 		goto err;
+	memset(x, 0, sizeof(*x));
 	x->k = cfg->k;
 	x->b = cfg->blocks;
 	x->load = cfg->bucket_load ? cfg->bucket_load : NEARIDX_LOAD_MAX;
+	x->seg_bytes = cfg->segment_bytes ? cfg->segment_bytes : SEG_DEFAULT;
 	x->ntables = (unsigned)binomial(x->b, x->k);
 	x->kern = nearidx_kernel_lookup(cfg->simd, cause);
+	/* The AVX-512 kernel implies a CPU with fast pext (Intel since
+	 * Haswell, AMD since Zen 3): use it for the permutations. */
+	if (strcmp(x->kern->name, "avx512") == 0) {
+		x->keys = keys_pext;
+		x->scan = scan_avx512;
+	} else {
+		x->keys = keys_shift;
+		x->scan = scan_generic;
+	}
 	for (unsigned j = 0, top = 64; j < x->b; j++) {
 		x->width[j] = 64 / x->b + (j < 64 % x->b);
 		top -= x->width[j];
-		x->bmask[j] = (x->width[j] == 64 ? ~0ULL :
-		    (1ULL << x->width[j]) - 1) << top;
+		x->bmask[j] = ((1ULL << x->width[j]) - 1) << top;
 	}
-	x->ahead = QUERY_AHEAD_PROBES / x->ntables;
-	if (x->ahead < 1)
-		x->ahead = 1;
-	x->slots = aligned_alloc(64, READER_SLOTS * sizeof(*x->slots));
-	x->t = calloc(x->ntables, sizeof(*x->t));
+	x->slots = aligned_alloc(CACHE_LINE, READER_SLOTS * sizeof(*x->slots));
+	x->t = aligned_alloc(CACHE_LINE, x->ntables * sizeof(*x->t));
 	if (x->slots == NULL || x->t == NULL)
 		goto err;
 	memset(x->slots, 0, READER_SLOTS * sizeof(*x->slots));
-	bytes_add(x, (int64_t)(sizeof(*x) + READER_SLOTS *
-	    sizeof(*x->slots) + x->ntables * sizeof(*x->t)));
+	memset(x->t, 0, x->ntables * sizeof(*x->t));
+	fixed_add(x, (int64_t)(sizeof(*x) + READER_SLOTS * sizeof(*x->slots) +
+	    x->ntables * sizeof(*x->t)));
 
 	/* Key block sets in lexicographic order. */
 	nkey = x->b - x->k;
@@ -587,9 +680,9 @@ nearidx_new(const struct nearidx_config *cfg, char **cause)
 		struct table *t = &x->t[ti];
 		unsigned n = 0;
 
-		t->key_blocks = 0;
 		for (unsigned i = 0; i < nkey; i++) {
 			t->key_blocks |= 1ULL << key[i];
+			t->key_mask |= x->bmask[key[i]];
 			t->key_bits += x->width[key[i]];
 			order[n++] = key[i];
 		}
@@ -598,11 +691,15 @@ nearidx_new(const struct nearidx_config *cfg, char **cause)
 				order[n++] = j;
 		perm_build(&t->fwd, x, order, 0);
 		perm_build(&t->inv, x, order, 1);
+		if ((t->mem = nearidx_alloc_new(x->seg_bytes)) == NULL)
+			goto err;
 		t->max_bits = t->key_bits < NEARIDX_MAX_DIR_BITS ?
 		    t->key_bits : NEARIDX_MAX_DIR_BITS;
-		if ((t->dir = dir_new(x, bits_for(x, t, cfg->expected))) == NULL)
+		if ((t->dir = dir_new(x, bits_for(x, t, cfg->expected))) ==
+		    NULL)
 			goto err;
 		t->grow_at = grow_at(x, t, t->dir->bits);
+		lines_update(t);
 
 		/* Next combination. */
 		for (r = nkey; r > 0 && key[r - 1] == x->b - nkey + r - 1; r--)
@@ -613,6 +710,7 @@ nearidx_new(const struct nearidx_config *cfg, char **cause)
 		for (unsigned i = r; i < nkey; i++)
 			key[i] = key[i - 1] + 1;
 	}
+	blocks_sync(x);
 	return x;
 
 err:
@@ -627,13 +725,19 @@ nearidx_free(struct nearidx *x)
 {
 	if (x == NULL)
 		return;
-	retire_list_free(x, &x->waiting);
-	retire_list_free(x, &x->pending);
+	if (x->t != NULL) {
+		retire_list_free(x, &x->waiting);
+		retire_list_free(x, &x->pending);
+	}
 	free(x->waiting.v);
 	free(x->pending.v);
+	/* The allocators unmap the buckets wholesale. */
 	if (x->t != NULL)
-		for (unsigned ti = 0; ti < x->ntables; ti++)
-			dir_free(x, x->t[ti].dir, 1);
+		for (unsigned ti = 0; ti < x->ntables; ti++) {
+			if (x->t[ti].dir != NULL)
+				dir_unmap(x, x->t[ti].dir);
+			nearidx_alloc_destroy(x->t[ti].mem);
+		}
 	free(x->t);
 	free(x->slots);
 	free(x);
@@ -672,7 +776,8 @@ nearidx_distinct(const struct nearidx *x)
 uint64_t
 nearidx_memory_bytes(const struct nearidx *x)
 {
-	return __atomic_load_n(&x->bytes, __ATOMIC_RELAXED);
+	return __atomic_load_n(&x->fixed_bytes, __ATOMIC_RELAXED) +
+	    __atomic_load_n(&x->block_bytes, __ATOMIC_RELAXED);
 }
 
 /* ---- hits ---- */
@@ -748,39 +853,7 @@ sink_finish(struct sink *s)
 
 /* ---- reading ---- */
 
-static const struct block *
-bucket_of(const struct table *t, uint64_t p)
-{
-	const struct dir *d = __atomic_load_n(&t->dir, __ATOMIC_ACQUIRE);
-
-	return __atomic_load_n(&d->slot[p >> (64 - d->bits)],
-	    __ATOMIC_ACQUIRE);
-}
-
-/* Reports the documents with fingerprint fp, found through another table:
- * table 0 has their ids. */
-static void
-report_ids(const struct nearidx *x, uint64_t fp, unsigned distance,
-    struct sink *s)
-{
-	const struct block *bk;
-	uint64_t p = perm_apply(&x->t[0].fwd, fp);
-	struct cands c;
-	size_t from = 0, n;
-
-	if ((bk = bucket_of(&x->t[0], p)) == NULL)
-		return;
-	n = __atomic_load_n(&bk->len, __ATOMIC_ACQUIRE);
-	while (from < n) {
-		size_t got = x->kern->scan(blk_hi(bk), blk_lo(bk), n, &from,
-		    (uint32_t)(p >> 16), (uint16_t)p, 0, c.idx);
-
-		for (size_t i = 0; i < got; i++)
-			sink_push(s, distance, blk_id(bk)[c.idx[i]], fp);
-	}
-}
-
-/* The first table keyed by blocks that the two fingerprints share. */
+/* The first table keyed by blocks that two fingerprints share. */
 static unsigned
 first_table(const struct nearidx *x, uint64_t diff)
 {
@@ -795,89 +868,163 @@ first_table(const struct nearidx *x, uint64_t diff)
 	return x->ntables;
 }
 
-/* Scans one bucket of table ti for query fp (permuted: p). */
+/* Reports the documents with fingerprint fp, found through another table:
+ * table 0 has their ids. */
 static void
-probe_scan(const struct nearidx *x, unsigned ti, const struct block *bk,
-    uint64_t fp, uint64_t p, unsigned kq, struct sink *s)
+report_ids(const struct nearidx *x, uint64_t fp, unsigned distance,
+    struct sink *s)
 {
-	const struct table *t = &x->t[ti];
-	struct cands c;
-	size_t from = 0, n = __atomic_load_n(&bk->len, __ATOMIC_ACQUIRE);
+	const struct table *t = &x->t[0];
+	const struct dir *d = __atomic_load_n(&t->dir, __ATOMIC_ACQUIRE);
+	uint64_t p = perm_apply(&t->fwd, fp);
+	const struct block *bk = __atomic_load_n(&d->slot[p >> (64 - d->bits)],
+	    __ATOMIC_ACQUIRE);
+	uint32_t idx[NEARIDX_SCAN_OUT];
+	size_t from = 0, n;
 
+	if (bk == NULL)
+		return;
+	n = __atomic_load_n(&bk->len, __ATOMIC_ACQUIRE);
 	while (from < n) {
 		size_t got = x->kern->scan(blk_hi(bk), blk_lo(bk), n, &from,
-		    (uint32_t)(p >> 16), (uint16_t)p, kq, c.idx);
+		    (uint32_t)(p >> 16), (uint16_t)p, 0, idx);
 
-		for (size_t i = 0; i < got; i++) {
-			uint32_t e = c.idx[i];
-			uint64_t pc = (p & TOP16) |
-			    (uint64_t)blk_hi(bk)[e] << 16 | blk_lo(bk)[e];
-			uint64_t fc = perm_apply(&t->inv, pc);
-			unsigned dist = (unsigned)__builtin_popcountll(fp ^ fc);
+		for (size_t i = 0; i < got; i++)
+			sink_push(s, distance, blk_id(bk)[idx[i]], fp);
+	}
+}
 
-			/* Found in every table whose key it shares with the
-			 * query; reported by the first only. */
-			if (first_table(x, fp ^ fc) != ti)
-				continue;
-			if (ti == 0)
-				sink_push(s, dist, blk_id(bk)[e], fc);
-			else
-				report_ids(x, fc, dist, s);
+/* Entry e of table ti's bucket bk is within the query's distance: report
+ * it, unless an earlier table holds it too. */
+static void
+probe_hit(const struct nearidx *x, unsigned ti, const struct block *bk,
+    uint32_t e, uint64_t fp, uint64_t p, struct sink *s)
+{
+	uint64_t pc = (p & TOP16) | (uint64_t)blk_hi(bk)[e] << 16 |
+	    blk_lo(bk)[e];
+	uint64_t fc = perm_apply(&x->t[ti].inv, pc);
+	unsigned dist = (unsigned)__builtin_popcountll(fp ^ fc);
+
+	if (first_table(x, fp ^ fc) != ti)
+		return;
+	if (ti == 0)
+		sink_push(s, dist, blk_id(bk)[e], fc);
+	else
+		report_ids(x, fc, dist, s);
+}
+
+static void
+scan_generic(const struct nearidx *x, const struct inflight *q, unsigned kq,
+    struct sink *s)
+{
+	uint32_t idx[NEARIDX_SCAN_OUT];
+
+	for (unsigned ti = 0; ti < x->ntables; ti++) {
+		const struct block *bk = q->bk[ti];
+		uint64_t p = q->p[ti];
+		size_t from = 0, n;
+
+		if (bk == NULL)
+			continue;
+		n = __atomic_load_n(&bk->len, __ATOMIC_ACQUIRE);
+		while (from < n) {
+			size_t got = x->kern->scan(blk_hi(bk), blk_lo(bk), n,
+			    &from, (uint32_t)(p >> 16), (uint16_t)p, kq, idx);
+
+			for (size_t i = 0; i < got; i++)
+				probe_hit(x, ti, bk, idx[i], q->fp, p, s);
 		}
 	}
 }
 
-/*
- * One query in flight in a batch: stage 1 prefetches its directory slots,
- * stage 2 loads the bucket pointers and prefetches the buckets, stage 3
- * scans.
- */
-struct inflight {
-	uint64_t fp;
-	uint64_t p[NEARIDX_MAX_TABLES];
-	struct block *const *slotp[NEARIDX_MAX_TABLES];
-	const struct block *bk[NEARIDX_MAX_TABLES];
-};
+/* The same with the AVX-512 comparison inline: most buckets take one or
+ * two masked loads and no branch taken. */
+__attribute__((target("avx512f,avx512vpopcntdq,popcnt")))
+static void
+scan_avx512(const struct nearidx *x, const struct inflight *q, unsigned kq,
+    struct sink *s)
+{
+	const __m512i vk = _mm512_set1_epi32((int)kq);
 
+	for (unsigned ti = 0; ti < x->ntables; ti++) {
+		const struct block *bk = q->bk[ti];
+		uint64_t p = q->p[ti];
+		uint32_t qhi = (uint32_t)(p >> 16), n;
+		uint16_t qlo = (uint16_t)p;
+		const uint32_t *hi;
+		__m512i vq;
+
+		if (bk == NULL)
+			continue;
+		n = __atomic_load_n(&bk->len, __ATOMIC_ACQUIRE);
+		hi = blk_hi(bk);
+		vq = _mm512_set1_epi32((int)qhi);
+		for (uint32_t i = 0; i < n; i += 16) {
+			__mmask16 lanes = n - i >= 16 ? 0xffff :
+			    (__mmask16)((1u << (n - i)) - 1);
+			__m512i v = _mm512_xor_si512(
+			    _mm512_maskz_loadu_epi32(lanes, hi + i), vq);
+			unsigned m = _mm512_mask_cmple_epu32_mask(lanes,
+			    _mm512_popcnt_epi32(v), vk);
+
+			while (m != 0) {
+				uint32_t e = i + (uint32_t)__builtin_ctz(m);
+
+				m &= m - 1;
+				if ((unsigned)__builtin_popcount(hi[e] ^ qhi) +
+				    (unsigned)__builtin_popcount(
+				    (uint32_t)(blk_lo(bk)[e] ^ qlo)) <= kq)
+					probe_hit(x, ti, bk, e, q->fp, p, s);
+			}
+		}
+	}
+}
+
+/* Stage 1: every table's slot for fp, prefetched. */
 static void
 stage_slots(const struct nearidx *x, struct inflight *q, uint64_t fp)
 {
 	q->fp = fp;
+	x->keys(x, fp, q->p);
 	for (unsigned ti = 0; ti < x->ntables; ti++) {
-		const struct table *t = &x->t[ti];
-		const struct dir *d = __atomic_load_n(&t->dir,
+		const struct dir *d = __atomic_load_n(&x->t[ti].dir,
 		    __ATOMIC_ACQUIRE);
-		uint64_t p = perm_apply(&t->fwd, fp);
 
-		q->p[ti] = p;
-		q->slotp[ti] = &d->slot[p >> (64 - d->bits)];
+		q->slotp[ti] = &d->slot[q->p[ti] >> (64 - d->bits)];
 		__builtin_prefetch(q->slotp[ti]);
 	}
 }
 
+/* Stage 2: the buckets, their hi words prefetched. */
 static void
 stage_buckets(const struct nearidx *x, struct inflight *q)
 {
 	for (unsigned ti = 0; ti < x->ntables; ti++) {
-		const struct block *bk = __atomic_load_n(q->slotp[ti],
+		struct block *bk = __atomic_load_n(q->slotp[ti],
 		    __ATOMIC_ACQUIRE);
+		uintptr_t start = (uintptr_t)bk & ~(uintptr_t)(CACHE_LINE - 1);
+		uintptr_t end = (uintptr_t)bk + __atomic_load_n(&x->t[ti].span,
+		    __ATOMIC_RELAXED);
 
+		/* Exactly the lines the span covers: a line fetched for
+		 * nothing takes a fill buffer from one that matters. */
 		q->bk[ti] = bk;
-		if (bk != NULL) {
-			__builtin_prefetch(bk);
-			__builtin_prefetch((const char *)bk + 64);
-		}
+		if (bk != NULL)
+			for (; start < end; start += CACHE_LINE)
+				__builtin_prefetch((const void *)start);
 	}
 }
 
-static void
-stage_scan(const struct nearidx *x, struct inflight *q, unsigned kq,
-    struct sink *s)
+/* Stage 3: the scans. */
+static int64_t
+stage_scan(const struct nearidx *x, const struct inflight *q, unsigned kq,
+    struct nearidx_hit *out, size_t max)
 {
-	for (unsigned ti = 0; ti < x->ntables; ti++)
-		if (q->bk[ti] != NULL)
-			probe_scan(x, ti, q->bk[ti], q->fp, q->p[ti], kq, s);
-	sink_finish(s);
+	struct sink s = { .out = out, .max = max };
+
+	x->scan(x, q, kq, &s);
+	sink_finish(&s);
+	return (int64_t)s.total;
 }
 
 int64_t
@@ -886,20 +1033,36 @@ nearidx_query(const struct nearidx *x, uint64_t fp, unsigned kq,
 {
 	struct reader_slot *rs;
 	struct inflight q;
-	struct sink s = { .out = out, .max = max };
 	unsigned parity;
+	int64_t total;
 
 	if (kq > x->k)
 		return -1;
 	rs = reader_enter(x, &parity);
 	stage_slots(x, &q, fp);
 	stage_buckets(x, &q);
-	stage_scan(x, &q, kq, &s);
+	total = stage_scan(x, &q, kq, out, max);
 	reader_exit(rs, parity);
-	return (int64_t)s.total;
+	return total;
 }
 
-#define RING 32		/* > 2 * the largest x->ahead */
+/* How many operations ahead a batch prefetches, per stage: enough to keep
+ * INFLIGHT_LINES lines coming. */
+static size_t
+batch_ahead(const struct nearidx *x)
+{
+	size_t lines = 0, a;
+
+	for (unsigned ti = 0; ti < x->ntables; ti++)
+		lines += __atomic_load_n(&x->t[ti].span, __ATOMIC_RELAXED) /
+		    CACHE_LINE + 2;
+	a = INFLIGHT_LINES / (lines ? lines : 1);
+	if (a < 1)
+		a = 1;
+	if (a > RING / 2 - 1)
+		a = RING / 2 - 1;
+	return a;
+}
 
 int
 nearidx_query_batch(const struct nearidx *x, const uint64_t *fps, size_t n,
@@ -907,21 +1070,18 @@ nearidx_query_batch(const struct nearidx *x, const uint64_t *fps, size_t n,
 {
 	struct inflight *ring;
 	struct reader_slot *rs;
-	size_t a = x->ahead < RING / 2 ? x->ahead : RING / 2 - 1;
+	size_t a = batch_ahead(x);
 	unsigned parity;
 
 	if (kq > x->k)
 		return -1;
 	if (n == 0)
 		return 0;
-	/* 2 KiB per query in flight: on the heap, once per batch. */
+	/* 1.5 KiB per operation in flight: on the heap, once per batch. */
 	if ((ring = malloc(RING * sizeof(*ring))) == NULL) {
-		for (size_t i = 0; i < n; i++) {
-			int64_t r = nearidx_query(x, fps[i], kq,
+		for (size_t i = 0; i < n; i++)
+			totals[i] = (uint64_t)nearidx_query(x, fps[i], kq,
 			    out + i * max_per, max_per);
-
-			totals[i] = (uint64_t)r;
-		}
 		return 0;
 	}
 	rs = reader_enter(x, &parity);
@@ -932,11 +1092,9 @@ nearidx_query_batch(const struct nearidx *x, const uint64_t *fps, size_t n,
 			stage_buckets(x, &ring[(i - a) % RING]);
 		if (i >= 2 * a) {
 			size_t j = i - 2 * a;
-			struct sink s = { .out = out + j * max_per,
-			    .max = max_per };
 
-			stage_scan(x, &ring[j % RING], kq, &s);
-			totals[j] = s.total;
+			totals[j] = (uint64_t)stage_scan(x, &ring[j % RING], kq,
+			    out + j * max_per, max_per);
 		}
 	}
 	reader_exit(rs, parity);
@@ -952,19 +1110,19 @@ static int64_t
 block_find(const struct nearidx *x, const struct block *bk, uint64_t p,
     uint64_t id, size_t *same)
 {
-	struct cands c;
+	uint32_t idx[NEARIDX_SCAN_OUT];
 	size_t from = 0, n = bk->len;
 	int64_t found = -1;
 
 	*same = 0;
 	while (from < n) {
 		size_t got = x->kern->scan(blk_hi(bk), blk_lo(bk), n, &from,
-		    (uint32_t)(p >> 16), (uint16_t)p, 0, c.idx);
+		    (uint32_t)(p >> 16), (uint16_t)p, 0, idx);
 
 		*same += got;
 		for (size_t i = 0; i < got && found < 0; i++)
-			if (id == UINT64_MAX || blk_id(bk)[c.idx[i]] == id)
-				found = c.idx[i];
+			if (id == UINT64_MAX || blk_id(bk)[idx[i]] == id)
+				found = idx[i];
 	}
 	return found;
 }
@@ -973,12 +1131,12 @@ block_find(const struct nearidx *x, const struct block *bk, uint64_t p,
 static int
 block_has(const struct nearidx *x, const struct block *bk, uint64_t p)
 {
-	struct cands c;
+	uint32_t idx[NEARIDX_SCAN_OUT];
 	size_t from = 0, n = bk->len;
 
 	while (from < n)
 		if (x->kern->scan(blk_hi(bk), blk_lo(bk), n, &from,
-		    (uint32_t)(p >> 16), (uint16_t)p, 0, c.idx) > 0)
+		    (uint32_t)(p >> 16), (uint16_t)p, 0, idx) > 0)
 			return 1;
 	return 0;
 }
@@ -990,6 +1148,13 @@ entry_set(struct block *bk, uint32_t i, uint64_t p, uint32_t id, int ids)
 	blk_lo(bk)[i] = (uint16_t)p;
 	if (ids)
 		blk_id(bk)[i] = id;
+}
+
+static void
+count_set(struct table *t, uint64_t count)
+{
+	t->count = count;
+	lines_update(t);
 }
 
 /* Splits the directory of table ti in two per bucket: the writer copies
@@ -1018,10 +1183,12 @@ table_double(struct nearidx *x, unsigned ti)
 			cnt[low >> bit & 1]++;
 		}
 		for (int h = 0; h < 2; h++)
-			if (cnt[h] > 0 &&
-			    (half[h] = block_new(x, cap_grow(cnt[h]), ids)) ==
-			    NULL)
+			if (cnt[h] > 0 && (half[h] = block_new(x, ti,
+			    cnt[h] + cnt[h] / 8 + 2, 2 * s + (size_t)h)) ==
+			    NULL) {
+				block_dead(x, ti, half[0]);
 				goto err;
+			}
 		for (uint32_t i = 0; i < ob->len; i++) {
 			uint64_t low = (uint64_t)blk_hi(ob)[i] << 16 |
 			    blk_lo(ob)[i];
@@ -1035,14 +1202,15 @@ table_double(struct nearidx *x, unsigned ti)
 	}
 	__atomic_store_n(&t->dir, nd, __ATOMIC_RELEASE);
 	t->grow_at = grow_at(x, t, nd->bits);
+	lines_update(t);
 	for (size_t s = 0; s < (size_t)1 << od->bits; s++)
-		retire_block(x, od->slot[s]);
-	retire_dir(x, od);
+		block_dead(x, ti, od->slot[s]);
+	retire(x, od, NULL);
 	return 0;
 
 err:
 	/* Leave the table as it is and try again when it has doubled. */
-	dir_free(x, nd, 1);
+	dir_free(x, nd, ti);
 	t->grow_at = t->grow_at < UINT64_MAX / 2 ? t->grow_at * 2 :
 	    UINT64_MAX;
 	return -1;
@@ -1051,10 +1219,11 @@ err:
 /* Appends entry p (and id in table 0) to bucket *slotp, in place when
  * there is room, else in a copy: fresh, allocated by the caller. */
 static void
-bucket_append(struct nearidx *x, struct block **slotp, struct block *fresh,
-    uint64_t p, uint32_t id, int ids)
+bucket_append(struct nearidx *x, unsigned ti, struct block **slotp,
+    struct block *fresh, uint64_t p, uint32_t id)
 {
 	struct block *bk = *slotp;
+	int ids = ti == 0;
 
 	if (fresh == NULL) {
 		entry_set(bk, bk->len, p, id, ids);
@@ -1066,34 +1235,142 @@ bucket_append(struct nearidx *x, struct block **slotp, struct block *fresh,
 	fresh->len = bk != NULL ? bk->len : 0;
 	entry_set(fresh, fresh->len++, p, id, ids);
 	__atomic_store_n(slotp, fresh, __ATOMIC_RELEASE);
-	retire_block(x, bk);
+	block_dead(x, ti, bk);
 }
 
+/* The writer's view of p's slot in table t. */
 static struct block **
-slot_of(struct table *t, uint64_t p)
+slot_now(struct table *t, uint64_t p)
 {
 	return &t->dir->slot[p >> (64 - t->dir->bits)];
 }
 
-int
-nearidx_insert(struct nearidx *x, uint64_t fp, uint64_t doc_id)
+/*
+ * Writer stages, as for queries: slots, then bucket headers, then the
+ * lines the operation will touch.  They only prefetch, and find slots and
+ * buckets afresh each time: the operations in between may have replaced
+ * a bucket or a whole directory, and freed it.
+ */
+static void
+wstage_slots(struct nearidx *x, struct inflight *q, uint64_t fp)
+{
+	q->fp = fp;
+	x->keys(x, fp, q->p);
+	for (unsigned ti = 0; ti < x->ntables; ti++)
+		__builtin_prefetch(slot_now(&x->t[ti], q->p[ti]), 1);
+}
+
+static void
+wstage_headers(struct nearidx *x, struct inflight *q)
+{
+	for (unsigned ti = 0; ti < x->ntables; ti++) {
+		q->slotp[ti] = slot_now(&x->t[ti], q->p[ti]);
+		q->bk[ti] = *q->slotp[ti];
+		if (q->bk[ti] != NULL)
+			__builtin_prefetch(q->bk[ti], 1);
+	}
+}
+
+/* Table 0's hi words (the duplicate check), and where each append goes. */
+static void
+wstage_lines(struct nearidx *x, const struct inflight *q)
+{
+	for (unsigned ti = 0; ti < x->ntables; ti++) {
+		const struct block *bk = *slot_now(&x->t[ti], q->p[ti]);
+		uint32_t len;
+
+		if (bk == NULL)
+			continue;
+		len = bk->len < bk->cap ? bk->len : bk->cap - 1;
+		if (ti == 0) {
+			for (uint32_t i = 0; i < len; i += 16)
+				__builtin_prefetch(blk_hi(bk) + i);
+			__builtin_prefetch(blk_id(bk) + len, 1);
+		}
+		__builtin_prefetch(blk_hi(bk) + len, 1);
+		__builtin_prefetch(blk_lo(bk) + len, 1);
+	}
+}
+
+/*
+ * Evacuates the segment of table ti with the most garbage: its live
+ * buckets are copied to the current segment and the segment waits for the
+ * readers before it is reused.  One segment per call bounds the writer's
+ * pause, and only one at least VICTIM_PERCENT garbage is worth it: then
+ * every byte reclaimed costs at most 3 bytes copied, and garbage stays
+ * near a quarter of the memory however the index is used.
+ */
+static void
+table_compact(struct nearidx *x, unsigned ti)
+{
+	struct table *t = &x->t[ti];
+	struct nearidx_seg *seg;
+	size_t nslots = (size_t)1 << t->dir->bits;
+	int ids = ti == 0;
+	char *p, *end;
+
+	if ((seg = nearidx_alloc_victim(t->mem, VICTIM_PERCENT, &p, &end)) ==
+	    NULL) {
+		/* None worth it yet: the search walks every segment, so
+		 * not at every change. */
+		t->compact_skip = VICTIM_RETRY;
+		return;
+	}
+	while (p < end) {
+		struct block *bk = (struct block *)(void *)p, *nb;
+		uint32_t len = bk->len;
+
+		p += block_size(bk->cap, ids);
+		if (bk->slot >= nslots || t->dir->slot[bk->slot] != bk)
+			continue;	/* garbage already */
+		/* Same room: trimming it would only bring the next copy
+		 * forward. */
+		if ((nb = block_new(x, ti, bk->cap, bk->slot)) == NULL) {
+			nearidx_alloc_keep(t->mem, seg);
+			return;
+		}
+		block_copy(nb, 0, bk, 0, len, ids);
+		nb->len = len;
+		__atomic_store_n(&t->dir->slot[bk->slot], nb,
+		    __ATOMIC_RELEASE);
+		block_dead(x, ti, bk);
+	}
+	retire(x, seg, t->mem);
+}
+
+static void
+compact_maybe(struct nearidx *x, unsigned ti)
+{
+	struct nearidx_alloc *a = x->t[ti].mem;
+	uint64_t garbage = nearidx_alloc_garbage(a);
+
+	if (x->t[ti].compact_skip > 0) {
+		x->t[ti].compact_skip--;
+		return;
+	}
+	if (garbage >= GARBAGE_MIN &&
+	    garbage * GARBAGE_SHARE > nearidx_alloc_used(a))
+		table_compact(x, ti);
+}
+
+/* Inserts q's fingerprint, its permutations computed by wstage_slots. */
+static int
+insert_one(struct nearidx *x, struct inflight *q, uint64_t doc_id)
 {
 	struct block *fresh[NEARIDX_MAX_TABLES];
 	struct block **slotp[NEARIDX_MAX_TABLES];
-	uint64_t p[NEARIDX_MAX_TABLES];
 	unsigned n, ti;
 
 	if (doc_id > NEARIDX_MAX_DOC_ID)
 		return -1;
-	p[0] = perm_apply(&x->t[0].fwd, fp);
-	slotp[0] = slot_of(&x->t[0], p[0]);
+	/* Slots again: a directory may have doubled since wstage_slots. */
+	for (ti = 0; ti < x->ntables; ti++)
+		slotp[ti] = slot_now(&x->t[ti], q->p[ti]);
 	/* A fingerprint already stored goes to table 0 only. */
-	n = *slotp[0] != NULL && block_has(x, *slotp[0], p[0]) ? 1 :
-	    x->ntables;
-	for (ti = 1; ti < n; ti++) {
-		p[ti] = perm_apply(&x->t[ti].fwd, fp);
-		slotp[ti] = slot_of(&x->t[ti], p[ti]);
-	}
+	n = x->ntables;
+	if (*slot_now(&x->t[0], q->p[0]) != NULL &&
+	    block_has(x, *slot_now(&x->t[0], q->p[0]), q->p[0]))
+		n = 1;
 	/* Every allocation first, so that a failure changes nothing. */
 	for (ti = 0; ti < n; ti++) {
 		struct block *bk = *slotp[ti];
@@ -1101,66 +1378,89 @@ nearidx_insert(struct nearidx *x, uint64_t fp, uint64_t doc_id)
 		fresh[ti] = NULL;
 		if (bk != NULL && bk->len < bk->cap)
 			continue;
-		if (bk != NULL && bk->len >= UINT32_MAX - 4)
+		if (bk != NULL && bk->len >= MAX_BUCKET - 1)
 			goto err;
-		fresh[ti] = block_new(x, cap_grow(bk != NULL ?
-		    (uint64_t)bk->len + 1 : 1), ti == 0);
+		fresh[ti] = block_new(x, ti, bk != NULL ? (uint64_t)bk->len +
+		    1 + bk->len / 8 : 1, (size_t)(slotp[ti] -
+		    x->t[ti].dir->slot));
 		if (fresh[ti] == NULL)
 			goto err;
 	}
 	for (ti = 0; ti < n; ti++)
-		bucket_append(x, slotp[ti], fresh[ti], p[ti],
-		    (uint32_t)doc_id, ti == 0);
+		bucket_append(x, ti, slotp[ti], fresh[ti], q->p[ti],
+		    (uint32_t)doc_id);
 	__atomic_store_n(&x->docs, x->docs + 1, __ATOMIC_RELAXED);
 	if (n > 1)
 		__atomic_store_n(&x->distinct, x->distinct + 1,
 		    __ATOMIC_RELAXED);
-	for (ti = 0; ti < n; ti++)
-		if (++x->t[ti].count > x->t[ti].grow_at)
+	for (ti = 0; ti < n; ti++) {
+		struct table *t = &x->t[ti];
+
+		count_set(t, t->count + 1);
+		if (t->count > t->grow_at)
 			table_double(x, ti);
+		compact_maybe(x, ti);
+	}
 	reclaim_maybe(x);
+	blocks_sync(x);
 	return 0;
 
 err:
 	while (ti-- > 0)
-		block_free(x, fresh[ti]);
+		block_dead(x, ti, fresh[ti]);
 	return -1;
+}
+
+int
+nearidx_insert(struct nearidx *x, uint64_t fp, uint64_t doc_id)
+{
+	struct inflight q;
+
+	wstage_slots(x, &q, fp);
+	wstage_headers(x, &q);
+	wstage_lines(x, &q);
+	return insert_one(x, &q, doc_id);
 }
 
 size_t
 nearidx_insert_batch(struct nearidx *x, const uint64_t *fps,
     const uint64_t *doc_ids, size_t n)
 {
-	size_t a = x->ahead;
+	struct inflight *ring;
+	size_t a = batch_ahead(x);
 
-	/* Prefetch only: every insert rereads the index, so the ones in
-	 * between never leave it a stale pointer. */
-	for (size_t i = 0; i < n; i++) {
-		if (i + 2 * a < n)
-			for (unsigned ti = 0; ti < x->ntables; ti++)
-				__builtin_prefetch(slot_of(&x->t[ti],
-				    perm_apply(&x->t[ti].fwd, fps[i + 2 * a])));
-		if (i + a < n)
-			for (unsigned ti = 0; ti < x->ntables; ti++) {
-				const struct block *bk = *slot_of(&x->t[ti],
-				    perm_apply(&x->t[ti].fwd, fps[i + a]));
-
-				if (bk != NULL)
-					__builtin_prefetch(bk);
-			}
-		if (nearidx_insert(x, fps[i], doc_ids[i]) == -1)
-			return i;
+	if ((ring = malloc(RING * sizeof(*ring))) == NULL) {
+		for (size_t i = 0; i < n; i++)
+			if (nearidx_insert(x, fps[i], doc_ids[i]) == -1)
+				return i;
+		return n;
 	}
+	a = a > RING / 3 - 1 ? RING / 3 - 1 : a;
+	for (size_t i = 0; i < n + 3 * a; i++) {
+		if (i < n)
+			wstage_slots(x, &ring[i % RING], fps[i]);
+		if (i >= a && i - a < n)
+			wstage_headers(x, &ring[(i - a) % RING]);
+		if (i >= 2 * a && i - 2 * a < n)
+			wstage_lines(x, &ring[(i - 2 * a) % RING]);
+		if (i >= 3 * a && insert_one(x, &ring[(i - 3 * a) % RING],
+		    doc_ids[i - 3 * a]) == -1) {
+			free(ring);
+			return i - 3 * a;
+		}
+	}
+	free(ring);
 	return n;
 }
 
 /* Publishes a copy of *slotp without entry e (or no bucket, if it was the
  * last); fresh was allocated by the caller, NULL when len is 1. */
 static void
-bucket_remove(struct nearidx *x, struct block **slotp, struct block *fresh,
-    uint32_t e, int ids)
+bucket_remove(struct nearidx *x, unsigned ti, struct block **slotp,
+    struct block *fresh, uint32_t e)
 {
 	struct block *bk = *slotp;
+	int ids = ti == 0;
 
 	if (fresh != NULL) {
 		block_copy(fresh, 0, bk, 0, e, ids);
@@ -1168,25 +1468,24 @@ bucket_remove(struct nearidx *x, struct block **slotp, struct block *fresh,
 		fresh->len = bk->len - 1;
 	}
 	__atomic_store_n(slotp, fresh, __ATOMIC_RELEASE);
-	retire_block(x, bk);
+	block_dead(x, ti, bk);
 }
 
 int
 nearidx_delete(struct nearidx *x, uint64_t fp, uint64_t doc_id)
 {
 	struct block *fresh[NEARIDX_MAX_TABLES];
-	struct block **slotp[NEARIDX_MAX_TABLES];
 	int64_t e[NEARIDX_MAX_TABLES];
+	struct inflight q;
 	unsigned n, ti;
 	size_t same;
-	uint64_t p;
 
 	if (doc_id > NEARIDX_MAX_DOC_ID)
 		return 0;
-	p = perm_apply(&x->t[0].fwd, fp);
-	slotp[0] = slot_of(&x->t[0], p);
-	if (*slotp[0] == NULL ||
-	    (e[0] = block_find(x, *slotp[0], p, doc_id, &same)) < 0)
+	wstage_slots(x, &q, fp);
+	wstage_headers(x, &q);
+	if (q.bk[0] == NULL ||
+	    (e[0] = block_find(x, q.bk[0], q.p[0], doc_id, &same)) < 0)
 		return 0;
 	/* The last document with this fingerprint takes it out of the
 	 * other tables too. */
@@ -1194,36 +1493,37 @@ nearidx_delete(struct nearidx *x, uint64_t fp, uint64_t doc_id)
 	for (ti = 1; ti < n; ti++) {
 		size_t one;
 
-		p = perm_apply(&x->t[ti].fwd, fp);
-		slotp[ti] = slot_of(&x->t[ti], p);
-		if (*slotp[ti] == NULL || (e[ti] = block_find(x, *slotp[ti],
-		    p, UINT64_MAX, &one)) < 0 || one != 1)
+		if (q.bk[ti] == NULL || (e[ti] = block_find(x, q.bk[ti],
+		    q.p[ti], UINT64_MAX, &one)) < 0 || one != 1)
 			fatalx("%s: table %u does not hold %016llx once",
 			    __func__, ti, (unsigned long long)fp);
 	}
 	for (ti = 0; ti < n; ti++) {
-		uint32_t len = (*slotp[ti])->len;
+		uint32_t len = q.bk[ti]->len;
 
 		fresh[ti] = NULL;
-		if (len > 1 && (fresh[ti] = block_new(x, cap_grow(len - 1),
-		    ti == 0)) == NULL)
+		if (len > 1 && (fresh[ti] = block_new(x, ti, len - 1,
+		    (size_t)(q.slotp[ti] - x->t[ti].dir->slot))) == NULL)
 			goto err;
 	}
 	for (ti = 0; ti < n; ti++) {
-		bucket_remove(x, slotp[ti], fresh[ti], (uint32_t)e[ti],
-		    ti == 0);
-		x->t[ti].count--;
+		struct table *t = &x->t[ti];
+
+		bucket_remove(x, ti, q.slotp[ti], fresh[ti], (uint32_t)e[ti]);
+		count_set(t, t->count - 1);
+		compact_maybe(x, ti);
 	}
 	__atomic_store_n(&x->docs, x->docs - 1, __ATOMIC_RELAXED);
 	if (n > 1)
 		__atomic_store_n(&x->distinct, x->distinct - 1,
 		    __ATOMIC_RELAXED);
 	reclaim_maybe(x);
+	blocks_sync(x);
 	return 1;
 
 err:
 	while (ti-- > 0)
-		block_free(x, fresh[ti]);
+		block_dead(x, ti, fresh[ti]);
 	return -1;
 }
 
@@ -1270,13 +1570,15 @@ sort_u64(uint64_t *v, size_t n)
 	}
 }
 
-/* Fills a fresh directory of table ti with n entries: one counting pass,
- * buckets allocated once at their final size, one placing pass. */
+/*
+ * Fills a fresh directory of table ti with n entries: one counting pass,
+ * buckets allocated once, in slot order (so that they lie in memory in
+ * that order), one placing pass.  p holds the permuted fingerprints.
+ */
 static struct dir *
-table_build(struct nearidx *x, unsigned ti, const uint64_t *fps,
+table_build(struct nearidx *x, unsigned ti, const uint64_t *p,
     const uint64_t *ids, size_t n, unsigned bits)
 {
-	const struct table *t = &x->t[ti];
 	struct dir *d;
 	uint32_t *count = NULL;
 	size_t nslots = (size_t)1 << bits;
@@ -1286,30 +1588,26 @@ table_build(struct nearidx *x, unsigned ti, const uint64_t *fps,
 		goto err;
 	if ((count = calloc(nslots, sizeof(*count))) == NULL)
 		goto err;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t p = perm_apply(&t->fwd, fps[i]);
-
-		if (++count[p >> (64 - bits)] >= UINT32_MAX - 4)
+	for (size_t i = 0; i < n; i++)
+		if (++count[p[i] >> (64 - bits)] >= MAX_BUCKET - 1)
 			goto err;
-	}
 	for (size_t s = 0; s < nslots; s++)
-		if (count[s] > 0 && (d->slot[s] = block_new(x,
-		    cap_bulk(count[s]), with_ids)) == NULL)
+		if (count[s] > 0 && (d->slot[s] = block_new(x, ti,
+		    count[s] + count[s] / 16 + 1, s)) == NULL)
 			goto err;
 	free(count);
 	count = NULL;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t p = perm_apply(&t->fwd, fps[i]);
-		struct block *bk = d->slot[p >> (64 - bits)];
+		struct block *bk = d->slot[p[i] >> (64 - bits)];
 
-		entry_set(bk, bk->len++, p, with_ids ? (uint32_t)ids[i] : 0,
+		entry_set(bk, bk->len++, p[i], with_ids ? (uint32_t)ids[i] : 0,
 		    with_ids);
 	}
 	return d;
 
 err:
 	free(count);
-	dir_free(x, d, 1);
+	dir_free(x, d, ti);
 	return NULL;
 }
 
@@ -1339,12 +1637,21 @@ distinct_of(const struct nearidx *x, const struct dir *d, uint64_t *out,
 	return m;
 }
 
+/* p[i] = table ti's permutation of fps[i]. */
+static void
+permute_all(const struct nearidx *x, unsigned ti, const uint64_t *fps,
+    size_t n, uint64_t *p)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = perm_apply(&x->t[ti].fwd, fps[i]);
+}
+
 int
 nearidx_bulk_load(struct nearidx *x, const uint64_t *fps,
     const uint64_t *doc_ids, size_t n, char **cause)
 {
 	struct dir *nd[NEARIDX_MAX_TABLES] = { NULL };
-	uint64_t *uniq = NULL, *scratch = NULL;
+	uint64_t *uniq = NULL, *scratch = NULL, *p = NULL;
 	size_t nu = 0, longest = 0;
 	unsigned ti;
 
@@ -1365,7 +1672,10 @@ nearidx_bulk_load(struct nearidx *x, const uint64_t *fps,
 		}
 	if (n == 0)
 		return 0;
-	if ((nd[0] = table_build(x, 0, fps, doc_ids, n,
+	if ((p = malloc(n * sizeof(*p))) == NULL)
+		goto err;
+	permute_all(x, 0, fps, n, p);
+	if ((nd[0] = table_build(x, 0, p, doc_ids, n,
 	    bits_for(x, &x->t[0], n))) == NULL)
 		goto err;
 	for (size_t s = 0; s < (size_t)1 << nd[0]->bits; s++)
@@ -1378,31 +1688,35 @@ nearidx_bulk_load(struct nearidx *x, const uint64_t *fps,
 	nu = distinct_of(x, nd[0], uniq, scratch);
 	free(scratch);
 	scratch = NULL;
-	for (ti = 1; ti < x->ntables; ti++)
-		if ((nd[ti] = table_build(x, ti, uniq, NULL, nu,
+	for (ti = 1; ti < x->ntables; ti++) {
+		permute_all(x, ti, uniq, nu, p);
+		if ((nd[ti] = table_build(x, ti, p, NULL, nu,
 		    bits_for(x, &x->t[ti], nu))) == NULL)
 			goto err;
+	}
 	free(uniq);
+	free(p);
 	/* Table 0 first: a query meanwhile sees no table without it. */
 	for (ti = 0; ti < x->ntables; ti++) {
 		struct table *t = &x->t[ti];
-		struct dir *od = t->dir;
 
+		retire(x, t->dir, NULL);
 		__atomic_store_n(&t->dir, nd[ti], __ATOMIC_RELEASE);
-		retire_dir(x, od);
-		t->count = ti == 0 ? n : nu;
 		t->grow_at = grow_at(x, t, nd[ti]->bits);
+		count_set(t, ti == 0 ? n : nu);
 	}
 	__atomic_store_n(&x->docs, n, __ATOMIC_RELAXED);
 	__atomic_store_n(&x->distinct, nu, __ATOMIC_RELAXED);
 	reclaim_step(x);
+	blocks_sync(x);
 	return 0;
 
 err:
 	for (ti = 0; ti < x->ntables; ti++)
-		dir_free(x, nd[ti], 1);
+		dir_free(x, nd[ti], ti);
 	free(uniq);
 	free(scratch);
+	free(p);
 	if (asprintf(cause, "out of memory loading %zu fingerprints", n) ==
 	    -1)
 		*cause = NULL;
@@ -1420,14 +1734,14 @@ u64_cmp(const void *a, const void *b)
 }
 
 /* Every fingerprint of table ti (sorted, into *out) after checking that
- * each entry sits in its bucket. */
+ * each entry sits in its bucket and each bucket's size class. */
 static int
 table_collect(const struct nearidx *x, unsigned ti, uint64_t **out,
     size_t *n, char **cause)
 {
 	const struct table *t = &x->t[ti];
 	const struct dir *d = t->dir;
-	uint64_t *v = NULL;
+	uint64_t *v = NULL, live = 0;
 	size_t m = 0;
 
 	if ((v = malloc((t->count + 1) * sizeof(*v))) == NULL)
@@ -1438,29 +1752,40 @@ table_collect(const struct nearidx *x, unsigned ti, uint64_t **out,
 
 		if (bk == NULL)
 			continue;
-		if (bk->len == 0 || bk->len > bk->cap) {
+		live += block_size(bk->cap, ti == 0);
+		if (bk->len == 0 || bk->len > bk->cap || bk->cap % 2 != 0 ||
+		    bk->slot != s) {
 			if (asprintf(cause, "table %u bucket %zu: length %u, "
 			    "room %u", ti, s, bk->len, bk->cap) == -1)
 				*cause = NULL;
 			goto err;
 		}
 		for (uint32_t i = 0; i < bk->len; i++) {
-			uint64_t p = top | (uint64_t)blk_hi(bk)[i] << 16 |
+			uint64_t pc = top | (uint64_t)blk_hi(bk)[i] << 16 |
 			    blk_lo(bk)[i];
 
-			if (p >> (64 - d->bits) != s || m == t->count) {
+			if (pc >> (64 - d->bits) != s || m == t->count) {
 				if (asprintf(cause, "table %u bucket %zu: "
 				    "misplaced entry or more than %llu", ti,
 				    s, (unsigned long long)t->count) == -1)
 					*cause = NULL;
 				goto err;
 			}
-			v[m++] = perm_apply(&t->inv, p);
+			v[m++] = perm_apply(&t->inv, pc);
 		}
 	}
 	if (m != t->count) {
 		if (asprintf(cause, "table %u holds %zu entries, counted %llu",
 		    ti, m, (unsigned long long)t->count) == -1)
+			*cause = NULL;
+		goto err;
+	}
+	if (live + nearidx_alloc_garbage(t->mem) !=
+	    nearidx_alloc_used(t->mem)) {
+		if (asprintf(cause, "table %u: %llu bytes live and %llu "
+		    "garbage of %llu used", ti, (unsigned long long)live,
+		    (unsigned long long)nearidx_alloc_garbage(t->mem),
+		    (unsigned long long)nearidx_alloc_used(t->mem)) == -1)
 			*cause = NULL;
 		goto err;
 	}

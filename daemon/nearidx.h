@@ -10,55 +10,72 @@
  * bits, b = 6 gives 11,11,11,11,10,10.  Two fingerprints at distance <= k
  * agree on at least b - k whole blocks, so there is one table per choice of
  * b - k blocks (C(b, k) tables: 4 for b = 4, 10 for b = 5, 20 for b = 6,
- * with k = 3), numbered in lexicographic order of the chosen blocks; table
- * 0 is keyed by blocks 0 .. b-k-1.  A table permutes each fingerprint so
- * that its key blocks come first, then the others, each group in block
- * order.
+ * with k = 3), in lexicographic order of the chosen blocks; table 0 is
+ * keyed by blocks 0 .. b-k-1.  A table permutes each fingerprint so that
+ * its key blocks come first, then the others, each group in block order.
  *
  * Layout.  A table is a directory of 2^d buckets indexed by the top d bits
- * of the permuted fingerprint, 16 <= d <= the key's width (capped at 28).
- * With b = 4 the key is 16 bits and d = 16; with wider keys d grows with the
- * table, doubling (one table rebuilt at a time) when buckets average more
- * than NEARIDX_LOAD_MAX entries, so they average 16 to 32.  A bucket is
- * one block of memory holding, as separate arrays, the high 32 and the low
- * 16 of the permuted fingerprint's low 48 bits (the top 16 are the bucket's
- * own), and in table 0 only the 32-bit document ids.  Table 0 holds one
- * entry per document; the other tables hold each distinct fingerprint once
- * and find their ids in table 0, which keeps exact duplicates cheap.
- * Memory per fingerprint is then 28 bytes plus bucket slack and headers
- * with b = 4 (6 bytes in each of 4 tables, 4 for the id), 64 plus
- * overheads with b = 5 and 124 plus overheads with b = 6; measured at
- * 10,000,000 fingerprints (BENCHMARKS.md): b = 4: TBD4, b = 5: TBD5,
- * b = 6: TBD6 bytes per fingerprint, everything the index holds.
+ * of the permuted fingerprint, 16 <= d <= min(key width, 28).  With b = 4
+ * the key is 16 bits and d = 16; wider keys start at the d that
+ * config.expected or a bulk load calls for and double d (one table at a
+ * time, copied in the writer while queries go on) when buckets average
+ * more than NEARIDX_LOAD_MAX entries, so they average 16 to 32.  A bucket
+ * is one block: a 12-byte header, then the low 48 bits of each permuted
+ * fingerprint as two arrays, the high 32 bits (hi) and the low 16 (lo),
+ * the top 16 being the bucket's own; in table 0 also the 32-bit document
+ * ids.  Table 0 holds one entry per document; the other tables hold each
+ * distinct fingerprint once and find its ids in table 0, so duplicates
+ * cost 10 bytes each, not 10 per table.  A bucket has room to grow (a
+ * sixteenth after a bulk load, an eighth after growing).  Buckets live in
+ * per-table 2 MiB segments on transparent huge pages (nearidx_alloc): a
+ * replaced bucket becomes garbage, and a segment at least a quarter
+ * garbage is evacuated once garbage passes a fifth of the table.
  *
- * Query.  For each table: permute the query, find its bucket, and compare
- * the query with every entry, the 32-bit words first (16 at a time with
- * AVX-512, 8 with AVX2, or one by one), the 16-bit rest only for the rare
- * words within distance.  An entry found in table t is reported only if t
- * is the first table whose key blocks the two fingerprints share, so each
- * fingerprint is reported once however many tables hold it; table 0
- * reports its entries' ids, the others look the ids of their fingerprint
- * up in table 0.  Hits come out by (distance, doc_id): nearest first, then
- * oldest, since ids grow with age.  Batch queries run several queries'
- * probes as a pipeline, prefetching directory slots and buckets ahead, so
- * that memory latency overlaps.
+ * Memory per fingerprint: 6 bytes per table and 4 for the id (28 with
+ * b = 4, 64 with b = 5, 124 with b = 6), plus slack, headers, directories
+ * and garbage.  Measured with nearidx_bench at 10,000,000 fingerprints
+ * (BENCHMARKS.md), everything the index holds, right after a bulk load /
+ * after 11 million online inserts and deletes: b = 4: 30.1 / 34.0;
+ * b = 5: 84.1 / 92.7; b = 6: 163.3 / 181.0 bytes.
+ *
+ * Query.  Every table's permuted query (pext where AVX-512 runs), all
+ * directory slots prefetched, then the lines of all buckets, then the
+ * scans: the memory misses of all tables overlap.  A scan compares the
+ * hi words first, 16 at a time with AVX-512 (8 with AVX2, or one by one);
+ * an unrelated word passes only with probability 5.5e3 / 2^32, and only
+ * those get the lo test.  An entry found in table t is reported only if t
+ * is the first table whose key blocks the query and the entry share, so
+ * each fingerprint is reported once however many tables hold it; table 0
+ * reports its entries' ids, the others look their fingerprint's ids up in
+ * table 0.  Hits come out by (distance, doc_id): nearest first, then
+ * oldest, since ids grow with age.  Batch queries run several queries in
+ * a pipeline of these stages.
  *
  * Threads.  One writer, any number of readers, no lock:
  *   - writer functions (insert, insert_batch, delete, bulk_load, reclaim)
  *     are called by one thread at a time; a caller with several writers
  *     serializes them itself;
- *   - readers (query, query_batch, count, distinct, memory_bytes, simd)
- *     may run in any thread at any time, also during writes.  They never
- *     wait for the writer, and the writer never waits for them.
+ *   - readers (query, query_batch, count, distinct, memory_bytes, tables,
+ *     blocks, simd) may run in any thread at any time, also during writes
+ *     and in the writer's own thread.  They never wait for the writer,
+ *     and the writer never waits for them;
  *   - nearidx_free runs when nothing else does.
- * The writer never changes a bucket that a reader may be reading, except
- * to append beyond its published length: deletes and growth copy the
- * bucket and publish the copy.  Replaced memory is freed only once every
- * query that started before the replacement has finished (two epochs and
- * per-thread reader counters).  A query running during writes reports every
- * document that no concurrent write touches exactly as it would alone; a
- * document being inserted or deleted meanwhile may or may not be among the
- * hits; no document is ever reported twice.
+ * The writer never changes what a reader may be reading, except to append
+ * beyond a bucket's published length: deletes, growth, compaction and
+ * directory doubling write copies and publish them with release stores.
+ * Replaced directories and evacuated segments are reused only once every
+ * query that started before the replacement has finished (an epoch and
+ * per-thread reader counts, see nearidx.c).  A query running during writes
+ * reports every document that no concurrent write touches exactly as it
+ * would alone; a document being inserted or deleted meanwhile may or may
+ * not be among the hits; no document is ever reported twice.
+ *
+ * Start-up.  Read every (fingerprint, id) from the store into two arrays
+ * and call nearidx_bulk_load once, before any insert: it sizes the
+ * directories for the count, places every bucket once at its final size,
+ * in slot order, and runs several times faster than inserting.  Pass the
+ * expected count in config.expected when the index will instead be filled
+ * by inserts.
  */
 #ifndef NDDD_NEARIDX_H
 #define NDDD_NEARIDX_H
@@ -83,6 +100,9 @@ struct nearidx_config {
 				   up front; 0 lets them grow */
 	unsigned bucket_load;	/* mean bucket length at which a directory
 				   doubles; 0: NEARIDX_LOAD_MAX */
+	size_t segment_bytes;	/* buckets are mapped in segments of this
+				   size, a power of two from 64 KiB to 1 GiB;
+				   0: 2 MiB, one huge page */
 	const char *simd;	/* "auto" or NULL, "avx512", "avx2", "scalar" */
 };
 
@@ -93,14 +113,15 @@ struct nearidx_hit {
 };
 
 /* Fills cfg with the defaults: k = 3, 4 blocks, nothing expected, bucket
- * load NEARIDX_LOAD_MAX, simd auto. */
+ * load NEARIDX_LOAD_MAX, 2 MiB segments, simd auto. */
 void nearidx_config_defaults(struct nearidx_config *cfg);
 
 /*
  * Checks a configuration: 1 <= k < blocks <= 64, at most NEARIDX_MAX_TABLES
  * tables, every table keyed by at least NEARIDX_MIN_KEY_BITS bits, a bucket
- * load of at most 65536, and a simd name this CPU can run.  Returns 0, or -1 with *cause set to a
- * sentence naming the problem (caller frees).
+ * load of at most 65536, a segment size as above, and a simd name this
+ * CPU can run.  Returns 0, or -1 with *cause set to a sentence naming the
+ * problem (caller frees).
  */
 int nearidx_config_check(const struct nearidx_config *cfg, char **cause);
 
@@ -177,17 +198,19 @@ uint64_t nearidx_count(const struct nearidx *x);
 uint64_t nearidx_distinct(const struct nearidx *x);
 
 /*
- * Bytes of memory the index holds: directories, buckets with their
- * allocator overhead, replaced buckets not yet freed, fixed parts.  Any
- * thread.
+ * Bytes of memory the index holds: directories, every table's segments as
+ * mapped (live buckets, garbage not yet compacted, the segment being
+ * filled, one spare per table), replaced directories and segments waiting
+ * for queries, fixed parts.  Any thread.
  */
 uint64_t nearidx_memory_bytes(const struct nearidx *x);
 
 /*
- * Frees replaced memory that no running query can still see; mutations do
- * this themselves from time to time, so a writer calls it only when it goes
- * idle after changes.  Returns the bytes still waiting for queries that
- * started before their replacement.  Writer only.
+ * Hands back the replaced directories and evacuated segments that no
+ * running query can still see; mutations do this themselves from time to
+ * time, so a writer calls it only when it goes idle after changes.
+ * Returns the bytes still waiting for queries that started before their
+ * replacement.  Writer only.
  */
 uint64_t nearidx_reclaim(struct nearidx *x);
 
@@ -198,9 +221,10 @@ const char *nearidx_simd(const struct nearidx *x);
 
 /*
  * Checks every internal invariant (each entry in its right bucket, the
- * other tables holding exactly table 0's distinct fingerprints, counts).
- * For tests; slow.  Returns 0, or -1 with *cause set (caller frees).
- * Writer only (or nothing else running).
+ * other tables holding exactly table 0's distinct fingerprints, counts,
+ * every segment's bytes either live or counted as garbage).  For tests
+ * and checks; slow.  Returns 0, or -1 with *cause set (caller frees).
+ * Writer only (queries may run meanwhile).
  */
 int nearidx_verify(const struct nearidx *x, char **cause);
 

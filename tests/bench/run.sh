@@ -15,9 +15,12 @@
 # the way crawlers use it today: SADD / SMISMEMBER of 16-byte MD5 digests
 # in one set, same URLs, same batches and pipelining; once with its default
 # persistence (periodic snapshots) and once durable (appendfsync always).
-# Last, the Python client against redis-py (tests/bench/python_bench.py):
+# Then the Python client against redis-py (tests/bench/python_bench.py):
 # BENCH_PY_URLS (default 200,000) URLs in batches, BENCH_PY_SINGLE (default
 # 10,000) one call per URL, each phase BENCH_PY_REPEAT (default 3) times.
+#
+# Near-duplicate index: nearidx_bench, in memory, with FAISS measured on
+# the same data in the same process (BENCH_NEARIDX=0 skips it).
 set -euo pipefail
 
 bin=${1:-build/release/bin}
@@ -186,3 +189,8 @@ PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 	"$root/tests/bench/python_bench.py" --bin "$bin" \
 	--urls "${BENCH_PY_URLS:-200000}" --single "${BENCH_PY_SINGLE:-10000}" \
 	--repeat "${BENCH_PY_REPEAT:-3}"
+
+if [ "${BENCH_NEARIDX:-1}" != 0 ]; then
+	echo "== near-duplicate index: $bin/nearidx_bench"
+	"$bin/nearidx_bench"
+fi

@@ -188,6 +188,9 @@ next_fp(const struct model *m, unsigned k, unsigned b, uint64_t tmpl,
 	}
 }
 
+/* Small segments, so that compaction runs at test sizes. */
+#define SMALL_SEGMENTS (64u << 10)
+
 static struct nearidx *
 make_index(const struct shape *s, const char *simd, unsigned load)
 {
@@ -201,6 +204,7 @@ make_index(const struct shape *s, const char *simd, unsigned load)
 	cfg.simd = simd;
 	if (load != 0)
 		cfg.bucket_load = load;
+	cfg.segment_bytes = SMALL_SEGMENTS;
 	x = nearidx_new(&cfg, &cause);
 	ck_assert_msg(x != NULL, "k %u blocks %u: %s", s->k, s->blocks,
 	    cause);
@@ -520,6 +524,7 @@ START_TEST(test_config)
 		{ 2, 64, NULL, 0, "2016 tables" },
 		{ 3, 4, "sse9", 0, "sse9: unknown" },
 		{ 3, 4, NULL, 65537, "bucket load 65537" },
+		{ 3, 4, "seg", 0, "segment bytes 65535" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -531,6 +536,10 @@ START_TEST(test_config)
 		cfg.k = cases[i].k;
 		cfg.blocks = cases[i].blocks;
 		cfg.simd = cases[i].simd;
+		if (cfg.simd != NULL && strcmp(cfg.simd, "seg") == 0) {
+			cfg.simd = NULL;
+			cfg.segment_bytes = 65535;
+		}
 		if (cases[i].load)
 			cfg.bucket_load = cases[i].load;
 		x = nearidx_new(&cfg, &cause);
@@ -580,7 +589,7 @@ START_TEST(test_errors)
 	ck_assert_uint_eq(nearidx_count(x), 0);
 	/* Everything replaced is freed once no query runs. */
 	ck_assert_uint_eq(nearidx_reclaim(x), 0);
-	ck_assert_uint_eq(nearidx_memory_bytes(x), mem);
+	ck_assert_uint_ge(nearidx_memory_bytes(x), mem);
 	nearidx_free(x);
 	nearidx_free(NULL);
 }
@@ -596,6 +605,7 @@ START_TEST(test_memory_accounting)
 	uint64_t fps[20000], ids[20000];
 
 	nearidx_config_defaults(&cfg);
+	cfg.segment_bytes = SMALL_SEGMENTS;
 	x = nearidx_new(&cfg, &cause);
 	empty = nearidx_memory_bytes(x);
 	for (size_t i = 0; i < 20000; i++) {
@@ -607,10 +617,18 @@ START_TEST(test_memory_accounting)
 	full = nearidx_memory_bytes(x);
 	/* 28 bytes of entries per fingerprint at the least. */
 	ck_assert_uint_gt(full - empty, 20000 * 28);
-	for (size_t i = 0; i < 20000; i++)
-		ck_assert_int_eq(nearidx_delete(x, fps[i], ids[i]), 1);
-	ck_assert_uint_eq(nearidx_reclaim(x), 0);
-	ck_assert_uint_eq(nearidx_memory_bytes(x), empty);
+	/* Replaced buckets are garbage until compaction: deleting
+	 * everything and inserting it again stays under a steady bound. */
+	for (int cycle = 0; cycle < 3; cycle++) {
+		for (size_t i = 0; i < 20000; i++)
+			ck_assert_int_eq(nearidx_delete(x, fps[i], ids[i]), 1);
+		ck_assert_uint_eq(nearidx_count(x), 0);
+		ck_assert_uint_eq(nearidx_reclaim(x), 0);
+		ck_assert_uint_eq(nearidx_insert_batch(x, fps, ids, 20000),
+		    20000);
+		nearidx_reclaim(x);
+		ck_assert_uint_lt(nearidx_memory_bytes(x), full + full / 4);
+	}
 	nearidx_free(x);
 }
 END_TEST
