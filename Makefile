@@ -294,15 +294,15 @@ endif
 # Benchmarks that share the URL generator, the naive simhash reference or
 # the corpus reader of tests/lib (which need no Check).
 $(B)/bin/url_bench: $(B)/tests/bench/url_bench.o $(B)/tests/lib/urlgen.o \
-	$(CLIENT_LIB) $(CORE_LIB)
+	$(B)/tests/lib/benchnet.o $(CLIENT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 $(B)/bin/redis_bench: $(B)/tests/bench/redis_bench.o $(B)/tests/lib/urlgen.o \
-	$(CLIENT_LIB) $(CORE_LIB)
+	$(B)/tests/lib/benchnet.o $(CLIENT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BENCH_LIBS) $(LIBS)
 $(B)/bin/doc_bench: $(B)/tests/bench/doc_bench.o $(B)/tests/lib/corpus.o \
-	$(CLIENT_LIB) $(CORE_LIB)
+	$(B)/tests/lib/benchnet.o $(CLIENT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 $(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \

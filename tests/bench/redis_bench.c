@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
+#include "benchnet.h"
 #include "urlgen.h"
 
 #define KEY "nddd-bench:seen"
@@ -40,15 +41,6 @@ struct work {
 	size_t hits;
 	int error;
 };
-
-static double
-now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Hashes the URLs and formats this client's commands, before timing. */
 static void
@@ -150,7 +142,7 @@ run_phase(const char *name, const char *cmd, int port, char **urls, size_t n,
 		    .batch = batch, .window = window, .cmd = cmd };
 		format_commands(&w[i]);
 	}
-	t0 = now_seconds();
+	t0 = bench_now();
 	for (unsigned i = 0; i < clients; i++)
 		pthread_create(&th[i], NULL, client_main, &w[i]);
 	for (unsigned i = 0; i < clients; i++) {
@@ -158,7 +150,7 @@ run_phase(const char *name, const char *cmd, int port, char **urls, size_t n,
 		hits += w[i].hits;
 		error |= w[i].error;
 	}
-	secs = now_seconds() - t0;
+	secs = bench_now() - t0;
 	for (unsigned i = 0; i < clients; i++) {
 		for (size_t c = 0; c < w[i].ncmds; c++)
 			redisFreeCommand(w[i].cmds[c]);

@@ -15,45 +15,28 @@
  *   phase=submit urls=N seconds=S urls_per_s=R
  */
 #include <getopt.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <event2/util.h>
-
+#include "benchnet.h"
 #include "nddd.h"
-#include "nddd.pb-c.h"
 #include "urlgen.h"
 
 struct work {
-	const char *address;
+	struct bench_stream stream;
 	char **urls;
 	size_t batch;
-	unsigned window;
 	enum nddd_url_op op;
 	size_t begin, end;	/* this client's slice */
 	uint8_t **frames;	/* pre-encoded requests, one per batch */
 	size_t *frame_len;
 	size_t nframes;
-	size_t failed;
+	size_t failed;		/* URLs answered with an error */
 	size_t counted;		/* results with count > 0 */
-	int error;
+	char error[256];	/* the stream's failure, if any */
 };
-
-static double
-now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Encodes this client's batches as frames, before any timing. */
 static void
@@ -68,7 +51,7 @@ encode_frames(struct work *w)
 	for (size_t f = 0; f < w->nframes; f++) {
 		Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
 		Nddd__V1__UrlBatch b = NDDD__V1__URL_BATCH__INIT;
-		size_t from = w->begin + f * w->batch, m, len;
+		size_t from = w->begin + f * w->batch, m;
 
 		m = w->end - from < w->batch ? w->end - from : w->batch;
 		for (size_t i = 0; i < m; i++) {
@@ -85,48 +68,22 @@ encode_frames(struct work *w)
 			req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
 			req.url_check = &b;
 		}
-		len = nddd__v1__request__get_packed_size(&req);
-		w->frames[f] = malloc(len + 4);
-		w->frames[f][0] = (uint8_t)(len >> 24);
-		w->frames[f][1] = (uint8_t)(len >> 16);
-		w->frames[f][2] = (uint8_t)(len >> 8);
-		w->frames[f][3] = (uint8_t)len;
-		nddd__v1__request__pack(&req, w->frames[f] + 4);
-		w->frame_len[f] = len + 4;
+		w->frames[f] = bench_frame(&req, &w->frame_len[f]);
 	}
 	free(items);
 }
 
+/* Every reply must be a URL result; its errors and counts are tallied. */
 static int
-connect_to(const char *address)
+count_reply(void *arg, const Nddd__V1__Response *r)
 {
-	struct sockaddr_storage ss;
-	int len = sizeof(ss), fd, one = 1;
+	struct work *w = arg;
 
-	if (evutil_parse_sockaddr_port(address, (struct sockaddr *)&ss,
-	    &len) == -1)
+	if (r->result_case != NDDD__V1__RESPONSE__RESULT_URLS)
 		return -1;
-	if ((fd = socket(ss.ss_family, SOCK_STREAM, 0)) == -1)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&ss, (socklen_t)len) == -1) {
-		close(fd);
-		return -1;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
-}
-
-static int
-write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
+	w->failed += r->urls->n_errors;
+	for (size_t i = 0; i < r->urls->n_counts; i++)
+		w->counted += r->urls->counts[i] > 0;
 	return 0;
 }
 
@@ -134,72 +91,14 @@ static void *
 client_main(void *arg)
 {
 	struct work *w = arg;
-	size_t sent = 0, answered = 0, have = 0, cap = 1 << 20;
-	uint8_t *in = malloc(cap);
-	int fd = connect_to(w->address);
 
-	if (fd == -1) {
-		fprintf(stderr, "url_bench: cannot connect to %s\n",
-		    w->address);
-		w->error = 1;
-		free(in);
-		return NULL;
-	}
-	while (answered < w->nframes) {
-		size_t used = 0;
-		ssize_t n;
-
-		while (sent < w->nframes && sent - answered < w->window) {
-			if (write_all(fd, w->frames[sent], w->frame_len[sent])) {
-				w->error = 1;
-				goto out;
-			}
-			sent++;
-		}
-		if ((n = read(fd, in + have, cap - have)) <= 0) {
-			fprintf(stderr, "url_bench: connection lost\n");
-			w->error = 1;
-			goto out;
-		}
-		have += (size_t)n;
-		for (;;) {
-			Nddd__V1__Response *r;
-			uint32_t len;
-
-			if (have - used < 4)
-				break;
-			len = (uint32_t)in[used] << 24 | in[used + 1] << 16 |
-			    in[used + 2] << 8 | in[used + 3];
-			if (have - used < 4 + (size_t)len) {
-				if (4 + (size_t)len > cap) {
-					cap = 8 + (size_t)len;
-					in = realloc(in, cap);
-				}
-				break;
-			}
-			r = nddd__v1__response__unpack(NULL, len,
-			    in + used + 4);
-			if (r == NULL || r->result_case !=
-			    NDDD__V1__RESPONSE__RESULT_URLS) {
-				fprintf(stderr, "url_bench: request refused: "
-				    "%s\n", r && r->status ? r->status->message :
-				    "malformed reply");
-				w->error = 1;
-				goto out;
-			}
-			w->failed += r->urls->n_errors;
-			for (size_t i = 0; i < r->urls->n_counts; i++)
-				w->counted += r->urls->counts[i] > 0;
-			nddd__v1__response__free_unpacked(r, NULL);
-			used += 4 + len;
-			answered++;
-		}
-		memmove(in, in + used, have - used);
-		have -= used;
-	}
-out:
-	close(fd);
-	free(in);
+	w->stream.frames = w->frames;
+	w->stream.lens = w->frame_len;
+	w->stream.n = w->nframes;
+	w->stream.reply = count_reply;
+	w->stream.arg = w;
+	if (bench_stream_run(&w->stream, w->error, sizeof(w->error)) == -1)
+		return w;
 	return NULL;
 }
 
@@ -215,22 +114,27 @@ run_phase(const char *name, enum nddd_url_op op, const char *address,
 
 	for (unsigned i = 0; i < clients; i++) {
 		w[i] = (struct work){
-			.address = address, .urls = urls,
-			.batch = batch, .window = window, .op = op,
+			.stream = { .address = address, .window = window },
+			.urls = urls, .batch = batch, .op = op,
 			.begin = n * i / clients, .end = n * (i + 1) / clients,
 		};
 		encode_frames(&w[i]);
 	}
-	t0 = now_seconds();
+	t0 = bench_now();
 	for (unsigned i = 0; i < clients; i++)
 		pthread_create(&th[i], NULL, client_main, &w[i]);
 	for (unsigned i = 0; i < clients; i++) {
-		pthread_join(th[i], NULL);
+		void *failed_stream;
+
+		pthread_join(th[i], &failed_stream);
 		failed += w[i].failed;
 		counted += w[i].counted;
-		error |= w[i].error;
+		if (failed_stream != NULL) {
+			fprintf(stderr, "url_bench: %s\n", w[i].error);
+			error = 1;
+		}
 	}
-	secs = now_seconds() - t0;
+	secs = bench_now() - t0;
 	for (unsigned i = 0; i < clients; i++) {
 		for (size_t f = 0; f < w[i].nframes; f++)
 			free(w[i].frames[f]);
