@@ -51,12 +51,15 @@ struct avx512_chunk {
 	uint32_t end[AVX512_CHUNK_TERMS + 32];	/* e, from p */
 	uint64_t h[AVX512_CHUNK_TERMS];		/* sdbm */
 	uint64_t klo[AVX512_CHUNK_TERMS];	/* stop-word keys */
-	uint64_t khi[AVX512_CHUNK_TERMS];
 	/* Terms of 8 bytes or more: their second word and index. */
 	uint64_t lhi[AVX512_CHUNK_TERMS + 8];
 	uint32_t lidx[AVX512_CHUNK_TERMS + 8];
+	/* ... their share of the hash and their keys, in that order ... */
+	uint64_t lh[AVX512_CHUNK_TERMS + 8];
+	uint64_t lkey[AVX512_CHUNK_TERMS + 8];
+	/* ... from lh[loff[g]] for the terms of group g. */
+	uint16_t loff[AVX512_CHUNK_TERMS / 8];
 	uint8_t longm[AVX512_CHUNK_TERMS / 8];	/* per 8 terms: 8+ bytes */
-	uint8_t vlong[AVX512_CHUNK_TERMS / 8];	/* 16+ bytes */
 };
 
 _Static_assert(sizeof(struct avx512_chunk) <= SIMHASH_STAGE_SIZE,
@@ -430,7 +433,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	    1);
 	int stop = acc->stop, fast_stop = acc->stop && sh->have_tab;
 	int fmix = acc->fmix;
-	size_t g, ng = (n + 7) / 8, nl = 0, j, k;
+	size_t g, ng = (n + 7) / 8, nl = 0, j;
 	uint64_t nterms = 0;
 
 	SIMHASH_PROF_T(t0);
@@ -447,11 +450,10 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		if (stop) {
 			_mm512_storeu_si512(ck->klo + 8 * g,
 			    _mm512_ternarylogic_epi64(keep, w, spaces, 0xca));
-			_mm512_storeu_si512(ck->khi + 8 * g, spaces);
 		}
 		lm = valid & ~has;
 		ck->longm[g] = lm;
-		ck->vlong[g] = 0;
+		ck->loff[g] = (uint16_t)nl;
 		_mm256_storeu_si256((__m256i *)(ck->lidx + nl),
 		    _mm256_maskz_compress_epi32(lm, _mm256_add_epi32(iota8,
 		    _mm256_set1_epi32((int)(8 * g)))));
@@ -464,46 +466,43 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	/* Pass 2: the bytes before those, for terms of 8 bytes or more. */
 	for (g = 0; g < nl; g += 8) {
 		__m512i w = _mm512_loadu_si512(ck->lhi + g), keep;
-		uint64_t hh[8] __attribute__((aligned(64)));
-		uint64_t key[8] __attribute__((aligned(64)));
 		__mmask8 has;
 
 		keep = avx512_keep(w, &has);
-		_mm512_store_si512(hh, avx512_poly8_hi(_mm512_and_si512(w,
-		    keep)));
-		_mm512_store_si512(key, _mm512_ternarylogic_epi64(keep, w,
-		    spaces, 0xca));
-		for (j = 0; j < 8 && g + j < nl; j++) {
-			k = ck->lidx[g + j];
-			ck->h[k] += hh[j];
-			ck->khi[k] = key[j];
-			/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
-			if (!(has >> j & 1))
-				ck->vlong[k / 8] |= (uint8_t)(1u << (k % 8));
-		}
+		_mm512_storeu_si512(ck->lh + g, avx512_poly8_hi(
+		    _mm512_and_si512(w, keep)));
+		_mm512_storeu_si512(ck->lkey + g, _mm512_ternarylogic_epi64(keep,
+		    w, spaces, 0xca));
 	}
 	SIMHASH_PROF_ADD(hash, t0);
 	/* Pass 3: stop words, fmix64, counting. */
 	for (g = 0; g < ng; g++) {
-		__m512i h = _mm512_loadu_si512(ck->h + 8 * g);
 		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
-		    (unsigned)(n - 8 * g)), cm;
+		    (unsigned)(n - 8 * g)), lm = ck->longm[g], cm, vlong;
+		__m512i h, khi;
 
-		cm = valid & ~ck->vlong[g];
+		/* The second words' shares, back in their terms' lanes. */
+		h = _mm512_add_epi64(_mm512_loadu_si512(ck->h + 8 * g),
+		    _mm512_maskz_expandloadu_epi64(lm, ck->lh + ck->loff[g]));
+		khi = _mm512_mask_expandloadu_epi64(spaces, lm,
+		    ck->lkey + ck->loff[g]);
+		/* 16 bytes or more: no SPACE padding in the first byte. */
+		vlong = _mm512_mask_cmpneq_epi64_mask(lm, _mm512_and_si512(khi,
+		    _mm512_set1_epi64(0xff)), _mm512_set1_epi64(' '));
+		cm = valid & ~vlong;
 		if (fast_stop) {
 			__m512i slot = _mm512_and_si512(_mm512_srl_epi64(
 			    _mm512_mul_epu32(h, mul), shift), slotmask);
 			__mmask8 eq = _mm512_mask_cmpeq_epi64_mask(cm,
 			    _mm512_mask_i64gather_epi64(spaces, cm, slot,
 			    tab->lo, 8), _mm512_loadu_si512(ck->klo + 8 * g));
-			__mmask8 leq = eq & ck->longm[g];
+			__mmask8 leq = eq & lm;
 
 			/* Long candidates must match their first 8 bytes too. */
 			if (leq)
 				eq &= ~leq | _mm512_mask_cmpeq_epi64_mask(leq,
 				    _mm512_mask_i64gather_epi64(spaces, leq,
-				    slot, tab->hi, 8),
-				    _mm512_loadu_si512(ck->khi + 8 * g));
+				    slot, tab->hi, 8), khi);
 			cm &= ~eq;
 		} else if (stop) {
 			for (j = 0; j < 8; j++)
@@ -517,12 +516,10 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		/* Terms not counted: 0, which adds nothing. */
 		avx512_count8(st, acc, _mm512_maskz_mov_epi64(cm, h));
 		/* Terms of 16 bytes or more: the scalar way (rare). */
-		if (__builtin_expect(ck->vlong[g] != 0, 0)) {
-			unsigned vlong = ck->vlong[g];
-
+		if (__builtin_expect(vlong != 0, 0)) {
 			while (vlong) {
 				j = (size_t)__builtin_ctz(vlong);
-				vlong &= vlong - 1;
+				vlong &= (__mmask8)(vlong - 1);
 				avx512_long_term(acc, p, lo,
 				    ck->end[8 * g + j]);
 			}
