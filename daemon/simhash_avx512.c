@@ -3,29 +3,34 @@
  * BITALG and GFNI: Ice Lake and later).  See simhash_impl.h for the frame.
  *
  * A window is tokenized 64 bytes at a time and its terms are then handled
- * in chunks, each pass a loop of independent iterations with short
- * dependency chains, which keeps the out-of-order window full:
+ * in chunks of 8 blocks, each pass a loop of independent iterations with
+ * short dependency chains (which keeps the out-of-order window full) and
+ * as few data-dependent branches as can be (a mispredicted branch costs
+ * about as much as hashing two terms):
  *
  *  Tokenize.  Compare the block with SPACE; a term ends at a SPACE after a
  *    term byte.  The positions of the ends are compressed (vpcompressb),
- *    and for up to 8 ends at a time the 8 bytes before each end, and the 8
- *    before those, are picked out of this block and the previous one with
- *    one vpermi2b each: term words, right-aligned, one per 64-bit lane.
+ *    and for 8 ends at a time the 8 bytes before each end are picked out
+ *    of this block and the previous one with one vpermi2b: term words,
+ *    right-aligned, one per 64-bit lane.  Two rounds of 8 always run, more
+ *    when a block has more than 16 ends (rare).
  *  Pass 1.  In each word, the bytes up to the last SPACE are not the term's
  *    and are zeroed (vplzcntq of the SPACE mask).  sdbm is a polynomial in
  *    65599, so a term's hash is sum(b[k] * 65599^(7-k)) over the 8 bytes,
  *    zeros included: byte pairs are combined with vpmaddubsw (63 * b0 + b1,
  *    plus b0 << 16, is b0 * 65599 + b1), interleaved into 32-bit digits,
  *    and each digit is multiplied by its power of 65599 with two vpmuludq.
- *    A word without SPACE holds a term of 8 bytes or more: its second word
- *    is compacted into a list.
- *  Pass 2.  The second words of the long terms, 8 at a time: their share
- *    of the hash (times 65599^8) is added to the term's.  Terms of 16 bytes
- *    or more are left to the scalar path (rare).
- *  Pass 3.  Stop words: one gather from the perfect hash table
+ *    A word without SPACE holds a term of 8 bytes or more: its index is
+ *    compacted into a list (vpcompressd).
+ *  Pass 2.  The 8 bytes before those of the long terms, 8 terms at a time:
+ *    their share of the hash (the same polynomial times 65599^8) and their
+ *    stop-word key.
+ *  Pass 3.  The shares are expanded back into their terms' lanes
+ *    (vpexpandq); terms of 16 bytes or more are left to the scalar path
+ *    (rare).  Stop words: one gather from the perfect hash table
  *    (simhash_impl.h), comparing the SPACE-padded last 8 bytes, which
- *    decides for terms under 8 bytes; longer ones compare their second
- *    word too.  Then fmix64, and counting: the 8 hashes' bytes are
+ *    decides for terms under 8 bytes; longer ones compare their first 8
+ *    bytes too.  Then fmix64, and counting: the 8 hashes' bytes are
  *    transposed (vpermb), each 8x8 bit block transposed with gf2p8affineqb,
  *    and vpopcntb gives, per bit position, how many of the 8 hashes have
  *    it set: one byte counter per bit, added up in 8, 16 and 64 bits.
