@@ -52,6 +52,7 @@ struct job {
 	size_t tid, nthreads;
 	double min_seconds;
 	size_t bytes;			/* out */
+	double start, end;		/* out: when it started and ended */
 	uint64_t sum;			/* out, to keep the work */
 	pthread_barrier_t *barrier;
 };
@@ -76,7 +77,7 @@ bench_thread(void *arg)
 	size_t i;
 
 	pthread_barrier_wait(j->barrier);
-	start = now();
+	start = j->start = now();
 	do {
 		for (i = j->tid; i < c->n; i += j->nthreads) {
 			const char *d = c->docs[i].data;
@@ -103,7 +104,7 @@ bench_thread(void *arg)
 			j->sum += fp;
 			j->bytes += len;
 		}
-	} while (now() - start < j->min_seconds);
+	} while ((j->end = now()) - start < j->min_seconds);
 	simhash_scratch_free(sc);
 	return NULL;
 }
@@ -118,7 +119,7 @@ measure(const struct workload *w, const struct simhash *sh,
 	struct job jobs[64];
 	pthread_barrier_t barrier;
 	size_t i, bytes = 0;
-	double start, elapsed;
+	double start, end, elapsed;
 
 	pthread_barrier_init(&barrier, NULL, (unsigned)nthreads + 1);
 	for (i = 0; i < nthreads; i++) {
@@ -134,12 +135,19 @@ measure(const struct workload *w, const struct simhash *sh,
 		pthread_create(&th[i], NULL, bench_thread, &jobs[i]);
 	}
 	pthread_barrier_wait(&barrier);
-	start = now();
-	for (i = 0; i < nthreads; i++) {
+	for (i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
+	/* From the first thread's start to the last one's end. */
+	start = jobs[0].start;
+	end = jobs[0].end;
+	for (i = 0; i < nthreads; i++) {
 		bytes += jobs[i].bytes;
+		if (jobs[i].start < start)
+			start = jobs[i].start;
+		if (jobs[i].end > end)
+			end = jobs[i].end;
 	}
-	elapsed = now() - start;
+	elapsed = end - start;
 	pthread_barrier_destroy(&barrier);
 	return (double)bytes / elapsed / 1e6;
 }
