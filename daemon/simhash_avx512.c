@@ -47,7 +47,7 @@
 	"lzcnt")))
 
 /* Blocks tokenized before their terms are hashed; 32 terms at most each. */
-#define AVX512_CHUNK_BLOCKS 8
+#define AVX512_CHUNK_BLOCKS 16
 #define AVX512_CHUNK_TERMS (AVX512_CHUNK_BLOCKS * 32)
 
 /* One chunk of terms, in the scratch's stage area. */
