@@ -23,6 +23,7 @@
  * bad-input check: a huge document with enormous terms and binary junk).
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,37 +269,49 @@ core_per_tsc(void)
 	return best;
 }
 
-/* The phase profile of one pass over a workload (VARIANT=profile). */
+/*
+ * The phase profile of a pass over a workload (VARIANT=profile): the
+ * fastest of several, the one least disturbed by other work.
+ */
 static void
 profile(const struct workload *w, const struct simhash *sh)
 {
 	struct simhash_scratch *sc = simhash_scratch_new();
-	struct simhash_profile *pf = &simhash_profile;
+	struct simhash_profile best;
 	double ratio = core_per_tsc(), b;
-	uint64_t fp, total;
+	uint64_t fp, total, best_total = UINT64_MAX;
 	size_t i;
 	int r;
 
-	for (r = 0; r < 3; r++) {
-		memset(pf, 0, sizeof(*pf));
+	for (r = 0; r < 15; r++) {
+		memset(&simhash_profile, 0, sizeof(simhash_profile));
 		total = __rdtsc();
-		for (i = 0; i < w->docs->n; i++)
+		for (i = 0; i < w->docs->n; i++) {
+			if (i + 1 < w->docs->n)
+				simhash_prefetch(w->docs->docs[i + 1].data,
+				    w->docs->docs[i + 1].len);
 			simhash_compute(sh, sc, w->input, w->docs->docs[i].data,
 			    w->docs->docs[i].len, &fp);
+		}
 		total = __rdtsc() - total;
+		if (total < best_total) {
+			best_total = total;
+			best = simhash_profile;
+		}
 	}
+	total = best_total;
 	b = (double)w->docs->bytes;
-	printf("  profile (%s, 1 thread, %.2f core cycles per TSC tick; core "
-	    "cycles per input byte):\n", simhash_simd_name(
-	    simhash_simd_active()), ratio);
+	printf("  profile (%s, 1 thread, fastest of 15 passes, %.2f core "
+	    "cycles per TSC tick; core cycles per input byte):\n",
+	    simhash_simd_name(simhash_simd_active()), ratio);
 	printf("    total %.3f = normalize %.3f + tokenize %.3f + hash %.3f + "
 	    "stop words, fmix64 and count %.3f + rest %.3f; %.2f bytes and "
 	    "%.1f core cycles per term\n", ratio * (double)total / b,
-	    ratio * (double)pf->normalize / b, ratio * (double)pf->tokenize / b,
-	    ratio * (double)pf->hash / b, ratio * (double)pf->filter / b,
-	    ratio * (double)(total - pf->normalize - pf->tokenize - pf->hash -
-	    pf->filter) / b, b / (double)pf->terms, ratio * (double)total /
-	    (double)pf->terms);
+	    ratio * (double)best.normalize / b, ratio * (double)best.tokenize /
+	    b, ratio * (double)best.hash / b, ratio * (double)best.filter / b,
+	    ratio * (double)(total - best.normalize - best.tokenize -
+	    best.hash - best.filter) / b, b / (double)best.terms, ratio *
+	    (double)total / (double)best.terms);
 	simhash_scratch_free(sc);
 }
 #endif
