@@ -277,7 +277,7 @@ static void
 profile(const struct workload *w, const struct simhash *sh)
 {
 	struct simhash_scratch *sc = simhash_scratch_new();
-	struct simhash_profile best;
+	struct simhash_profile best = { 0 };
 	double ratio = core_per_tsc(), b;
 	uint64_t fp, total, best_total = UINT64_MAX;
 	size_t i;
