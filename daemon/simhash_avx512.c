@@ -65,6 +65,7 @@ struct avx512_chunk {
 	/* ... from lh[loff[g]] for the terms of group g. */
 	uint16_t loff[AVX512_CHUNK_TERMS / 8];
 	uint8_t longm[AVX512_CHUNK_TERMS / 8];	/* per 8 terms: 8+ bytes */
+	uint8_t vlong[AVX512_CHUNK_TERMS / 8];	/* 16+ bytes */
 };
 
 _Static_assert(sizeof(struct avx512_chunk) <= SIMHASH_STAGE_SIZE,
@@ -458,6 +459,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		}
 		lm = valid & ~has;
 		ck->longm[g] = lm;
+		ck->vlong[g] = 0;
 		ck->loff[g] = (uint16_t)nl;
 		_mm256_storeu_si256((__m256i *)(ck->lidx + nl),
 		    _mm256_maskz_compress_epi32(lm, _mm256_add_epi32(iota8,
@@ -472,28 +474,34 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	for (g = 0; g < nl; g += 8) {
 		__m512i w = _mm512_loadu_si512(ck->lhi + g), keep;
 		__mmask8 has;
+		unsigned nv;
 
 		keep = avx512_keep(w, &has);
 		_mm512_storeu_si512(ck->lh + g, avx512_poly8_hi(
 		    _mm512_and_si512(w, keep)));
 		_mm512_storeu_si512(ck->lkey + g, _mm512_ternarylogic_epi64(keep,
 		    w, spaces, 0xca));
+		/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
+		nv = (unsigned)(uint8_t)~has & _bzhi_u32(0xff,
+		    (unsigned)(nl - g));
+		while (__builtin_expect(nv != 0, 0)) {
+			size_t k = ck->lidx[g + (size_t)__builtin_ctz(nv)];
+
+			nv &= nv - 1;
+			ck->vlong[k / 8] |= (uint8_t)(1u << (k % 8));
+		}
 	}
 	SIMHASH_PROF_ADD(hash, t0);
 	/* Pass 3: stop words, fmix64, counting. */
 	for (g = 0; g < ng; g++) {
 		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
-		    (unsigned)(n - 8 * g)), lm = ck->longm[g], cm, vlong;
-		__m512i h, khi;
+		    (unsigned)(n - 8 * g)), lm = ck->longm[g], cm;
+		__mmask8 vlong = ck->vlong[g];
+		__m512i h;
 
 		/* The second words' shares, back in their terms' lanes. */
 		h = _mm512_add_epi64(_mm512_loadu_si512(ck->h + 8 * g),
 		    _mm512_maskz_expandloadu_epi64(lm, ck->lh + ck->loff[g]));
-		khi = _mm512_mask_expandloadu_epi64(spaces, lm,
-		    ck->lkey + ck->loff[g]);
-		/* 16 bytes or more: no SPACE padding in the first byte. */
-		vlong = _mm512_mask_cmpneq_epi64_mask(lm, _mm512_and_si512(khi,
-		    _mm512_set1_epi64(0xff)), _mm512_set1_epi64(' '));
 		cm = valid & ~vlong;
 		if (fast_stop) {
 			__m512i slot = _mm512_and_si512(_mm512_srl_epi64(
@@ -507,7 +515,9 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 			if (leq)
 				eq &= ~leq | _mm512_mask_cmpeq_epi64_mask(leq,
 				    _mm512_mask_i64gather_epi64(spaces, leq,
-				    slot, tab->hi, 8), khi);
+				    slot, tab->hi, 8),
+				    _mm512_mask_expandloadu_epi64(spaces, lm,
+				    ck->lkey + ck->loff[g]));
 			cm &= ~eq;
 		} else if (stop) {
 			for (j = 0; j < 8; j++)
