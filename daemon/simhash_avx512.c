@@ -420,14 +420,22 @@ avx512_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
 	return stopwords_contains(sh->sw, p + b, e - b);
 }
 
+/* Stop-word handling of avx512_terms. */
+enum avx512_stop {
+	AVX512_STOP_NONE,	/* preprocessed input, or no list */
+	AVX512_STOP_TABLE,	/* the perfect hash table */
+	AVX512_STOP_SLOW,	/* a list too large for it */
+};
+
 /*
  * Hashes, filters and counts the n terms of a chunk; no term starts before
- * p + lo, and before bytes before p are readable.
+ * p + lo, and before bytes before p are readable.  Always inlined into one
+ * copy per mode (avx512_terms_by_mode), so that no loop tests the mode.
  */
-AVX512 static void
+AVX512 static inline __attribute__((always_inline)) void
 avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
     const uint8_t *p, size_t lo, size_t before, struct avx512_chunk *ck,
-    size_t n)
+    size_t n, const enum avx512_stop stop_mode, const int fmix)
 {
 	const struct simhash *sh = acc->sh;
 	const struct simhash_stoptab *tab = &sh->tab;
@@ -437,8 +445,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	const __m128i shift = _mm_cvtsi32_si128((int)tab->shift);
 	const __m512i slotmask = _mm512_set1_epi64(((long long)1 << tab->bits) -
 	    1);
-	int stop = acc->stop, fast_stop = acc->stop && sh->have_tab;
-	int fmix = acc->fmix;
+	const int stop = stop_mode != AVX512_STOP_NONE;
+	const int fast_stop = stop_mode == AVX512_STOP_TABLE;
 	size_t g, ng = (n + 7) / 8, nl = 0, j;
 	uint64_t nterms = 0;
 
@@ -547,11 +555,45 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 #endif
 }
 
+#define AVX512_TERMS(name, stop_mode, fmix)				\
+AVX512 static void							\
+name(struct simhash_acc *acc, struct avx512_state *st, const uint8_t *p,	\
+    size_t lo, size_t before, struct avx512_chunk *ck, size_t n)	\
+{									\
+	avx512_terms(acc, st, p, lo, before, ck, n, stop_mode, fmix);	\
+}
+AVX512_TERMS(avx512_terms_none_fmix, AVX512_STOP_NONE, 1)
+AVX512_TERMS(avx512_terms_none_sdbm, AVX512_STOP_NONE, 0)
+AVX512_TERMS(avx512_terms_table_fmix, AVX512_STOP_TABLE, 1)
+AVX512_TERMS(avx512_terms_table_sdbm, AVX512_STOP_TABLE, 0)
+AVX512_TERMS(avx512_terms_slow_fmix, AVX512_STOP_SLOW, 1)
+AVX512_TERMS(avx512_terms_slow_sdbm, AVX512_STOP_SLOW, 0)
+#undef AVX512_TERMS
+
+typedef void (*avx512_terms_fn)(struct simhash_acc *, struct avx512_state *,
+    const uint8_t *, size_t, size_t, struct avx512_chunk *, size_t);
+
+/* The copy of avx512_terms for a document's mode. */
+static avx512_terms_fn
+avx512_terms_by_mode(const struct simhash_acc *acc)
+{
+	static const avx512_terms_fn fns[3][2] = {
+		{ avx512_terms_none_sdbm, avx512_terms_none_fmix },
+		{ avx512_terms_table_sdbm, avx512_terms_table_fmix },
+		{ avx512_terms_slow_sdbm, avx512_terms_slow_fmix },
+	};
+	enum avx512_stop m = !acc->stop ? AVX512_STOP_NONE :
+	    acc->sh->have_tab ? AVX512_STOP_TABLE : AVX512_STOP_SLOW;
+
+	return fns[m][acc->fmix != 0];
+}
+
 AVX512 static void
 avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
     const uint8_t *p, size_t n, size_t before, int final)
 {
 	struct avx512_chunk *ck = (struct avx512_chunk *)sc->stage;
+	avx512_terms_fn terms = avx512_terms_by_mode(acc);
 	struct avx512_state *st;
 	size_t s = 0, t, b, nt;
 	uint64_t carry = 1;
@@ -587,7 +629,7 @@ avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 		nt = avx512_tokenize(p, n, &b, t, &prev, &carry, ck);
 		SIMHASH_PROF_ADD(tokenize, t0);
 		if (nt > 0)
-			avx512_terms(acc, st, p, s, before, ck, nt);
+			terms(acc, st, p, s, before, ck, nt);
 	}
 	if (t < n)
 		simhash_scalar_run(acc, p + t + 1, n - t - 1);
