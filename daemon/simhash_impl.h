@@ -92,8 +92,7 @@ struct simhash_scratch {
 	size_t window;			/* bytes per window (tests shrink it) */
 	uint8_t *buf;			/* SIMHASH_PAD + SIMHASH_WINDOW + 64 */
 	uint8_t *win;			/* buf + SIMHASH_PAD */
-	uint32_t *ends;			/* term ends in a window */
-	uint8_t *stage;			/* 16 bytes per term being hashed */
+	uint8_t *stage;			/* a kernel's arrays, SIMHASH_STAGE_SIZE */
 	struct simhash_acc acc;
 };
 
