@@ -57,6 +57,39 @@ html_text_end(const uint8_t *p, const uint8_t *lim)
 	return p;
 }
 
+/*
+ * The first byte in [p, end) that may end a tag name, an attribute name or
+ * an unquoted value: whitespace, '/', '>' or '='.
+ */
+static const uint8_t *
+html_name_end(const uint8_t *p, const uint8_t *end)
+{
+#ifdef __SSE2__
+	const __m128i gt = _mm_set1_epi8('>'), sl = _mm_set1_epi8('/');
+	const __m128i eq = _mm_set1_epi8('='), sp = _mm_set1_epi8(' ');
+	const __m128i tab = _mm_set1_epi8('\t'), lf = _mm_set1_epi8('\n');
+	const __m128i ff = _mm_set1_epi8('\f'), cr = _mm_set1_epi8('\r');
+
+	for (; end - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_or_si128(
+		    _mm_cmpeq_epi8(v, gt), _mm_cmpeq_epi8(v, sl)),
+		    _mm_or_si128(_mm_cmpeq_epi8(v, eq), _mm_cmpeq_epi8(v, sp))),
+		    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab),
+		    _mm_cmpeq_epi8(v, lf)), _mm_or_si128(_mm_cmpeq_epi8(v, ff),
+		    _mm_cmpeq_epi8(v, cr))));
+		int bits = _mm_movemask_epi8(m);
+
+		if (bits != 0)
+			return p + __builtin_ctz((unsigned)bits);
+	}
+#endif
+	while (p < end && *p != '>' && *p != '/' && *p != '=' &&
+	    !html_space(*p))
+		p++;
+	return p;
+}
+
 static const uint8_t *
 html_find(const uint8_t *p, const uint8_t *end, const char *needle)
 {
@@ -85,6 +118,10 @@ html_skip_tag(const uint8_t *p, const uint8_t *end, const uint8_t **name,
 	*name = start;
 	*namelen = 0;
 	for (; p < end; p++) {
+		/* Skip the bytes of names and unquoted values in bulk. */
+		if ((s == NAME || s == ATTR || s == VALUE_UNQ) &&
+		    (p = html_name_end(p, end)) == end)
+			break;
 		c = *p;
 		switch (s) {
 		case NAME:
@@ -211,13 +248,14 @@ html_markup(const uint8_t *p, const uint8_t *end)
 		return 0;
 	if (p[1] == '!') {
 		if (end - p >= 4 && p[2] == '-' && p[3] == '-') {
+			/* "--!>" counts only before the first "-->". */
 			q = html_find(p + 2, end, "-->");
-			r = html_find(p + 4, end, "--!>");
-			if (q == NULL && r == NULL)
-				return (size_t)(end - p);
-			if (q == NULL || (r != NULL && r < q))
+			r = html_find(p + 4, q != NULL ? q + 3 : end, "--!>");
+			if (r != NULL)
 				return (size_t)(r + 4 - p);
-			return (size_t)(q + 3 - p);
+			if (q != NULL)
+				return (size_t)(q + 3 - p);
+			return (size_t)(end - p);
 		}
 	} else if (html_alpha(p[1])) {
 		q = html_skip_tag(p + 2, end, &name, &namelen);

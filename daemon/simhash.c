@@ -484,10 +484,8 @@ simhash_scratch_new(void)
 	memset(sc, 0, offsetof(struct simhash_scratch, acc));
 	sc->window = SIMHASH_WINDOW;
 	sc->buf = simhash_alloc64(SIMHASH_PAD + SIMHASH_WINDOW + 64);
-	sc->ends = simhash_alloc64((SIMHASH_WINDOW / 2 + 128) *
-	    sizeof(uint32_t));
 	sc->stage = simhash_alloc64(SIMHASH_STAGE_SIZE);
-	if (sc->buf == NULL || sc->ends == NULL || sc->stage == NULL) {
+	if (sc->buf == NULL || sc->stage == NULL) {
 		simhash_scratch_free(sc);
 		return NULL;
 	}
@@ -502,7 +500,6 @@ simhash_scratch_free(struct simhash_scratch *sc)
 	if (sc == NULL)
 		return;
 	free(sc->buf);
-	free(sc->ends);
 	free(sc->stage);
 	free(sc);
 }

@@ -3,29 +3,34 @@
  * BITALG and GFNI: Ice Lake and later).  See simhash_impl.h for the frame.
  *
  * A window is tokenized 64 bytes at a time and its terms are then handled
- * in chunks, each pass a loop of independent iterations with short
- * dependency chains, which keeps the out-of-order window full:
+ * in chunks of 8 blocks, each pass a loop of independent iterations with
+ * short dependency chains (which keeps the out-of-order window full) and
+ * as few data-dependent branches as can be (a mispredicted branch costs
+ * about as much as hashing two terms):
  *
  *  Tokenize.  Compare the block with SPACE; a term ends at a SPACE after a
  *    term byte.  The positions of the ends are compressed (vpcompressb),
- *    and for up to 8 ends at a time the 8 bytes before each end, and the 8
- *    before those, are picked out of this block and the previous one with
- *    one vpermi2b each: term words, right-aligned, one per 64-bit lane.
+ *    and for 8 ends at a time the 8 bytes before each end are picked out
+ *    of this block and the previous one with one vpermi2b: term words,
+ *    right-aligned, one per 64-bit lane.  Two rounds of 8 always run, more
+ *    when a block has more than 16 ends (rare).
  *  Pass 1.  In each word, the bytes up to the last SPACE are not the term's
  *    and are zeroed (vplzcntq of the SPACE mask).  sdbm is a polynomial in
  *    65599, so a term's hash is sum(b[k] * 65599^(7-k)) over the 8 bytes,
  *    zeros included: byte pairs are combined with vpmaddubsw (63 * b0 + b1,
  *    plus b0 << 16, is b0 * 65599 + b1), interleaved into 32-bit digits,
  *    and each digit is multiplied by its power of 65599 with two vpmuludq.
- *    A word without SPACE holds a term of 8 bytes or more: its second word
- *    is compacted into a list.
- *  Pass 2.  The second words of the long terms, 8 at a time: their share
- *    of the hash (times 65599^8) is added to the term's.  Terms of 16 bytes
- *    or more are left to the scalar path (rare).
- *  Pass 3.  Stop words: one gather from the perfect hash table
+ *    A word without SPACE holds a term of 8 bytes or more: its index is
+ *    compacted into a list (vpcompressd).
+ *  Pass 2.  The 8 bytes before those of the long terms, 8 terms at a time:
+ *    their share of the hash (the same polynomial times 65599^8) and their
+ *    stop-word key.
+ *  Pass 3.  The shares are expanded back into their terms' lanes
+ *    (vpexpandq); terms of 16 bytes or more are left to the scalar path
+ *    (rare).  Stop words: one gather from the perfect hash table
  *    (simhash_impl.h), comparing the SPACE-padded last 8 bytes, which
- *    decides for terms under 8 bytes; longer ones compare their second
- *    word too.  Then fmix64, and counting: the 8 hashes' bytes are
+ *    decides for terms under 8 bytes; longer ones compare their first 8
+ *    bytes too.  Then fmix64, and counting: the 8 hashes' bytes are
  *    transposed (vpermb), each 8x8 bit block transposed with gf2p8affineqb,
  *    and vpopcntb gives, per bit position, how many of the 8 hashes have
  *    it set: one byte counter per bit, added up in 8, 16 and 64 bits.
@@ -42,7 +47,7 @@
 	"lzcnt")))
 
 /* Blocks tokenized before their terms are hashed; 32 terms at most each. */
-#define AVX512_CHUNK_BLOCKS 8
+#define AVX512_CHUNK_BLOCKS 16
 #define AVX512_CHUNK_TERMS (AVX512_CHUNK_BLOCKS * 32)
 
 /* One chunk of terms, in the scratch's stage area. */
@@ -51,10 +56,14 @@ struct avx512_chunk {
 	uint32_t end[AVX512_CHUNK_TERMS + 32];	/* e, from p */
 	uint64_t h[AVX512_CHUNK_TERMS];		/* sdbm */
 	uint64_t klo[AVX512_CHUNK_TERMS];	/* stop-word keys */
-	uint64_t khi[AVX512_CHUNK_TERMS];
 	/* Terms of 8 bytes or more: their second word and index. */
 	uint64_t lhi[AVX512_CHUNK_TERMS + 8];
 	uint32_t lidx[AVX512_CHUNK_TERMS + 8];
+	/* ... their share of the hash and their keys, in that order ... */
+	uint64_t lh[AVX512_CHUNK_TERMS + 8];
+	uint64_t lkey[AVX512_CHUNK_TERMS + 8];
+	/* ... from lh[loff[g]] for the terms of group g. */
+	uint16_t loff[AVX512_CHUNK_TERMS / 8];
 	uint8_t longm[AVX512_CHUNK_TERMS / 8];	/* per 8 terms: 8+ bytes */
 	uint8_t vlong[AVX512_CHUNK_TERMS / 8];	/* 16+ bytes */
 };
@@ -411,14 +420,22 @@ avx512_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
 	return stopwords_contains(sh->sw, p + b, e - b);
 }
 
+/* Stop-word handling of avx512_terms. */
+enum avx512_stop {
+	AVX512_STOP_NONE,	/* preprocessed input, or no list */
+	AVX512_STOP_TABLE,	/* the perfect hash table */
+	AVX512_STOP_SLOW,	/* a list too large for it */
+};
+
 /*
  * Hashes, filters and counts the n terms of a chunk; no term starts before
- * p + lo, and before bytes before p are readable.
+ * p + lo, and before bytes before p are readable.  Always inlined into one
+ * copy per mode (avx512_terms_by_mode), so that no loop tests the mode.
  */
-AVX512 static void
+AVX512 static inline __attribute__((always_inline)) void
 avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
     const uint8_t *p, size_t lo, size_t before, struct avx512_chunk *ck,
-    size_t n)
+    size_t n, const enum avx512_stop stop_mode, const int fmix)
 {
 	const struct simhash *sh = acc->sh;
 	const struct simhash_stoptab *tab = &sh->tab;
@@ -428,9 +445,9 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	const __m128i shift = _mm_cvtsi32_si128((int)tab->shift);
 	const __m512i slotmask = _mm512_set1_epi64(((long long)1 << tab->bits) -
 	    1);
-	int stop = acc->stop, fast_stop = acc->stop && sh->have_tab;
-	int fmix = acc->fmix;
-	size_t g, ng = (n + 7) / 8, nl = 0, j, k;
+	const int stop = stop_mode != AVX512_STOP_NONE;
+	const int fast_stop = stop_mode == AVX512_STOP_TABLE;
+	size_t g, ng = (n + 7) / 8, nl = 0, j;
 	uint64_t nterms = 0;
 
 	SIMHASH_PROF_T(t0);
@@ -447,11 +464,11 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		if (stop) {
 			_mm512_storeu_si512(ck->klo + 8 * g,
 			    _mm512_ternarylogic_epi64(keep, w, spaces, 0xca));
-			_mm512_storeu_si512(ck->khi + 8 * g, spaces);
 		}
 		lm = valid & ~has;
 		ck->longm[g] = lm;
 		ck->vlong[g] = 0;
+		ck->loff[g] = (uint16_t)nl;
 		_mm256_storeu_si256((__m256i *)(ck->lidx + nl),
 		    _mm256_maskz_compress_epi32(lm, _mm256_add_epi32(iota8,
 		    _mm256_set1_epi32((int)(8 * g)))));
@@ -464,46 +481,51 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	/* Pass 2: the bytes before those, for terms of 8 bytes or more. */
 	for (g = 0; g < nl; g += 8) {
 		__m512i w = _mm512_loadu_si512(ck->lhi + g), keep;
-		uint64_t hh[8] __attribute__((aligned(64)));
-		uint64_t key[8] __attribute__((aligned(64)));
 		__mmask8 has;
+		unsigned nv;
 
 		keep = avx512_keep(w, &has);
-		_mm512_store_si512(hh, avx512_poly8_hi(_mm512_and_si512(w,
-		    keep)));
-		_mm512_store_si512(key, _mm512_ternarylogic_epi64(keep, w,
-		    spaces, 0xca));
-		for (j = 0; j < 8 && g + j < nl; j++) {
-			k = ck->lidx[g + j];
-			ck->h[k] += hh[j];
-			ck->khi[k] = key[j];
-			/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
-			if (!(has >> j & 1))
-				ck->vlong[k / 8] |= (uint8_t)(1u << (k % 8));
+		_mm512_storeu_si512(ck->lh + g, avx512_poly8_hi(
+		    _mm512_and_si512(w, keep)));
+		_mm512_storeu_si512(ck->lkey + g, _mm512_ternarylogic_epi64(keep,
+		    w, spaces, 0xca));
+		/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
+		nv = (unsigned)(uint8_t)~has & _bzhi_u32(0xff,
+		    (unsigned)(nl - g));
+		while (__builtin_expect(nv != 0, 0)) {
+			size_t k = ck->lidx[g + (size_t)__builtin_ctz(nv)];
+
+			nv &= nv - 1;
+			ck->vlong[k / 8] |= (uint8_t)(1u << (k % 8));
 		}
 	}
 	SIMHASH_PROF_ADD(hash, t0);
 	/* Pass 3: stop words, fmix64, counting. */
 	for (g = 0; g < ng; g++) {
-		__m512i h = _mm512_loadu_si512(ck->h + 8 * g);
 		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
-		    (unsigned)(n - 8 * g)), cm;
+		    (unsigned)(n - 8 * g)), lm = ck->longm[g], cm;
+		__mmask8 vlong = ck->vlong[g];
+		__m512i h;
 
-		cm = valid & ~ck->vlong[g];
+		/* The second words' shares, back in their terms' lanes. */
+		h = _mm512_add_epi64(_mm512_loadu_si512(ck->h + 8 * g),
+		    _mm512_maskz_expandloadu_epi64(lm, ck->lh + ck->loff[g]));
+		cm = valid & ~vlong;
 		if (fast_stop) {
 			__m512i slot = _mm512_and_si512(_mm512_srl_epi64(
 			    _mm512_mul_epu32(h, mul), shift), slotmask);
 			__mmask8 eq = _mm512_mask_cmpeq_epi64_mask(cm,
 			    _mm512_mask_i64gather_epi64(spaces, cm, slot,
 			    tab->lo, 8), _mm512_loadu_si512(ck->klo + 8 * g));
-			__mmask8 leq = eq & ck->longm[g];
+			__mmask8 leq = eq & lm;
 
 			/* Long candidates must match their first 8 bytes too. */
 			if (leq)
 				eq &= ~leq | _mm512_mask_cmpeq_epi64_mask(leq,
 				    _mm512_mask_i64gather_epi64(spaces, leq,
 				    slot, tab->hi, 8),
-				    _mm512_loadu_si512(ck->khi + 8 * g));
+				    _mm512_mask_expandloadu_epi64(spaces, lm,
+				    ck->lkey + ck->loff[g]));
 			cm &= ~eq;
 		} else if (stop) {
 			for (j = 0; j < 8; j++)
@@ -517,12 +539,10 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		/* Terms not counted: 0, which adds nothing. */
 		avx512_count8(st, acc, _mm512_maskz_mov_epi64(cm, h));
 		/* Terms of 16 bytes or more: the scalar way (rare). */
-		if (__builtin_expect(ck->vlong[g] != 0, 0)) {
-			unsigned vlong = ck->vlong[g];
-
+		if (__builtin_expect(vlong != 0, 0)) {
 			while (vlong) {
 				j = (size_t)__builtin_ctz(vlong);
-				vlong &= vlong - 1;
+				vlong &= (__mmask8)(vlong - 1);
 				avx512_long_term(acc, p, lo,
 				    ck->end[8 * g + j]);
 			}
@@ -535,11 +555,45 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 #endif
 }
 
+#define AVX512_TERMS(name, stop_mode, fmix)				\
+AVX512 static void							\
+name(struct simhash_acc *acc, struct avx512_state *st, const uint8_t *p,	\
+    size_t lo, size_t before, struct avx512_chunk *ck, size_t n)	\
+{									\
+	avx512_terms(acc, st, p, lo, before, ck, n, stop_mode, fmix);	\
+}
+AVX512_TERMS(avx512_terms_none_fmix, AVX512_STOP_NONE, 1)
+AVX512_TERMS(avx512_terms_none_sdbm, AVX512_STOP_NONE, 0)
+AVX512_TERMS(avx512_terms_table_fmix, AVX512_STOP_TABLE, 1)
+AVX512_TERMS(avx512_terms_table_sdbm, AVX512_STOP_TABLE, 0)
+AVX512_TERMS(avx512_terms_slow_fmix, AVX512_STOP_SLOW, 1)
+AVX512_TERMS(avx512_terms_slow_sdbm, AVX512_STOP_SLOW, 0)
+#undef AVX512_TERMS
+
+typedef void (*avx512_terms_fn)(struct simhash_acc *, struct avx512_state *,
+    const uint8_t *, size_t, size_t, struct avx512_chunk *, size_t);
+
+/* The copy of avx512_terms for a document's mode. */
+static avx512_terms_fn
+avx512_terms_by_mode(const struct simhash_acc *acc)
+{
+	static const avx512_terms_fn fns[3][2] = {
+		{ avx512_terms_none_sdbm, avx512_terms_none_fmix },
+		{ avx512_terms_table_sdbm, avx512_terms_table_fmix },
+		{ avx512_terms_slow_sdbm, avx512_terms_slow_fmix },
+	};
+	enum avx512_stop m = !acc->stop ? AVX512_STOP_NONE :
+	    acc->sh->have_tab ? AVX512_STOP_TABLE : AVX512_STOP_SLOW;
+
+	return fns[m][acc->fmix != 0];
+}
+
 AVX512 static void
 avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
     const uint8_t *p, size_t n, size_t before, int final)
 {
 	struct avx512_chunk *ck = (struct avx512_chunk *)sc->stage;
+	avx512_terms_fn terms = avx512_terms_by_mode(acc);
 	struct avx512_state *st;
 	size_t s = 0, t, b, nt;
 	uint64_t carry = 1;
@@ -575,7 +629,7 @@ avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 		nt = avx512_tokenize(p, n, &b, t, &prev, &carry, ck);
 		SIMHASH_PROF_ADD(tokenize, t0);
 		if (nt > 0)
-			avx512_terms(acc, st, p, s, before, ck, nt);
+			terms(acc, st, p, s, before, ck, nt);
 	}
 	if (t < n)
 		simhash_scalar_run(acc, p + t + 1, n - t - 1);

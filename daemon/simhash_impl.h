@@ -36,8 +36,9 @@
  * lookups.  A key is the word right-aligned in 16 bytes, padded with SPACE
  * on the left (SPACE never occurs in a term), as two little-endian words:
  * hi holds bytes 0-7, lo bytes 8-15.  The slot of a term is the top bits
- * of the low 32 bits of sdbm(term) times an odd 32-bit multiplier, modulo
- * 2^32; each word has a slot of its own, so one probe decides.  Empty slots hold a key no term has (all SPACE).
+ * of (low 32 bits of sdbm(term)) * mul mod 2^32, mul an odd multiplier found
+ * at start-up so that each word has a slot of its own: one probe decides.
+ * Empty slots hold a key no term has (all SPACE).
  */
 struct simhash_stoptab {
 	uint64_t *lo;
@@ -92,8 +93,7 @@ struct simhash_scratch {
 	size_t window;			/* bytes per window (tests shrink it) */
 	uint8_t *buf;			/* SIMHASH_PAD + SIMHASH_WINDOW + 64 */
 	uint8_t *win;			/* buf + SIMHASH_PAD */
-	uint32_t *ends;			/* term ends in a window */
-	uint8_t *stage;			/* 16 bytes per term being hashed */
+	uint8_t *stage;			/* a kernel's arrays, SIMHASH_STAGE_SIZE */
 	struct simhash_acc acc;
 };
 

@@ -282,6 +282,60 @@ START_TEST(test_preprocess_roundtrip)
 }
 END_TEST
 
+/*
+ * A stop-word list too large for the vectorised table (have_tab off): the
+ * kernels look words up one by one.  Words of the texts are in it, long
+ * ones too.
+ */
+START_TEST(test_huge_stoplist)
+{
+	enum simhash_simd level = levels[_i];
+	char *dir = tu_data_path("text_corpora/reuters21578");
+	struct corpus *c = corpus_reuters(dir, 300);
+	struct stopwords *big = stopwords_new();
+	struct ref_stopwords *ref_big;
+	struct simhash *sh;
+	const char *const *w = stopwords_list(sw);
+	char word[32], *cause = NULL;
+	uint64_t want, got;
+	size_t i;
+	int rw, rg;
+
+	for (; *w != NULL; w++)
+		ck_assert_int_eq(stopwords_add(big, *w, strlen(*w), &cause), 0);
+	for (i = 0; i < 20000; i++) {
+		snprintf(word, sizeof(word), "%zu", i);	/* numbers */
+		ck_assert_int_eq(stopwords_add(big, word, strlen(word),
+		    &cause), 0);
+	}
+	ck_assert_int_eq(stopwords_add(big, "international", 13, &cause), 0);
+	ck_assert_int_eq(stopwords_add(big, "corporation", 11, &cause), 0);
+	ck_assert_int_eq(stopwords_add(big, "telecommunications", 18,
+	    &cause), 0);
+	ref_big = ref_stopwords_new(stopwords_list(big));
+	ck_assert_ptr_nonnull(sh = simhash_new(SIMHASH_TERM_HASH_SDBM_FMIX64,
+	    big, &cause));
+	ck_assert_int_eq(sh->have_tab, 0);
+	if (use_level(level)) {
+		for (i = 0; i < c->n; i++) {
+			rw = ref_simhash(c->docs[i].data, c->docs[i].len, 0, 0,
+			    ref_big, &want);
+			rg = simhash_compute(sh, sc, SIMHASH_INPUT_TEXT,
+			    c->docs[i].data, c->docs[i].len, &got);
+			ck_assert_msg(rw == 0 ? rg == SIMHASH_OK && got == want :
+			    rg == SIMHASH_EMPTY_DOCUMENT, "document %zu: "
+			    "%016llx, reference %016llx", i,
+			    (unsigned long long)got, (unsigned long long)want);
+		}
+	}
+	simhash_free(sh);
+	ref_stopwords_free(ref_big);
+	stopwords_free(big);
+	corpus_free(c);
+	free(dir);
+}
+END_TEST
+
 Suite *simhash_kernels_suite(void);
 
 Suite *
@@ -297,6 +351,7 @@ simhash_kernels_suite(void)
 	tcase_add_loop_test(tc, test_reuters, 0, NLEVELS);
 	tcase_add_loop_test(tc, test_html_pages, 0, NLEVELS);
 	tcase_add_loop_test(tc, test_preprocess_roundtrip, 0, NLEVELS);
+	tcase_add_loop_test(tc, test_huge_stoplist, 0, NLEVELS);
 	suite_add_tcase(s, tc);
 	return s;
 }

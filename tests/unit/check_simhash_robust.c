@@ -178,6 +178,29 @@ START_TEST(test_enormous_terms)
 END_TEST
 
 /*
+ * Much markup: every construct must cost time in proportion to its own
+ * length, not to the rest of the document (a search to the end of the
+ * document per comment made this quadratic once).
+ */
+START_TEST(test_many_markup)
+{
+	static const char piece[] = "<!-- c -->word<script>x<y</script>"
+	    "&amp;<p class='c'>w&#65;</p><!x><?y?>text <style>s</style>";
+	size_t n = 20000, len = n * (sizeof(piece) - 1), i;
+	char *doc = malloc(len);
+
+	if (!use_level(levels[_i])) {
+		free(doc);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		memcpy(doc + i * (sizeof(piece) - 1), piece, sizeof(piece) - 1);
+	check_all(doc, len, "much markup");
+	free(doc);
+}
+END_TEST
+
+/*
  * Documents of every small size, ending at (then starting at) an
  * inaccessible page: reading a byte outside them faults.
  */
@@ -271,6 +294,7 @@ simhash_robust_suite(void)
 	tcase_add_loop_test(tc, test_junk, 0, 3);
 	tcase_add_loop_test(tc, test_html_damage, 0, 3);
 	tcase_add_loop_test(tc, test_enormous_terms, 0, 3);
+	tcase_add_loop_test(tc, test_many_markup, 0, 3);
 	tcase_add_loop_test(tc, test_guard_pages, 0, 3);
 	tcase_add_test(tc, test_huge_document);
 	suite_add_tcase(s, tc);
