@@ -294,7 +294,7 @@ avx2_terms(struct simhash_acc *acc, const uint8_t *p, size_t lo,
 		__m256i w = _mm256_loadu_si256((const __m256i *)(ck->wlo +
 		    4 * g)), keep;
 
-		valid = _bzhi_u32(0xf, (unsigned)(n - 4 * g));
+		valid = simhash_lanes(n - 4 * g, 4);
 		keep = avx2_keep(w, &nospace);
 		_mm256_storeu_si256((__m256i *)(ck->h + 4 * g),
 		    avx2_poly8_lo(_mm256_and_si256(w, keep)));
@@ -338,7 +338,7 @@ avx2_terms(struct simhash_acc *acc, const uint8_t *p, size_t lo,
 	for (g = 0; g < ng; g++) {
 		__m256i h = _mm256_loadu_si256((const __m256i *)(ck->h + 4 * g));
 
-		valid = _bzhi_u32(0xf, (unsigned)(n - 4 * g));
+		valid = simhash_lanes(n - 4 * g, 4);
 		vl = ck->vlong[g];
 		cm = valid & ~vl;
 		if (fast_stop) {

@@ -190,7 +190,7 @@ avx512_count(struct simhash_acc *acc, const uint64_t *h, size_t n)
 
 	for (i = 0; i < n; i += 8)
 		avx512_count8(st, acc, _mm512_maskz_loadu_epi64((__mmask8)
-		    _bzhi_u32(0xff, (unsigned)(n - i)), h + i));
+		    simhash_lanes(n - i, 8), h + i));
 }
 
 /* Bit i is set iff at least half the occurrences have it (ties give 1). */
@@ -455,8 +455,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	/* Pass 1: the last 8 bytes. */
 	for (g = 0; g < ng; g++) {
 		__m512i w = _mm512_loadu_si512(ck->wlo + 8 * g), keep;
-		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
-		    (unsigned)(n - 8 * g)), has, lm;
+		__mmask8 valid = (__mmask8)simhash_lanes(n - 8 * g, 8), has,
+		    lm;
 
 		keep = avx512_keep(w, &has);
 		_mm512_storeu_si512(ck->h + 8 * g, avx512_poly8_lo(
@@ -490,8 +490,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		_mm512_storeu_si512(ck->lkey + g, _mm512_ternarylogic_epi64(keep,
 		    w, spaces, 0xca));
 		/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
-		nv = (unsigned)(uint8_t)~has & _bzhi_u32(0xff,
-		    (unsigned)(nl - g));
+		nv = (unsigned)(uint8_t)~has & simhash_lanes(nl - g, 8);
 		while (__builtin_expect(nv != 0, 0)) {
 			size_t k = ck->lidx[g + (size_t)__builtin_ctz(nv)];
 
@@ -502,8 +501,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	SIMHASH_PROF_ADD(hash, t0);
 	/* Pass 3: stop words, fmix64, counting. */
 	for (g = 0; g < ng; g++) {
-		__mmask8 valid = (__mmask8)_bzhi_u32(0xff,
-		    (unsigned)(n - 8 * g)), lm = ck->longm[g], cm;
+		__mmask8 valid = (__mmask8)simhash_lanes(n - 8 * g, 8),
+		    lm = ck->longm[g], cm;
 		__mmask8 vlong = ck->vlong[g];
 		__m512i h;
 

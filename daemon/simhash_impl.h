@@ -195,4 +195,15 @@ simhash_fmix64_inline(uint64_t h)
 	return h;
 }
 
+/*
+ * The mask of a vector's first min(left, lanes) lanes (lanes <= 8), for the
+ * last group of a chunk's terms.  Not BZHI alone: it takes its bit index
+ * modulo 256, so a chunk with 256 or more terms left would lose a group.
+ */
+static inline unsigned
+simhash_lanes(size_t left, unsigned lanes)
+{
+	return left >= lanes ? (1u << lanes) - 1 : (1u << left) - 1;
+}
+
 #endif
