@@ -245,6 +245,7 @@ fuzz-run: fuzz-bins
 bench: deps-bench
 	$(MAKE) all $(BENCH_BINS)
 	tests/bench/run.sh $(B)/bin
+	$(MAKE) bench-accel
 
 # Installs for systemd: binaries and plugins under $(PREFIX), the
 # configuration and stop words in /etc/nddd (kept if present, with their

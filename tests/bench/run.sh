@@ -3,27 +3,39 @@
 #
 #   tests/bench/run.sh BIN_DIR
 #
-# Load: many connections (what an idle one costs, how many are held), and
-# throughput of many small pipelining clients over plain TCP and over TLS.
-#
 # URL service: a real nddd on loopback (sync = full: every acknowledged
 # submit is on disk) takes url_bench's pipelined batches of 1,000: durable
 # submits, checks of stored URLs, checks of unseen URLs, for BENCH_URLS
 # synthetic URLs (default 5,000,000) plus the real URL lists of the shared
 # test data.  Then its anonymous memory per stored URL and the time to
-# rebuild the filter at a restart.  Then Redis, started here on loopback,
-# the way crawlers use it today: SADD / SMISMEMBER of 16-byte MD5 digests
-# in one set, same URLs, same batches and pipelining; once with its default
-# persistence (periodic snapshots) and once durable (appendfsync always).
-# Then the Python client against redis-py (tests/bench/python_bench.py):
+# rebuild the filter at a restart.
+#
+# Load: many connections (what an idle one costs, how many are held), and
+# throughput of many small pipelining clients over plain TCP and over TLS.
+#
+# Redis, started here on loopback, the way crawlers use it today: SADD /
+# SMISMEMBER of 16-byte MD5 digests in one set, same URLs, same batches and
+# pipelining; once with its default persistence (periodic snapshots) and
+# once durable (appendfsync always); the ratios against nddd.
+#
+# Documents end to end: doc_bench submits the Reuters-21578 bodies
+# (BENCH_DOC_REPEAT times, default 5, under distinct URLs) to a fresh
+# nddd with sync = full, then queries them by body.
+#
+# The Python client against redis-py (tests/bench/python_bench.py):
 # BENCH_PY_URLS (default 200,000) URLs in batches, BENCH_PY_SINGLE (default
 # 10,000) one call per URL, each phase BENCH_PY_REPEAT (default 3) times.
 #
 # Near-duplicate index: nearidx_bench, in memory, with FAISS measured on
 # the same data in the same process (BENCH_NEARIDX=0 skips it).
+#
+# Simhash engine: simhash_bench, every SIMD level on one thread and all
+# cores, with the naive reference in the same run (BENCH_SIMHASH=0 skips it).
+#
+# The accelerator plugins' figures come after, from make bench-accel.
 set -euo pipefail
 
-bin=${1:-build/release/bin}
+bin=$(cd "${1:-build/release/bin}" && pwd)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 as_root=()
 [ "$(id -u)" -eq 0 ] && as_root=(--allow-root)
@@ -184,6 +196,27 @@ a=$(field "$out" submit urls_per_s)
 b=$(field "$dout" submit urls_per_s)
 echo "durable submit: nddd $a/s, redis appendfsync always $b/s, ratio $(ratio "$a" "$b")"
 
+docrep=${BENCH_DOC_REPEAT:-5}
+echo "== documents end to end: the Reuters-21578 bodies x $docrep, sync = full"
+dport=$(free_port)
+cat > "$tmp/docs.conf" <<CONF
+[server]
+listen = 127.0.0.1:$dport
+[store]
+data_dir = $tmp/docs
+[simhash]
+stopwords = $root/conf/stopwords.txt
+CONF
+"$bin/nddd" -c "$tmp/docs.conf" "${as_root[@]}" 2> "$tmp/nddd4.log" &
+nddd=$!
+pids+=("$nddd")
+wait_port "$dport"
+"$bin/doc_bench" -H "127.0.0.1:$dport" \
+	--reuters "$data/text_corpora/reuters21578" -r "$docrep"
+"$bin/nddctl" -H "127.0.0.1:$dport" stats | grep -E '^(documents|groups|accel)'
+kill -TERM "$nddd"
+wait "$nddd"
+
 echo "== python client (tests/bench/python_bench.py)"
 PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 	"$root/tests/bench/python_bench.py" --bin "$bin" \
@@ -193,4 +226,9 @@ PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 if [ "${BENCH_NEARIDX:-1}" != 0 ]; then
 	echo "== near-duplicate index: $bin/nearidx_bench"
 	"$bin/nearidx_bench"
+fi
+
+if [ "${BENCH_SIMHASH:-1}" != 0 ]; then
+	echo "== simhash engine: $bin/simhash_bench"
+	(cd "$root" && NDDD_TEST_DATA="$data" "$bin/simhash_bench" -s 0.1 -r 31 -B 300)
 fi
