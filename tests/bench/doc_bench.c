@@ -77,11 +77,14 @@ run_phase(const char *name, const char *address, uint8_t **frames,
 		}
 	}
 	secs = bench_now() - t0;
+	/* A phase that lost a connection has no figure to give. */
+	if (error)
+		return -1;
 	printf("phase=%s docs=%zu bytes=%zu seconds=%.3f docs_per_s=%.0f "
 	    "mb_per_s=%.1f refused=%zu\n", name, n, bytes, secs,
 	    (double)n / secs, (double)bytes / secs / 1e6, refused);
 	fflush(stdout);
-	return error ? -1 : 0;
+	return 0;
 }
 
 int

@@ -157,10 +157,13 @@ run_phase(const char *name, const char *cmd, int port, char **urls, size_t n,
 		free(w[i].cmds);
 		free(w[i].cmd_len);
 	}
+	/* A phase that lost a connection has no figure to give. */
+	if (error)
+		return -1;
 	printf("phase=%s urls=%zu seconds=%.3f urls_per_s=%.0f hits=%zu\n",
 	    name, n, secs, (double)n / secs, hits);
 	fflush(stdout);
-	return error ? -1 : 0;
+	return 0;
 }
 
 static long long
