@@ -213,7 +213,7 @@ pids+=("$nddd")
 wait_port "$dport"
 "$bin/doc_bench" -H "127.0.0.1:$dport" \
 	--reuters "$data/text_corpora/reuters21578" -r "$docrep"
-"$bin/nddctl" -H "127.0.0.1:$dport" stats | grep -E '^(documents|groups|accel)'
+"$bin/nddctl" -H "127.0.0.1:$dport" stats | grep -E '^(docs|near\.|accel\.)'
 kill -TERM "$nddd"
 wait "$nddd"
 
