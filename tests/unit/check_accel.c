@@ -17,6 +17,7 @@
 #include <event2/event.h>
 
 #include "accel.h"
+#include "accelcheck.h"
 #include "corpus.h"
 #include "log.h"
 #include "simhash.h"
@@ -92,73 +93,12 @@ teardown(void)
 	stopwords_free(sw);
 }
 
-struct run {
-	struct event_base *base;
-	unsigned pending;
-};
-
-static void
-job_done(struct accel_job *job, void *arg)
-{
-	struct run *r = arg;
-
-	(void)job;
-	if (--r->pending == 0)
-		event_base_loopbreak(r->base);
-}
-
-/*
- * Fingerprints the first ndocs documents of c through acc, in jobs of
- * per_job documents, and checks each against the reference.
- */
+/* Checks the first ndocs documents of c through acc, in jobs of per_job. */
 static void
 check_jobs(struct accel *acc, struct event_base *base, struct corpus *c,
     size_t ndocs, size_t per_job, enum simhash_input in, int paper)
 {
-	struct accel_job **jobs;
-	struct timeval limit = { 120, 0 };
-	struct run r = { base, 0 };
-	size_t nj = (ndocs + per_job - 1) / per_job, j, i, k;
-	uint64_t want, got;
-	int rw;
-
-	if (ndocs > c->n)
-		ndocs = c->n;
-	nj = (ndocs + per_job - 1) / per_job;
-	ck_assert_ptr_nonnull(jobs = calloc(nj, sizeof(*jobs)));
-	for (j = 0; j < nj; j++) {
-		size_t first = j * per_job, n = ndocs - first < per_job ?
-		    ndocs - first : per_job;
-
-		ck_assert_ptr_nonnull(jobs[j] = accel_job_new(n, in));
-		for (k = 0; k < n; k++)
-			accel_job_set(jobs[j], k, c->docs[first + k].data,
-			    c->docs[first + k].len);
-		r.pending++;
-		ck_assert_int_eq(accel_submit(acc, jobs[j], job_done, &r), 0);
-	}
-	event_base_loopexit(base, &limit);
-	event_base_dispatch(base);
-	ck_assert_msg(r.pending == 0, "%u jobs not done", r.pending);
-	for (j = 0; j < nj; j++) {
-		for (k = 0; k < accel_job_ndocs(jobs[j]); k++) {
-			i = j * per_job + k;
-			rw = ref_simhash(c->docs[i].data, c->docs[i].len,
-			    in == SIMHASH_INPUT_HTML, paper, ref_sw, &want);
-			if (rw == -1) {
-				ck_assert_int_eq(accel_job_result(jobs[j], k,
-				    &got), SIMHASH_EMPTY_DOCUMENT);
-				continue;
-			}
-			ck_assert_int_eq(accel_job_result(jobs[j], k, &got),
-			    SIMHASH_OK);
-			ck_assert_msg(got == want, "%s: document %zu: %016llx, "
-			    "reference %016llx", accel_backend_name(acc), i,
-			    (unsigned long long)got, (unsigned long long)want);
-		}
-		accel_job_free(jobs[j]);
-	}
-	free(jobs);
+	accelcheck_corpus(acc, base, c, ndocs, per_job, in, paper, ref_sw, 120);
 }
 
 static struct accel *
@@ -218,13 +158,13 @@ START_TEST(test_empty_job)
 	    SIMHASH_TERM_HASH_SDBM_FMIX64);
 	struct accel_job *job = accel_job_new(0, SIMHASH_INPUT_TEXT);
 	struct accel_job *job2 = accel_job_new(2, SIMHASH_INPUT_TEXT);
-	struct run r = { base, 2 };
+	struct accelcheck_run r = { base, 2 };
 	uint64_t fp;
 
 	accel_job_set(job2, 0, "", 0);
 	accel_job_set(job2, 1, "the", 3);
-	ck_assert_int_eq(accel_submit(acc, job, job_done, &r), 0);
-	ck_assert_int_eq(accel_submit(acc, job2, job_done, &r), 0);
+	ck_assert_int_eq(accel_submit(acc, job, accelcheck_job_done, &r), 0);
+	ck_assert_int_eq(accel_submit(acc, job2, accelcheck_job_done, &r), 0);
 	event_base_dispatch(base);
 	ck_assert_uint_eq(r.pending, 0);
 	ck_assert_int_eq(accel_job_result(job2, 0, &fp),
@@ -365,13 +305,13 @@ START_TEST(test_free_delivers)
 	struct accel *acc = start(base, "test", "", 2, 10, 0,
 	    SIMHASH_TERM_HASH_SDBM_FMIX64);
 	struct accel_job *job = accel_job_new(100, SIMHASH_INPUT_TEXT);
-	struct run r = { base, 1 };
+	struct accelcheck_run r = { base, 1 };
 	size_t k;
 
 	for (k = 0; k < 100; k++)
 		accel_job_set(job, k, reuters->docs[k].data,
 		    reuters->docs[k].len);
-	ck_assert_int_eq(accel_submit(acc, job, job_done, &r), 0);
+	ck_assert_int_eq(accel_submit(acc, job, accelcheck_job_done, &r), 0);
 	/* Without running the loop: accel_free waits and delivers. */
 	accel_free(acc);
 	ck_assert_uint_eq(r.pending, 0);

@@ -26,6 +26,7 @@
 #include <event2/event.h>
 
 #include "accel.h"
+#include "accelcheck.h"
 #include "corpus.h"
 #include "log.h"
 #include "simhash.h"
@@ -195,76 +196,12 @@ backend_runs(const char *name, char *why, size_t whylen)
 	return 1;
 }
 
-struct run {
-	struct event_base *base;
-	unsigned pending;
-};
-
-static void
-job_done(struct accel_job *job, void *arg)
-{
-	struct run *r = arg;
-
-	(void)job;
-	if (--r->pending == 0)
-		event_base_loopbreak(r->base);
-}
-
 /* Fingerprints c through acc in jobs of per_job; checks every document. */
 static void
 check_corpus(struct accel *acc, struct event_base *base, struct corpus *c,
     size_t per_job, enum simhash_input in, int paper)
 {
-	struct accel_job **jobs;
-	struct timeval limit = { 300, 0 };
-	struct run r = { base, 0 };
-	size_t nj = (c->n + per_job - 1) / per_job, j, k, i;
-	uint64_t want, got;
-	int rw;
-
-	ck_assert_ptr_nonnull(jobs = calloc(nj, sizeof(*jobs)));
-	for (j = 0; j < nj; j++) {
-		size_t first = j * per_job, n = c->n - first < per_job ?
-		    c->n - first : per_job;
-
-		ck_assert_ptr_nonnull(jobs[j] = accel_job_new(n, in));
-		for (k = 0; k < n; k++)
-			accel_job_set(jobs[j], k, c->docs[first + k].data,
-			    c->docs[first + k].len);
-		r.pending++;
-		ck_assert_int_eq(accel_submit(acc, jobs[j], job_done, &r), 0);
-	}
-	event_base_loopexit(base, &limit);
-	event_base_dispatch(base);
-	ck_assert_msg(r.pending == 0, "%u jobs not done", r.pending);
-	for (j = 0; j < nj; j++) {
-		for (k = 0; k < accel_job_ndocs(jobs[j]); k++) {
-			const struct corpus_doc *d;
-
-			i = j * per_job + k;
-			d = &c->docs[i];
-			rw = in == SIMHASH_INPUT_PREPROCESSED ?
-			    ref_simhash_preprocessed(d->data, d->len, paper,
-			    &want) : ref_simhash(d->data, d->len, in ==
-			    SIMHASH_INPUT_HTML, paper, ref_sw, &want);
-			if (rw == -1) {
-				ck_assert_msg(accel_job_result(jobs[j], k, &got)
-				    == SIMHASH_EMPTY_DOCUMENT, "%s: document "
-				    "%zu: not EMPTY_DOCUMENT",
-				    accel_backend_name(acc), i);
-				continue;
-			}
-			ck_assert_msg(accel_job_result(jobs[j], k, &got) ==
-			    SIMHASH_OK, "%s: document %zu: EMPTY_DOCUMENT",
-			    accel_backend_name(acc), i);
-			ck_assert_msg(got == want, "%s: document %zu (%zu "
-			    "bytes): %016llx, reference %016llx",
-			    accel_backend_name(acc), i, d->len,
-			    (unsigned long long)got, (unsigned long long)want);
-		}
-		accel_job_free(jobs[j]);
-	}
-	free(jobs);
+	accelcheck_corpus(acc, base, c, c->n, per_job, in, paper, ref_sw, 300);
 }
 
 static struct accel *
