@@ -185,7 +185,7 @@ used_memory(int port)
 	return v;
 }
 
-/* The same URLs as url_bench: keep the two generators identical. */
+/* The same URLs as url_bench, from urlgen. */
 int
 main(int argc, char **argv)
 {
@@ -225,7 +225,7 @@ main(int argc, char **argv)
 	urlgen_synthetic(&urls, n, 0);
 	for (size_t i = 0; i < nfiles; i++)
 		urlgen_file(&urls, files[i]);
-	urlgen_synthetic(&unseen, n, 1000000000);
+	urlgen_synthetic(&unseen, n, URLGEN_UNSEEN_FIRST);
 	printf("redis urls=%zu clients=%u window=%u batch=%zu\n", urls.n,
 	    clients, window, batch);
 	mem0 = used_memory(port);

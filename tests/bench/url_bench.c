@@ -203,7 +203,7 @@ main(int argc, char **argv)
 		    urls.urls, urls.n, clients, window, batch);
 	if (rc == 0 &&
 	    (!strcmp(phase, "check-new") || !strcmp(phase, "all"))) {
-		urlgen_synthetic(&unseen, n, 1000000000);
+		urlgen_synthetic(&unseen, n, URLGEN_UNSEEN_FIRST);
 		rc = run_phase("check-unseen", NDDD_URL_CHECK, address,
 		    unseen.urls, unseen.n, clients, window, batch);
 	}

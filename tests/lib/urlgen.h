@@ -16,6 +16,12 @@ struct urllist {
 	size_t n, cap;
 };
 
+/*
+ * The benchmarks' URLs that are never submitted, checked as "unseen":
+ * synthetic URLs numbered from here on.
+ */
+#define URLGEN_UNSEEN_FIRST 1000000000
+
 /* Appends synthetic URLs number offset .. offset + n - 1. */
 void urlgen_synthetic(struct urllist *l, size_t n, size_t offset);
 /* Appends the URLs of a list file; exits with a message if unreadable. */
