@@ -40,9 +40,49 @@ CC := clang
 endif
 
 CFLAGS ?= $(CFLAGS_$(VARIANT))
-ALL_CFLAGS := -std=c11 -pthread $(WARNINGS) $(CFLAGS) $(PKG_CFLAGS) \
-	-D_GNU_SOURCE -I$(B)/gen -Idaemon -Idaemon/accel -Iclients/libnddd \
-	-Itests/lib -MMD -MP
+BASE_CFLAGS := -std=c11 -pthread $(WARNINGS) $(CFLAGS) $(PKG_CFLAGS) \
+	-D_GNU_SOURCE -MMD -MP
+
+# The daemon's layers, each a folder, lowest first.  A layer's code sees
+# its own headers and those of the layers below it, and no others: the
+# include paths below enforce it at compile time, and tools/check-layers
+# (run by make test) checks every #include against the same table.
+#   lib                 arena, log, mailbox, work queue, worker threads
+#   text, store         documents' terms and fingerprints; the LMDB store
+#                       and its writer
+#   url, doc, accel     the URL set; the documents and their tables; the
+#                       accelerator host and its backends
+#   conf                the configuration
+#   net                 connections, frames, HTTP, metrics
+#   req                 requests: decoding, authorization, the operations
+#   daemon              main: wires the layers together
+# (layer: the folders it may include)
+LAYER_daemon/lib := daemon/lib
+LAYER_daemon/text := daemon/text daemon/lib
+LAYER_daemon/store := daemon/store daemon/lib
+LAYER_daemon/url := daemon/url daemon/store daemon/lib
+LAYER_daemon/doc := daemon/doc daemon/store daemon/text daemon/lib
+LAYER_daemon/accel := daemon/accel daemon/text daemon/lib
+LAYER_daemon/conf := daemon/conf daemon/store daemon/text daemon/lib
+LAYER_daemon/net := daemon/net daemon/conf daemon/store daemon/text \
+	daemon/lib daemon/req daemon/accel daemon/doc daemon/url $(B)/gen
+LAYER_daemon/req := daemon/req daemon/net daemon/conf daemon/accel \
+	daemon/doc daemon/url daemon/store daemon/text daemon/lib $(B)/gen
+LAYER_daemon := daemon $(LAYER_daemon/req)
+DAEMON_INC := $(addprefix -I,$(LAYER_daemon))
+# Clients see the client library, the protocol and the fingerprint
+# library's headers; tests, benchmarks and fuzz targets see everything.
+CLIENT_INC := -Iclients/libnddd -I$(B)/gen -Idaemon/accel -Idaemon/text \
+	-Idaemon/lib -Idaemon/url
+TEST_INC := $(DAEMON_INC) -Iclients/libnddd -Itests/lib
+# The include path of a source file: its layer's (cpu/ and the plugins'
+# folders belong to daemon/accel).
+layer_of = $(firstword $(foreach l,daemon/lib daemon/text daemon/store \
+	daemon/url daemon/doc daemon/accel daemon/conf daemon/net daemon/req,\
+	$(if $(filter $(l)/%,$(1)),$(l))) $(if $(filter daemon/%,$(1)),daemon))
+inc_of = $(if $(call layer_of,$(1)),$(addprefix -I,$(LAYER_$(call \
+	layer_of,$(1)))),$(if $(filter clients/%,$(1)),$(CLIENT_INC),$(TEST_INC)))
+ALL_CFLAGS = $(BASE_CFLAGS) $(call inc_of,$<)
 ALL_LDFLAGS := -pthread $(LDFLAGS_$(VARIANT)) $(LDFLAGS)
 LIBS := $(PKG_LIBS) -ldl -lm
 
@@ -51,10 +91,17 @@ GEN_C := $(B)/gen/nddd.pb-c.c
 GEN_H := $(B)/gen/nddd.pb-c.h
 GEN_O := $(B)/gen/nddd.pb-c.o
 
-# Everything in daemon/ but main.c is the daemon's core library, shared with
-# nddctl (simhash) and the tests; the cpu backend is compiled in.
-CORE_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
-	$(wildcard daemon/accel/cpu/*.c)
+# The fingerprint library: what nddctl and the client library share with
+# the daemon (URL canonicalization; the simhash engine and the accelerator
+# host with its built-in cpu backend; the utilities they use).
+FP_SRCS := daemon/lib/arena.c daemon/lib/log.c daemon/lib/mailbox.c \
+	daemon/lib/workq.c $(wildcard daemon/text/*.c) daemon/url/urlcanon.c \
+	daemon/accel/accel.c $(wildcard daemon/accel/cpu/*.c)
+FP_OBJS := $(FP_SRCS:%.c=$(B)/%.o)
+# The rest of daemon/ but main.c is the daemon's core library, shared with
+# the tests (the plugins are built on their own, below).
+CORE_SRCS := $(filter-out daemon/main.c $(FP_SRCS) daemon/accel/opencl/% \
+	daemon/accel/fpga/%,$(shell find daemon -name '*.c'))
 CORE_OBJS := $(CORE_SRCS:%.c=$(B)/%.o) $(GEN_O)
 CLIENT_SRCS := $(wildcard clients/libnddd/*.c)
 CLIENT_OBJS := $(CLIENT_SRCS:%.c=$(B)/%.o)
@@ -72,7 +119,8 @@ BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(B)/bin/%)
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_NAMES := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=%)
 
-CORE_LIB := $(B)/libnddd-core.a
+FP_LIB := $(B)/libnddd-fp.a
+CORE_LIB := $(B)/libnddd-core.a $(FP_LIB)
 CLIENT_LIB := $(B)/libnddd.a
 BINS := $(B)/bin/nddd $(B)/bin/nddctl
 TEST_BINS := $(B)/bin/unit-tests $(B)/bin/integration-tests
@@ -129,7 +177,10 @@ $(B)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(CORE_LIB): $(CORE_OBJS)
+$(B)/libnddd-core.a: $(CORE_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+$(FP_LIB): $(FP_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 $(CLIENT_LIB): $(CLIENT_OBJS) $(GEN_O)
@@ -139,7 +190,7 @@ $(CLIENT_LIB): $(CLIENT_OBJS) $(GEN_O)
 $(B)/bin/nddd: $(B)/daemon/main.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -rdynamic -o $@ $^ $(LIBS)
-$(B)/bin/nddctl: $(NDDCTL_OBJS) $(CLIENT_LIB) $(CORE_LIB)
+$(B)/bin/nddctl: $(NDDCTL_OBJS) $(CLIENT_LIB) $(FP_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 $(B)/bin/unit-tests: $(UNIT_OBJS) $(CORE_LIB)
@@ -447,7 +498,7 @@ $(FPGA_OBJ)/simhash_tb: tests/fpga/simhash_tb.cpp $(FPGA_OBJ)/fpga_drv.o \
 	$(FPGA_MODEL) $(FPGA_VLT_OBJS) $(B)/tests/lib/corpus.o \
 	$(B)/tests/lib/simhash_ref.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CXX) $(FPGA_CXXFLAGS) -Idaemon -Itests/lib -o $@ $< \
+	$(CXX) $(FPGA_CXXFLAGS) $(TEST_INC) -o $@ $< \
 		$(FPGA_OBJ)/fpga_drv.o $(FPGA_MODEL) $(FPGA_VLT_OBJS) \
 		$(B)/tests/lib/corpus.o $(B)/tests/lib/simhash_ref.o \
 		$(CORE_LIB) $(ALL_LDFLAGS) $(LIBS)

@@ -1,6 +1,6 @@
 /*
  * simhash_ref: a deliberately naive simhash, written straight from DESIGN
- * section 4 and the HTML rules of daemon/html.h, for the tests and the
+ * section 4 and the HTML rules of daemon/text/html.h, for the tests and the
  * benchmark to compare the engine with.  It shares no code with the engine
  * (only the table of named character references, which is data).  Clarity
  * over speed: build the text, split it into terms, drop stop words, add +1
