@@ -65,7 +65,7 @@ LAYER_daemon/doc := daemon/doc daemon/store daemon/text daemon/lib
 LAYER_daemon/accel := daemon/accel daemon/text daemon/lib
 LAYER_daemon/conf := daemon/conf daemon/store daemon/text daemon/lib
 LAYER_daemon/net := daemon/net daemon/conf daemon/store daemon/text \
-	daemon/lib daemon/req daemon/accel daemon/doc daemon/url $(B)/gen
+	daemon/lib $(B)/gen
 LAYER_daemon/req := daemon/req daemon/net daemon/conf daemon/accel \
 	daemon/doc daemon/url daemon/store daemon/text daemon/lib $(B)/gen
 LAYER_daemon := daemon $(LAYER_daemon/req)
@@ -83,6 +83,8 @@ layer_of = $(firstword $(foreach l,daemon/lib daemon/text daemon/store \
 inc_of = $(if $(call layer_of,$(1)),$(addprefix -I,$(LAYER_$(call \
 	layer_of,$(1)))),$(if $(filter clients/%,$(1)),$(CLIENT_INC),$(TEST_INC)))
 ALL_CFLAGS = $(BASE_CFLAGS) $(call inc_of,$<)
+LAYERS := daemon/lib daemon/text daemon/store daemon/url daemon/doc \
+	daemon/accel daemon/conf daemon/net daemon/req daemon
 ALL_LDFLAGS := -pthread $(LDFLAGS_$(VARIANT)) $(LDFLAGS)
 LIBS := $(PKG_LIBS) -ldl -lm
 
@@ -98,6 +100,9 @@ FP_SRCS := daemon/lib/arena.c daemon/lib/log.c daemon/lib/mailbox.c \
 	daemon/lib/workq.c $(wildcard daemon/text/*.c) daemon/url/urlcanon.c \
 	daemon/accel/accel.c $(wildcard daemon/accel/cpu/*.c)
 FP_OBJS := $(FP_SRCS:%.c=$(B)/%.o)
+FP_HDRS := $(wildcard $(filter-out daemon/text/html_entities.h \
+	daemon/text/simhash_%.h,$(FP_SRCS:.c=.h)) daemon/text/simhash_impl.h \
+	daemon/accel/accel_abi.h)
 # The rest of daemon/ but main.c is the daemon's core library, shared with
 # the tests (the plugins are built on their own, below).
 CORE_SRCS := $(filter-out daemon/main.c $(FP_SRCS) daemon/accel/opencl/% \
@@ -136,6 +141,7 @@ PY_DIR := clients/python
 PY_GEN := $(PY_DIR)/nddd/nddd_pb2.py
 
 .PHONY: all binaries tests run test check bench clean install deps-build \
+	print-layers check-layers \
 	deps-test deps-bench fuzz fuzz-bins fuzz-run python test-python
 
 ifeq ($(VARIANT),release)
@@ -221,6 +227,15 @@ $(B)/bin/nearidx_bench: $(B)/tests/bench/nearidx_bench.o \
 
 tests: $(TEST_BINS)
 
+# The layer table, for tools/check-layers: each layer, then the folders
+# (or, for the clients, the fingerprint library's headers) it may include.
+print-layers:
+	@$(foreach l,$(LAYERS),echo "$(l): $(LAYER_$(l))";)
+	@echo "clients/libnddd: clients/libnddd"
+	@echo "clients: clients clients/libnddd $(FP_HDRS)"
+check-layers:
+	@$(MAKE) -s --no-print-directory print-layers | tools/check-layers
+
 deps-build:
 	tools/install-deps build
 deps-test:
@@ -241,7 +256,7 @@ TEST_ENV := NDDD_BIN=$(abspath $(B)/bin/nddd) \
 	NDDD_ACCEL_DIR=$(abspath $(B)/accel) \
 	NDDCTL_BIN=$(abspath $(B)/bin/nddctl) \
 	NDDD_TEST_DATA=$(TEST_DATA) NDDD_SOURCE_DIR=$(CURDIR)
-check: all tests
+check: all tests check-layers
 	$(TEST_ENV) $(B)/bin/unit-tests
 	$(TEST_ENV) $(B)/bin/integration-tests
 

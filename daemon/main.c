@@ -329,6 +329,7 @@ open_everything(struct daemon *d)
 	};
 	struct auth *tokens = load_tokens(&d->cfg);
 	struct dispatch_deps deps;
+	struct server_handler handler;
 	char *cause = NULL;
 
 	check_exposure(&d->cfg, tokens != NULL);
@@ -350,13 +351,14 @@ open_everything(struct daemon *d)
 	deps.auth = tokens;
 	if ((d->dispatch = dispatch_new(&d->cfg, d->base, &deps)) == NULL)
 		fatalx("%s: cannot start the request workers", __func__);
-	if ((d->server = server_new(d->base, &d->cfg, d->dispatch,
-	    &d->metrics, &cause)) == NULL)
+	dispatch_server_handler(d->dispatch, &handler);
+	if ((d->server = server_new(d->base, &d->cfg, &handler, &d->metrics,
+	    &cause)) == NULL)
 		fatalx("%s", cause ? cause : "cannot start the server");
 	dispatch_set_server(d->dispatch, d->server);
 	if (d->cfg.metrics_listen != NULL && (d->httpd = httpd_new(d->base,
-	    d->cfg.metrics_listen, &d->metrics, d->dispatch, d->server,
-	    &cause)) == NULL)
+	    d->cfg.metrics_listen, &d->metrics, dispatch_render_gauges,
+	    d->dispatch, d->server, &cause)) == NULL)
 		fatalx("%s", cause ? cause : "cannot start the metrics "
 		    "listener");
 	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);

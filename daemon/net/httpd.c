@@ -10,14 +10,14 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
-#include "dispatch.h"
 #include "metrics.h"
 #include "server.h"
 
 struct httpd {
 	struct evhttp *http;
 	struct metrics *metrics;
-	struct dispatch *dispatch;
+	httpd_gauges_fn gauges;
+	void *gauges_arg;
 	struct server *server;
 };
 
@@ -41,7 +41,7 @@ on_metrics(struct evhttp_request *req, void *arg)
 		return;
 	}
 	metrics_render(h->metrics, body);
-	dispatch_render_gauges(h->dispatch, body);
+	h->gauges(h->gauges_arg, body);
 	send_text(req, 200, "OK", body);
 	evbuffer_free(body);
 }
@@ -65,7 +65,7 @@ on_health(struct evhttp_request *req, void *arg)
 
 struct httpd *
 httpd_new(struct event_base *base, const char *address, struct metrics *m,
-    struct dispatch *d, struct server *srv, char **cause)
+    httpd_gauges_fn gauges, void *arg, struct server *srv, char **cause)
 {
 	struct httpd *h;
 	char host[128];
@@ -87,7 +87,8 @@ httpd_new(struct event_base *base, const char *address, struct metrics *m,
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		return NULL;
 	h->metrics = m;
-	h->dispatch = d;
+	h->gauges = gauges;
+	h->gauges_arg = arg;
 	h->server = srv;
 	if ((h->http = evhttp_new(base)) == NULL ||
 	    evhttp_bind_socket(h->http, host, (ev_uint16_t)port) != 0) {

@@ -11,16 +11,23 @@
 #ifndef NDDD_HTTPD_H
 #define NDDD_HTTPD_H
 
-struct dispatch;
 struct event_base;
+struct evbuffer;
 struct metrics;
 struct server;
 
 struct httpd;
 
-/* Listens on address ("HOST:PORT").  NULL with *cause (caller frees). */
+/* Appends the gauges of the layers above (store, filter...) to out. */
+typedef void (*httpd_gauges_fn)(void *arg, struct evbuffer *out);
+
+/*
+ * Listens on address ("HOST:PORT"); /metrics renders m, then calls gauges
+ * with arg.  NULL with *cause (caller frees).
+ */
 struct httpd *httpd_new(struct event_base *base, const char *address,
-    struct metrics *m, struct dispatch *d, struct server *srv, char **cause);
+    struct metrics *m, httpd_gauges_fn gauges, void *arg, struct server *srv,
+    char **cause);
 void httpd_free(struct httpd *h);
 
 #endif

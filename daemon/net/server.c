@@ -22,7 +22,6 @@
 #include <openssl/ssl.h>
 
 #include "config.h"
-#include "dispatch.h"
 #include "frame.h"
 #include "log.h"
 #include "metrics.h"
@@ -53,7 +52,7 @@ TAILQ_HEAD(conn_list, conn);
 struct server {
 	struct event_base *base;
 	const struct config *cfg;
-	struct dispatch *dispatch;
+	struct server_handler handler;
 	struct metrics *metrics;
 	struct evconnlistener *listener;	/* plain TCP, or NULL */
 	struct evconnlistener *tls_listener;	/* or NULL */
@@ -233,7 +232,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		}
 		if (c->frame_timer != NULL)
 			evtimer_del(c->frame_timer);
-		dispatch_frame(c->srv->dispatch, c, payload, len);
+		c->srv->handler.frame(c->srv->handler.arg, c, payload, len);
 		if (!c->open)
 			break;
 		frame_consume(in, len);
@@ -505,7 +504,7 @@ listen_on(struct server *srv, const char *address, evconnlistener_cb cb,
 
 struct server *
 server_new(struct event_base *base, const struct config *cfg,
-    struct dispatch *d, struct metrics *m, char **cause)
+    const struct server_handler *h, struct metrics *m, char **cause)
 {
 	struct server *srv;
 
@@ -514,7 +513,7 @@ server_new(struct event_base *base, const struct config *cfg,
 		return NULL;
 	srv->base = base;
 	srv->cfg = cfg;
-	srv->dispatch = d;
+	srv->handler = *h;
 	srv->metrics = m;
 	TAILQ_INIT(&srv->conns);
 	if (cfg->listen != NULL && (srv->listener = listen_on(srv,
@@ -568,7 +567,7 @@ server_drained(struct server *srv)
 {
 	struct conn *c;
 
-	if (dispatch_pending(srv->dispatch) > 0)
+	if (srv->handler.pending(srv->handler.arg) > 0)
 		return false;
 	TAILQ_FOREACH(c, &srv->conns, entry) {
 		if (c->inflight > 0 ||

@@ -2,7 +2,7 @@
  * server: the TCP front end on libevent.
  *
  * Accepts connections, cuts their input into frames, hands each frame to the
- * dispatcher and writes replies.  Per connection, memory is bounded: a frame
+ * layer above (a struct server_handler) and writes replies.  Per connection, memory is bounded: a frame
  * longer than [server] max_frame is refused before it is read; reading stops
  * while more than max_inflight requests await replies or more than
  * output_high_water bytes of replies wait for the client, and resumes when
@@ -33,7 +33,6 @@
 #include "nddd.pb-c.h"
 
 struct config;
-struct dispatch;
 struct event_base;
 struct evbuffer;
 struct metrics;
@@ -41,13 +40,28 @@ struct metrics;
 struct conn;
 struct server;
 
+/* What the server hands its frames to: the layer above it. */
+struct server_handler {
+	/*
+	 * Loop thread: one frame's payload from c, valid during the call.
+	 * The reply comes later, through conn_send_buffer; conn_hold keeps c
+	 * while it is awaited.
+	 */
+	void (*frame)(void *arg, struct conn *c, const uint8_t *payload,
+	    size_t len);
+	/* Requests accepted and not yet answered (a shutdown waits). */
+	size_t (*pending)(void *arg);
+	void *arg;
+};
+
 /*
  * Binds cfg->listen and cfg->tls_listen (those set) and starts accepting
- * into base.  Returns NULL with *cause (caller frees) if an address cannot
- * be bound or the TLS certificate, key or CA cannot be loaded.
+ * into base, handing frames to h (copied).  Returns NULL with *cause
+ * (caller frees) if an address cannot be bound or the TLS certificate, key
+ * or CA cannot be loaded.
  */
 struct server *server_new(struct event_base *base, const struct config *cfg,
-    struct dispatch *d, struct metrics *m, char **cause);
+    const struct server_handler *h, struct metrics *m, char **cause);
 void server_free(struct server *srv);
 
 /* Begins the graceful shutdown; the loop exits when it is complete. */

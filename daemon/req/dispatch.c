@@ -489,9 +489,30 @@ dispatch_frame(struct dispatch *d, struct conn *c, const uint8_t *payload,
 	workers_submit(d->workers, &t->wt);
 }
 
-void
-dispatch_render_gauges(struct dispatch *d, struct evbuffer *out)
+static void
+handler_frame(void *arg, struct conn *c, const uint8_t *payload, size_t len)
 {
+	dispatch_frame(arg, c, payload, len);
+}
+
+static size_t
+handler_pending(void *arg)
+{
+	return dispatch_pending(arg);
+}
+
+void
+dispatch_server_handler(struct dispatch *d, struct server_handler *h)
+{
+	h->frame = handler_frame;
+	h->pending = handler_pending;
+	h->arg = d;
+}
+
+void
+dispatch_render_gauges(void *arg, struct evbuffer *out)
+{
+	struct dispatch *d = arg;
 	const struct cbf *f = urlset_filter(d->us);
 	struct urlset_stats us = { 0 };
 	struct docset_stats ds = { 0 };

@@ -26,6 +26,7 @@ struct conn;
 struct evbuffer;
 struct event_base;
 struct server;
+struct server_handler;
 struct store;
 struct urlset;
 struct writer;
@@ -80,6 +81,8 @@ void dispatch_set_auth(struct dispatch *d, struct auth *auth);
 /* Loop thread: takes one frame's payload from c; the reply comes later. */
 void dispatch_frame(struct dispatch *d, struct conn *c, const uint8_t *payload,
     size_t len);
+/* The server's handler of frames: dispatch_frame and dispatch_pending. */
+void dispatch_server_handler(struct dispatch *d, struct server_handler *h);
 
 /*
  * Loop thread: sends reply (frames; may be NULL) to the origin's
@@ -92,7 +95,10 @@ void dispatch_finish(const struct request_origin *o, struct evbuffer *reply,
 /* Requests accepted and not yet answered. */
 size_t dispatch_pending(struct dispatch *d);
 
-/* Appends the daemon's gauges (store, filter, connections...) to out. */
-void dispatch_render_gauges(struct dispatch *d, struct evbuffer *out);
+/*
+ * Appends the daemon's gauges (store, filter, connections...) to out; d is
+ * a struct dispatch (the signature of httpd_gauges_fn).
+ */
+void dispatch_render_gauges(void *d, struct evbuffer *out);
 
 #endif
