@@ -44,11 +44,30 @@ struct urlcanon *urlcanon_new(const struct urlcanon_options *opts);
 void urlcanon_free(struct urlcanon *uc);
 
 /*
+ * For tests and benchmarks: with enabled false, every later call on uc
+ * parses, even a URL that urlcanon_is_canonical takes.  On by default.
+ */
+void urlcanon_set_fast_path(struct urlcanon *uc, bool enabled);
+
+/*
  * Canonicalizes url[0..len).  Returns the canonical form, NUL-terminated,
  * with its length in *outlen; it stays valid until the next call on uc.
  * Returns NULL for an invalid URL, with a static description in *cause.
  */
 const char *urlcanon_canonicalize(struct urlcanon *uc, const char *url,
     size_t len, size_t *outlen, const char **cause);
+
+/*
+ * Whether url[0..len) is already its own canonical form under opts, by a
+ * single scan that needs no parsing: the fast path of urlcanon_canonicalize.
+ * It is conservative: true means canonicalizing would return the same bytes,
+ * but false only means "parse it to find out".  It accepts http and https
+ * URLs with a lower-case host name, no user info, a port only if it is not
+ * the default, a path without dot segments and escapes that normalization
+ * would leave alone, no fragment and, with any crawler option on, no query
+ * and no ';'.  Allocates nothing.
+ */
+bool urlcanon_is_canonical(const struct urlcanon_options *opts,
+    const char *url, size_t len);
 
 #endif

@@ -12,6 +12,11 @@
  * relative references, "http:host" without "//") must be rejected: nddd
  * accepts only absolute http, https and ftp URLs.  The vectors excluded
  * below are listed with the reason each is not a test of what nddd does.
+ *
+ * The fast path (urlcanon_is_canonical) is judged against the parser: a
+ * table of inputs near the edge of what it accepts, then the real URL lists
+ * and mutations of them, each canonicalized with and without the fast path
+ * under every combination of options, which must agree byte for byte.
  */
 #include <check.h>
 #include <ctype.h>
@@ -501,6 +506,575 @@ START_TEST(test_idempotent_random)
 }
 END_TEST
 
+/*
+ * The fast path's answers at its edges.  "plain" is the answer with no
+ * crawler option, "opts" with any.  Each true answer is also checked
+ * against the parser; a false one may be canonical (the scan is
+ * conservative) or not.
+ */
+START_TEST(test_fast_path_table)
+{
+	static const struct {
+		const char *url;
+		int plain, opts;
+	} cases[] = {
+		{ "http://example.com/", 1, 1 },
+		{ "https://example.com/", 1, 1 },
+		{ "http://a/", 1, 1 },
+		{ "http://example.com/a/b.html", 1, 1 },
+		{ "http://www.site1.example/news/1.html?ref=7", 1, 0 },
+		{ "http://xn--bcher-kva.example/", 1, 1 },
+		{ "http://-a-.example/", 1, 1 },
+		/* A dotted-decimal host is written as it came. */
+		{ "http://1.2.3.4:8080/", 1, 1 },
+		{ "http://01.02.03.004/", 1, 1 },
+		/* Canonical, but the scan does not take these hosts. */
+		{ "http://example.com./", 0, 0 },
+		{ "http://example..com/", 0, 0 },
+		{ "http://.example.com/", 0, 0 },
+		{ "http://a_b.example/", 0, 0 },
+		{ "http://[::1]/", 0, 0 },
+		{ "http://[fe80::a]/", 0, 0 },
+		{ "http://user@example.com/", 0, 0 },
+		/* Not canonical: case, user info, no path. */
+		{ "http://Example.com/", 0, 0 },
+		{ "HTTP://example.com/", 0, 0 },
+		{ "ftp://example.com/", 0, 0 },
+		{ "http://@example.com/", 0, 0 },
+		{ "http://:@example.com/", 0, 0 },
+		{ "http://example.com", 0, 0 },
+		{ "http://example.com?a", 0, 0 },
+		{ "http://example.com:8080", 0, 0 },
+		/* Ports. */
+		{ "http://example.com:8080/", 1, 1 },
+		{ "http://example.com:443/", 1, 1 },
+		{ "https://example.com:80/", 1, 1 },
+		{ "http://example.com:65535/", 1, 1 },
+		{ "http://example.com:80/", 0, 0 },
+		{ "https://example.com:443/", 0, 0 },
+		{ "http://example.com:08080/", 0, 0 },
+		{ "http://example.com:0/", 0, 0 },
+		{ "http://example.com:/", 0, 0 },
+		{ "http://example.com:65536/", 0, 0 },
+		{ "http://example.com:100000/", 0, 0 },
+		{ "http://example.com:8o/", 0, 0 },
+		/* Escapes: an unreserved byte is decoded, hex is upper-cased. */
+		{ "http://example.com/%2F", 1, 1 },
+		{ "http://example.com/%25%00%20%7F%C3%A9", 1, 1 },
+		{ "http://example.com/%21%3A%2B%26%3D%40%2C", 1, 1 },
+		{ "http://example.com/%7E", 0, 0 },
+		{ "http://example.com/%41", 0, 0 },
+		{ "http://example.com/%2E", 0, 0 },
+		{ "http://example.com/%2D%5F%30", 0, 0 },
+		{ "http://example.com/%2f", 0, 0 },
+		{ "http://example.com/%c3%a9", 0, 0 },
+		{ "http://example.com/?a=%7E", 0, 0 },
+		{ "http://example.com/?a=%2f", 0, 0 },
+		{ "http://example.com/%", 0, 0 },
+		{ "http://example.com/%4", 0, 0 },
+		{ "http://example.com/%G0", 0, 0 },
+		/* A ";jsessionid=" path parameter must be literal. */
+		{ "http://example.com/a%3Bjsessionid=1", 1, 1 },
+		/* Path characters. */
+		{ "http://example.com/+!'()*$,=&:@", 1, 1 },
+		{ "http://example.com/a:b", 1, 1 },
+		{ "http://example.com//x", 1, 1 },
+		{ "http://example.com///", 1, 1 },
+		{ "http://example.com/a;b", 1, 0 },
+		{ "http://example.com/[x]", 0, 0 },
+		{ "http://example.com/x|y", 0, 0 },
+		{ "http://example.com/x\\y", 0, 0 },
+		{ "http://example.com/x\"y", 0, 0 },
+		{ "http://example.com/x{y}", 0, 0 },
+		{ "http://example.com/a b", 0, 0 },
+		{ " http://example.com/", 0, 0 },
+		{ "http://example.com/\t", 0, 0 },
+		{ "http://example.com/\x7f", 0, 0 },
+		{ "http://example.com/caf\xc3\xa9", 0, 0 },
+		/* Dot segments, and segments that only look like them. */
+		{ "http://example.com/.", 0, 0 },
+		{ "http://example.com/..", 0, 0 },
+		{ "http://example.com/./x", 0, 0 },
+		{ "http://example.com/x/../y", 0, 0 },
+		{ "http://example.com/x/.", 0, 0 },
+		{ "http://example.com/x/..", 0, 0 },
+		{ "http://example.com//..", 0, 0 },
+		{ "http://example.com//.", 0, 0 },
+		{ "http://example.com/x/.?a", 0, 0 },
+		{ "http://example.com/x/..?", 0, 0 },
+		{ "http://example.com/.../x", 1, 1 },
+		{ "http://example.com/.x/x.", 1, 1 },
+		{ "http://example.com/..a/a..", 1, 1 },
+		/* The query: "/" and "?" allowed, dots untouched. */
+		{ "http://example.com/?", 1, 0 },
+		{ "http://example.com/?a/b?c", 1, 0 },
+		{ "http://example.com/?/../", 1, 0 },
+		{ "http://example.com/?.", 1, 0 },
+		{ "http://example.com/?utm_source=1", 1, 0 },
+		{ "http://example.com/?[x]", 0, 0 },
+		/* Fragments are dropped. */
+		{ "http://example.com/#", 0, 0 },
+		{ "http://example.com/?#", 0, 0 },
+		{ "http://example.com/a#b", 0, 0 },
+	};
+	struct urlcanon_options plain = { 0 };
+	struct urlcanon *uc = canon_new(0, 0, 0), *all = canon_new(1, 1, 1);
+	char *huge;
+
+	/* The parser judges: the fast path would return the input. */
+	urlcanon_set_fast_path(uc, false);
+	urlcanon_set_fast_path(all, false);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *url = cases[i].url;
+		size_t len = strlen(url);
+
+		ck_assert_msg(urlcanon_is_canonical(&plain, url, len) ==
+		    cases[i].plain, "%s: want %d without options", url,
+		    cases[i].plain);
+		for (int o = 1; o < 8; o++) {
+			struct urlcanon_options opts = {
+				.strip_session_ids = o & 1,
+				.strip_tracking = (o >> 1) & 1,
+				.sort_query = (o >> 2) & 1,
+			};
+
+			ck_assert_msg(urlcanon_is_canonical(&opts, url, len) ==
+			    cases[i].opts, "%s: want %d with options %d", url,
+			    cases[i].opts, o);
+		}
+		if (cases[i].plain) {
+			char *got = canon(uc, url);
+
+			ck_assert_msg(got && strcmp(got, url) == 0,
+			    "%s: canonical form %s", url, got);
+			free(got);
+		}
+		if (cases[i].opts) {
+			char *got = canon(all, url);
+
+			ck_assert_msg(got && strcmp(got, url) == 0,
+			    "%s: canonical form with options %s", url, got);
+			free(got);
+		}
+	}
+	/* The length counts, not a NUL. */
+	ck_assert(!urlcanon_is_canonical(&plain, "http://a/\0b", 11));
+	huge = malloc(URLCANON_MAX_LEN + 1);
+	memcpy(huge, "http://a/", 9);
+	memset(huge + 9, 'x', URLCANON_MAX_LEN + 1 - 9);
+	ck_assert(urlcanon_is_canonical(&plain, huge, URLCANON_MAX_LEN));
+	ck_assert(!urlcanon_is_canonical(&plain, huge, URLCANON_MAX_LEN + 1));
+	free(huge);
+	urlcanon_free(uc);
+	urlcanon_free(all);
+}
+END_TEST
+
+/* A canonicalizer with the fast path and one without, for each option set. */
+struct both {
+	struct urlcanon_options opts[8];
+	struct urlcanon *fast[8];
+	struct urlcanon *slow[8];
+	size_t inputs;
+	size_t fired;		/* (input, options) pairs the scan took */
+};
+
+static void
+both_init(struct both *b)
+{
+	memset(b, 0, sizeof(*b));
+	for (int o = 0; o < 8; o++) {
+		b->opts[o].strip_session_ids = o & 1;
+		b->opts[o].strip_tracking = (o >> 1) & 1;
+		b->opts[o].sort_query = (o >> 2) & 1;
+		b->fast[o] = urlcanon_new(&b->opts[o]);
+		b->slow[o] = urlcanon_new(&b->opts[o]);
+		ck_assert_ptr_nonnull(b->fast[o]);
+		ck_assert_ptr_nonnull(b->slow[o]);
+		urlcanon_set_fast_path(b->slow[o], false);
+	}
+}
+
+static void
+both_free(struct both *b)
+{
+	for (int o = 0; o < 8; o++) {
+		urlcanon_free(b->fast[o]);
+		urlcanon_free(b->slow[o]);
+	}
+}
+
+/*
+ * Canonicalizes url[0..len) with and without the fast path under every
+ * option set: the outcome, the bytes and the cause must be the same, and
+ * whatever the scan takes must be its own canonical form.
+ */
+static void
+assert_fast_is_slow(struct both *b, const char *url, size_t len)
+{
+	b->inputs++;
+	for (int o = 0; o < 8; o++) {
+		const char *fcause = NULL, *scause = NULL, *f, *s;
+		size_t fn = 0, sn = 0;
+
+		f = urlcanon_canonicalize(b->fast[o], url, len, &fn, &fcause);
+		s = urlcanon_canonicalize(b->slow[o], url, len, &sn, &scause);
+		/* Plain tests, as in canon(): millions of them. */
+		if ((f == NULL) != (s == NULL) || (f != NULL && (fn != sn ||
+		    memcmp(f, s, fn) != 0 || f[fn] != '\0')) ||
+		    (f == NULL && strcmp(fcause, scause) != 0))
+			ck_abort_msg("%.*s (options %d): fast %s, slow %s",
+			    (int)len, url, o, f ? f : fcause, s ? s : scause);
+		if (urlcanon_is_canonical(&b->opts[o], url, len)) {
+			if (s == NULL || sn != len || memcmp(s, url, len) != 0)
+				ck_abort_msg("%.*s (options %d): taken by the "
+				    "fast path, canonical form %s", (int)len,
+				    url, o, s ? s : scause);
+			b->fired++;
+		}
+	}
+}
+
+/*
+ * Every byte value in the host, the path and the query, bare and escaped,
+ * against the character sets of RFC 3986 written out here, independently of
+ * urlcanon.c's table; and with and without the fast path, the same results.
+ */
+START_TEST(test_fast_path_every_byte)
+{
+	static const char unreserved[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789-._~";
+	static const char pchar_more[] = "!$&'()*+,;=:@";
+	static const char host[] = "abcdefghijklmnopqrstuvwxyz0123456789-.";
+	struct urlcanon_options plain = { 0 }, all = {
+		.strip_session_ids = true, .strip_tracking = true,
+		.sort_query = true,
+	};
+	struct both b;
+
+	both_init(&b);
+	for (int c = 0; c < 256; c++) {
+		int unres = c != 0 && strchr(unreserved, c) != NULL;
+		int pchar = unres || (c != 0 && strchr(pchar_more, c) != NULL);
+		char url[32];
+		size_t n;
+
+		/* "http://a/x" c "y": "/" and "?" only split it. */
+		n = (size_t)snprintf(url, sizeof(url), "http://a/x%cy", 1);
+		url[n - 2] = (char)c;
+		ck_assert_msg(urlcanon_is_canonical(&plain, url, n) ==
+		    (pchar || c == '/' || c == '?'), "path byte 0x%02x", c);
+		ck_assert_msg(urlcanon_is_canonical(&all, url, n) ==
+		    ((pchar && c != ';') || c == '/'), "path byte 0x%02x", c);
+		assert_fast_is_slow(&b, url, n);
+
+		n = (size_t)snprintf(url, sizeof(url), "http://a/?x%cy", 1);
+		url[n - 2] = (char)c;
+		ck_assert_msg(urlcanon_is_canonical(&plain, url, n) ==
+		    (pchar || c == '/' || c == '?'), "query byte 0x%02x", c);
+		ck_assert(!urlcanon_is_canonical(&all, url, n));
+		assert_fast_is_slow(&b, url, n);
+
+		/* "http://a" c "b/": "." makes two labels, "/" a path, "@"
+		 * user info, ":" a bad port. */
+		n = (size_t)snprintf(url, sizeof(url), "http://a%cb/", 1);
+		url[n - 3] = (char)c;
+		ck_assert_msg(urlcanon_is_canonical(&plain, url, n) ==
+		    ((c != 0 && strchr(host, c) != NULL) || c == '/'),
+		    "host byte 0x%02x", c);
+		assert_fast_is_slow(&b, url, n);
+
+		/* Escapes: kept only upper-case and not unreserved. */
+		n = (size_t)snprintf(url, sizeof(url), "http://a/%%%02X?%%%02X",
+		    (unsigned)c, (unsigned)c);
+		ck_assert_msg(urlcanon_is_canonical(&plain, url, n) == !unres,
+		    "escape %%%02X", c);
+		assert_fast_is_slow(&b, url, n);
+		n = (size_t)snprintf(url, sizeof(url), "http://a/%%%02x",
+		    (unsigned)c);
+		ck_assert_msg(urlcanon_is_canonical(&all, url, n) == (!unres &&
+		    strpbrk(url + 10, "abcdef") == NULL), "escape %%%02x", c);
+		assert_fast_is_slow(&b, url, n);
+	}
+	both_free(&b);
+}
+END_TEST
+
+static const char *const url_lists[] = {
+	"url_lists/ada_url_various_datasets/kasztp.txt",
+	"url_lists/ada_url_various_datasets/node_files.txt",
+	"url_lists/ada_url_various_datasets/userbait.txt",
+	"url_lists/ut1_blacklists/all_categories_urls_HEAD.tsv",
+	"url_lists/ut1_blacklists/phishing_urls_2021-03-17.txt",
+};
+
+/*
+ * Calls fn on every line of every list: the line as it is, and its URL as
+ * urlgen reads it (after a tab, "http://" added where there is no scheme).
+ */
+static void
+foreach_list_url(void (*fn)(void *, const char *, size_t), void *arg)
+{
+	for (size_t i = 0; i < sizeof(url_lists) / sizeof(url_lists[0]); i++) {
+		char *path = tu_data_path(url_lists[i]), *data, *p, *end;
+		char *url;
+		size_t len;
+
+		data = tu_read_file(path, &len);
+		ck_assert_msg(data != NULL, "%s: cannot read", path);
+		for (p = data, end = data + len; p < end;) {
+			char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t n = (size_t)((nl ? nl : end) - p);
+			char *tab = memchr(p, '\t', n), *u = tab ? tab + 1 : p;
+			size_t un = n - (size_t)(u - p);
+
+			fn(arg, p, n);
+			if (memmem(u, un, "://", 3) == NULL) {
+				if (asprintf(&url, "http://%.*s", (int)un, u) ==
+				    -1)
+					ck_abort_msg("out of memory");
+				fn(arg, url, strlen(url));
+				free(url);
+			} else if (tab != NULL)
+				fn(arg, u, un);
+			p += n + 1;
+		}
+		free(data);
+		free(path);
+	}
+}
+
+struct real_run {
+	struct both *b;
+	struct urlcanon *uc;	/* slow, no options: the canonical forms */
+	size_t canonical;	/* canonical forms of http(s) URLs */
+	size_t taken;		/* of which the fast path takes */
+};
+
+static void
+real_one(void *arg, const char *url, size_t len)
+{
+	struct real_run *r = arg;
+	const char *out, *cause;
+	char *copy;
+	size_t n;
+
+	assert_fast_is_slow(r->b, url, len);
+	if ((out = urlcanon_canonicalize(r->uc, url, len, &n, &cause)) == NULL)
+		return;
+	copy = strndup(out, n);
+	assert_fast_is_slow(r->b, copy, n);
+	if (strncmp(copy, "http://", 7) == 0 ||
+	    strncmp(copy, "https://", 8) == 0) {
+		struct urlcanon_options plain = { 0 };
+
+		r->canonical++;
+		r->taken += urlcanon_is_canonical(&plain, copy, n);
+	}
+	free(copy);
+}
+
+/*
+ * Every line of the real lists and every canonical form, with and without
+ * the fast path; and the fast path must take most canonical forms, or it
+ * saves nothing.
+ */
+START_TEST(test_fast_path_real_urls)
+{
+	struct both b;
+	struct real_run r = { .b = &b };
+
+	both_init(&b);
+	r.uc = canon_new(0, 0, 0);
+	urlcanon_set_fast_path(r.uc, false);
+	foreach_list_url(real_one, &r);
+	printf("urlcanon: fast path takes %zu of %zu canonical forms of the "
+	    "real lists (%.2f%%); %zu inputs, taken %zu times in %zu\n",
+	    r.taken, r.canonical, 100.0 * (double)r.taken /
+	    (double)r.canonical, b.inputs, b.fired, 8 * b.inputs);
+	ck_assert_uint_ge(r.canonical, 180000);
+	ck_assert_uint_ge(r.taken * 100, r.canonical * 95);
+	urlcanon_free(r.uc);
+	both_free(&b);
+}
+END_TEST
+
+struct url_pool {
+	char **urls;
+	size_t n, cap;
+};
+
+static void
+pool_add(void *arg, const char *url, size_t len)
+{
+	struct url_pool *pool = arg;
+
+	if (len > 512)
+		return;
+	if (pool->n == pool->cap) {
+		pool->cap = pool->cap ? pool->cap * 2 : 4096;
+		pool->urls = realloc(pool->urls, pool->cap *
+		    sizeof(*pool->urls));
+		ck_assert_ptr_nonnull(pool->urls);
+	}
+	pool->urls[pool->n++] = strndup(url, len);
+}
+
+/* Inserts s[0..n) at u[at], u holding *len bytes of at most cap. */
+static void
+insert(char *u, size_t *len, size_t cap, size_t at, const char *s, size_t n)
+{
+	if (*len + n > cap || at > *len)
+		return;
+	memmove(u + at + n, u + at, *len - at);
+	memcpy(u + at, s, n);
+	*len += n;
+}
+
+/*
+ * One random edit of u, of the kinds that move a URL across the fast
+ * path's edge: bytes, case, escapes, dots, ports, delimiters.
+ */
+static void
+mutate(uint64_t *seed, char *u, size_t *len, size_t cap)
+{
+	static const char bytes[] = "aZ09-._~%/?#&=;:@[]!$'()*+, \t\x7f\x80"
+	    "\xff";
+	static const char hex[] = "0123456789ABCDEFabcdef";
+	static const char *const escapes[] = { "%41", "%7E", "%7e", "%2E",
+	    "%2e", "%2D", "%5F", "%30", "%2F", "%2f", "%3F", "%23", "%25",
+	    "%3B", "%C3%A9", "%c3%a9", "%00", "%", "%4", "%G1" };
+	static const char *const pieces[] = { ".", "..", "/.", "/..", "./",
+	    "../", "/./", "/../", "//", "/", "?", "#", "@", ":@", ";",
+	    ";jsessionid=1", "?sid=1", "&utm_source=x", "&a=1", "?", "[::1]",
+	    "." };
+	static const char *const ports[] = { ":", ":0", ":00", ":80", ":080",
+	    ":443", ":8080", ":08080", ":65535", ":65536", ":999999" };
+	static const char *const schemes[] = { "HTTP://", "Http://",
+	    "https://", "http://", "ftp://", "http:/", "http:", "" };
+	size_t at = tu_rand_below(seed, *len + 1), host_end;
+	char *auth;
+
+	u[*len] = '\0';
+	auth = strstr(u, "://");
+	auth = auth ? auth + 3 : u;
+	host_end = (size_t)(auth - u) + strcspn(auth, "/?#");
+	switch (tu_rand_below(seed, 11)) {
+	case 0:
+		if (*len > 0 && at < *len)
+			u[at] = bytes[tu_rand_below(seed, sizeof(bytes) - 1)];
+		break;
+	case 1:
+		if (at < *len && isalpha((unsigned char)u[at]))
+			u[at] ^= 0x20;
+		break;
+	case 2: {
+		const char *e = escapes[tu_rand_below(seed,
+		    sizeof(escapes) / sizeof(escapes[0]))];
+
+		insert(u, len, cap, at, e, strlen(e));
+		break;
+	}
+	case 3: {
+		char e[3] = { '%', hex[tu_rand_below(seed, 22)],
+		    hex[tu_rand_below(seed, 22)] };
+
+		insert(u, len, cap, at, e, 3);
+		break;
+	}
+	case 4: {
+		const char *pc = pieces[tu_rand_below(seed,
+		    sizeof(pieces) / sizeof(pieces[0]))];
+
+		insert(u, len, cap, at, pc, strlen(pc));
+		break;
+	}
+	case 5: {
+		const char *pt = ports[tu_rand_below(seed,
+		    sizeof(ports) / sizeof(ports[0]))];
+
+		insert(u, len, cap, host_end, pt, strlen(pt));
+		break;
+	}
+	case 6:
+		/* Dots around and in the host. */
+		insert(u, len, cap, tu_rand_below(seed, 2) ? host_end :
+		    (size_t)(auth - u), ".", 1);
+		break;
+	case 7:
+		if (at < *len) {
+			memmove(u + at, u + at + 1, *len - at - 1);
+			(*len)--;
+		}
+		break;
+	case 8:
+		*len = at;
+		break;
+	case 9: {
+		const char *sc = schemes[tu_rand_below(seed,
+		    sizeof(schemes) / sizeof(schemes[0]))];
+		size_t skip = (size_t)(auth - u);
+
+		memmove(u, u + skip, *len - skip);
+		*len -= skip;
+		insert(u, len, cap, 0, sc, strlen(sc));
+		break;
+	}
+	case 10:
+		insert(u, len, cap, tu_rand_below(seed, 2) ? 0 : *len, " \r\n",
+		    1 + tu_rand_below(seed, 3));
+		break;
+	}
+}
+
+/*
+ * Mutations of the real URLs and of their canonical forms (which sit at
+ * the fast path's edge): with and without it, the same results.
+ */
+START_TEST(test_fast_path_mutated)
+{
+	struct url_pool pool = { 0 };
+	struct both b;
+	struct urlcanon *uc;
+	uint64_t seed = 20250611;
+	char u[1024];
+	size_t base;
+
+	both_init(&b);
+	uc = canon_new(0, 0, 0);
+	urlcanon_set_fast_path(uc, false);
+	foreach_list_url(pool_add, &pool);
+	/* Add the canonical forms. */
+	base = pool.n;
+	for (size_t i = 0; i < base; i++) {
+		const char *out, *cause;
+		size_t n;
+
+		out = urlcanon_canonicalize(uc, pool.urls[i],
+		    strlen(pool.urls[i]), &n, &cause);
+		if (out != NULL)
+			pool_add(&pool, out, n);
+	}
+	for (int k = 0; k < 1000000; k++) {
+		const char *src = pool.urls[tu_rand_below(&seed, pool.n)];
+		size_t len = strlen(src), edits = 1 + tu_rand_below(&seed, 3);
+
+		memcpy(u, src, len);
+		while (edits-- > 0)
+			mutate(&seed, u, &len, sizeof(u) - 1);
+		assert_fast_is_slow(&b, u, len);
+	}
+	printf("urlcanon: %zu mutated URLs, taken by the fast path %zu times "
+	    "in %zu\n", b.inputs, b.fired, 8 * b.inputs);
+	ck_assert_uint_ge(b.fired, 100000);
+	for (size_t i = 0; i < pool.n; i++)
+		free(pool.urls[i]);
+	free(pool.urls);
+	urlcanon_free(uc);
+	both_free(&b);
+}
+END_TEST
+
 Suite *urlcanon_suite(void);
 
 Suite *
@@ -517,6 +1091,10 @@ urlcanon_suite(void)
 	tcase_add_test(tc, test_options);
 	tcase_add_test(tc, test_idempotent_real_urls);
 	tcase_add_test(tc, test_idempotent_random);
+	tcase_add_test(tc, test_fast_path_table);
+	tcase_add_test(tc, test_fast_path_every_byte);
+	tcase_add_test(tc, test_fast_path_real_urls);
+	tcase_add_test(tc, test_fast_path_mutated);
 	suite_add_tcase(s, tc);
 	return s;
 }
