@@ -326,6 +326,10 @@ open_everything(struct daemon *d)
 			.strip_tracking = d->cfg.strip_tracking,
 			.sort_query = d->cfg.sort_query,
 		},
+		.journal_entries = d->cfg.journal_entries,
+		.segment_records = (uint32_t)d->cfg.segment_records,
+		.sync = d->cfg.sync == STORE_SYNC_FULL,
+		.relaxed_sync_ms = d->cfg.relaxed_sync_interval_ms,
 	};
 	struct auth *tokens = load_tokens(&d->cfg);
 	struct dispatch_deps deps;
@@ -335,10 +339,13 @@ open_everything(struct daemon *d)
 	check_exposure(&d->cfg, tokens != NULL);
 	if ((d->store = store_open(&so, &cause)) == NULL)
 		fatalx("%s", cause ? cause : "cannot open the store");
-	if ((d->urls = urlset_open(d->store, &uo, &cause)) == NULL)
+	if ((d->urls = urlset_open(d->store, d->cfg.data_dir, &uo, &cause)) ==
+	    NULL)
 		fatalx("%s", cause ? cause : "cannot open the URL set");
 	if ((d->base = event_base_new()) == NULL)
 		fatalx("%s: event_base_new failed", __func__);
+	if (urlset_start(d->urls, d->base) == -1)
+		fatalx("%s: cannot start the URL writer", __func__);
 	open_docs(d);
 	if ((d->writer = writer_new(d->store, d->base)) == NULL)
 		fatalx("%s: cannot start the store writer", __func__);
@@ -374,9 +381,11 @@ open_everything(struct daemon *d)
 static void
 close_everything(struct daemon *d)
 {
-	/* The server drained the workers and the writer before the loop
-	 * ended; what remains is tearing down. */
+	/* The server drained the workers and the writers before the loop
+	 * ended; what remains is tearing down.  The URL writer flushes its
+	 * journal into the store as it stops. */
 	httpd_free(d->httpd);
+	urlset_stop(d->urls);
 	accel_free(d->accel);
 	dispatch_free(d->dispatch);
 	writer_stop(d->writer);

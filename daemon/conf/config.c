@@ -102,6 +102,11 @@ static const struct key keys[] = {
 	{ "store", "map_size", KEY_SIZE, F(map_size), MiB, 256 * TiB, "64G" },
 	/* An acknowledged write must survive power loss. */
 	{ "store", "sync", KEY_SYNC, F(sync), 0, 0, "full" },
+	/* Redis's appendfsync everysec and MongoDB's journal commit bound
+	 * what a power failure takes from writes that did not wait for the
+	 * disk the same way: one second. */
+	{ "store", "relaxed_sync_interval", KEY_DURATION,
+	  F(relaxed_sync_interval_ms), 0, 3600 * 1000, "1s" },
 	/* 10 million URLs: a 100 MB filter (10 bytes per URL).  The filter's
 	 * 4-bit counters are indexed by 32 bits, so capacity x 20 must stay
 	 * below 2^32. */
@@ -112,6 +117,16 @@ static const struct key keys[] = {
 	  "no" },
 	{ "urls", "strip_tracking", KEY_BOOL, F(strip_tracking), 0, 0, "no" },
 	{ "urls", "sort_query", KEY_BOOL, F(sort_query), 0, 0, "no" },
+	/* URLs changed between flushes into the store: 64 bytes of memory
+	 * each at most, 4 MiB; a flush then writes 16 full segments, and a
+	 * restart replays at most this many.  At least max_batch: a batch
+	 * is applied whole. */
+	{ "urls", "journal_entries", KEY_UINT, F(journal_entries), 16,
+	  1 << 24, "65536" },
+	/* Records per segment: 192 KiB segments, whose live bitmaps are
+	 * 512 bytes.  Smaller only to test merges. */
+	{ "urls", "segment_records", KEY_UINT, F(segment_records), 4, 4096,
+	  "4096" },
 	/* The default term hash spreads short words over all 64 bits; the
 	 * paper's plain sdbm stays for reproducing it.  Fixed per data
 	 * directory once documents are stored. */
@@ -513,6 +528,12 @@ config_validate(struct config *cfg, const char **cause)
 	if (cfg->tls_listen == NULL && (cfg->tls_cert != NULL ||
 	    cfg->tls_client_ca != NULL)) {
 		*cause = "[tls] cert or client_ca set without [tls] listen";
+		return -1;
+	}
+	if (cfg->journal_entries < cfg->max_batch) {
+		/* A batch is applied whole, so it must fit. */
+		*cause = "[urls] journal_entries must be at least [server] "
+		    "max_batch";
 		return -1;
 	}
 	if (cfg->near_k >= cfg->near_blocks) {

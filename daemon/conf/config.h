@@ -49,11 +49,16 @@ struct config {
 	char *data_dir;
 	uint64_t map_size;
 	enum store_sync sync;
+	uint64_t relaxed_sync_interval_ms; /* the longest a relaxed write
+					   waits for the disk; 0: until the
+					   next durable one */
 	/* [urls] */
 	uint64_t capacity;
 	bool strip_session_ids;
 	bool strip_tracking;
 	bool sort_query;
+	uint64_t journal_entries;	/* URLs changed between flushes */
+	uint64_t segment_records;	/* records per segment */
 	/* [simhash] */
 	enum simhash_term_hash term_hash;
 	char *stopwords;		/* path, or "none" */

@@ -8,6 +8,7 @@
 #include "dispatch.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -47,6 +48,7 @@ struct dispatch {
 	struct auth *auth;		/* NULL: no tokens, all allowed */
 	struct store_txn *loop_reader;	/* the loop's own, for gauges */
 	struct request_limits limits;
+	enum urlset_durability durability;	/* of batches naming none */
 	time_t started;
 };
 
@@ -73,9 +75,11 @@ worker_ctx_new(void *arg)
 		return NULL;
 	arena_init(&ctx->arena, 64 * 1024);
 	ctx->keyer = urlset_keyer_new(d->us);
+	ctx->urls = urlset_reader_new(d->us);
 	ctx->reader = store_reader_new(d->st);
-	if (ctx->keyer == NULL || ctx->reader == NULL) {
+	if (ctx->keyer == NULL || ctx->urls == NULL || ctx->reader == NULL) {
 		urlset_keyer_free(ctx->keyer);
+		urlset_reader_free(ctx->urls);
 		store_reader_free(ctx->reader);
 		free(ctx);
 		return NULL;
@@ -89,6 +93,7 @@ worker_ctx_free(void *arg)
 	struct worker_ctx *ctx = arg;
 
 	urlset_keyer_free(ctx->keyer);
+	urlset_reader_free(ctx->urls);
 	store_reader_free(ctx->reader);
 	arena_release(&ctx->arena);
 	free(ctx);
@@ -140,6 +145,7 @@ run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id, bool full,
 	Nddd__V1__FilterStats fs = NDDD__V1__FILTER_STATS__INIT;
 	Nddd__V1__NearStats ns = NDDD__V1__NEAR_STATS__INIT;
 	Nddd__V1__AccelStats as = NDDD__V1__ACCEL_STATS__INIT;
+	Nddd__V1__UrlStoreStats uss = NDDD__V1__URL_STORE_STATS__INIT;
 	const struct cbf *f = urlset_filter(d->us);
 	struct urlset_stats us = { 0 };
 	struct docset_stats ds = { 0 };
@@ -152,10 +158,11 @@ run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id, bool full,
 		    store_strstatus(rc));
 		return;
 	}
-	urlset_stats(d->us, ctx->reader, &us);
 	docset_stats(d->ds, ctx->reader, &ds);
 	store_reader_end(ctx->reader);
+	urlset_stats(d->us, &us);
 	res.version = (char *)NDDD_VERSION;
+	res.canon = (char *)urlset_canon_id(d->us);
 	res.uptime_seconds = (uint64_t)(time(NULL) - d->started);
 	res.urls = us.urls;
 	res.docs = ds.docs;
@@ -188,6 +195,24 @@ run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id, bool full,
 		res.submits_duplicate = us.submits_duplicate;
 		res.deletes = us.deletes;
 		res.commits = ws.commits;
+		uss.journal_entries = us.journal_entries;
+		uss.journal_capacity = us.journal_capacity;
+		uss.journal_bytes = us.journal_bytes;
+		uss.journal_bytes_written = us.journal_bytes_written;
+		uss.journal_syncs = us.journal_syncs;
+		uss.groups = us.groups;
+		uss.flushes = us.flushes;
+		uss.merges = us.merges;
+		uss.merges_forced = us.merges_forced;
+		uss.segments = us.segments;
+		uss.small_segments = us.small_segments;
+		uss.records = us.records;
+		uss.dead_records = us.dead_records;
+		uss.store_bytes_written = us.store_bytes_written;
+		uss.pending = us.pending;
+		uss.index_bytes = us.index_bytes;
+		uss.journal_table_bytes = us.journal_table_bytes;
+		res.url_store = &uss;
 		res.store_bytes = store_bytes_used(d->st);
 		res.connections = d->srv ? server_connections(d->srv) : 0;
 	}
@@ -197,48 +222,51 @@ run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id, bool full,
 	frame_write(out, &resp.base);
 }
 
-/* verify: a writer job that runs alone, between transactions. */
+/*
+ * verify: the URL writer flushes and checks the URLs, then the store writer
+ * checks the documents, alone between its transactions; the reply goes
+ * out after both.
+ */
 struct verify_job {
+	struct urlset_job uj;
 	struct writer_job wj;
 	struct request_origin origin;
-	struct urlset *us;
-	struct docset *ds;
-	struct urlset_verify result;
+	struct dispatch *d;
+	struct urlset_verify urls;
 	struct docset_verify docs;
 };
 
-static void
-verify_alone(struct writer_job *wj)
+static struct verify_job *
+verify_of_writer_job(struct writer_job *wj)
 {
-	struct verify_job *j = (struct verify_job *)wj;
-
-	if ((wj->status = urlset_verify(j->us, &j->result)) == STORE_OK)
-		wj->status = docset_verify(j->ds, &j->docs);
+	return (struct verify_job *)(void *)((char *)wj -
+	    offsetof(struct verify_job, wj));
 }
 
 static void
-verify_done(struct writer_job *wj)
+verify_reply(struct verify_job *j, int status)
 {
-	struct verify_job *j = (struct verify_job *)wj;
 	struct evbuffer *out = evbuffer_new();
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__VerifyResult res = NDDD__V1__VERIFY_RESULT__INIT;
 
-	if (out != NULL && wj->status != STORE_OK)
+	if (out != NULL && status != STORE_OK)
 		frame_write_error(out, j->origin.id, NDDD__V1__CODE__INTERNAL,
-		    j->result.detail[0] ? j->result.detail :
-		    store_strstatus(wj->status));
+		    j->urls.detail[0] ? j->urls.detail :
+		    j->docs.detail[0] ? j->docs.detail :
+		    store_strstatus(status));
 	else if (out != NULL) {
-		res.consistent = j->result.counter_mismatches == 0 &&
-		    j->result.index_mismatches == 0 &&
+		res.consistent = j->urls.counter_mismatches == 0 &&
+		    j->urls.index_mismatches == 0 &&
 		    j->docs.table_mismatches == 0 &&
 		    j->docs.url_mismatches == 0;
-		res.urls = j->result.records;
-		res.counter_mismatches = j->result.counter_mismatches;
+		res.urls = j->urls.records;
+		res.counter_mismatches = j->urls.counter_mismatches;
+		res.url_index_mismatches = j->urls.index_mismatches;
 		res.docs = j->docs.records;
 		res.table_mismatches = j->docs.table_mismatches +
 		    j->docs.url_mismatches;
-		res.detail = j->result.detail[0] ? j->result.detail :
+		res.detail = j->urls.detail[0] ? j->urls.detail :
 		    j->docs.detail;
 		resp.id = j->origin.id;
 		resp.result_case = NDDD__V1__RESPONSE__RESULT_VERIFY;
@@ -248,16 +276,43 @@ verify_done(struct writer_job *wj)
 			log_warnx("%s: memory and store disagree: %s",
 			    __func__, res.detail);
 	}
-	dispatch_finish(&j->origin, out, wj->status != STORE_OK);
+	dispatch_finish(&j->origin, out, status != STORE_OK);
 	if (out != NULL)
 		evbuffer_free(out);
 	free(j);
 }
 
+static void
+verify_docs_alone(struct writer_job *wj)
+{
+	struct verify_job *j = verify_of_writer_job(wj);
+
+	wj->status = docset_verify(j->d->ds, &j->docs);
+}
+
+static void
+verify_docs_done(struct writer_job *wj)
+{
+	verify_reply(verify_of_writer_job(wj), wj->status);
+}
+
 static const struct writer_job_ops verify_job_ops = {
-	.alone = verify_alone,
-	.done = verify_done,
+	.alone = verify_docs_alone,
+	.done = verify_docs_done,
 };
+
+static void
+verify_urls_done(struct urlset_job *uj)
+{
+	struct verify_job *j = (struct verify_job *)uj;
+
+	if (uj->status != STORE_OK) {
+		verify_reply(j, uj->status);
+		return;
+	}
+	j->wj.ops = &verify_job_ops;
+	writer_submit(j->d->w, &j->wj);
+}
 
 static bool
 start_verify(struct dispatch *d, const struct request_origin *o,
@@ -270,11 +325,12 @@ start_verify(struct dispatch *d, const struct request_origin *o,
 		    "out of memory");
 		return false;
 	}
-	j->wj.ops = &verify_job_ops;
 	j->origin = *o;
-	j->us = d->us;
-	j->ds = d->ds;
-	writer_submit(d->w, &j->wj);
+	j->d = d;
+	j->uj.op = URLSET_VERIFY;
+	j->uj.verify = &j->urls;
+	j->uj.done = verify_urls_done;
+	urlset_submit_job(d->us, &j->uj);
 	return true;
 }
 
@@ -312,16 +368,16 @@ req_run(struct worker_task *wt, void *arg)
 	}
 	switch (req->op_case) {
 	case NDDD__V1__REQUEST__OP_URL_CHECK:
-		urlreq_check(d->us, ctx->keyer, ctx->reader, &ctx->arena,
+		urlreq_check(d->us, ctx->keyer, ctx->urls, &ctx->arena,
 		    req->id, req->url_check, t->reply);
 		break;
 	case NDDD__V1__REQUEST__OP_URL_SUBMIT:
-		t->handed_off = urlreq_mutate(d->us, ctx->keyer, d->w,
-		    &t->origin, URLREQ_SUBMIT, req->url_submit, t->reply);
+		t->handed_off = urlreq_mutate(d->us, ctx->keyer, &t->origin,
+		    URLSET_SUBMIT, d->durability, req->url_submit, t->reply);
 		break;
 	case NDDD__V1__REQUEST__OP_URL_DELETE:
-		t->handed_off = urlreq_mutate(d->us, ctx->keyer, d->w,
-		    &t->origin, URLREQ_DELETE, req->url_delete, t->reply);
+		t->handed_off = urlreq_mutate(d->us, ctx->keyer, &t->origin,
+		    URLSET_DELETE, d->durability, req->url_delete, t->reply);
 		break;
 	case NDDD__V1__REQUEST__OP_STATS:
 		run_stats(d, ctx, req->id, role >= ROLE_ADMIN, t->reply);
@@ -389,6 +445,8 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 	d->auth = deps->auth;
 	pthread_rwlock_init(&d->auth_lock, NULL);
 	d->limits.max_batch = cfg->max_batch;
+	d->durability = cfg->sync == STORE_SYNC_FULL ? URLSET_DURABLE :
+	    URLSET_RELAXED;
 	d->started = time(NULL);
 	if ((d->loop_reader = store_reader_new(d->st)) == NULL)
 		goto err;
@@ -448,7 +506,10 @@ dispatch_set_auth(struct dispatch *d, struct auth *auth)
 size_t
 dispatch_pending(struct dispatch *d)
 {
-	return workers_pending(d->workers) + writer_pending(d->w) +
+	struct urlset_stats us;
+
+	urlset_stats(d->us, &us);
+	return workers_pending(d->workers) + writer_pending(d->w) + us.pending +
 	    d->docs.in_accel;
 }
 
@@ -520,10 +581,10 @@ dispatch_render_gauges(void *arg, struct evbuffer *out)
 	struct writer_stats ws;
 
 	if (store_reader_begin(d->loop_reader) == STORE_OK) {
-		urlset_stats(d->us, d->loop_reader, &us);
 		docset_stats(d->ds, d->loop_reader, &ds);
 		store_reader_end(d->loop_reader);
 	}
+	urlset_stats(d->us, &us);
 	writer_stats(d->w, &ws);
 	accel_stats(d->acc, &as);
 	metrics_render_value(out, "nddd_docs", "gauge", "Documents stored.",
@@ -578,6 +639,46 @@ dispatch_render_gauges(void *arg, struct evbuffer *out)
 	    (double)us.submits_duplicate);
 	metrics_render_value(out, "nddd_url_deletes_total", "counter",
 	    "URL records deleted.", (double)us.deletes);
+	metrics_render_value(out, "nddd_url_journal_entries", "gauge",
+	    "URLs changed since the last flush into the store.",
+	    (double)us.journal_entries);
+	metrics_render_value(out, "nddd_url_journal_capacity", "gauge",
+	    "URLs changed between flushes, at most.",
+	    (double)us.journal_capacity);
+	metrics_render_value(out, "nddd_url_journal_bytes", "gauge",
+	    "Bytes in the URL journal file now.", (double)us.journal_bytes);
+	metrics_render_value(out, "nddd_url_journal_written_bytes_total",
+	    "counter", "Bytes written to the URL journal.",
+	    (double)us.journal_bytes_written);
+	metrics_render_value(out, "nddd_url_journal_syncs_total", "counter",
+	    "fdatasyncs of the URL journal.", (double)us.journal_syncs);
+	metrics_render_value(out, "nddd_url_group_commits_total", "counter",
+	    "Groups of URL submits and deletes committed to the journal.",
+	    (double)us.groups);
+	metrics_render_value(out, "nddd_url_flushes_total", "counter",
+	    "Flushes of the journal into store segments.",
+	    (double)us.flushes);
+	metrics_render_value(out, "nddd_url_merges_total", "counter",
+	    "Merges of small or sparse URL segments.", (double)us.merges);
+	metrics_render_value(out, "nddd_url_merges_forced_total", "counter",
+	    "Merges that held URL writers back (back-pressure).",
+	    (double)us.merges_forced);
+	metrics_render_value(out, "nddd_url_segments", "gauge",
+	    "URL segments in the store.", (double)us.segments);
+	metrics_render_value(out, "nddd_url_small_segments", "gauge",
+	    "URL segments below half the segment size (merge backlog).",
+	    (double)us.small_segments);
+	metrics_render_value(out, "nddd_url_dead_records", "gauge",
+	    "Replaced or deleted URL records not merged away yet (merge "
+	    "backlog).", (double)us.dead_records);
+	metrics_render_value(out, "nddd_url_store_written_bytes_total",
+	    "counter", "Bytes of URL segments and bitmaps written.",
+	    (double)us.store_bytes_written);
+	metrics_render_value(out, "nddd_url_writes_pending", "gauge",
+	    "URL submits and deletes queued for the URL writer.",
+	    (double)us.pending);
+	metrics_render_value(out, "nddd_url_index_bytes", "gauge",
+	    "Memory of the URL index.", (double)us.index_bytes);
 	metrics_render_value(out, "nddd_store_commits_total", "counter",
 	    "Store transactions committed.", (double)ws.commits);
 	metrics_render_value(out, "nddd_store_failed_transactions_total",

@@ -34,10 +34,12 @@ struct writer;
 struct dispatch;
 struct store_txn;
 struct url_keyer;
+struct urlset_reader;
 
 /* What one request worker owns; every task's run gets it. */
 struct worker_ctx {
 	struct url_keyer *keyer;
+	struct urlset_reader *urls;	/* URL checks */
 	struct store_txn *reader;	/* a read transaction, renewed per use */
 	struct arena arena;		/* one request's memory */
 };

@@ -6,6 +6,9 @@
 
 #include "arena.h"
 
+/* A URL digest: an MD5. */
+#define REQUEST_DIGEST_LEN 16
+
 static void *
 request_alloc(void *data, size_t size)
 {
@@ -76,10 +79,26 @@ request_validate(const Nddd__V1__Request *req, const struct request_limits *lim,
 	case NDDD__V1__REQUEST__OP_URL_SUBMIT:
 	case NDDD__V1__REQUEST__OP_URL_CHECK:
 	case NDDD__V1__REQUEST__OP_URL_DELETE:
-		batch = request_url_batch(req);
-		if (batch != NULL && batch->n_urls > lim->max_batch) {
+		if ((batch = request_url_batch(req)) == NULL)
+			return NDDD__V1__CODE__OK;
+		if (batch->n_urls > 0 && batch->digests.len > 0) {
+			*message = "a batch names urls or digests, not both";
+			return NDDD__V1__CODE__INVALID_ARGUMENT;
+		}
+		if (batch->digests.len % REQUEST_DIGEST_LEN != 0) {
+			*message = "digests must be 16 bytes each";
+			return NDDD__V1__CODE__INVALID_ARGUMENT;
+		}
+		if (batch->n_urls > lim->max_batch ||
+		    batch->digests.len / REQUEST_DIGEST_LEN > lim->max_batch) {
 			*message = "batch exceeds the server's max_batch";
 			return NDDD__V1__CODE__RESOURCE_EXHAUSTED;
+		}
+		if (batch->durability != NDDD__V1__DURABILITY__DURABILITY_DEFAULT
+		    && batch->durability != NDDD__V1__DURABILITY__DURABLE &&
+		    batch->durability != NDDD__V1__DURABILITY__RELAXED) {
+			*message = "unknown durability";
+			return NDDD__V1__CODE__INVALID_ARGUMENT;
 		}
 		return NDDD__V1__CODE__OK;
 	case NDDD__V1__REQUEST__OP_STATS:

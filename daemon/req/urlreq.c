@@ -13,14 +13,32 @@
 #include "frame.h"
 #include "log.h"
 #include "store.h"
-#include "urlset.h"
-#include "writer.h"
 
 /* One URL of a batch that failed before reaching the store. */
 struct bad_item {
 	uint32_t pos;
 	const char *cause;	/* static */
 };
+
+/* A batch's keys: the valid items', in order, with their positions. */
+struct batch_keys {
+	size_t n;		/* items in the request */
+	size_t nkeys;		/* valid ones */
+	struct url_key *keys;
+	uint32_t *pos;		/* of each key in the request */
+	bool *valid;		/* per item */
+	size_t nbad;
+	struct bad_item *bad;
+};
+
+size_t
+urlreq_batch_len(const Nddd__V1__UrlBatch *batch)
+{
+	if (batch == NULL)
+		return 0;
+	return batch->digests.len > 0 ? batch->digests.len / CBF_FP_LEN :
+	    batch->n_urls;
+}
 
 /* Appends a UrlResults reply to out. */
 static void
@@ -65,223 +83,187 @@ out:
 	free(sts);
 }
 
+/*
+ * Derives the keys of a batch into bk, whose arrays hold its items.  Returns
+ * NULL, or why the whole batch is refused (digests of another
+ * canonicalization).
+ */
+static const char *
+derive_keys(struct urlset *us, struct url_keyer *k,
+    const Nddd__V1__UrlBatch *batch, struct batch_keys *bk)
+{
+	bk->nkeys = bk->nbad = 0;
+	if (batch != NULL && batch->digests.len > 0) {
+		if (batch->canon == NULL ||
+		    strcmp(batch->canon, urlset_canon_id(us)) != 0)
+			return "digests made with another canonicalization "
+			    "than this server's (its stats say which)";
+		for (size_t i = 0; i < bk->n; i++) {
+			urlset_key_digest(us, batch->digests.data +
+			    i * CBF_FP_LEN, &bk->keys[bk->nkeys]);
+			bk->pos[bk->nkeys++] = (uint32_t)i;
+			bk->valid[i] = true;
+		}
+		return NULL;
+	}
+	for (size_t i = 0; i < bk->n; i++) {
+		const ProtobufCBinaryData *url = &batch->urls[i];
+		const char *cause;
+
+		bk->valid[i] = urlset_key(k, (const char *)url->data, url->len,
+		    &bk->keys[bk->nkeys], &cause) == 0;
+		if (!bk->valid[i]) {
+			bk->bad[bk->nbad].pos = (uint32_t)i;
+			bk->bad[bk->nbad++].cause = cause;
+			continue;
+		}
+		urlset_prefetch(us, &bk->keys[bk->nkeys]);
+		bk->pos[bk->nkeys++] = (uint32_t)i;
+	}
+	return NULL;
+}
+
 void
-urlreq_check(struct urlset *us, struct url_keyer *k, struct store_txn *rd,
+urlreq_check(struct urlset *us, struct url_keyer *k, struct urlset_reader *rd,
     struct arena *a, uint64_t id, const Nddd__V1__UrlBatch *batch,
     struct evbuffer *out)
 {
-	size_t n = batch ? batch->n_urls : 0, nbad = 0;
+	struct batch_keys bk = { .n = urlreq_batch_len(batch) };
 	struct urlset_tally tally = { 0 };
-	struct url_key *keys;
-	uint64_t *counts;
-	struct bad_item *bad;
-	bool *ok;
-	int rc = STORE_OK;
+	uint64_t *counts, *kcounts;
+	const char *refused;
+	int rc;
 
-	keys = arena_alloc(a, n * sizeof(*keys) + 1);
-	counts = arena_alloc(a, n * sizeof(*counts) + 1);
-	bad = arena_alloc(a, n * sizeof(*bad) + 1);
-	ok = arena_alloc(a, n * sizeof(*ok) + 1);
-	if (keys == NULL || counts == NULL || bad == NULL || ok == NULL) {
+	bk.keys = arena_alloc(a, bk.n * sizeof(*bk.keys) + 1);
+	bk.pos = arena_alloc(a, bk.n * sizeof(*bk.pos) + 1);
+	bk.valid = arena_alloc(a, bk.n * sizeof(*bk.valid) + 1);
+	bk.bad = arena_alloc(a, bk.n * sizeof(*bk.bad) + 1);
+	counts = arena_alloc(a, bk.n * sizeof(*counts) + 1);
+	kcounts = arena_alloc(a, bk.n * sizeof(*kcounts) + 1);
+	if (bk.keys == NULL || bk.pos == NULL || bk.valid == NULL ||
+	    bk.bad == NULL || counts == NULL || kcounts == NULL) {
 		frame_write_error(out, id, NDDD__V1__CODE__INTERNAL,
 		    "out of memory");
 		return;
 	}
-	/* Keys first, prefetching their counters, then the lookups: the
-	 * filter's cache misses overlap instead of queueing. */
-	for (size_t i = 0; i < n; i++) {
-		const ProtobufCBinaryData *url = &batch->urls[i];
-		const char *cause;
-
-		counts[i] = 0;
-		ok[i] = urlset_key(k, (const char *)url->data, url->len,
-		    &keys[i], &cause) == 0;
-		if (!ok[i]) {
-			bad[nbad].pos = (uint32_t)i;
-			bad[nbad++].cause = cause;
-			continue;
-		}
-		urlset_prefetch(us, &keys[i]);
+	if ((refused = derive_keys(us, k, batch, &bk)) != NULL) {
+		frame_write_error(out, id, NDDD__V1__CODE__INVALID_ARGUMENT,
+		    refused);
+		return;
 	}
-	if (n > nbad && (rc = store_reader_begin(rd)) == STORE_OK) {
-		for (size_t i = 0; i < n && rc == STORE_OK; i++)
-			if (ok[i])
-				rc = urlset_check(us, rd, &keys[i], &counts[i],
-				    &tally);
-		store_reader_end(rd);
-	}
+	rc = urlset_check(us, rd, bk.keys, NULL, bk.nkeys, kcounts, &tally);
 	urlset_add_tally(us, &tally);
 	if (rc != STORE_OK) {
 		frame_write_error(out, id, NDDD__V1__CODE__INTERNAL,
 		    store_strstatus(rc));
 		return;
 	}
-	write_results(out, id, counts, n, bad, nbad);
+	memset(counts, 0, bk.n * sizeof(*counts));
+	for (size_t i = 0; i < bk.nkeys; i++)
+		counts[bk.pos[i]] = kcounts[i];
+	write_results(out, id, counts, bk.n, bk.bad, bk.nbad);
 }
 
-/* A url_submit or url_delete request travelling through the writer. */
+/* A url_submit or url_delete request travelling through the URL writer. */
 struct url_job {
-	struct writer_job wj;
-	enum urlreq_op op;
-	struct urlset *us;
+	struct urlset_job uj;
 	struct request_origin origin;
-	size_t n;			/* URLs in the request */
-	size_t nbad;
-	struct bad_item *bad;
-	uint64_t *counts;		/* per URL of the request */
-	size_t nitems;			/* valid URLs */
-	struct job_item {
-		struct url_key key;
-		uint32_t pos;
-		bool added;		/* submit incremented the filter */
-		bool removed;		/* delete found a record */
-		uint32_t removed_idx[CBF_K];
-	} items[];
+	struct batch_keys bk;
+	uint64_t *counts;		/* per item of the request */
+	uint64_t *kcounts;		/* per key */
 };
-
-static int
-url_job_apply(struct writer_job *wj, struct store_txn *txn)
-{
-	struct url_job *j = (struct url_job *)wj;
-	int rc;
-
-	for (size_t i = 0; i < j->nitems; i++) {
-		struct job_item *it = &j->items[i];
-		uint64_t *count = &j->counts[it->pos];
-
-		/* The filter's lines for a few items ahead: their misses
-		 * overlap with this item's B-tree work. */
-		if (i + 8 < j->nitems)
-			urlset_prefetch(j->us, &j->items[i + 8].key);
-		it->added = it->removed = false;
-		if (j->op == URLREQ_SUBMIT)
-			rc = urlset_submit(j->us, txn, &it->key, wj->now_ms,
-			    count, &it->added);
-		else {
-			rc = urlset_delete(j->us, txn, &it->key, count,
-			    it->removed_idx);
-			it->removed = rc == STORE_OK && *count > 0;
-		}
-		if (rc != STORE_OK)
-			return rc;
-	}
-	return STORE_OK;
-}
-
-static void
-url_job_committed(struct writer_job *wj)
-{
-	struct url_job *j = (struct url_job *)wj;
-	uint64_t added = 0;
-
-	for (size_t i = 0; i < j->nitems; i++) {
-		struct job_item *it = &j->items[i];
-
-		added += it->added;
-		if (it->removed)
-			urlset_commit_remove(j->us, it->removed_idx);
-	}
-	if (j->op == URLREQ_SUBMIT)
-		urlset_count_committed(j->us, added, j->nitems - added);
-}
-
-static void
-url_job_aborted(struct writer_job *wj)
-{
-	struct url_job *j = (struct url_job *)wj;
-
-	for (size_t i = 0; i < j->nitems; i++) {
-		struct job_item *it = &j->items[i];
-
-		if (it->added)
-			urlset_undo_add(j->us, &it->key);
-		it->added = it->removed = false;
-	}
-}
 
 static void
 url_job_free(struct url_job *j)
 {
-	free(j->bad);
+	free(j->bk.keys);
+	free(j->bk.pos);
+	free(j->bk.valid);
+	free(j->bk.bad);
 	free(j->counts);
+	free(j->kcounts);
 	free(j);
 }
 
 static void
-url_job_done(struct writer_job *wj)
+url_job_done(struct urlset_job *uj)
 {
-	struct url_job *j = (struct url_job *)wj;
+	struct url_job *j = (struct url_job *)uj;
 	struct evbuffer *out = evbuffer_new();
 
-	if (out != NULL) {
-		if (wj->status == STORE_OK)
-			write_results(out, j->origin.id, j->counts, j->n,
-			    j->bad, j->nbad);
-		else
-			frame_write_error(out, j->origin.id,
-			    wj->status == STORE_FULL ||
-			    wj->status == STORE_TXN_FULL ?
-			    NDDD__V1__CODE__RESOURCE_EXHAUSTED :
-			    NDDD__V1__CODE__INTERNAL,
-			    store_strstatus(wj->status));
-	}
-	dispatch_finish(&j->origin, out, wj->status != STORE_OK);
+	if (out != NULL && uj->status == STORE_OK) {
+		for (size_t i = 0; i < j->bk.nkeys; i++)
+			j->counts[j->bk.pos[i]] = j->kcounts[i];
+		write_results(out, j->origin.id, j->counts, j->bk.n, j->bk.bad,
+		    j->bk.nbad);
+	} else if (out != NULL)
+		frame_write_error(out, j->origin.id,
+		    uj->status == STORE_FULL || uj->status == STORE_TXN_FULL ?
+		    NDDD__V1__CODE__RESOURCE_EXHAUSTED :
+		    NDDD__V1__CODE__INTERNAL, store_strstatus(uj->status));
+	dispatch_finish(&j->origin, out, uj->status != STORE_OK);
 	if (out != NULL)
 		evbuffer_free(out);
 	url_job_free(j);
 }
 
-static const struct writer_job_ops url_job_ops = {
-	.apply = url_job_apply,
-	.committed = url_job_committed,
-	.aborted = url_job_aborted,
-	.done = url_job_done,
-};
-
 bool
-urlreq_mutate(struct urlset *us, struct url_keyer *k, struct writer *w,
-    const struct request_origin *origin, enum urlreq_op op,
-    const Nddd__V1__UrlBatch *batch, struct evbuffer *out)
+urlreq_mutate(struct urlset *us, struct url_keyer *k,
+    const struct request_origin *origin, enum urlset_op op,
+    enum urlset_durability dflt, const Nddd__V1__UrlBatch *batch,
+    struct evbuffer *out)
 {
 	uint64_t id = origin->id;
-	size_t n = batch ? batch->n_urls : 0;
+	size_t n = urlreq_batch_len(batch);
+	const char *refused;
 	struct url_job *j;
 
-	j = calloc(1, sizeof(*j) + n * sizeof(j->items[0]));
-	if (j == NULL || (j->counts = calloc(n + 1, sizeof(*j->counts))) ==
-	    NULL || (j->bad = calloc(n + 1, sizeof(*j->bad))) == NULL) {
-		if (j != NULL)
-			url_job_free(j);
-		frame_write_error(out, id, NDDD__V1__CODE__INTERNAL,
-		    "out of memory");
-		return false;
-	}
-	j->wj.ops = &url_job_ops;
-	j->op = op;
-	j->us = us;
-	j->origin = *origin;
-	j->n = n;
-	for (size_t i = 0; i < n; i++) {
-		const ProtobufCBinaryData *url = &batch->urls[i];
-		struct job_item *it = &j->items[j->nitems];
-		const char *cause;
-
-		if (urlset_key(k, (const char *)url->data, url->len, &it->key,
-		    &cause) == -1) {
-			j->bad[j->nbad].pos = (uint32_t)i;
-			j->bad[j->nbad++].cause = cause;
-			continue;
-		}
-		it->pos = (uint32_t)i;
-		j->nitems++;
-	}
-	if (j->nitems == 0) {
-		/* Nothing to write. */
-		write_results(out, id, j->counts, n, j->bad, j->nbad);
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		goto nomem;
+	j->bk.n = n;
+	j->bk.keys = malloc(n * sizeof(*j->bk.keys) + 1);
+	j->bk.pos = malloc(n * sizeof(*j->bk.pos) + 1);
+	j->bk.valid = malloc(n * sizeof(*j->bk.valid) + 1);
+	j->bk.bad = malloc(n * sizeof(*j->bk.bad) + 1);
+	j->counts = calloc(n + 1, sizeof(*j->counts));
+	j->kcounts = calloc(n + 1, sizeof(*j->kcounts));
+	if (j->bk.keys == NULL || j->bk.pos == NULL || j->bk.valid == NULL ||
+	    j->bk.bad == NULL || j->counts == NULL || j->kcounts == NULL)
+		goto nomem;
+	if ((refused = derive_keys(us, k, batch, &j->bk)) != NULL) {
+		frame_write_error(out, id, NDDD__V1__CODE__INVALID_ARGUMENT,
+		    refused);
 		url_job_free(j);
 		return false;
 	}
-	j->wj.cost = j->nitems;
-	writer_submit(w, &j->wj);
+	if (j->bk.nkeys == 0) {
+		/* Nothing to write. */
+		write_results(out, id, j->counts, n, j->bk.bad, j->bk.nbad);
+		url_job_free(j);
+		return false;
+	}
+	j->origin = *origin;
+	j->uj.op = op;
+	switch (batch->durability) {
+	case NDDD__V1__DURABILITY__DURABLE:
+		j->uj.durability = URLSET_DURABLE;
+		break;
+	case NDDD__V1__DURABILITY__RELAXED:
+		j->uj.durability = URLSET_RELAXED;
+		break;
+	default:
+		j->uj.durability = dflt;
+		break;
+	}
+	j->uj.keys = j->bk.keys;
+	j->uj.n = j->bk.nkeys;
+	j->uj.counts = j->kcounts;
+	j->uj.done = url_job_done;
+	urlset_submit_job(us, &j->uj);
 	return true;
+nomem:
+	if (j != NULL)
+		url_job_free(j);
+	frame_write_error(out, id, NDDD__V1__CODE__INTERNAL, "out of memory");
+	return false;
 }

@@ -20,29 +20,23 @@
 static const char *const store_table_names[STORE_NTABLES] = {
 	[STORE_META] = "meta",
 	[STORE_URLS] = "urls",
+	[STORE_URL_SEGS] = "url_segs",
+	[STORE_URL_LIVE] = "url_live",
 	[STORE_DOCS] = "docs",
 	[STORE_DOC_URLS] = "doc_urls",
 };
 
-/*
- * The map is written in place (MDB_WRITEMAP): dirty pages live in the
- * file's page cache instead of LMDB's malloc'ed copies, which a large
- * group commit would otherwise keep as anonymous memory for good, and
- * commits skip a copy.  The price: the data file is a sparse file as large
- * as map_size, and a write to a hole that the disk cannot fill would kill
- * the process (SIGBUS) instead of failing a call.  So the writer keeps the
- * file's blocks allocated ahead of the last page in use, by more than one
- * transaction can add, and refuses to begin a transaction when it cannot.
- */
-#define STORE_ALLOC_AHEAD	(256ull << 20)
+/* Tables keyed by a native unsigned integer (LMDB compares them as such). */
+static const unsigned store_table_flags[STORE_NTABLES] = {
+	[STORE_URL_SEGS] = MDB_INTEGERKEY,
+	[STORE_URL_LIVE] = MDB_INTEGERKEY,
+};
 
 struct store {
 	MDB_env *env;
 	MDB_dbi dbi[STORE_NTABLES];
 	int lock_fd;
 	uint64_t map_size;
-	uint64_t allocated;	/* bytes of data.mdb known to have blocks */
-	bool no_fallocate;	/* the file system cannot: hope instead */
 };
 
 struct store_txn {
@@ -57,7 +51,8 @@ store_strstatus(int status)
 	case STORE_OK: return "ok";
 	case STORE_NOTFOUND: return "not found";
 	case STORE_EXISTS: return "exists";
-	case STORE_FULL: return "the store is full (raise [store] map_size)";
+	case STORE_FULL: return "the store is full (raise [store] map_size, "
+	    "or free disk space)";
 	case STORE_TXN_FULL: return "transaction too large";
 	case STORE_FAILED: return "store failure (see the daemon's log)";
 	}
@@ -79,6 +74,10 @@ store_status(int rc, const char *what)
 		return STORE_FULL;
 	case MDB_TXN_FULL:
 		return STORE_TXN_FULL;
+	case ENOSPC:
+	case EDQUOT:
+		log_warnx("store: %s: %s", what, mdb_strerror(rc));
+		return STORE_FULL;
 	default:
 		log_warnx("store: %s: %s", what, mdb_strerror(rc));
 		return STORE_FAILED;
@@ -158,7 +157,7 @@ store_open(const struct store_options *opts, char **cause)
 {
 	struct store *st;
 	MDB_txn *txn;
-	unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | MDB_WRITEMAP;
+	unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
 	int rc, dead;
 
 	*cause = NULL;
@@ -186,8 +185,8 @@ store_open(const struct store_options *opts, char **cause)
 	if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn)) != 0)
 		goto lmdb_err;
 	for (int t = 0; t < STORE_NTABLES; t++) {
-		rc = mdb_dbi_open(txn, store_table_names[t], MDB_CREATE,
-		    &st->dbi[t]);
+		rc = mdb_dbi_open(txn, store_table_names[t], MDB_CREATE |
+		    store_table_flags[t], &st->dbi[t]);
 		if (rc != 0) {
 			mdb_txn_abort(txn);
 			goto lmdb_err;
@@ -218,51 +217,12 @@ store_close(struct store *st)
 	free(st);
 }
 
-/* Allocates the data file's blocks ahead of the pages in use. */
-static int
-store_allocate_ahead(struct store *st)
-{
-	MDB_envinfo info;
-	MDB_stat stat;
-	mdb_filehandle_t fd;
-	uint64_t used, want;
-	int rc;
-
-	if (st->no_fallocate || mdb_env_info(st->env, &info) != 0 ||
-	    mdb_env_stat(st->env, &stat) != 0 || mdb_env_get_fd(st->env, &fd))
-		return STORE_OK;
-	used = (uint64_t)(info.me_last_pgno + 1) * stat.ms_psize;
-	if (used + STORE_ALLOC_AHEAD <= st->allocated)
-		return STORE_OK;
-	want = used + 2 * STORE_ALLOC_AHEAD;
-	if (want > info.me_mapsize)
-		want = info.me_mapsize;
-	if (want <= st->allocated)
-		return STORE_OK;
-	rc = fallocate(fd, 0, (off_t)st->allocated,
-	    (off_t)(want - st->allocated));
-	if (rc == 0) {
-		st->allocated = want;
-		return STORE_OK;
-	}
-	if (errno == ENOSPC) {
-		log_warnx("%s: the disk is full: refusing writes", __func__);
-		return STORE_FULL;
-	}
-	log_warn("%s: cannot allocate the store's blocks ahead; a full disk "
-	    "would stop nddd", __func__);
-	st->no_fallocate = true;
-	return STORE_OK;
-}
-
 int
 store_write_begin(struct store *st, struct store_txn **out)
 {
 	struct store_txn *txn;
 	int rc;
 
-	if ((rc = store_allocate_ahead(st)) != STORE_OK)
-		return rc;
 	if ((txn = calloc(1, sizeof(*txn))) == NULL)
 		return STORE_FAILED;
 	txn->st = st;
@@ -365,6 +325,30 @@ store_del(struct store_txn *txn, enum store_table t, const void *key,
 
 	return store_status(mdb_del(txn->txn, txn->st->dbi[t], &k, NULL),
 	    "del");
+}
+
+int
+store_reserve(struct store_txn *txn, enum store_table t, const void *key,
+    size_t klen, size_t vlen, void **out)
+{
+	MDB_val k = { klen, (void *)key }, v = { vlen, NULL };
+	int rc = mdb_put(txn->txn, txn->st->dbi[t], &k, &v, MDB_RESERVE);
+
+	if (rc == 0)
+		*out = v.mv_data;
+	return store_status(rc, "reserve");
+}
+
+int
+store_drop(struct store_txn *txn, enum store_table t)
+{
+	return store_status(mdb_drop(txn->txn, txn->st->dbi[t], 0), "drop");
+}
+
+uint64_t
+store_txn_id(struct store_txn *txn)
+{
+	return (uint64_t)mdb_txn_id(txn->txn);
 }
 
 uint64_t

@@ -2,13 +2,20 @@
  * store: the LMDB environment that is nddd's source of truth.
  *
  * One environment per data directory, holding named tables (metadata, URL
- * records, documents and their URL index).  This module owns the environment, the
- * transactions and the translation of LMDB's error codes into the few
- * outcomes callers act on; the record formats belong to the modules that
- * store them (urlset for URLs).
+ * segments and their live bitmaps, documents and their URL index).  This
+ * module owns the environment, the transactions and the translation of
+ * LMDB's error codes into the few outcomes callers act on; the record
+ * formats belong to the modules that store them (urlset for URLs, docset
+ * for documents).
  *
- * Threads: one write transaction at a time, begun, used and ended by one
- * thread (the writer).  Read transactions are reusable handles (renewed per
+ * Dirty pages are written with pwrite at commit (no MDB_WRITEMAP): a full
+ * disk then fails the commit with STORE_FULL instead of killing the process
+ * with SIGBUS when a page of the map cannot be allocated, and a page is
+ * written without being read first.
+ *
+ * Threads: one write transaction at a time (LMDB serializes them), begun,
+ * used and ended by one thread (the store writer for documents, the URL
+ * writer for URLs).  Read transactions are reusable handles (renewed per
  * use, never held across event-loop callbacks) and may be used from any one
  * thread at a time.
  */
@@ -26,7 +33,9 @@ enum store_sync {
 
 enum store_table {
 	STORE_META,
-	STORE_URLS,
+	STORE_URLS,		/* format 1 URL records, read once to upgrade */
+	STORE_URL_SEGS,		/* segment id (u32) -> segment (urlrec.h) */
+	STORE_URL_LIVE,		/* segment id (u32) -> its live bitmap */
 	STORE_DOCS,		/* document id -> record */
 	STORE_DOC_URLS,		/* MD5 of a document's URL -> its id */
 	STORE_NTABLES
@@ -37,7 +46,7 @@ enum store_status {
 	STORE_OK = 0,
 	STORE_NOTFOUND,		/* no such key */
 	STORE_EXISTS,		/* put with STORE_NOOVERWRITE on a present key */
-	STORE_FULL,		/* the map is full: raise [store] map_size */
+	STORE_FULL,		/* the map or the disk is full */
 	STORE_TXN_FULL,		/* the transaction touched too many pages */
 	STORE_FAILED,		/* I/O or internal error; see the log */
 };
@@ -93,6 +102,19 @@ int store_put(struct store_txn *txn, enum store_table t, const void *key,
     struct store_val *existing);
 int store_del(struct store_txn *txn, enum store_table t, const void *key,
     size_t klen);
+/*
+ * Makes room for a value of vlen bytes under key and sets *out to it: the
+ * caller writes the value there before the transaction's next call.
+ */
+int store_reserve(struct store_txn *txn, enum store_table t, const void *key,
+    size_t klen, size_t vlen, void **out);
+/* Deletes every record of t. */
+int store_drop(struct store_txn *txn, enum store_table t);
+/*
+ * The transaction's id: a reader's is that of the last commit it sees; a
+ * write transaction's, the one it commits as.  Ids only grow.
+ */
+uint64_t store_txn_id(struct store_txn *txn);
 /* Number of records in table t as seen by txn. */
 uint64_t store_count(struct store_txn *txn, enum store_table t);
 /* Bytes of the map in use (pages below the last page used). */

@@ -1,5 +1,7 @@
 /*
- * urlset: the set of seen URLs behind a counting Bloom filter.  See urlset.h.
+ * urlset: the set of seen URLs.  See urlset.h; this file opens it (settings
+ * fixed per data directory, the rebuild of memory from the store, the
+ * journal's replay), derives keys and gathers statistics.
  */
 #include "urlset.h"
 
@@ -9,193 +11,27 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-
 #include "log.h"
+#include "urlset_impl.h"
 
 /* Counters per URL of capacity: 10 bytes of filter per URL (DESIGN 3). */
-#define URLSET_COUNTERS_PER_URL 20
-/* Version of the record layout and metadata below. */
-#define URLSET_FORMAT "1"
+#define URLSET_COUNTERS_PER_URL	20
+/* URLs changed between flushes, by default: a flush then writes 16
+ * segments, and the journal's table takes 8 MiB. */
+#define URLSET_JOURNAL_ENTRIES	65536
+bool (*urlset_crash_hook)(enum urlset_crash_point point);
 
-struct urlset {
-	struct store *st;
-	struct cbf *filter;
-	uint64_t m;
-	struct urlcanon_options canon;
-	EVP_MD *md5;		/* fetched once, shared by the keyers */
-	/* Statistics, updated with relaxed atomics. */
-	uint64_t checks, checks_filter_only, false_positives;
-	uint64_t submits_new, submits_duplicate, deletes;
-};
+/* Version of the canonical form; changes whenever urlcanon's output does,
+ * so that digests made by clients of another version are refused. */
+#define URLSET_CANON_VERSION	1
 
-struct url_keyer {
-	struct urlset *us;
-	struct urlcanon *canon;
-	EVP_MD_CTX *md_ctx;
-};
-
-static void
-put_le32(uint8_t *p, uint32_t v)
+uint64_t
+urlset_now_ms(void)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
+	struct timespec ts;
 
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
-/*
- * Layout, little-endian: count u32, reserved u32 (0), first_seen_ms u64,
- * last_seen_ms u64, idx u32[8].
- */
-void
-urlset_record_encode(const struct url_record *r, uint8_t out[URLSET_RECORD_LEN])
-{
-	put_le32(out, r->count);
-	put_le32(out + 4, 0);
-	put_le64(out + 8, r->first_seen_ms);
-	put_le64(out + 16, r->last_seen_ms);
-	for (int i = 0; i < CBF_K; i++)
-		put_le32(out + 24 + 4 * i, r->idx[i]);
-}
-
-int
-urlset_record_decode(const void *data, size_t len, struct url_record *r)
-{
-	const uint8_t *p = data;
-
-	if (len != URLSET_RECORD_LEN)
-		return -1;
-	r->count = get_le32(p);
-	r->first_seen_ms = get_le64(p + 8);
-	r->last_seen_ms = get_le64(p + 16);
-	for (int i = 0; i < CBF_K; i++)
-		r->idx[i] = get_le32(p + 24 + 4 * i);
-	return 0;
-}
-
-/*
- * What a data directory fixes at creation: the filter's shape and the
- * canonicalization rules.  Each is checked against the configuration.
- */
-struct fixed {
-	const char *key;
-	char value[64];
-	const char *config_name;	/* what to tell the operator */
-};
-
-static int
-urlset_metadata(struct urlset *us, const struct urlset_options *opts,
-    char **cause)
-{
-	struct fixed fixed[] = {
-		{ "urls.format", URLSET_FORMAT, "the URL record format" },
-		{ "urls.cbf_m", "", "[urls] capacity (x20 counters)" },
-		{ "urls.cbf_k", "", "the filter's k" },
-		{ "urls.cbf_index", CBF_INDEX_SCHEME, "the filter's indexing" },
-		{ "urls.strip_session_ids", "", "[urls] strip_session_ids" },
-		{ "urls.strip_tracking", "", "[urls] strip_tracking" },
-		{ "urls.sort_query", "", "[urls] sort_query" },
-	};
-	struct store_txn *txn;
-	char buf[64];
-	int rc, created = 0;
-
-	snprintf(fixed[1].value, sizeof(fixed[1].value), "%" PRIu64, us->m);
-	snprintf(fixed[2].value, sizeof(fixed[2].value), "%d", CBF_K);
-	snprintf(fixed[4].value, sizeof(fixed[4].value), "%s",
-	    opts->canon.strip_session_ids ? "yes" : "no");
-	snprintf(fixed[5].value, sizeof(fixed[5].value), "%s",
-	    opts->canon.strip_tracking ? "yes" : "no");
-	snprintf(fixed[6].value, sizeof(fixed[6].value), "%s",
-	    opts->canon.sort_query ? "yes" : "no");
-
-	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
-		goto store_err;
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		rc = store_meta_get(txn, fixed[i].key, buf, sizeof(buf));
-		if (rc == STORE_NOTFOUND) {
-			if ((rc = store_meta_put(txn, fixed[i].key,
-			    fixed[i].value)) != STORE_OK) {
-				store_abort(txn);
-				goto store_err;
-			}
-			created = 1;
-			continue;
-		}
-		if (rc != STORE_OK) {
-			store_abort(txn);
-			goto store_err;
-		}
-		if (strcmp(buf, fixed[i].value) != 0) {
-			store_abort(txn);
-			if (asprintf(cause, "the data directory was created "
-			    "with %s = %s, but the configuration gives %s; "
-			    "this is fixed per data directory: restore the "
-			    "setting or use a new data directory",
-			    fixed[i].key, buf, fixed[i].value) == -1)
-				*cause = NULL;
-			return -1;
-		}
-	}
-	if ((rc = store_commit(txn)) != STORE_OK)
-		goto store_err;
-	if (created)
-		log_info("%s: new URL store: %" PRIu64 " filter counters",
-		    __func__, us->m);
-	return 0;
-store_err:
-	if (asprintf(cause, "URL store metadata: %s", store_strstatus(rc)) ==
-	    -1)
-		*cause = NULL;
-	return -1;
-}
-
-struct rebuild {
-	struct urlset *us;
-	uint64_t records;
-	const char *bad;
-};
-
-static int
-rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
-    void *arg)
-{
-	struct rebuild *rb = arg;
-	struct url_record r;
-
-	(void)key;
-	if (klen != CBF_FP_LEN || urlset_record_decode(val, vlen, &r) == -1) {
-		rb->bad = "a URL record has the wrong size";
-		return -1;
-	}
-	for (int i = 0; i < CBF_K; i++) {
-		if (r.idx[i] >= rb->us->m) {
-			rb->bad = "a URL record names a counter beyond m";
-			return -1;
-		}
-	}
-	cbf_add(rb->us->filter, r.idx);
-	rb->records++;
-	return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static double
@@ -207,49 +43,292 @@ now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * What a data directory fixes at creation: the filter's shape and the
+ * canonicalization rules.  Each is checked against the configuration.
+ */
+struct fixed {
+	const char *key;
+	char value[64];
+};
+
+static int
+set_cause(char **cause, int rc, const char *what)
+{
+	if (asprintf(cause, "URL store %s: %s", what, store_strstatus(rc)) ==
+	    -1)
+		*cause = NULL;
+	return -1;
+}
+
+/*
+ * Checks (or, in a new store, records) the settings fixed per data
+ * directory and the format.  *format is the store's format (0: new).  A
+ * store of a newer format, or other settings, is refused before anything
+ * is written.
+ */
+static int
+urlset_metadata(struct urlset *us, const struct urlset_options *opts,
+    int *format, char **cause)
+{
+	struct fixed fixed[] = {
+		{ "urls.cbf_m", "" },
+		{ "urls.cbf_k", "" },
+		{ "urls.cbf_index", CBF_INDEX_SCHEME },
+		{ "urls.strip_session_ids", "" },
+		{ "urls.strip_tracking", "" },
+		{ "urls.sort_query", "" },
+	};
+	struct store_txn *txn;
+	char buf[64], *end;
+	int rc, created = 0;
+	long f;
+
+	snprintf(fixed[0].value, sizeof(fixed[0].value), "%" PRIu64, us->m);
+	snprintf(fixed[1].value, sizeof(fixed[1].value), "%d", CBF_K);
+	snprintf(fixed[3].value, sizeof(fixed[3].value), "%s",
+	    opts->canon.strip_session_ids ? "yes" : "no");
+	snprintf(fixed[4].value, sizeof(fixed[4].value), "%s",
+	    opts->canon.strip_tracking ? "yes" : "no");
+	snprintf(fixed[5].value, sizeof(fixed[5].value), "%s",
+	    opts->canon.sort_query ? "yes" : "no");
+
+	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
+		return set_cause(cause, rc, "metadata");
+	rc = store_meta_get(txn, "urls.format", buf, sizeof(buf));
+	if (rc == STORE_NOTFOUND)
+		*format = 0;
+	else if (rc != STORE_OK)
+		goto store_err;
+	else {
+		f = strtol(buf, &end, 10);
+		if (*end != '\0' || f < 1 || f > URLSET_FORMAT) {
+			store_abort(txn);
+			if (asprintf(cause, "the data directory holds a URL "
+			    "store of format %s, which this nddd cannot read "
+			    "(it reads formats 1 to %d): use the nddd that "
+			    "wrote it; nothing was changed", buf,
+			    URLSET_FORMAT) == -1)
+				*cause = NULL;
+			return -1;
+		}
+		*format = (int)f;
+	}
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		rc = store_meta_get(txn, fixed[i].key, buf, sizeof(buf));
+		if (rc == STORE_NOTFOUND) {
+			if ((rc = store_meta_put(txn, fixed[i].key,
+			    fixed[i].value)) != STORE_OK)
+				goto store_err;
+			created = 1;
+			continue;
+		}
+		if (rc != STORE_OK)
+			goto store_err;
+		if (strcmp(buf, fixed[i].value) != 0) {
+			store_abort(txn);
+			if (asprintf(cause, "the data directory was created "
+			    "with %s = %s, but the configuration gives %s; "
+			    "this is fixed per data directory: restore the "
+			    "setting or use a new data directory",
+			    fixed[i].key, buf, fixed[i].value) == -1)
+				*cause = NULL;
+			return -1;
+		}
+	}
+	if (*format == 0) {
+		snprintf(buf, sizeof(buf), "%d", URLSET_FORMAT);
+		if ((rc = store_meta_put(txn, "urls.format", buf)) != STORE_OK)
+			goto store_err;
+	}
+	if ((rc = store_commit(txn)) != STORE_OK)
+		return set_cause(cause, rc, "metadata");
+	if (created && *format == 0)
+		log_info("%s: new URL store: %" PRIu64 " filter counters",
+		    __func__, us->m);
+	return 0;
+store_err:
+	store_abort(txn);
+	return set_cause(cause, rc, "metadata");
+}
+
+/* The store's last journal frame (0: none). */
+static int
+read_checkpoint(struct urlset *us, uint64_t *seq, char **cause)
+{
+	struct store_txn *txn = store_reader_new(us->st);
+	char buf[32];
+	int rc;
+
+	if (txn == NULL || (rc = store_reader_begin(txn)) != STORE_OK) {
+		store_reader_free(txn);
+		return set_cause(cause, STORE_FAILED, "checkpoint");
+	}
+	rc = store_meta_get(txn, "urls.journal_seq", buf, sizeof(buf));
+	store_reader_end(txn);
+	store_reader_free(txn);
+	if (rc == STORE_NOTFOUND) {
+		*seq = 0;
+		return 0;
+	}
+	if (rc != STORE_OK)
+		return set_cause(cause, rc, "checkpoint");
+	*seq = strtoull(buf, NULL, 10);
+	return 0;
+}
+
+/*
+ * One journal entry, a URL's state after a change that the store may not
+ * hold: the same steps as publishing a group (urlwriter.c), against what
+ * memory and the store hold now.  Replaying an entry twice changes nothing
+ * more than once.
+ */
+static int
+replay_one(const struct urlmem_entry *e, void *arg)
+{
+	struct urlset *us = arg;
+	struct urlmem_entry cur = *e, old;
+	struct url_key key;
+	bool was;
+	uint32_t which = 0, retry;
+	size_t nretry;
+	struct url_found found;
+
+	if (urlmem_count(us->mem) >= urlmem_capacity(us->mem) &&
+	    urlset_flush(us, false) != STORE_OK)
+		return -1;
+	urlset_key_digest(us, e->fp, &key);
+	if (urlmem_get(us->mem, e->fp, &old)) {
+		was = old.count > 0;
+		cur.orig_seg = old.orig_seg;
+		cur.orig_slot = old.orig_slot;
+	} else {
+		memset(&found, 0, sizeof(found));
+		us->wrd->idx = us->idx;
+		if (store_reader_begin(us->wrd->txn) != STORE_OK)
+			return -1;
+		if (urlset_lookup_store(us->wrd, &key, &which, 1, &found,
+		    &retry, &nretry) != STORE_OK || nretry > 0) {
+			store_reader_end(us->wrd->txn);
+			return -1;
+		}
+		store_reader_end(us->wrd->txn);
+		was = found.found;
+		cur.orig_seg = found.found ? found.seg : 0;
+		cur.orig_slot = found.found ? found.slot : 0;
+	}
+	if (!was && cur.count > 0)
+		cbf_add(us->filter, key.idx);
+	if (urlmem_put(us->mem, &cur) == -1)
+		return -1;
+	if (was && cur.count == 0)
+		cbf_remove(us->filter, key.idx);
+	us->live += (cur.count > 0) - was;
+	return 0;
+}
+
+static int
+urlset_replay(struct urlset *us, char **cause)
+{
+	uint64_t checkpoint, frames, entries;
+	double t0 = now_seconds();
+
+	if (read_checkpoint(us, &checkpoint, cause) == -1)
+		return -1;
+	if (urljournal_replay(us->journal, checkpoint, replay_one, us, &frames,
+	    &entries, cause) == -1)
+		return -1;
+	if (frames > 0)
+		log_info("%s: %" PRIu64 " URL changes of %" PRIu64 " journal "
+		    "frames replayed in %.3f s", __func__, entries, frames,
+		    now_seconds() - t0);
+	/* Always: the store records the journal's new numbering before any
+	 * frame of it is written. */
+	if (urlset_flush(us, true) != STORE_OK) {
+		if (asprintf(cause, "cannot flush the replayed URL journal "
+		    "into the store") == -1)
+			*cause = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+make_canon_id(struct urlset *us)
+{
+	snprintf(us->canon_id, sizeof(us->canon_id), "urlcanon/%d "
+	    "strip_session_ids=%s strip_tracking=%s sort_query=%s",
+	    URLSET_CANON_VERSION, us->canon.strip_session_ids ? "yes" : "no",
+	    us->canon.strip_tracking ? "yes" : "no",
+	    us->canon.sort_query ? "yes" : "no");
+}
+
 struct urlset *
-urlset_open(struct store *st, const struct urlset_options *opts, char **cause)
+urlset_open(struct store *st, const char *dir,
+    const struct urlset_options *opts, char **cause)
 {
 	struct urlset *us;
-	struct rebuild rb = { 0 };
+	size_t entries;
+	int format;
 	double t0;
-	int rc;
 
 	*cause = NULL;
 	if ((us = calloc(1, sizeof(*us))) == NULL)
 		return NULL;
 	us->st = st;
 	us->canon = opts->canon;
+	us->capacity = opts->capacity;
+	us->sync = opts->sync;
+	us->relaxed_sync_ms = opts->relaxed_sync_ms;
+	us->seg_records = opts->segment_records ? opts->segment_records :
+	    URLSEG_MAX;
+	if (us->seg_records > URLSEG_MAX)
+		us->seg_records = URLSEG_MAX;
+	if (us->seg_records < 2)
+		us->seg_records = 2;
+	entries = opts->journal_entries ? opts->journal_entries :
+	    URLSET_JOURNAL_ENTRIES;
+	pthread_mutex_init(&us->lock, NULL);
+	pthread_cond_init(&us->cond, NULL);
+	pthread_mutex_init(&us->readers_lock, NULL);
+	us->epoch = 1;
+	make_canon_id(us);
 	/* Whole blocks of counters: round up. */
 	us->m = (opts->capacity * URLSET_COUNTERS_PER_URL + CBF_BLOCK - 1) /
 	    CBF_BLOCK * CBF_BLOCK;
-	if (urlset_metadata(us, opts, cause) == -1)
+	if (urlset_metadata(us, opts, &format, cause) == -1)
 		goto err;
 	if ((us->filter = cbf_new(us->m)) == NULL ||
-	    (us->md5 = EVP_MD_fetch(NULL, "MD5", NULL)) == NULL) {
+	    (us->md5 = EVP_MD_fetch(NULL, "MD5", NULL)) == NULL ||
+	    (us->idx = urlidx_new(opts->capacity)) == NULL ||
+	    (us->mem = urlmem_new(entries)) == NULL ||
+	    (us->wrd = urlset_reader_new(us)) == NULL) {
 		if (asprintf(cause, "cannot allocate the URL filter (%" PRIu64
-		    " bytes) or MD5", us->m / 2) == -1)
+		    " bytes), index or journal table", us->m / 2) == -1)
 			*cause = NULL;
 		goto err;
 	}
+	/* Room for a round's frames: entries URLs, changed in groups of up to
+	 * as many. */
+	if ((us->journal = urljournal_open(dir, 2 * urljournal_frame_len(
+	    entries), cause)) == NULL)
+		goto err;
+	if (format == 1 && urlset_migrate_v1(us, cause) == -1)
+		goto err;
 
 	t0 = now_seconds();
-	rb.us = us;
-	rc = store_scan(st, STORE_URLS, rebuild_one, &rb);
-	if (rc != STORE_OK) {
-		if (asprintf(cause, "rebuilding the URL filter: %s",
-		    rb.bad ? rb.bad : store_strstatus(rc)) == -1)
-			*cause = NULL;
+	if (urlset_rebuild(us, cause) == -1)
 		goto err;
-	}
-	log_info("%s: filter rebuilt from %" PRIu64 " URLs in %.3f s "
-	    "(%" PRIu64 " of %" PRIu64 " counters non-zero)", __func__,
-	    rb.records, now_seconds() - t0, cbf_stat_nonzero(us->filter),
-	    us->m);
-	if (rb.records > opts->capacity)
+	log_info("%s: filter and index rebuilt from %" PRIu64 " URLs in "
+	    "%" PRIu64 " segments in %.3f s (%" PRIu64 " of %" PRIu64
+	    " counters non-zero)", __func__, us->live, us->seg_count,
+	    now_seconds() - t0, cbf_stat_nonzero(us->filter), us->m);
+	if (urlset_replay(us, cause) == -1)
+		goto err;
+	if (us->live > opts->capacity)
 		log_warnx("%s: %" PRIu64 " URLs stored, above the capacity of "
 		    "%" PRIu64 ": checks stay exact but read the store more",
-		    __func__, rb.records, opts->capacity);
+		    __func__, us->live, opts->capacity);
 	return us;
 err:
 	urlset_free(us);
@@ -261,8 +340,25 @@ urlset_free(struct urlset *us)
 {
 	if (us == NULL)
 		return;
+	if (us->started)
+		urlset_stop(us);
+	urljournal_close(us->journal);
+	urlset_reader_free(us->wrd);
+	urlmem_free(us->mem);
+	urlidx_free(us->idx);
 	cbf_free(us->filter);
 	EVP_MD_free(us->md5);
+	free(us->stage);
+	free(us->stage_map);
+	free(us->frame);
+	free(us->lookup_which);
+	free(us->lookup_found);
+	free(us->lookup_retry);
+	free(us->dir);
+	free(us->free_ids);
+	pthread_cond_destroy(&us->cond);
+	pthread_mutex_destroy(&us->lock);
+	pthread_mutex_destroy(&us->readers_lock);
 	free(us);
 }
 
@@ -271,6 +367,18 @@ urlset_filter(const struct urlset *us)
 {
 	return us->filter;
 }
+
+const char *
+urlset_canon_id(const struct urlset *us)
+{
+	return us->canon_id;
+}
+
+struct url_keyer {
+	struct urlset *us;
+	struct urlcanon *canon;
+	EVP_MD_CTX *md_ctx;
+};
 
 struct url_keyer *
 urlset_keyer_new(struct urlset *us)
@@ -336,38 +444,17 @@ urlset_key(struct url_keyer *k, const char *url, size_t len,
 }
 
 void
+urlset_key_digest(const struct urlset *us, const uint8_t digest[CBF_FP_LEN],
+    struct url_key *key)
+{
+	memcpy(key->fp, digest, CBF_FP_LEN);
+	cbf_indices(us->filter, key->fp, key->idx);
+}
+
+void
 urlset_prefetch(const struct urlset *us, const struct url_key *key)
 {
 	cbf_prefetch(us->filter, key->idx);
-}
-
-int
-urlset_check(struct urlset *us, struct store_txn *rd,
-    const struct url_key *key, uint64_t *count, struct urlset_tally *tally)
-{
-	struct store_val v;
-	struct url_record r;
-	int rc;
-
-	tally->checks++;
-	*count = 0;
-	if (!cbf_maybe(us->filter, key->idx)) {
-		tally->filter_only++;
-		return STORE_OK;
-	}
-	rc = store_get(rd, STORE_URLS, key->fp, CBF_FP_LEN, &v);
-	if (rc == STORE_NOTFOUND) {
-		tally->false_positives++;
-		return STORE_OK;
-	}
-	if (rc != STORE_OK)
-		return rc;
-	if (urlset_record_decode(v.data, v.len, &r) == -1) {
-		log_warnx("%s: a URL record has the wrong size", __func__);
-		return STORE_FAILED;
-	}
-	*count = r.count;
-	return STORE_OK;
 }
 
 void
@@ -380,183 +467,43 @@ urlset_add_tally(struct urlset *us, const struct urlset_tally *tally)
 	    __ATOMIC_RELAXED);
 }
 
-int
-urlset_submit(struct urlset *us, struct store_txn *txn,
-    const struct url_key *key, uint64_t now_ms, uint64_t *count, bool *added)
+static uint64_t
+get(const uint64_t *p)
 {
-	struct url_record r = {
-		.count = 1,
-		.first_seen_ms = now_ms,
-		.last_seen_ms = now_ms,
-	};
-	uint8_t buf[URLSET_RECORD_LEN];
-	struct store_val old;
-	int rc;
-
-	*added = false;
-	memcpy(r.idx, key->idx, sizeof(r.idx));
-	urlset_record_encode(&r, buf);
-	rc = store_put(txn, STORE_URLS, key->fp, CBF_FP_LEN, buf, sizeof(buf),
-	    STORE_NOOVERWRITE, &old);
-	if (rc == STORE_OK) {
-		/* Increment before commit: see the header. */
-		cbf_add(us->filter, key->idx);
-		*added = true;
-		*count = 1;
-		return STORE_OK;
-	}
-	if (rc != STORE_EXISTS)
-		return rc;
-	if (urlset_record_decode(old.data, old.len, &r) == -1) {
-		log_warnx("%s: a URL record has the wrong size", __func__);
-		return STORE_FAILED;
-	}
-	if (r.count < UINT32_MAX)
-		r.count++;
-	r.last_seen_ms = now_ms;
-	urlset_record_encode(&r, buf);
-	rc = store_put(txn, STORE_URLS, key->fp, CBF_FP_LEN, buf, sizeof(buf),
-	    0, NULL);
-	if (rc != STORE_OK)
-		return rc;
-	*count = r.count;
-	return STORE_OK;
-}
-
-int
-urlset_delete(struct urlset *us, struct store_txn *txn,
-    const struct url_key *key, uint64_t *count, uint32_t removed_idx[CBF_K])
-{
-	struct store_val v;
-	struct url_record r;
-	int rc;
-
-	(void)us;
-	*count = 0;
-	rc = store_get(txn, STORE_URLS, key->fp, CBF_FP_LEN, &v);
-	if (rc == STORE_NOTFOUND)
-		return STORE_OK;
-	if (rc != STORE_OK)
-		return rc;
-	if (urlset_record_decode(v.data, v.len, &r) == -1) {
-		log_warnx("%s: a URL record has the wrong size", __func__);
-		return STORE_FAILED;
-	}
-	if ((rc = store_del(txn, STORE_URLS, key->fp, CBF_FP_LEN)) != STORE_OK)
-		return rc;
-	/* The stored indices, not recomputed ones: they are what the
-	 * submit incremented. */
-	memcpy(removed_idx, r.idx, sizeof(r.idx));
-	*count = r.count;
-	return STORE_OK;
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
 void
-urlset_undo_add(struct urlset *us, const struct url_key *key)
+urlset_stats(struct urlset *us, struct urlset_stats *out)
 {
-	cbf_remove(us->filter, key->idx);
-}
-
-void
-urlset_count_committed(struct urlset *us, uint64_t submits_new,
-    uint64_t submits_duplicate)
-{
-	__atomic_fetch_add(&us->submits_new, submits_new, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->submits_duplicate, submits_duplicate,
-	    __ATOMIC_RELAXED);
-}
-
-void
-urlset_commit_remove(struct urlset *us, const uint32_t idx[CBF_K])
-{
-	cbf_remove(us->filter, idx);
-	__atomic_fetch_add(&us->deletes, 1, __ATOMIC_RELAXED);
-}
-
-void
-urlset_stats(struct urlset *us, struct store_txn *rd, struct urlset_stats *out)
-{
-	out->urls = store_count(rd, STORE_URLS);
-	out->checks = __atomic_load_n(&us->checks, __ATOMIC_RELAXED);
-	out->checks_filter_only = __atomic_load_n(&us->checks_filter_only,
-	    __ATOMIC_RELAXED);
-	out->filter_false_positives = __atomic_load_n(&us->false_positives,
-	    __ATOMIC_RELAXED);
-	out->submits_new = __atomic_load_n(&us->submits_new, __ATOMIC_RELAXED);
-	out->submits_duplicate = __atomic_load_n(&us->submits_duplicate,
-	    __ATOMIC_RELAXED);
-	out->deletes = __atomic_load_n(&us->deletes, __ATOMIC_RELAXED);
-}
-
-struct verify_scan {
-	struct urlset *us;
-	struct cbf *fresh;
-	struct urlset_verify *out;
-	const char *bad;
-};
-
-static int
-verify_one(const void *key, size_t klen, const void *val, size_t vlen,
-    void *arg)
-{
-	struct verify_scan *vs = arg;
-	struct url_record r;
-	uint32_t idx[CBF_K];
-
-	if (klen != CBF_FP_LEN || urlset_record_decode(val, vlen, &r) == -1) {
-		vs->bad = "a URL record has the wrong size";
-		return -1;
-	}
-	cbf_indices(vs->us->filter, key, idx);
-	if (memcmp(idx, r.idx, sizeof(idx)) != 0) {
-		if (vs->out->index_mismatches++ == 0)
-			snprintf(vs->out->detail, sizeof(vs->out->detail),
-			    "record %" PRIu64 " stores indices other than its "
-			    "fingerprint's", vs->out->records);
-	}
-	for (int i = 0; i < CBF_K; i++)
-		if (r.idx[i] >= vs->us->m) {
-			vs->bad = "a URL record names a counter beyond m";
-			return -1;
-		}
-	cbf_add(vs->fresh, r.idx);
-	vs->out->records++;
-	return 0;
-}
-
-int
-urlset_verify(struct urlset *us, struct urlset_verify *out)
-{
-	struct verify_scan vs = { .us = us, .out = out };
-	int rc;
+	struct urlidx_stats xs;
 
 	memset(out, 0, sizeof(*out));
-	if ((vs.fresh = cbf_new(us->m)) == NULL) {
-		snprintf(out->detail, sizeof(out->detail), "out of memory");
-		return STORE_FAILED;
-	}
-	rc = store_scan(us->st, STORE_URLS, verify_one, &vs);
-	if (rc != STORE_OK) {
-		snprintf(out->detail, sizeof(out->detail), "%s",
-		    vs.bad ? vs.bad : store_strstatus(rc));
-		cbf_free(vs.fresh);
-		return vs.bad ? STORE_FAILED : rc;
-	}
-	for (uint64_t i = 0; i < us->m; i++) {
-		if (cbf_counter(us->filter, i) == cbf_counter(vs.fresh, i) &&
-		    cbf_true_count(us->filter, i) ==
-		    cbf_true_count(vs.fresh, i))
-			continue;
-		if (out->counter_mismatches++ == 0 &&
-		    out->index_mismatches == 0)
-			snprintf(out->detail, sizeof(out->detail),
-			    "counter %" PRIu64 " is %u (true count %" PRIu64
-			    ") in memory, %u (%" PRIu64 ") from the store", i,
-			    cbf_counter(us->filter, i),
-			    cbf_true_count(us->filter, i),
-			    cbf_counter(vs.fresh, i),
-			    cbf_true_count(vs.fresh, i));
-	}
-	cbf_free(vs.fresh);
-	return STORE_OK;
+	out->urls = get(&us->live);
+	out->checks = get(&us->checks);
+	out->checks_filter_only = get(&us->checks_filter_only);
+	out->filter_false_positives = get(&us->false_positives);
+	out->submits_new = get(&us->submits_new);
+	out->submits_duplicate = get(&us->submits_duplicate);
+	out->deletes = get(&us->deletes);
+	out->journal_entries = urlmem_count(us->mem);
+	out->journal_capacity = urlmem_capacity(us->mem);
+	out->journal_bytes = get(&us->stat_journal_bytes);
+	out->journal_bytes_written = get(&us->stat_journal_written);
+	out->journal_syncs = get(&us->stat_journal_syncs);
+	out->groups = get(&us->groups);
+	out->flushes = get(&us->flushes);
+	out->merges = get(&us->merges);
+	out->merges_forced = get(&us->merges_forced);
+	out->segments = get(&us->stat_segments);
+	out->small_segments = get(&us->stat_small);
+	out->records = get(&us->stat_records);
+	out->dead_records = get(&us->stat_dead);
+	out->store_bytes_written = get(&us->store_bytes_written);
+	pthread_mutex_lock(&us->lock);
+	out->pending = us->pending;
+	pthread_mutex_unlock(&us->lock);
+	urlidx_stats(us->idx, &xs);
+	out->index_bytes = xs.bytes;
+	out->journal_table_bytes = urlmem_bytes(us->mem);
 }

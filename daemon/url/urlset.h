@@ -1,62 +1,109 @@
 /*
  * urlset: the set of seen URLs, exact, behind a counting Bloom filter (the
- * IMP-CBFilter scheme).
+ * IMP-CBFilter scheme), stored so that writes reach the disk sequentially.
  *
- * A URL's key is the MD5 of its canonical form (urlcanon), and the k filter
- * counter indices derived from that MD5.  The store holds, per key, the
- * reference count, first and last seen times (Unix milliseconds) and the
- * k indices, so that a delete decrements exactly the counters its submit
- * incremented.  A check whose filter counters include a zero is answered
- * without reading the store; otherwise the store decides.
+ * A URL's key is the MD5 of its canonical form (urlcanon) and the CBF_K
+ * filter counter indices derived from it.  Where things are
+ * (docs/urlstore.md tells the whole design):
  *
- * Threads.  Request workers prepare keys (each with its own url_keyer) and
- * answer checks (urlset_check), concurrently.  The store writer applies submits and deletes inside its
- * transaction (urlset_submit, urlset_delete) and moves the filter only as
- * the transaction's fate allows: increments before commit (a check that
- * sees them early reads the store and finds nothing yet, which is right),
- * decrements after commit (until then the record may still be read), and
- * increments of an aborted transaction are taken back.  So the filter never
- * says "absent" for a stored URL, and after every commit each counter equals
- * min(15, number of stored records naming it).
+ *   filter   (cbf) in memory: a check whose counters include a zero is
+ *            answered at once.  Each counter equals min(15, the number of
+ *            stored URLs naming it).
+ *   journal  the changes since the last flush: in memory (urlmem, exact,
+ *            consulted first) and in the journal file (urljournal), where
+ *            each group commit appends one frame.
+ *   segments the store (LMDB): immutable arrays of up to
+ *            [urls] segment_records records sorted by fingerprint, each
+ *            with a live bitmap (urlrec).  A flush writes the journal's
+ *            URLs as new segments and clears the bits of the records they
+ *            replace; a merge rewrites small and sparse segments into full
+ *            ones, in the background.
+ *   index    (urlidx) in memory: which segment holds each stored URL, in 4
+ *            bytes per URL.
+ *
+ * A check reads the filter, the journal's table, the index and, for a URL
+ * that is there, one page of one segment; a batch of checks asks the kernel
+ * for all its pages at once when they are not in memory.  A submit or
+ * delete is a journal entry: acknowledged once the group's frame is on
+ * disk (durable) or written to the kernel (relaxed).
+ *
+ * Threads.  Request workers derive keys (each with its own url_keyer) and
+ * check (each with its own urlset_reader), concurrently.  One URL writer
+ * thread, started by urlset_start, applies submits and deletes in groups,
+ * flushes and merges; it hands finished jobs back to the event loop
+ * through a mailbox.  The store writer (documents) shares the store with
+ * it: LMDB serializes their transactions.
  */
 #ifndef NDDD_URLSET_H
 #define NDDD_URLSET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cbf.h"
+#include "mailbox.h"
 #include "store.h"
 #include "urlcanon.h"
 
-/* Bytes of one stored URL record. */
-#define URLSET_RECORD_LEN 56
+/* The version of the store format this code writes (meta urls.format). */
+#define URLSET_FORMAT		2
+
+struct event_base;
 
 struct url_key {
 	uint8_t fp[CBF_FP_LEN];
 	uint32_t idx[CBF_K];
 };
 
-struct url_record {
-	uint32_t count;
-	uint64_t first_seen_ms;
-	uint64_t last_seen_ms;
-	uint32_t idx[CBF_K];
+enum urlset_durability {
+	URLSET_DURABLE,		/* acknowledged once on disk */
+	URLSET_RELAXED,		/* acknowledged once written to the kernel:
+				   survives a crash of nddd, may lose the
+				   last relaxed_sync_ms on power loss */
 };
 
 struct urlset_options {
 	uint64_t capacity;		/* the filter holds 20 counters per URL */
 	struct urlcanon_options canon;
+	size_t journal_entries;		/* URLs changed between flushes, at
+					   most; 0: the default */
+	uint32_t segment_records;	/* records per segment, at most
+					   (URLSEG_MAX); 0: the default */
+	bool sync;			/* fdatasync durable groups (false:
+					   [store] sync = none, nothing is) */
+	uint64_t relaxed_sync_ms;	/* fdatasync relaxed groups at least
+					   this often; 0: only with the next
+					   durable group or flush */
 };
 
 struct urlset_stats {
-	uint64_t urls;			/* stored records */
+	uint64_t urls;			/* stored */
 	uint64_t checks;
 	uint64_t checks_filter_only;
 	uint64_t filter_false_positives;
 	uint64_t submits_new;
 	uint64_t submits_duplicate;
 	uint64_t deletes;
+	/* The store's write path. */
+	uint64_t journal_entries;	/* URLs changed since the last flush */
+	uint64_t journal_capacity;
+	uint64_t journal_bytes;		/* in the journal file now */
+	uint64_t journal_bytes_written;	/* since start */
+	uint64_t journal_syncs;
+	uint64_t groups;		/* group commits */
+	uint64_t flushes;
+	uint64_t merges;
+	uint64_t merges_forced;		/* merges that held writers back */
+	uint64_t segments;
+	uint64_t small_segments;	/* below half of segment_records */
+	uint64_t records;		/* in segments, live or not */
+	uint64_t dead_records;		/* replaced or deleted, not merged */
+	uint64_t store_bytes_written;	/* segments and bitmaps, since start */
+	uint64_t pending;		/* jobs queued or in a group */
+	/* Memory. */
+	uint64_t index_bytes;
+	uint64_t journal_table_bytes;
 };
 
 /* What checks found, counted by the caller and added once per batch. */
@@ -68,19 +115,40 @@ struct urlset_tally {
 
 struct urlset;
 struct url_keyer;
+struct urlset_reader;
 
 /*
- * Opens the URL set on st: records the filter's size and the canonicalization
- * options in a new store, or checks them against an existing one (they are
- * fixed per data directory), then rebuilds the filter from every stored
- * record.  Returns NULL with *cause (caller frees) on failure.
+ * Opens the URL set on st: records the filter's size and the
+ * canonicalization options in a new store, or checks them against an
+ * existing one (they are fixed per data directory); upgrades a store of
+ * format 1 (one record per URL in a B-tree) to segments, saying so in the
+ * log; refuses a newer format, changing nothing.  Then rebuilds the filter
+ * and the index from the segments, replays the journal file, and flushes.
+ * Returns NULL with *cause (caller frees) on failure.
  */
-struct urlset *urlset_open(struct store *st, const struct urlset_options *opts,
-    char **cause);
+struct urlset *urlset_open(struct store *st, const char *dir,
+    const struct urlset_options *opts, char **cause);
+/* Frees us; urlset_stop first if it was started. */
 void urlset_free(struct urlset *us);
 
-/* The filter, for statistics and verification. */
+/*
+ * Starts the URL writer, delivering finished jobs in base's loop.  Returns
+ * -1 if the thread or its mailbox cannot be made.
+ */
+int urlset_start(struct urlset *us, struct event_base *base);
+/*
+ * Loop thread: finishes every queued job (delivering them), flushes, and
+ * joins the writer.
+ */
+void urlset_stop(struct urlset *us);
+
+/* The filter, for statistics. */
 const struct cbf *urlset_filter(const struct urlset *us);
+/*
+ * Names the canonicalization in use, as digests made by clients must name
+ * it: "urlcanon/1 strip_session_ids=no ...".  Static for us's life.
+ */
+const char *urlset_canon_id(const struct urlset *us);
 
 /*
  * A canonicalizer and an MD5 context: what deriving keys needs, for one
@@ -102,65 +170,70 @@ int urlset_key(struct url_keyer *k, const char *url, size_t len,
 int urlset_key_canonical(struct url_keyer *k, const char *url, size_t len,
     struct url_key *key, const char **canon, size_t *canon_len,
     const char **cause);
-/* Hints the CPU to fetch key's filter counters ahead of urlset_check. */
+/* The key of a digest a client computed (the MD5 of a canonical URL). */
+void urlset_key_digest(const struct urlset *us,
+    const uint8_t digest[CBF_FP_LEN], struct url_key *key);
+/* Hints the CPU to fetch key's filter counters ahead of a check. */
 void urlset_prefetch(const struct urlset *us, const struct url_key *key);
 
+/* What one thread needs to check: a store reader and scratch memory. */
+struct urlset_reader *urlset_reader_new(struct urlset *us);
+void urlset_reader_free(struct urlset_reader *rd);
+
 /*
- * Sets *count to the stored reference count of key (0 when absent), reading
- * through rd (a begun reader) only when the filter says maybe, and counts
- * the outcome in *tally.  Any thread.  Returns a store status.
+ * Sets counts[i] to the stored reference count of keys[i] (0 when absent)
+ * for each i < n with valid[i] (valid may be NULL: all), reading the store
+ * only for URLs the filter and the journal do not settle, and counts the
+ * outcomes in *tally.  Any thread, with its own reader.  Returns a store
+ * status.
  */
-int urlset_check(struct urlset *us, struct store_txn *rd,
-    const struct url_key *key, uint64_t *count, struct urlset_tally *tally);
+int urlset_check(struct urlset *us, struct urlset_reader *rd,
+    const struct url_key *keys, const bool *valid, size_t n,
+    uint64_t *counts, struct urlset_tally *tally);
 /* Adds a batch's tally to the statistics.  Any thread. */
 void urlset_add_tally(struct urlset *us, const struct urlset_tally *tally);
 
-/*
- * Writer thread, in txn.  Records one submit of key at now_ms.  *count is
- * the count after it (1: new).  When the key was new, its filter counters
- * have been incremented and *added is set: pass the key to
- * urlset_undo_add if the transaction aborts.  Returns a store status.
- */
-int urlset_submit(struct urlset *us, struct store_txn *txn,
-    const struct url_key *key, uint64_t now_ms, uint64_t *count, bool *added);
-/*
- * Writer thread, in txn.  Deletes key's record.  *count is the count it had
- * (0: not found).  When found, removed_idx holds its counter indices: pass
- * them to urlset_commit_remove once the transaction has committed.
- */
-int urlset_delete(struct urlset *us, struct store_txn *txn,
-    const struct url_key *key, uint64_t *count,
-    uint32_t removed_idx[CBF_K]);
-/* Writer thread.  Takes back a submit's increments after an abort. */
-void urlset_undo_add(struct urlset *us, const struct url_key *key);
-/* Writer thread.  Counts committed submits in the statistics. */
-void urlset_count_committed(struct urlset *us, uint64_t submits_new,
-    uint64_t submits_duplicate);
-/* Writer thread.  Applies a committed delete's decrements (and counts it). */
-void urlset_commit_remove(struct urlset *us, const uint32_t idx[CBF_K]);
-
-/* Statistics; urls is read through rd (a begun reader).  Any thread. */
-void urlset_stats(struct urlset *us, struct store_txn *rd,
-    struct urlset_stats *out);
+enum urlset_op {
+	URLSET_SUBMIT,		/* counts[i]: the count after (1: new) */
+	URLSET_DELETE,		/* counts[i]: the count it had (0: absent) */
+	URLSET_VERIFY,		/* flush, then compare memory with the store */
+};
 
 struct urlset_verify {
-	uint64_t records;		/* URL records read */
+	uint64_t records;		/* live URL records read */
 	uint64_t counter_mismatches;	/* counters differing from the store */
-	uint64_t index_mismatches;	/* records whose stored indices are not
-					   their fingerprint's */
+	uint64_t index_mismatches;	/* records the index misses, entries
+					   it has too many, records whose
+					   indices are not their fingerprint's,
+					   live counts off */
 	char detail[256];		/* the first differences */
 };
 
 /*
- * Writer thread, with no transaction open: recomputes every filter counter
- * from the stored records and compares with memory.  Returns a store
- * status; the findings are in *out.
+ * A request to the URL writer.  The caller fills the first part, keeps keys
+ * and counts alive, and gets the job back through done, in the loop
+ * thread, with status set (STORE_OK, or why the whole job failed: then no
+ * change was made).  Jobs of one connection are applied in the order
+ * submitted.
  */
-int urlset_verify(struct urlset *us, struct urlset_verify *out);
+struct urlset_job {
+	enum urlset_op op;
+	enum urlset_durability durability;
+	const struct url_key *keys;
+	size_t n;
+	uint64_t *counts;
+	struct urlset_verify *verify;	/* URLSET_VERIFY's findings */
+	void (*done)(struct urlset_job *job);
+	int status;
+	/* The writer's. */
+	struct urlset_job *next;
+	struct mailbox_msg msg;
+};
 
-/* Record codec, exposed for tests and verification. */
-void urlset_record_encode(const struct url_record *r,
-    uint8_t out[URLSET_RECORD_LEN]);
-int urlset_record_decode(const void *data, size_t len, struct url_record *r);
+/* Any thread: queues job for the URL writer. */
+void urlset_submit_job(struct urlset *us, struct urlset_job *job);
+
+/* Statistics.  Any thread. */
+void urlset_stats(struct urlset *us, struct urlset_stats *out);
 
 #endif

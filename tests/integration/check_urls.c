@@ -228,7 +228,8 @@ stream_submits(void *arg)
 			for (size_t i = 0; i < r->nresults; i++) {
 				if (r->results[i].code == NDDD_OK) {
 					s->acked[fl[k].base + i] = true;
-					s->nacked++;
+					__atomic_fetch_add(&s->nacked, 1,
+					    __ATOMIC_RELEASE);
 				}
 			}
 			fl[k] = fl[--nfl];
@@ -250,15 +251,18 @@ START_TEST(test_kill9_loses_no_acknowledged_submit)
 	struct harness h;
 	pthread_t th;
 	nddd_client *c;
-	size_t present = 0;
+	size_t present = 0, target;
 
 	s.acked = calloc(n, sizeof(bool));
 	harness_init(&h, NULL);
 	harness_start(&h);
 	s.address = h.address;
 	pthread_create(&th, NULL, stream_submits, &s);
-	/* Kill at a random moment while the stream runs. */
-	usleep(200000 + (useconds_t)tu_rand_below(&seed, 600000));
+	/* Kill at a random moment while the stream runs: once a random share
+	 * of it (10% to 90%) has been acknowledged. */
+	target = n / 10 + tu_rand_below(&seed, n * 8 / 10);
+	while (__atomic_load_n(&s.nacked, __ATOMIC_ACQUIRE) < target)
+		usleep(1000);
 	harness_kill(&h);
 	pthread_join(th, NULL);
 	ck_assert_msg(s.nacked > 0 && s.nacked < n,

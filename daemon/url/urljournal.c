@@ -1,0 +1,362 @@
+/*
+ * urljournal: the URL store's journal file.  See urljournal.h.
+ *
+ * Frame layout, little-endian: magic u32 ("UJF1"), entries u32, sequence
+ * u64, crc32c u32 (of the entries count, the sequence and the payload),
+ * reserved u32; then per entry fp[16], count u32, first u64, last u64.
+ */
+#include "urljournal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+
+#define URLJOURNAL_MAGIC	0x31464a55u	/* "UJF1" */
+#define URLJOURNAL_NAME		"urls.journal"
+#define URLJOURNAL_ZERO_CHUNK	(1u << 20)
+
+struct urljournal {
+	int fd;
+	size_t size;
+	size_t offset;			/* where the next frame goes */
+	uint64_t seq;			/* of the last frame written */
+	uint8_t *buf;			/* one frame being built */
+	size_t buf_len;
+	uint64_t bytes_written, frames_written, syncs;
+};
+
+static void
+put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t
+get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static int
+write_all(int fd, const void *data, size_t len, off_t off)
+{
+	const uint8_t *p = data;
+
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+static int
+set_cause(char **cause, const char *what, const char *path)
+{
+	if (asprintf(cause, "%s %s: %s", what, path, strerror(errno)) == -1)
+		*cause = NULL;
+	return -1;
+}
+
+/* Zeroes the file from its end up to size, and makes that durable. */
+static int
+extend(int fd, const char *dir, const char *path, size_t size, char **cause)
+{
+	struct stat sb;
+	uint8_t *zero;
+	size_t at;
+	int dfd;
+
+	if (fstat(fd, &sb) == -1)
+		return set_cause(cause, "cannot stat", path);
+	if ((size_t)sb.st_size >= size)
+		return 0;
+	if ((zero = calloc(1, URLJOURNAL_ZERO_CHUNK)) == NULL) {
+		*cause = NULL;
+		return -1;
+	}
+	for (at = (size_t)sb.st_size; at < size; at += URLJOURNAL_ZERO_CHUNK) {
+		size_t n = size - at < URLJOURNAL_ZERO_CHUNK ? size - at :
+		    URLJOURNAL_ZERO_CHUNK;
+
+		if (write_all(fd, zero, n, (off_t)at) == -1) {
+			free(zero);
+			return set_cause(cause, "cannot write", path);
+		}
+	}
+	free(zero);
+	if (fsync(fd) == -1)
+		return set_cause(cause, "cannot sync", path);
+	/* The new file's name must survive a power loss too. */
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return set_cause(cause, "cannot open", dir);
+	if (fsync(dfd) == -1) {
+		close(dfd);
+		return set_cause(cause, "cannot sync", dir);
+	}
+	close(dfd);
+	return 0;
+}
+
+struct urljournal *
+urljournal_open(const char *dir, size_t size, char **cause)
+{
+	struct urljournal *j;
+	char *path = NULL;
+
+	*cause = NULL;
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		return NULL;
+	j->fd = -1;
+	j->size = size;
+	if (asprintf(&path, "%s/%s", dir, URLJOURNAL_NAME) == -1) {
+		path = NULL;
+		goto err;
+	}
+	if ((j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640)) == -1) {
+		set_cause(cause, "cannot open", path);
+		goto err;
+	}
+	if (extend(j->fd, dir, path, size, cause) == -1)
+		goto err;
+	free(path);
+	return j;
+err:
+	free(path);
+	urljournal_close(j);
+	return NULL;
+}
+
+void
+urljournal_close(struct urljournal *j)
+{
+	if (j == NULL)
+		return;
+	if (j->fd != -1)
+		close(j->fd);
+	free(j->buf);
+	free(j);
+}
+
+static int
+read_all(int fd, void *data, size_t len, off_t off)
+{
+	uint8_t *p = data;
+
+	while (len > 0) {
+		ssize_t n = pread(fd, p, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return 1;	/* short: the end of the file */
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+static uint32_t
+frame_crc(const uint8_t *hdr, const uint8_t *payload, size_t len)
+{
+	uint32_t crc = crc32c(0, hdr + 4, 12);	/* entries and sequence */
+
+	return crc32c(crc, payload, len);
+}
+
+static void
+entry_decode(const uint8_t *p, struct urlmem_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	memcpy(e->fp, p, CBF_FP_LEN);
+	e->count = get_le32(p + 16);
+	e->first_seen_ms = get_le64(p + 20);
+	e->last_seen_ms = get_le64(p + 28);
+}
+
+int
+urljournal_replay(struct urljournal *j, uint64_t after_seq,
+    int (*fn)(const struct urlmem_entry *e, void *arg), void *arg,
+    uint64_t *frames, uint64_t *entries, char **cause)
+{
+	uint8_t hdr[URLJOURNAL_FRAME_HEADER], *payload = NULL;
+	size_t off = 0, cap = 0;
+	uint64_t want = after_seq + 1;
+	int rc;
+
+	*cause = NULL;
+	*frames = *entries = 0;
+	for (;;) {
+		uint32_t n;
+		size_t len;
+
+		if (off + sizeof(hdr) > j->size)
+			break;
+		if ((rc = read_all(j->fd, hdr, sizeof(hdr), (off_t)off)) != 0) {
+			if (rc == 1)
+				break;
+			goto read_err;
+		}
+		n = get_le32(hdr + 4);
+		if (get_le32(hdr) != URLJOURNAL_MAGIC ||
+		    get_le64(hdr + 8) != want ||
+		    n > (j->size - off - sizeof(hdr)) / URLJOURNAL_ENTRY_LEN)
+			break;
+		len = (size_t)n * URLJOURNAL_ENTRY_LEN;
+		if (len > cap) {
+			free(payload);
+			if ((payload = malloc(len)) == NULL)
+				goto nomem;
+			cap = len;
+		}
+		if ((rc = read_all(j->fd, payload, len, (off_t)(off +
+		    sizeof(hdr)))) != 0) {
+			if (rc == 1)
+				break;
+			goto read_err;
+		}
+		if (frame_crc(hdr, payload, len) != get_le32(hdr + 16))
+			break;
+		for (uint32_t i = 0; i < n; i++) {
+			struct urlmem_entry e;
+
+			entry_decode(payload + (size_t)i * URLJOURNAL_ENTRY_LEN,
+			    &e);
+			if (fn(&e, arg) == -1) {
+				if (asprintf(cause, "replaying the URL journal:"
+				    " frame %llu cannot be applied",
+				    (unsigned long long)want) == -1)
+					*cause = NULL;
+				free(payload);
+				return -1;
+			}
+		}
+		(*frames)++;
+		*entries += n;
+		off += sizeof(hdr) + len;
+		want++;
+	}
+	free(payload);
+	j->offset = off;
+	/* Whole frames may lie beyond the one that ended the replay (written
+	 * after it, never acknowledged as durable): skip past any sequence
+	 * number they can carry, so that none is ever taken for a frame of
+	 * the new round.  The file holds fewer frames than this. */
+	j->seq = want - 1 + j->size / URLJOURNAL_FRAME_HEADER + 1;
+	return 0;
+read_err:
+	if (asprintf(cause, "cannot read the URL journal: %s",
+	    strerror(errno)) == -1)
+		*cause = NULL;
+	free(payload);
+	return -1;
+nomem:
+	free(payload);
+	return -1;
+}
+
+size_t
+urljournal_room(const struct urljournal *j)
+{
+	return j->size - j->offset;
+}
+
+int
+urljournal_append(struct urljournal *j, const struct urlmem_entry *e,
+    size_t n)
+{
+	size_t len = urljournal_frame_len(n);
+	uint8_t *p;
+
+	if (len > urljournal_room(j)) {
+		errno = ENOSPC;
+		return -1;
+	}
+	if (len > j->buf_len) {
+		free(j->buf);
+		if ((j->buf = malloc(len)) == NULL) {
+			j->buf_len = 0;
+			errno = ENOMEM;
+			return -1;
+		}
+		j->buf_len = len;
+	}
+	p = j->buf + URLJOURNAL_FRAME_HEADER;
+	for (size_t i = 0; i < n; i++, p += URLJOURNAL_ENTRY_LEN) {
+		memcpy(p, e[i].fp, CBF_FP_LEN);
+		put_le32(p + 16, e[i].count);
+		put_le64(p + 20, e[i].first_seen_ms);
+		put_le64(p + 28, e[i].last_seen_ms);
+	}
+	put_le32(j->buf, URLJOURNAL_MAGIC);
+	put_le32(j->buf + 4, (uint32_t)n);
+	put_le64(j->buf + 8, j->seq + 1);
+	put_le32(j->buf + 16, frame_crc(j->buf, j->buf +
+	    URLJOURNAL_FRAME_HEADER, len - URLJOURNAL_FRAME_HEADER));
+	put_le32(j->buf + 20, 0);
+	if (write_all(j->fd, j->buf, len, (off_t)j->offset) == -1)
+		return -1;
+	j->offset += len;
+	j->seq++;
+	j->bytes_written += len;
+	j->frames_written++;
+	return 0;
+}
+
+int
+urljournal_sync(struct urljournal *j)
+{
+	j->syncs++;
+	return fdatasync(j->fd);
+}
+
+uint64_t
+urljournal_last_seq(const struct urljournal *j)
+{
+	return j->seq;
+}
+
+void
+urljournal_restart(struct urljournal *j)
+{
+	j->offset = 0;
+}
+
+void
+urljournal_stats(const struct urljournal *j, struct urljournal_stats *out)
+{
+	out->bytes = j->offset;
+	out->bytes_written = j->bytes_written;
+	out->frames_written = j->frames_written;
+	out->syncs = j->syncs;
+}

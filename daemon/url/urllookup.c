@@ -1,0 +1,463 @@
+/*
+ * urllookup: checks, in batches.  See urlset.h.
+ *
+ * A batch goes through its stages together, each stage prefetching what
+ * the next reads, so that the cache misses of a thousand URLs overlap
+ * instead of queueing: the filter's counters, the journal's table, the
+ * index's buckets, the segments' headers (found through the store), the
+ * records.  When the segments are not in memory, a sample of the pages a
+ * stage needs is checked (mincore); if some are missing, the kernel is
+ * asked for all of them at once (MADV_WILLNEED), so the disk serves the
+ * batch's reads in parallel rather than one page fault at a time.
+ *
+ * Consistency with the URL writer.  A reader begins its store snapshot
+ * before it reads the journal's table or the index, and the snapshot must
+ * hold the flush that emptied the table last (the writer publishes that
+ * flush's transaction id before clearing the table): then the table and
+ * the snapshot together hold every change acknowledged before the read
+ * began.  If the table is cleared again during the read, the read is
+ * redone.  The writer publishes a flush or a merge to the index only after
+ * its transaction committed, and reuses a segment id only in a transaction
+ * begun after the index stopped naming it: a segment the index names is
+ * either in the snapshot with the contents the index meant, or absent from
+ * it (written or deleted since the snapshot began), and then the URL's read
+ * is redone with a newer snapshot.
+ *
+ * The index's entries are hints (urlidx.h): one may lead to a segment that
+ * holds a dead record of the URL (replaced or deleted, not merged away
+ * yet) while it belongs to another URL.  A record counts only when its bit
+ * in the segment's live bitmap, read in the same snapshot, is set.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "log.h"
+#include "urlset_impl.h"
+
+/* Pages whose residency a stage samples before reading them. */
+#define LOOKUP_SAMPLE		8
+/* Snapshots tried for one batch before the store is declared inconsistent
+ * with the index (it cannot happen while both are right). */
+#define LOOKUP_MAX_RETRIES	1000
+#define PAGE			4096
+
+struct lookup_cand {
+	uint32_t key;			/* index into the batch */
+	uint32_t seg;
+	const uint8_t *data;		/* the segment, or NULL */
+	const uint8_t *live;		/* its live bitmap */
+	uint32_t nrec;
+	uint32_t lo, hi, guess;
+};
+
+struct lookup_seg {
+	uint32_t seg;			/* 0: free slot */
+	int status;			/* STORE_OK or STORE_NOTFOUND */
+	const uint8_t *data;
+	uint32_t nrec;
+	const uint8_t *live;		/* its bitmap */
+};
+
+struct urlset_reader *
+urlset_reader_new(struct urlset *us)
+{
+	struct urlset_reader *rd;
+
+	if ((rd = calloc(1, sizeof(*rd))) == NULL)
+		return NULL;
+	rd->us = us;
+	if ((rd->txn = store_reader_new(us->st)) == NULL) {
+		free(rd);
+		return NULL;
+	}
+	pthread_mutex_lock(&us->readers_lock);
+	rd->next = us->readers;
+	us->readers = rd;
+	pthread_mutex_unlock(&us->readers_lock);
+	return rd;
+}
+
+void
+urlset_reader_free(struct urlset_reader *rd)
+{
+	struct urlset_reader **p;
+
+	if (rd == NULL)
+		return;
+	pthread_mutex_lock(&rd->us->readers_lock);
+	for (p = &rd->us->readers; *p != NULL; p = &(*p)->next)
+		if (*p == rd) {
+			*p = rd->next;
+			break;
+		}
+	pthread_mutex_unlock(&rd->us->readers_lock);
+	store_reader_free(rd->txn);
+	free(rd->cands);
+	free(rd->pages);
+	free(rd->segs);
+	free(rd->which);
+	free(rd->retry);
+	free(rd->maybe);
+	free(rd->found);
+	free(rd);
+}
+
+/*
+ * The store-load pattern of a grace period: the reader publishes its epoch,
+ * then reads the pointer; the writer publishes the pointer, then a new
+ * epoch, then looks at the readers' epochs.  Sequentially consistent, so
+ * that one of the two sees the other.
+ */
+void
+urlset_enter(struct urlset *us, struct urlset_reader *rd)
+{
+	__atomic_store_n(&rd->active, __atomic_load_n(&us->epoch,
+	    __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
+	rd->idx = __atomic_load_n(&us->idx, __ATOMIC_SEQ_CST);
+}
+
+void
+urlset_leave(struct urlset_reader *rd)
+{
+	__atomic_store_n(&rd->active, 0, __ATOMIC_RELEASE);
+}
+
+void
+urlset_grace(struct urlset *us)
+{
+	uint64_t e = __atomic_add_fetch(&us->epoch, 1, __ATOMIC_SEQ_CST);
+	struct timespec nap = { 0, 50 * 1000 };
+	struct urlset_reader *rd;
+
+	pthread_mutex_lock(&us->readers_lock);
+	for (rd = us->readers; rd != NULL; rd = rd->next) {
+		uint64_t a;
+
+		while ((a = __atomic_load_n(&rd->active, __ATOMIC_SEQ_CST)) !=
+		    0 && a < e)
+			nanosleep(&nap, NULL);
+	}
+	pthread_mutex_unlock(&us->readers_lock);
+}
+
+int
+urlset_reader_reserve(struct urlset_reader *rd, size_t n)
+{
+	uint32_t *which, *retry, *maybe;
+	struct url_found *found;
+
+	if (n <= rd->keys_cap)
+		return 0;
+	which = realloc(rd->which, n * sizeof(*which));
+	if (which != NULL)
+		rd->which = which;
+	retry = realloc(rd->retry, n * sizeof(*retry));
+	if (retry != NULL)
+		rd->retry = retry;
+	maybe = realloc(rd->maybe, n * sizeof(*maybe));
+	if (maybe != NULL)
+		rd->maybe = maybe;
+	found = realloc(rd->found, n * sizeof(*found));
+	if (found != NULL)
+		rd->found = found;
+	if (which == NULL || retry == NULL || maybe == NULL || found == NULL)
+		return -1;
+	rd->keys_cap = n;
+	return 0;
+}
+
+static int
+reserve_cands(struct urlset_reader *rd, size_t n)
+{
+	struct lookup_cand *c;
+	struct lookup_seg *s;
+	const void **p;
+	size_t slots = 16;
+
+	if (n > rd->cands_cap) {
+		if ((c = realloc(rd->cands, n * sizeof(*c))) == NULL)
+			return -1;
+		rd->cands = c;
+		if ((p = realloc(rd->pages, n * sizeof(*p))) == NULL)
+			return -1;
+		rd->pages = p;
+		rd->cands_cap = n;
+	}
+	while (slots < 2 * n)
+		slots *= 2;
+	if (slots - 1 > rd->segs_mask) {
+		if ((s = malloc(slots * sizeof(*s))) == NULL)
+			return -1;
+		free(rd->segs);
+		rd->segs = s;
+		rd->segs_mask = slots - 1;
+	}
+	return 0;
+}
+
+static const void *
+page_of(const void *p)
+{
+	return (const void *)((uintptr_t)p & ~(uintptr_t)(PAGE - 1));
+}
+
+/*
+ * If a sample of the pages is not in memory, asks the kernel to read all of
+ * them now, in parallel.  In memory, this costs a few system calls per
+ * batch.
+ */
+static void
+pages_willneed(const void **pages, size_t n)
+{
+	size_t step = n / LOOKUP_SAMPLE + 1, missing = 0;
+	unsigned char vec;
+
+	for (size_t i = 0; i < n; i += step)
+		if (mincore((void *)pages[i], PAGE, &vec) == 0 && !(vec & 1))
+			missing++;
+	if (missing == 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || pages[i] != pages[i - 1])
+			madvise((void *)pages[i], PAGE, MADV_WILLNEED);
+}
+
+/* The slot of seg in the batch's table of segments. */
+static struct lookup_seg *
+seg_slot(struct urlset_reader *rd, uint32_t seg)
+{
+	size_t i = (seg * 0x9e3779b1u) & rd->segs_mask;
+
+	while (rd->segs[i].seg != 0 && rd->segs[i].seg != seg)
+		i = (i + 1) & rd->segs_mask;
+	return &rd->segs[i];
+}
+
+int
+urlset_lookup_store(struct urlset_reader *rd,
+    const struct url_key *keys, const uint32_t *which, size_t n,
+    struct url_found *found, uint32_t *retry, size_t *nretry)
+{
+	size_t nc = 0, npages = 0;
+	const void **pages;
+
+	*nretry = 0;
+	if (n == 0)
+		return STORE_OK;
+	if (reserve_cands(rd, n * 2 + URLIDX_MAX_CANDIDATES) == -1)
+		return STORE_FAILED;
+	/* The index: every key's two buckets, then their candidates. */
+	for (size_t i = 0; i < n; i++)
+		urlidx_prefetch(rd->idx, keys[which[i]].fp);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t segs[URLIDX_MAX_CANDIDATES];
+		size_t m = urlidx_lookup(rd->idx, keys[which[i]].fp, segs,
+		    URLIDX_MAX_CANDIDATES);
+
+		found[which[i]].found = false;
+		if (nc + m > rd->cands_cap &&
+		    reserve_cands(rd, 2 * (nc + m)) == -1)
+			return STORE_FAILED;
+		for (size_t j = 0; j < m; j++)
+			rd->cands[nc++] = (struct lookup_cand){ .key = which[i],
+			    .seg = segs[j] };
+	}
+	if (nc == 0)
+		return STORE_OK;
+	if (reserve_cands(rd, nc) == -1)
+		return STORE_FAILED;
+	pages = rd->pages;
+	/* The segments, through the store, once each. */
+	memset(rd->segs, 0, (rd->segs_mask + 1) * sizeof(*rd->segs));
+	for (size_t c = 0; c < nc; c++) {
+		struct lookup_seg *s = seg_slot(rd, rd->cands[c].seg);
+
+		if (s->seg == 0) {
+			struct store_val v;
+			int64_t nrec;
+
+			s->seg = rd->cands[c].seg;
+			s->status = store_get(rd->txn, STORE_URL_SEGS, &s->seg,
+			    sizeof(s->seg), &v);
+			if (s->status == STORE_OK) {
+				struct store_val b;
+
+				if ((nrec = urlseg_check(v.data, v.len)) < 0 ||
+				    store_get(rd->txn, STORE_URL_LIVE, &s->seg,
+				    sizeof(s->seg), &b) != STORE_OK ||
+				    b.len < URLSEG_BITMAP_LEN(nrec)) {
+					log_warnx("%s: segment %u is damaged",
+					    __func__, s->seg);
+					return STORE_FAILED;
+				}
+				s->data = v.data;
+				s->nrec = (uint32_t)nrec;
+				s->live = b.data;
+				__builtin_prefetch(s->data);
+				__builtin_prefetch(s->data + 64);
+				__builtin_prefetch(s->data + 128);
+				__builtin_prefetch(s->data + 192);
+			} else if (s->status != STORE_NOTFOUND)
+				return s->status;
+		}
+		rd->cands[c].data = s->status == STORE_OK ? s->data : NULL;
+		rd->cands[c].nrec = s->nrec;
+		rd->cands[c].live = s->live;
+	}
+	/* The headers' pages, then where each record should be. */
+	for (size_t c = 0; c < nc; c++)
+		if (rd->cands[c].data != NULL)
+			pages[npages++] = page_of(rd->cands[c].data);
+	pages_willneed(pages, npages);
+	npages = 0;
+	for (size_t c = 0; c < nc; c++) {
+		struct lookup_cand *k = &rd->cands[c];
+
+		if (k->data == NULL)
+			continue;
+		urlseg_locate(k->data, k->nrec, keys[k->key].fp, &k->lo, &k->hi,
+		    &k->guess);
+		if (k->hi > k->lo) {
+			const uint8_t *r = urlseg_record(k->data, k->guess);
+
+			__builtin_prefetch(r);
+			pages[npages++] = page_of(r);
+		}
+	}
+	pages_willneed(pages, npages);
+	/* The records. */
+	for (size_t c = 0; c < nc; c++) {
+		struct lookup_cand *k = &rd->cands[c];
+		struct url_found *f = &found[k->key];
+		struct url_record r;
+		int64_t slot;
+
+		if (f->found || k->data == NULL)
+			continue;
+		slot = urlseg_find(k->data, k->lo, k->hi, k->guess,
+		    keys[k->key].fp);
+		if (slot < 0 || !urlseg_bit(k->live, (uint32_t)slot))
+			continue;
+		urlrec_decode(urlseg_record(k->data, (uint32_t)slot), &r);
+		f->found = true;
+		f->count = r.count;
+		f->first_seen_ms = r.first_seen_ms;
+		f->last_seen_ms = r.last_seen_ms;
+		f->seg = k->seg;
+		f->slot = (uint32_t)slot;
+	}
+	/* A key whose segment was not in the snapshot and that no other
+	 * candidate found is read again with a newer one. */
+	for (size_t c = 0; c < nc; c++) {
+		struct lookup_cand *k = &rd->cands[c];
+
+		if (k->data != NULL || found[k->key].found)
+			continue;
+		if (*nretry == 0 || retry[*nretry - 1] != k->key)
+			retry[(*nretry)++] = k->key;
+	}
+	return STORE_OK;
+}
+
+int
+urlset_check(struct urlset *us, struct urlset_reader *rd,
+    const struct url_key *keys, const bool *valid, size_t n,
+    uint64_t *counts, struct urlset_tally *tally)
+{
+	size_t nmaybe = 0, nw, nretry = 0, tries = 0;
+	int rc;
+
+	if (urlset_reader_reserve(rd, n) == -1)
+		return STORE_FAILED;
+	/* The filter first: most unseen URLs end here. */
+	for (size_t i = 0; i < n; i++) {
+		if (valid != NULL && !valid[i])
+			continue;
+		tally->checks++;
+		counts[i] = 0;
+		if (!cbf_maybe(us->filter, keys[i].idx)) {
+			tally->filter_only++;
+			continue;
+		}
+		rd->maybe[nmaybe++] = (uint32_t)i;
+	}
+	if (nmaybe == 0)
+		return STORE_OK;
+	memcpy(rd->which, rd->maybe, nmaybe * sizeof(*rd->which));
+	nw = nmaybe;
+	if ((rc = store_reader_begin(rd->txn)) != STORE_OK)
+		return rc;
+	urlset_enter(us, rd);
+	for (;;) {
+		uint32_t gen = urlmem_generation(us->mem);
+		bool mem = urlmem_count(us->mem) > 0;
+		size_t left = 0;
+
+		/* The snapshot must hold the flush that began this
+		 * generation of the journal's table. */
+		if (store_txn_id(rd->txn) < __atomic_load_n(&us->flush_txnid,
+		    __ATOMIC_ACQUIRE)) {
+			store_reader_end(rd->txn);
+			if ((rc = store_reader_begin(rd->txn)) != STORE_OK)
+				break;
+			continue;
+		}
+
+		/* The journal's table: the latest state of what changed
+		 * since the last flush. */
+		if (mem)
+			for (size_t i = 0; i < nw; i++)
+				urlmem_prefetch(us->mem, keys[rd->which[i]].fp);
+		for (size_t i = 0; i < nw; i++) {
+			struct urlmem_entry e;
+			uint32_t k = rd->which[i];
+
+			if (mem && urlmem_lookup(us->mem, keys[k].fp, &e))
+				counts[k] = e.count;
+			else
+				rd->which[left++] = k;
+		}
+		rc = urlset_lookup_store(rd, keys, rd->which, left,
+		    rd->found, rd->retry, &nretry);
+		if (rc != STORE_OK)
+			break;
+		for (size_t i = 0; i < left; i++) {
+			uint32_t k = rd->which[i];
+
+			if (rd->found[k].found)
+				counts[k] = rd->found[k].count;
+		}
+		if (urlmem_generation(us->mem) != gen) {
+			/* A flush ended the table read: read it all again,
+			 * with a snapshot that holds the flush. */
+			memcpy(rd->which, rd->maybe, nmaybe *
+			    sizeof(*rd->which));
+			nw = nmaybe;
+			nretry = 0;
+		} else if (nretry == 0)
+			break;
+		else {
+			memcpy(rd->which, rd->retry, nretry *
+			    sizeof(*rd->which));
+			nw = nretry;
+		}
+		if (++tries > LOOKUP_MAX_RETRIES) {
+			log_warnx("%s: the index names segments the store "
+			    "does not hold", __func__);
+			rc = STORE_FAILED;
+			break;
+		}
+		store_reader_end(rd->txn);
+		if ((rc = store_reader_begin(rd->txn)) != STORE_OK) {
+			urlset_leave(rd);
+			return rc;
+		}
+	}
+	urlset_leave(rd);
+	store_reader_end(rd->txn);
+	for (size_t i = 0; i < nmaybe; i++)
+		tally->false_positives += counts[rd->maybe[i]] == 0;
+	return rc;
+}

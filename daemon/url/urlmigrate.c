@@ -1,0 +1,188 @@
+/*
+ * urlmigrate: the upgrade of a format 1 URL store to segments.
+ *
+ * Format 1 (nddd 0.1) kept one B-tree record per URL in the table "urls":
+ * the MD5 (16 bytes) to count u32, reserved u32, first and last seen u64,
+ * the 8 counter indices u32, little-endian (56 bytes).  Those records are
+ * already sorted by fingerprint: the upgrade cuts them, in order, into
+ * segments of format 2, one transaction of a few segments at a time, each
+ * deleting the records it moved.  A crash midway leaves a store of format 1
+ * whose remaining records the next start moves; the format becomes 2 when
+ * the table is empty.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "urlset_impl.h"
+
+#define V1_RECORD_LEN		56
+/* Records moved per transaction, at most (the tests set it lower). */
+size_t urlset_migrate_batch = 16 * URLSEG_MAX;
+/* What take_v1 returns to end a scan whose batch is full. */
+#define MIGRATE_BATCH_FULL	(-2)
+
+struct v1_batch {
+	uint8_t *recs;			/* format 2 records */
+	uint8_t (*keys)[CBF_FP_LEN];	/* the format 1 keys, to delete */
+	size_t n, max;
+	const char *bad;
+};
+
+static uint32_t
+get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static int
+take_v1(const void *key, size_t klen, const void *val, size_t vlen, void *arg)
+{
+	struct v1_batch *b = arg;
+	const uint8_t *v = val;
+	struct url_record r;
+
+	if (b->n == b->max)
+		return MIGRATE_BATCH_FULL;
+	if (klen != CBF_FP_LEN || vlen != V1_RECORD_LEN) {
+		b->bad = "a format 1 URL record has the wrong size";
+		return -1;
+	}
+	memcpy(r.fp, key, CBF_FP_LEN);
+	r.count = get_le32(v);
+	r.first_seen_ms = get_le64(v + 8);
+	r.last_seen_ms = get_le64(v + 16);
+	for (int i = 0; i < CBF_K; i++)
+		r.idx[i] = get_le32(v + 24 + 4 * i);
+	if (urlrec_encode(&r, b->recs + b->n * URLREC_LEN) == -1) {
+		b->bad = "a format 1 URL record's counters span blocks";
+		return -1;
+	}
+	memcpy(b->keys[b->n++], key, CBF_FP_LEN);
+	return 0;
+}
+
+static int
+max_id(const void *key, size_t klen, const void *val, size_t vlen, void *arg)
+{
+	uint32_t id, *max = arg;
+
+	(void)val;
+	(void)vlen;
+	if (klen != sizeof(id))
+		return -1;
+	memcpy(&id, key, sizeof(id));
+	if (id > *max)
+		*max = id;
+	return 0;
+}
+
+/* Moves one batch; *done when the old table is empty. */
+static int
+migrate_batch(struct urlset *us, struct v1_batch *b, uint32_t *next_id,
+    bool *done, uint64_t *moved)
+{
+	struct store_txn *txn;
+	char buf[8];
+	int rc;
+
+	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
+		return rc;
+	b->n = 0;
+	rc = store_scan_txn(txn, STORE_URLS, take_v1, b);
+	if (rc != STORE_OK && rc != MIGRATE_BATCH_FULL) {
+		rc = b->bad ? STORE_FAILED : rc;
+		goto abort;
+	}
+	*done = b->n == 0;
+	for (size_t at = 0; at < b->n;) {
+		uint32_t k = b->n - at < us->seg_records ?
+		    (uint32_t)(b->n - at) : us->seg_records, id = (*next_id)++;
+		uint8_t *v, *bits;
+
+		if (id > URLIDX_SEG_MAX) {
+			rc = STORE_FULL;
+			goto abort;
+		}
+		if ((rc = store_reserve(txn, STORE_URL_SEGS, &id, sizeof(id),
+		    URLSEG_LEN(k), (void **)&v)) != STORE_OK ||
+		    (rc = store_reserve(txn, STORE_URL_LIVE, &id, sizeof(id),
+		    URLSEG_BITMAP_LEN(k), (void **)&bits)) != STORE_OK)
+			goto abort;
+		memcpy(v + URLSEG_HEADER, b->recs + at * URLREC_LEN,
+		    (size_t)k * URLREC_LEN);
+		urlseg_init(v, k);
+		memset(bits, 0, URLSEG_BITMAP_LEN(k));
+		for (uint32_t i = 0; i < k; i++)
+			urlseg_set_bit(bits, i, true);
+		at += k;
+	}
+	for (size_t i = 0; i < b->n; i++)
+		if ((rc = store_del(txn, STORE_URLS, b->keys[i], CBF_FP_LEN)) !=
+		    STORE_OK)
+			goto abort;
+	if (*done) {
+		snprintf(buf, sizeof(buf), "%d", URLSET_FORMAT);
+		if ((rc = store_meta_put(txn, "urls.format", buf)) != STORE_OK)
+			goto abort;
+	}
+	*moved += b->n;
+	return store_commit(txn);
+abort:
+	store_abort(txn);
+	return rc;
+}
+
+int
+urlset_migrate_v1(struct urlset *us, char **cause)
+{
+	struct v1_batch b = { .max = urlset_migrate_batch };
+	uint32_t next_id = 0;
+	uint64_t moved = 0;
+	bool done = false;
+	int rc;
+
+	log_info("%s: upgrading the URL store from format 1 (a record per "
+	    "URL) to format %d (segments)", __func__, URLSET_FORMAT);
+	/* A migration cut short left segments: continue after them. */
+	if ((rc = store_scan(us->st, STORE_URL_SEGS, max_id, &next_id)) !=
+	    STORE_OK)
+		goto err;
+	next_id++;
+	if ((b.recs = malloc(b.max * URLREC_LEN)) == NULL ||
+	    (b.keys = malloc(b.max * sizeof(*b.keys))) == NULL) {
+		rc = STORE_FAILED;
+		goto err;
+	}
+	while (!done) {
+		if ((rc = migrate_batch(us, &b, &next_id, &done, &moved)) !=
+		    STORE_OK)
+			goto err;
+		if (!done && URLSET_CRASH(URLSET_CRASH_MIGRATED_BATCH)) {
+			rc = STORE_FAILED;
+			goto err;
+		}
+		if (!done)
+			log_info("%s: %" PRIu64 " URLs moved", __func__, moved);
+	}
+	log_info("%s: the URL store is now of format %d (%" PRIu64 " URLs "
+	    "moved)", __func__, URLSET_FORMAT, moved);
+	free(b.recs);
+	free(b.keys);
+	return 0;
+err:
+	if (asprintf(cause, "upgrading the URL store from format 1: %s",
+	    b.bad ? b.bad : store_strstatus(rc)) == -1)
+		*cause = NULL;
+	free(b.recs);
+	free(b.keys);
+	return -1;
+}

@@ -1,0 +1,212 @@
+/*
+ * urlrec: records and segments of the URL store.  See urlrec.h.
+ */
+#include "urlrec.h"
+
+#include <string.h>
+
+/* Records walked from the interpolated guess before searching by halves. */
+#define URLSEG_WALK 6
+
+static void
+put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t
+get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static uint32_t
+fp_top32(const uint8_t *fp)
+{
+	return (uint32_t)fp[0] << 24 | (uint32_t)fp[1] << 16 |
+	    (uint32_t)fp[2] << 8 | fp[3];
+}
+
+int
+urlrec_encode(const struct url_record *r, uint8_t out[URLREC_LEN])
+{
+	uint32_t block = r->idx[0] / CBF_BLOCK;
+
+	for (int i = 1; i < CBF_K; i++)
+		if (r->idx[i] / CBF_BLOCK != block)
+			return -1;
+	memcpy(out, r->fp, CBF_FP_LEN);
+	put_le32(out + 16, r->count);
+	put_le32(out + 20, block);
+	for (int i = 0; i < CBF_K; i++)
+		out[24 + i] = (uint8_t)(r->idx[i] % CBF_BLOCK);
+	put_le64(out + 32, r->first_seen_ms);
+	put_le64(out + 40, r->last_seen_ms);
+	return 0;
+}
+
+void
+urlrec_decode(const uint8_t in[URLREC_LEN], struct url_record *r)
+{
+	uint32_t block = get_le32(in + 20);
+
+	memcpy(r->fp, in, CBF_FP_LEN);
+	r->count = get_le32(in + 16);
+	for (int i = 0; i < CBF_K; i++)
+		r->idx[i] = block * CBF_BLOCK + in[24 + i];
+	r->first_seen_ms = get_le64(in + 32);
+	r->last_seen_ms = get_le64(in + 40);
+}
+
+uint32_t
+urlrec_count(const uint8_t rec[URLREC_LEN])
+{
+	return get_le32(rec + 16);
+}
+
+int
+urlrec_cmp_fp(const uint8_t rec[URLREC_LEN], const uint8_t fp[CBF_FP_LEN])
+{
+	return memcmp(rec, fp, CBF_FP_LEN);
+}
+
+const uint8_t *
+urlseg_record(const uint8_t *seg, uint32_t i)
+{
+	return seg + URLSEG_HEADER + (size_t)i * URLREC_LEN;
+}
+
+void
+urlseg_init(uint8_t *seg, uint32_t n)
+{
+	put_le32(seg, URLSEG_MAGIC);
+	put_le32(seg + 4, n);
+	for (uint32_t j = 0; j < URLSEG_FENCES; j++)
+		put_le32(seg + 8 + 4 * j, j * URLSEG_RUN < n ?
+		    fp_top32(urlseg_record(seg, j * URLSEG_RUN)) : UINT32_MAX);
+}
+
+int64_t
+urlseg_check(const uint8_t *seg, size_t len)
+{
+	uint32_t n;
+
+	if (len < URLSEG_HEADER || get_le32(seg) != URLSEG_MAGIC)
+		return -1;
+	n = get_le32(seg + 4);
+	if (n > URLSEG_MAX || len != URLSEG_LEN(n))
+		return -1;
+	return n;
+}
+
+static uint32_t
+fence(const uint8_t *seg, uint32_t j)
+{
+	return j < URLSEG_FENCES ? get_le32(seg + 8 + 4 * j) : UINT32_MAX;
+}
+
+void
+urlseg_locate(const uint8_t *seg, uint32_t n, const uint8_t fp[CBF_FP_LEN],
+    uint32_t *lo, uint32_t *hi, uint32_t *guess)
+{
+	uint32_t k = fp_top32(fp), runs = (n + URLSEG_RUN - 1) / URLSEG_RUN;
+	uint32_t a = 0, b = runs, first, last, f0, f1;
+
+	/* first: the first run whose fence is >= k; the record can only lie
+	 * in the run before it, or in runs whose fence equals k. */
+	while (a < b) {
+		uint32_t mid = a + (b - a) / 2;
+
+		if (fence(seg, mid) < k)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	first = a;
+	while (a < runs && fence(seg, a) == k)
+		a++;
+	last = a;		/* runs [first - 1, last) may hold it */
+	*lo = first > 0 ? (first - 1) * URLSEG_RUN : 0;
+	*hi = last * URLSEG_RUN < n ? last * URLSEG_RUN : n;
+	if (*hi <= *lo) {
+		*guess = *lo;
+		return;
+	}
+	/* Within one run, keys are uniform: interpolate between its fence
+	 * and the next one. */
+	if (first == 0 || last != first) {
+		*guess = *lo;
+		return;
+	}
+	f0 = fence(seg, first - 1);
+	f1 = fence(seg, first);
+	*guess = *lo + (uint32_t)((uint64_t)(k - f0) * (*hi - *lo) /
+	    ((uint64_t)f1 - f0 + 1));
+	if (*guess >= *hi)
+		*guess = *hi - 1;
+}
+
+int64_t
+urlseg_find(const uint8_t *seg, uint32_t lo, uint32_t hi, uint32_t guess,
+    const uint8_t fp[CBF_FP_LEN])
+{
+	int c;
+
+	if (hi <= lo)
+		return -1;
+	if (guess < lo || guess >= hi)
+		guess = lo;
+	/* Walk from the guess, a few records in the usual case (the same
+	 * cache line or the next); far off, search what is left. */
+	c = urlrec_cmp_fp(urlseg_record(seg, guess), fp);
+	if (c == 0)
+		return guess;
+	if (c < 0) {
+		lo = guess + 1;
+		for (int step = 0; step < URLSEG_WALK && lo < hi; step++) {
+			c = urlrec_cmp_fp(urlseg_record(seg, lo), fp);
+			if (c == 0)
+				return lo;
+			if (c > 0)
+				return -1;
+			lo++;
+		}
+	} else {
+		hi = guess;
+		for (int step = 0; step < URLSEG_WALK && lo < hi; step++) {
+			c = urlrec_cmp_fp(urlseg_record(seg, hi - 1), fp);
+			if (c == 0)
+				return hi - 1;
+			if (c < 0)
+				return -1;
+			hi--;
+		}
+	}
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		c = urlrec_cmp_fp(urlseg_record(seg, mid), fp);
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}

@@ -1,0 +1,129 @@
+/*
+ * urlrec: the on-disk form of stored URLs: records, and the segments that
+ * hold them.
+ *
+ * A record is one URL's state, 48 bytes, little-endian:
+ *
+ *	 0  fp[16]		MD5 of the canonical URL
+ *	16  count u32		reference count (submits)
+ *	20  block u32		its filter counters' block (index / 128)
+ *	24  off u8[8]		its counters: block * 128 + off[i]
+ *	32  first_seen_ms u64
+ *	40  last_seen_ms u64
+ *
+ * The record keeps its counter indices (the IMP-CBFilter scheme), so that a
+ * delete decrements exactly what the submit incremented.
+ *
+ * A segment is an immutable LMDB value holding up to URLSEG_MAX records
+ * sorted by fingerprint (memcmp order), after a header:
+ *
+ *	 0  magic u32 ("USG1")
+ *	 4  nrec u32
+ *	 8  fence u32[64]	fence[j]: the first 4 bytes (big-endian) of
+ *				record 64 * j's fingerprint; UINT32_MAX past
+ *				the last record
+ *	264 records
+ *
+ * The fences narrow a search to 64 records (3 KiB, one or two pages) from
+ * the header alone, and interpolation within them finds the record's cache
+ * line and page before it is read: a lookup reads one page of a segment
+ * that is not in memory, and a batch can ask for all its pages at once.
+ * Which records of a segment are live is kept apart (a bitmap per segment,
+ * URLSEG_BITMAP_LEN bytes), so that a segment is written once and never
+ * rewritten in place.
+ *
+ * Everything here is pure: no I/O, no allocation.
+ */
+#ifndef NDDD_URLREC_H
+#define NDDD_URLREC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cbf.h"
+
+#define URLREC_LEN		48
+#define URLSEG_MAX		4096	/* records per segment, at most */
+#define URLSEG_RUN		64	/* records per fence */
+#define URLSEG_FENCES		(URLSEG_MAX / URLSEG_RUN)
+#define URLSEG_HEADER		(8 + 4 * URLSEG_FENCES)
+#define URLSEG_MAGIC		0x31475355u	/* "USG1" little-endian */
+
+/* Bytes of a segment of n records, and of its live bitmap. */
+#define URLSEG_LEN(n)		(URLSEG_HEADER + (size_t)(n) * URLREC_LEN)
+#define URLSEG_BITMAP_LEN(n)	(((size_t)(n) + 7) / 8)
+
+struct url_record {
+	uint8_t fp[CBF_FP_LEN];
+	uint32_t count;
+	uint32_t idx[CBF_K];
+	uint64_t first_seen_ms;
+	uint64_t last_seen_ms;
+};
+
+/*
+ * Encodes r at out.  The indices must lie in one block of CBF_BLOCK
+ * counters (cbf_indices gives such); returns -1 if they do not.
+ */
+int urlrec_encode(const struct url_record *r, uint8_t out[URLREC_LEN]);
+void urlrec_decode(const uint8_t in[URLREC_LEN], struct url_record *r);
+/* The count alone, and the fingerprint's order against a record's. */
+uint32_t urlrec_count(const uint8_t rec[URLREC_LEN]);
+int urlrec_cmp_fp(const uint8_t rec[URLREC_LEN], const uint8_t fp[CBF_FP_LEN]);
+
+/*
+ * Segments.  urlseg_init writes the header of a segment of n records whose
+ * records (already at URLSEG_HEADER, sorted) are in place: call it last.
+ */
+void urlseg_init(uint8_t *seg, uint32_t n);
+/*
+ * Checks a stored segment's header against its length.  Returns its number
+ * of records, or -1 if it is not a segment.
+ */
+int64_t urlseg_check(const uint8_t *seg, size_t len);
+/* Record i of a checked segment. */
+const uint8_t *urlseg_record(const uint8_t *seg, uint32_t i);
+
+/*
+ * Where fp would be in a checked segment of n records, from the header
+ * alone: the records [*lo, *hi) may hold it, and *guess (in that range, or
+ * *lo when empty) is the likeliest.  Reads only the fences.
+ */
+void urlseg_locate(const uint8_t *seg, uint32_t n, const uint8_t fp[CBF_FP_LEN],
+    uint32_t *lo, uint32_t *hi, uint32_t *guess);
+/*
+ * Finds fp among records [lo, hi), starting at guess (urlseg_locate's).
+ * Returns its index, or -1.
+ */
+int64_t urlseg_find(const uint8_t *seg, uint32_t lo, uint32_t hi,
+    uint32_t guess, const uint8_t fp[CBF_FP_LEN]);
+
+/* Bit i of a live bitmap. */
+static inline bool
+urlseg_bit(const uint8_t *bitmap, uint32_t i)
+{
+	return (bitmap[i >> 3] >> (i & 7)) & 1;
+}
+
+static inline void
+urlseg_set_bit(uint8_t *bitmap, uint32_t i, bool on)
+{
+	if (on)
+		bitmap[i >> 3] |= (uint8_t)(1u << (i & 7));
+	else
+		bitmap[i >> 3] &= (uint8_t)~(1u << (i & 7));
+}
+
+/* The first 8 bytes of a fingerprint as a big-endian number: its order. */
+static inline uint64_t
+urlrec_fp_prefix(const uint8_t fp[CBF_FP_LEN])
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | fp[i];
+	return v;
+}
+
+#endif

@@ -1,0 +1,921 @@
+/*
+ * urlsegs: the URL segments in the store: the flush that writes the
+ * journal's URLs into new segments, the merge that rewrites small and
+ * sparse ones, the rebuild of memory from them at start-up, and their
+ * verification.  See urlset.h and urlrec.h.
+ *
+ * Every change here is one store transaction, and memory (the index, the
+ * segment directory, the journal's table) follows only after it committed.
+ * A segment id freed by a merge is reused only by a later transaction, once
+ * the index names it no more (see urllookup.c for why readers need that).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "urlset_impl.h"
+
+/* A merge step reads at most this many segments' worth of live records. */
+#define MERGE_SEGMENTS		4
+/* The merge backlog that holds writers back: more small segments than
+ * this, or dead records above a quarter of all. */
+#define MERGE_FORCE_SMALL	64
+#define MERGE_FORCE_DEAD_DIV	4
+
+static bool
+is_small(const struct urlset *us, uint32_t nrec)
+{
+	return nrec < us->seg_records / 2;
+}
+
+static bool
+is_sparse(uint32_t nrec, uint32_t nlive)
+{
+	return (uint32_t)nlive * 2 <= nrec;
+}
+
+/* Counts a directory entry in (sign 1) or out of (-1) the totals. */
+static void
+dir_count(struct urlset *us, uint32_t id, int sign)
+{
+	const struct segdir *d = &us->dir[id];
+
+	if (d->nrec == 0)
+		return;
+	us->seg_count += (uint64_t)(int64_t)sign;
+	us->seg_records_total += (uint64_t)((int64_t)sign * d->nrec);
+	us->seg_dead += (uint64_t)((int64_t)sign * (d->nrec - d->nlive));
+	if (is_small(us, d->nrec))
+		us->small_segs += (uint64_t)(int64_t)sign;
+	if (is_sparse(d->nrec, d->nlive))
+		us->sparse_segs += (uint64_t)(int64_t)sign;
+}
+
+void
+urlset_publish_seg_stats(struct urlset *us)
+{
+	__atomic_store_n(&us->stat_segments, us->seg_count, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stat_small, us->small_segs, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stat_records, us->seg_records_total,
+	    __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stat_dead, us->seg_dead, __ATOMIC_RELAXED);
+}
+
+static int
+dir_grow(struct urlset *us, uint32_t id)
+{
+	struct segdir *d;
+	uint32_t n = us->dir_len ? us->dir_len : 64;
+
+	if (id < us->dir_len)
+		return 0;
+	while (n <= id)
+		n *= 2;
+	if ((d = realloc(us->dir, n * sizeof(*d))) == NULL)
+		return -1;
+	memset(d + us->dir_len, 0, (n - us->dir_len) * sizeof(*d));
+	us->dir = d;
+	us->dir_len = n;
+	return 0;
+}
+
+static int
+free_id(struct urlset *us, uint32_t id)
+{
+	if (us->nfree == us->free_cap) {
+		size_t cap = us->free_cap ? 2 * us->free_cap : 64;
+		uint32_t *f = realloc(us->free_ids, cap * sizeof(*f));
+
+		if (f == NULL)
+			return -1;
+		us->free_ids = f;
+		us->free_cap = cap;
+	}
+	us->free_ids[us->nfree++] = id;
+	return 0;
+}
+
+/* Ids handed out for a transaction, given back if it fails. */
+struct id_list {
+	uint32_t *ids;
+	size_t n, cap;
+};
+
+static int
+alloc_id(struct urlset *us, struct id_list *l, uint32_t *id)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		uint32_t *p = realloc(l->ids, cap * sizeof(*p));
+
+		if (p == NULL)
+			return -1;
+		l->ids = p;
+		l->cap = cap;
+	}
+	if (us->nfree > 0)
+		*id = us->free_ids[--us->nfree];
+	else if (us->next_id <= URLIDX_SEG_MAX)
+		*id = us->next_id++;
+	else {
+		log_warnx("%s: every segment id is in use", __func__);
+		return -1;
+	}
+	l->ids[l->n++] = *id;
+	return 0;
+}
+
+static void
+give_back_ids(struct urlset *us, struct id_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free_id(us, l->ids[i]);
+	l->n = 0;
+}
+
+/*
+ * Writes records recs[0..n) (sorted, URLREC_LEN each) as new segments in
+ * txn, with all-live bitmaps; the i-th record's segment and slot go to
+ * seg[i], slot[i].  Returns a store status.
+ */
+static int
+write_segments(struct urlset *us, struct store_txn *txn, const uint8_t *recs,
+    size_t n, struct id_list *ids, uint32_t *seg, uint32_t *slot,
+    uint64_t *bytes)
+{
+	for (size_t at = 0; at < n;) {
+		uint32_t k = n - at < us->seg_records ? (uint32_t)(n - at) :
+		    us->seg_records, id;
+		uint8_t *v, *bits;
+		int rc;
+
+		if (alloc_id(us, ids, &id) == -1)
+			return STORE_FULL;
+		if ((rc = store_reserve(txn, STORE_URL_SEGS, &id, sizeof(id),
+		    URLSEG_LEN(k), (void **)&v)) != STORE_OK)
+			return rc;
+		memcpy(v + URLSEG_HEADER, recs + at * URLREC_LEN,
+		    (size_t)k * URLREC_LEN);
+		urlseg_init(v, k);
+		if ((rc = store_reserve(txn, STORE_URL_LIVE, &id, sizeof(id),
+		    URLSEG_BITMAP_LEN(k), (void **)&bits)) != STORE_OK)
+			return rc;
+		memset(bits, 0, URLSEG_BITMAP_LEN(k));
+		for (uint32_t i = 0; i < k; i++) {
+			urlseg_set_bit(bits, i, true);
+			seg[at + i] = id;
+			slot[at + i] = i;
+		}
+		*bytes += URLSEG_LEN(k) + URLSEG_BITMAP_LEN(k);
+		at += k;
+	}
+	return STORE_OK;
+}
+
+/* Gives each written segment its directory entry. */
+static int
+dir_add(struct urlset *us, const uint32_t *seg, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && seg[i] == seg[i - 1])
+			continue;
+		if (dir_grow(us, seg[i]) == -1)
+			return -1;
+		us->dir[seg[i]].nrec = 0;
+		us->dir[seg[i]].nlive = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		us->dir[seg[i]].nrec++;
+		us->dir[seg[i]].nlive++;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || seg[i] != seg[i - 1])
+			dir_count(us, seg[i], 1);
+	return 0;
+}
+
+static int
+cmp_entry_fp(const void *a, const void *b)
+{
+	return memcmp(((const struct urlmem_entry *)a)->fp,
+	    ((const struct urlmem_entry *)b)->fp, CBF_FP_LEN);
+}
+
+struct place {
+	uint32_t seg;
+	uint32_t slot;
+};
+
+static int
+cmp_place(const void *a, const void *b)
+{
+	const struct place *x = a, *y = b;
+
+	if (x->seg != y->seg)
+		return x->seg < y->seg ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+struct collect {
+	struct urlmem_entry *e;
+	size_t n;
+};
+
+static void
+collect_one(const struct urlmem_entry *e, void *arg)
+{
+	struct collect *c = arg;
+
+	c->e[c->n++] = *e;
+}
+
+/*
+ * Clears, in txn, the live bits of the records at places[0..n) (sorted by
+ * segment), one bitmap rewrite per segment.
+ */
+static int
+clear_bits(struct store_txn *txn, const struct place *places, size_t n,
+    uint64_t *bytes)
+{
+	for (size_t at = 0; at < n;) {
+		uint32_t seg = places[at].seg;
+		struct store_val v;
+		uint8_t *bits;
+		size_t len;
+		int rc;
+
+		if ((rc = store_get(txn, STORE_URL_LIVE, &seg, sizeof(seg),
+		    &v)) != STORE_OK) {
+			log_warnx("%s: segment %u has no bitmap", __func__, seg);
+			return rc == STORE_NOTFOUND ? STORE_FAILED : rc;
+		}
+		len = v.len;
+		if ((bits = malloc(len)) == NULL)
+			return STORE_FAILED;
+		memcpy(bits, v.data, len);
+		for (; at < n && places[at].seg == seg; at++)
+			if (places[at].slot / 8 < len)
+				urlseg_set_bit(bits, places[at].slot, false);
+		rc = store_put(txn, STORE_URL_LIVE, &seg, sizeof(seg), bits, len,
+		    0, NULL);
+		free(bits);
+		if (rc != STORE_OK)
+			return rc;
+		*bytes += len;
+	}
+	return STORE_OK;
+}
+
+int
+urlset_flush(struct urlset *us, bool checkpoint)
+{
+	size_t n = urlmem_count(us->mem), nrec = 0, ndead = 0;
+	struct collect c = { NULL, 0 };
+	struct id_list ids = { NULL, 0, 0 };
+	struct place *dead = NULL;
+	uint32_t *seg = NULL, *slot = NULL;
+	uint8_t *recs = NULL;
+	uint64_t bytes = 0, txnid;
+	struct store_txn *txn;
+	char seq[32];
+	int rc = STORE_FAILED;
+
+	if (n == 0 && !checkpoint)
+		return STORE_OK;
+	if ((c.e = malloc((n + 1) * sizeof(*c.e))) == NULL ||
+	    (recs = malloc((n + 1) * URLREC_LEN)) == NULL ||
+	    (seg = malloc((n + 1) * sizeof(*seg))) == NULL ||
+	    (slot = malloc((n + 1) * sizeof(*slot))) == NULL ||
+	    (dead = malloc((n + 1) * sizeof(*dead))) == NULL)
+		goto out;
+	urlmem_foreach(us->mem, collect_one, &c);
+	qsort(c.e, c.n, sizeof(*c.e), cmp_entry_fp);
+	for (size_t i = 0; i < c.n; i++) {
+		struct url_record r;
+
+		if (c.e[i].orig_seg != 0)
+			dead[ndead++] = (struct place){ c.e[i].orig_seg,
+			    c.e[i].orig_slot };
+		if (c.e[i].count == 0)
+			continue;
+		memcpy(r.fp, c.e[i].fp, CBF_FP_LEN);
+		r.count = c.e[i].count;
+		r.first_seen_ms = c.e[i].first_seen_ms;
+		r.last_seen_ms = c.e[i].last_seen_ms;
+		cbf_indices(us->filter, r.fp, r.idx);
+		urlrec_encode(&r, recs + nrec++ * URLREC_LEN);
+	}
+	qsort(dead, ndead, sizeof(*dead), cmp_place);
+
+	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
+		goto out;
+	if ((rc = write_segments(us, txn, recs, nrec, &ids, seg, slot,
+	    &bytes)) != STORE_OK ||
+	    (rc = clear_bits(txn, dead, ndead, &bytes)) != STORE_OK)
+		goto abort;
+	if (checkpoint) {
+		snprintf(seq, sizeof(seq), "%" PRIu64,
+		    urljournal_last_seq(us->journal));
+		if ((rc = store_meta_put(txn, "urls.journal_seq", seq)) !=
+		    STORE_OK)
+			goto abort;
+	}
+	if (URLSET_CRASH(URLSET_CRASH_FLUSH_WRITTEN)) {
+		rc = STORE_FAILED;
+		goto abort;
+	}
+	txnid = store_txn_id(txn);
+	if ((rc = store_commit(txn)) != STORE_OK) {
+		log_warnx("%s: %s", __func__, store_strstatus(rc));
+		give_back_ids(us, &ids);
+		goto out;
+	}
+	if (URLSET_CRASH(URLSET_CRASH_FLUSH_COMMITTED)) {
+		rc = STORE_FAILED;
+		goto out;
+	}
+
+	/* Committed: memory follows. */
+	for (size_t i = 0, r = 0; i < c.n; i++) {
+		const struct urlmem_entry *e = &c.e[i];
+		int ok = 0;
+
+		if (e->count > 0 && e->orig_seg != 0)
+			ok = urlidx_move(us->idx, e->fp, e->orig_seg, seg[r]);
+		else if (e->count > 0 && urlidx_insert(us->idx, e->fp,
+		    seg[r]) == -1) {
+			/* Full: a larger index, made from the store, which
+			 * holds this flush and so the rest of it too. */
+			if (urlset_index_grow(us) == -1)
+				fatalx("%s: cannot grow the URL index",
+				    __func__);
+			break;
+		} else if (e->count == 0 && e->orig_seg != 0)
+			ok = urlidx_remove(us->idx, e->fp, e->orig_seg);
+		if (ok == -1)
+			fatalx("%s: the index lost a URL of segment %u",
+			    __func__, e->orig_seg);
+		r += e->count > 0;
+	}
+	if (dir_add(us, seg, nrec) == -1)
+		fatalx("%s: out of memory for the segment directory",
+		    __func__);
+	for (size_t i = 0; i < ndead; i++) {
+		uint32_t id = dead[i].seg;
+
+		if (i == 0 || id != dead[i - 1].seg)
+			dir_count(us, id, -1);
+		us->dir[id].nlive--;
+		if (i + 1 == ndead || dead[i + 1].seg != id)
+			dir_count(us, id, 1);
+	}
+	/* Readers that see the journal's table empty must see this flush
+	 * in their snapshot (urllookup.c). */
+	__atomic_store_n(&us->flush_txnid, txnid, __ATOMIC_RELEASE);
+	urlmem_clear(us->mem);
+	if (checkpoint)
+		urljournal_restart(us->journal);
+	__atomic_fetch_add(&us->flushes, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->store_bytes_written, bytes, __ATOMIC_RELAXED);
+	urlset_publish_seg_stats(us);
+	rc = STORE_OK;
+	goto out;
+abort:
+	store_abort(txn);
+	give_back_ids(us, &ids);
+	if (rc == STORE_FULL || rc == STORE_TXN_FULL)
+		log_warnx("%s: %s", __func__, store_strstatus(rc));
+out:
+	free(ids.ids);
+	free(c.e);
+	free(recs);
+	free(seg);
+	free(slot);
+	free(dead);
+	return rc;
+}
+
+bool
+urlset_merge_due(const struct urlset *us, bool *forced)
+{
+	*forced = us->small_segs > MERGE_FORCE_SMALL ||
+	    (us->seg_dead > us->seg_records &&
+	    us->seg_dead * MERGE_FORCE_DEAD_DIV > us->seg_records_total);
+	return *forced || us->small_segs >= 2 || us->sparse_segs > 0;
+}
+
+/* A live record of a merge, with where it was. */
+struct moved {
+	uint8_t rec[URLREC_LEN];
+	uint32_t from;
+};
+
+static int
+cmp_moved(const void *a, const void *b)
+{
+	return memcmp(((const struct moved *)a)->rec,
+	    ((const struct moved *)b)->rec, CBF_FP_LEN);
+}
+
+/* The segments a merge step takes: sparse ones, and small ones when there
+ * are two or more; at most MERGE_SEGMENTS segments' worth of records. */
+static size_t
+merge_sources(struct urlset *us, uint32_t *src, size_t max)
+{
+	size_t n = 0, smalls = 0;
+	uint64_t live = 0, limit = (uint64_t)MERGE_SEGMENTS * us->seg_records;
+
+	for (uint32_t id = 1; id < us->dir_len && n < max; id++) {
+		const struct segdir *d = &us->dir[id];
+		bool sparse, small;
+
+		if (d->nrec == 0)
+			continue;
+		sparse = is_sparse(d->nrec, d->nlive);
+		small = is_small(us, d->nrec);
+		if (!sparse && !(small && us->small_segs >= 2))
+			continue;
+		if (n > 0 && live + d->nlive > limit)
+			break;
+		src[n++] = id;
+		live += d->nlive;
+		smalls += small && !sparse;
+	}
+	/* One small segment alone gains nothing from being rewritten. */
+	if (n == 1 && smalls == 1)
+		return 0;
+	return n;
+}
+
+int
+urlset_merge_step(struct urlset *us, bool *did, bool forced)
+{
+	uint32_t src[MERGE_SEGMENTS * 64];
+	size_t nsrc, nmoved = 0, cap = 0;
+	struct moved *moved = NULL;
+	struct id_list ids = { NULL, 0, 0 };
+	uint32_t *seg = NULL, *slot = NULL;
+	uint8_t *recs = NULL;
+	uint64_t bytes = 0;
+	struct store_txn *txn;
+	int rc;
+
+	*did = false;
+	/* The journal's table names records by their place: empty it first. */
+	if (urlmem_count(us->mem) > 0 &&
+	    (rc = urlset_flush(us, true)) != STORE_OK)
+		return rc;
+	if ((nsrc = merge_sources(us, src, sizeof(src) / sizeof(src[0]))) == 0)
+		return STORE_OK;
+	for (size_t i = 0; i < nsrc; i++)
+		cap += us->dir[src[i]].nlive;
+	if ((moved = malloc((cap + 1) * sizeof(*moved))) == NULL)
+		return STORE_FAILED;
+	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
+		goto out;
+	for (size_t i = 0; i < nsrc; i++) {
+		struct store_val v, b;
+		int64_t nrec;
+
+		if ((rc = store_get(txn, STORE_URL_SEGS, &src[i],
+		    sizeof(src[i]), &v)) != STORE_OK ||
+		    (rc = store_get(txn, STORE_URL_LIVE, &src[i],
+		    sizeof(src[i]), &b)) != STORE_OK) {
+			rc = rc == STORE_NOTFOUND ? STORE_FAILED : rc;
+			goto abort;
+		}
+		if ((nrec = urlseg_check(v.data, v.len)) < 0 ||
+		    b.len < URLSEG_BITMAP_LEN(nrec)) {
+			log_warnx("%s: segment %u is damaged", __func__, src[i]);
+			rc = STORE_FAILED;
+			goto abort;
+		}
+		for (uint32_t r = 0; r < (uint32_t)nrec; r++) {
+			if (!urlseg_bit(b.data, r))
+				continue;
+			if (nmoved == cap) {
+				log_warnx("%s: segment %u has more live "
+				    "records than counted", __func__, src[i]);
+				rc = STORE_FAILED;
+				goto abort;
+			}
+			memcpy(moved[nmoved].rec, urlseg_record(v.data, r),
+			    URLREC_LEN);
+			moved[nmoved++].from = src[i];
+		}
+	}
+	qsort(moved, nmoved, sizeof(*moved), cmp_moved);
+	if ((recs = malloc((nmoved + 1) * URLREC_LEN)) == NULL ||
+	    (seg = malloc((nmoved + 1) * sizeof(*seg))) == NULL ||
+	    (slot = malloc((nmoved + 1) * sizeof(*slot))) == NULL) {
+		rc = STORE_FAILED;
+		goto abort;
+	}
+	for (size_t i = 0; i < nmoved; i++)
+		memcpy(recs + i * URLREC_LEN, moved[i].rec, URLREC_LEN);
+	if ((rc = write_segments(us, txn, recs, nmoved, &ids, seg, slot,
+	    &bytes)) != STORE_OK)
+		goto abort;
+	for (size_t i = 0; i < nsrc; i++)
+		if ((rc = store_del(txn, STORE_URL_SEGS, &src[i],
+		    sizeof(src[i]))) != STORE_OK ||
+		    (rc = store_del(txn, STORE_URL_LIVE, &src[i],
+		    sizeof(src[i]))) != STORE_OK)
+			goto abort;
+	if (URLSET_CRASH(URLSET_CRASH_MERGE_WRITTEN)) {
+		rc = STORE_FAILED;
+		goto abort;
+	}
+	if ((rc = store_commit(txn)) != STORE_OK) {
+		give_back_ids(us, &ids);
+		goto out;
+	}
+	if (URLSET_CRASH(URLSET_CRASH_MERGE_COMMITTED)) {
+		rc = STORE_FAILED;
+		goto out;
+	}
+
+	/* Committed: the index names the new segments, then the old ids go
+	 * back for later transactions. */
+	for (size_t i = 0; i < nmoved; i++)
+		if (urlidx_move(us->idx, moved[i].rec, moved[i].from,
+		    seg[i]) == -1)
+			fatalx("%s: the index lost a URL of segment %u",
+			    __func__, moved[i].from);
+	for (size_t i = 0; i < nsrc; i++) {
+		dir_count(us, src[i], -1);
+		us->dir[src[i]].nrec = us->dir[src[i]].nlive = 0;
+		free_id(us, src[i]);
+	}
+	if (dir_add(us, seg, nmoved) == -1)
+		fatalx("%s: out of memory for the segment directory",
+		    __func__);
+	__atomic_fetch_add(&us->merges, 1, __ATOMIC_RELAXED);
+	if (forced)
+		__atomic_fetch_add(&us->merges_forced, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->store_bytes_written, bytes, __ATOMIC_RELAXED);
+	urlset_publish_seg_stats(us);
+	*did = true;
+	goto out;
+abort:
+	store_abort(txn);
+	give_back_ids(us, &ids);
+out:
+	free(ids.ids);
+	free(moved);
+	free(recs);
+	free(seg);
+	free(slot);
+	return rc;
+}
+
+/* The rebuild's and the verification's walk over every segment. */
+struct seg_walk {
+	struct urlset *us;
+	struct store_txn *txn;
+	/* rebuild */
+	const char *bad;
+	struct urlidx *idx;		/* the index being filled */
+	bool index_only;		/* fill idx, nothing else */
+	bool index_full;		/* idx ran out of room */
+	/* verify */
+	struct cbf *fresh;
+	struct urlset_verify *out;
+	struct group_rec *groups;
+	size_t ngroups, groups_cap;
+};
+
+struct group_rec {
+	uint64_t pair;
+	uint32_t seg;
+	uint8_t fp[CBF_FP_LEN];
+};
+
+static int
+rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
+    void *arg)
+{
+	struct seg_walk *w = arg;
+	struct urlset *us = w->us;
+	struct store_val b;
+	uint32_t id, live = 0;
+	int64_t nrec;
+
+	if (klen != sizeof(id) || (nrec = urlseg_check(val, vlen)) < 0) {
+		w->bad = "a URL segment is damaged";
+		return -1;
+	}
+	memcpy(&id, key, sizeof(id));
+	if (id == 0 || id > URLIDX_SEG_MAX ||
+	    store_get(w->txn, STORE_URL_LIVE, &id, sizeof(id), &b) !=
+	    STORE_OK || b.len < URLSEG_BITMAP_LEN(nrec)) {
+		w->bad = "a URL segment has no live bitmap";
+		return -1;
+	}
+	if (!w->index_only && dir_grow(us, id) == -1) {
+		w->bad = "out of memory";
+		return -1;
+	}
+	for (uint32_t i = 0; i < (uint32_t)nrec; i++) {
+		struct url_record r;
+
+		if (!urlseg_bit(b.data, i))
+			continue;
+		urlrec_decode(urlseg_record(val, i), &r);
+		live++;
+		if (!w->index_full && urlidx_insert(w->idx, r.fp, id) == -1) {
+			if (w->index_only)
+				return -1;
+			w->index_full = true;	/* grown at the end */
+		}
+		if (w->index_only)
+			continue;
+		for (int k = 0; k < CBF_K; k++)
+			if (r.idx[k] >= us->m) {
+				w->bad = "a URL record names a counter beyond "
+				    "the filter";
+				return -1;
+			}
+		cbf_add(us->filter, r.idx);
+	}
+	if (w->index_only)
+		return 0;
+	us->dir[id].nrec = (uint16_t)nrec;
+	us->dir[id].nlive = (uint16_t)live;
+	dir_count(us, id, 1);
+	us->live += live;
+	return 0;
+}
+
+/*
+ * Writer: a larger index, filled from the store's live records, replaces
+ * the current one once no reader uses it.
+ */
+int
+urlset_index_grow(struct urlset *us)
+{
+	uint64_t cap = 2 * urlidx_capacity(us->idx);
+	struct urlidx *old = us->idx;
+	struct seg_walk w = { .us = us, .index_only = true };
+	int rc;
+
+	if (cap < us->live + us->live / 4)
+		cap = us->live + us->live / 4;
+	if ((w.txn = store_reader_new(us->st)) == NULL)
+		return -1;
+	for (;; cap *= 2) {
+		if ((w.idx = urlidx_new(cap)) == NULL ||
+		    (rc = store_reader_begin(w.txn)) != STORE_OK) {
+			urlidx_free(w.idx);
+			store_reader_free(w.txn);
+			return -1;
+		}
+		rc = store_scan_txn(w.txn, STORE_URL_SEGS, rebuild_one, &w);
+		store_reader_end(w.txn);
+		if (rc == STORE_OK)
+			break;
+		urlidx_free(w.idx);
+		if (w.bad != NULL) {
+			log_warnx("%s: %s", __func__, w.bad);
+			store_reader_free(w.txn);
+			return -1;
+		}
+	}
+	store_reader_free(w.txn);
+	__atomic_store_n(&us->idx, w.idx, __ATOMIC_SEQ_CST);
+	urlset_grace(us);
+	urlidx_free(old);
+	log_info("%s: the URL index now holds %" PRIu64 " URLs at most (%"
+	    PRIu64 " stored)", __func__, cap, us->live);
+	return 0;
+}
+
+int
+urlset_rebuild(struct urlset *us, char **cause)
+{
+	struct seg_walk w = { .us = us, .idx = us->idx };
+	int rc;
+
+	if ((w.txn = store_reader_new(us->st)) == NULL ||
+	    store_reader_begin(w.txn) != STORE_OK) {
+		store_reader_free(w.txn);
+		if (asprintf(cause, "cannot read the URL store") == -1)
+			*cause = NULL;
+		return -1;
+	}
+	rc = store_scan_txn(w.txn, STORE_URL_SEGS, rebuild_one, &w);
+	store_reader_end(w.txn);
+	store_reader_free(w.txn);
+	if (rc != STORE_OK || (w.index_full && urlset_index_grow(us) == -1)) {
+		if (asprintf(cause, "rebuilding the URL filter and index: %s",
+		    w.bad ? w.bad : rc != STORE_OK ? store_strstatus(rc) :
+		    "out of memory") == -1)
+			*cause = NULL;
+		return -1;
+	}
+	/* Ids below the highest in use that no segment has are free. */
+	us->next_id = 1;
+	for (uint32_t id = 1; id < us->dir_len; id++)
+		if (us->dir[id].nrec != 0)
+			us->next_id = id + 1;
+	for (uint32_t id = us->next_id; id > 1; id--)
+		if (us->dir[id - 1].nrec == 0 && id - 1 > 0 &&
+		    free_id(us, id - 1) == -1) {
+			if (asprintf(cause, "out of memory") == -1)
+				*cause = NULL;
+			return -1;
+		}
+	urlset_publish_seg_stats(us);
+	return 0;
+}
+
+static void
+verify_note(struct urlset_verify *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+verify_note(struct urlset_verify *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (out->detail[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out->detail, sizeof(out->detail), fmt, ap);
+	va_end(ap);
+}
+
+static int
+verify_one(const void *key, size_t klen, const void *val, size_t vlen,
+    void *arg)
+{
+	struct seg_walk *w = arg;
+	struct urlset *us = w->us;
+	struct store_val b;
+	uint32_t id, live = 0;
+	int64_t nrec;
+
+	if (klen != sizeof(id) || (nrec = urlseg_check(val, vlen)) < 0) {
+		w->bad = "a URL segment is damaged";
+		return -1;
+	}
+	memcpy(&id, key, sizeof(id));
+	if (store_get(w->txn, STORE_URL_LIVE, &id, sizeof(id), &b) !=
+	    STORE_OK || b.len < URLSEG_BITMAP_LEN(nrec)) {
+		w->bad = "a URL segment has no live bitmap";
+		return -1;
+	}
+	for (uint32_t i = 0; i < (uint32_t)nrec; i++) {
+		struct url_record r;
+		uint32_t idx[CBF_K], segs[URLIDX_MAX_CANDIDATES];
+		size_t n;
+		bool named = false;
+
+		if (!urlseg_bit(b.data, i))
+			continue;
+		urlrec_decode(urlseg_record(val, i), &r);
+		for (int k = 0; k < CBF_K; k++)
+			if (r.idx[k] >= us->m) {
+				w->bad = "a URL record names a counter beyond "
+				    "the filter";
+				return -1;
+			}
+		cbf_indices(us->filter, r.fp, idx);
+		if (memcmp(idx, r.idx, sizeof(idx)) != 0) {
+			w->out->index_mismatches++;
+			verify_note(w->out, "record %u of segment %u stores "
+			    "counters other than its fingerprint's", i, id);
+		}
+		if (i > 0 && urlrec_cmp_fp(urlseg_record(val, i - 1), r.fp) >=
+		    0) {
+			w->out->index_mismatches++;
+			verify_note(w->out, "segment %u is not in order at "
+			    "record %u", id, i);
+		}
+		cbf_add(w->fresh, r.idx);
+		n = urlidx_lookup(us->idx, r.fp, segs, URLIDX_MAX_CANDIDATES);
+		for (size_t k = 0; k < n; k++)
+			named |= segs[k] == id;
+		if (!named) {
+			w->out->index_mismatches++;
+			verify_note(w->out, "the index does not name segment "
+			    "%u for its record %u", id, i);
+		}
+		if (w->ngroups == w->groups_cap) {
+			size_t cap = w->groups_cap ? 2 * w->groups_cap : 1024;
+			struct group_rec *g = realloc(w->groups,
+			    cap * sizeof(*g));
+
+			if (g == NULL) {
+				w->bad = "out of memory";
+				return -1;
+			}
+			w->groups = g;
+			w->groups_cap = cap;
+		}
+		w->groups[w->ngroups].pair = urlidx_pair_key(us->idx, r.fp);
+		w->groups[w->ngroups].seg = id;
+		memcpy(w->groups[w->ngroups++].fp, r.fp, CBF_FP_LEN);
+		live++;
+		w->out->records++;
+	}
+	if (id >= us->dir_len || us->dir[id].nrec != nrec ||
+	    us->dir[id].nlive != live) {
+		w->out->index_mismatches++;
+		verify_note(w->out, "segment %u: %" PRId64 " records, %u live; "
+		    "memory says %u and %u", id, nrec, live,
+		    id < us->dir_len ? us->dir[id].nrec : 0,
+		    id < us->dir_len ? us->dir[id].nlive : 0);
+	}
+	return 0;
+}
+
+static int
+cmp_group(const void *a, const void *b)
+{
+	const struct group_rec *x = a, *y = b;
+
+	if (x->pair != y->pair)
+		return x->pair < y->pair ? -1 : 1;
+	return x->seg < y->seg ? -1 : x->seg > y->seg;
+}
+
+int
+urlset_verify_store(struct urlset *us, struct urlset_verify *out)
+{
+	struct seg_walk w = { .us = us, .out = out };
+	struct urlidx_stats xs;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((w.fresh = cbf_new(us->m)) == NULL) {
+		snprintf(out->detail, sizeof(out->detail), "out of memory");
+		return STORE_FAILED;
+	}
+	if ((w.txn = store_reader_new(us->st)) == NULL ||
+	    (rc = store_reader_begin(w.txn)) != STORE_OK) {
+		store_reader_free(w.txn);
+		cbf_free(w.fresh);
+		return STORE_FAILED;
+	}
+	rc = store_scan_txn(w.txn, STORE_URL_SEGS, verify_one, &w);
+	store_reader_end(w.txn);
+	store_reader_free(w.txn);
+	if (rc != STORE_OK) {
+		snprintf(out->detail, sizeof(out->detail), "%s",
+		    w.bad ? w.bad : store_strstatus(rc));
+		cbf_free(w.fresh);
+		free(w.groups);
+		return w.bad ? STORE_FAILED : rc;
+	}
+	/* The index holds one entry per record: as many in all, and, for
+	 * the records that share a bucket pair, tag and segment, as many as
+	 * they are. */
+	urlidx_stats(us->idx, &xs);
+	if (xs.entries != out->records) {
+		out->index_mismatches++;
+		verify_note(out, "the index has %" PRIu64 " entries for %"
+		    PRIu64 " stored URLs", xs.entries, out->records);
+	}
+	qsort(w.groups, w.ngroups, sizeof(*w.groups), cmp_group);
+	for (size_t i = 0, j; i < w.ngroups; i = j) {
+		uint64_t have;
+
+		for (j = i + 1; j < w.ngroups && cmp_group(&w.groups[i],
+		    &w.groups[j]) == 0; j++)
+			;
+		have = urlidx_count_matching(us->idx, w.groups[i].fp,
+		    w.groups[i].seg);
+		if (have != j - i) {
+			out->index_mismatches++;
+			verify_note(out, "the index has %" PRIu64 " entries "
+			    "for %zu URLs of segment %u sharing a bucket pair",
+			    have, j - i, w.groups[i].seg);
+		}
+	}
+	free(w.groups);
+	if (__atomic_load_n(&us->live, __ATOMIC_RELAXED) != out->records) {
+		out->index_mismatches++;
+		verify_note(out, "%" PRIu64 " URLs counted in memory, %" PRIu64
+		    " in the store", __atomic_load_n(&us->live,
+		    __ATOMIC_RELAXED), out->records);
+	}
+	for (uint64_t i = 0; i < us->m; i++) {
+		if (cbf_counter(us->filter, i) == cbf_counter(w.fresh, i) &&
+		    cbf_true_count(us->filter, i) ==
+		    cbf_true_count(w.fresh, i))
+			continue;
+		if (out->counter_mismatches++ == 0)
+			verify_note(out, "counter %" PRIu64 " is %u (true count "
+			    "%" PRIu64 ") in memory, %u (%" PRIu64 ") from the "
+			    "store", i, cbf_counter(us->filter, i),
+			    cbf_true_count(us->filter, i),
+			    cbf_counter(w.fresh, i),
+			    cbf_true_count(w.fresh, i));
+	}
+	cbf_free(w.fresh);
+	return STORE_OK;
+}

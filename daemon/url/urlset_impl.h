@@ -1,0 +1,204 @@
+/*
+ * urlset_impl: the URL set's insides, shared by its files and nothing else:
+ *
+ *   urlset.c      opening (metadata, rebuild, replay), keys, statistics
+ *   urllookup.c   checks: the filter, the journal's table, the index, the
+ *                 segments, batched so that memory and disk reads overlap
+ *   urlwriter.c   the URL writer thread: groups, the journal, publishing
+ *   urlsegs.c     the segments in the store: flush, merge, rebuild, verify
+ *   urlmigrate.c  the upgrade from format 1
+ *
+ * Ownership.  Fields under "writer" belong to the URL writer thread once it
+ * runs (to the opening thread before); statistics are atomics; the filter,
+ * the index and the journal's table are safe for concurrent readers by
+ * their own protocols (cbf.h, urlidx.h, urlmem.h).
+ *
+ * The index may be replaced by a larger one (when the URLs outgrow it).
+ * A reader takes the pointer between urlset_enter and urlset_leave, and
+ * the writer frees a replaced index only once every reader has left or
+ * entered again since (a grace period, as RCU's): readers register in
+ * us->readers, and publish the epoch they entered at.
+ */
+#ifndef NDDD_URLSET_IMPL_H
+#define NDDD_URLSET_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <openssl/evp.h>
+
+#include "urlidx.h"
+#include "urljournal.h"
+#include "urlmem.h"
+#include "urlrec.h"
+#include "urlset.h"
+
+/* A segment's counts, in memory (the bitmap on disk is the truth). */
+struct segdir {
+	uint16_t nrec;			/* 0: no such segment */
+	uint16_t nlive;
+};
+
+/* A stored record found by a lookup. */
+struct url_found {
+	bool found;
+	uint32_t count;
+	uint64_t first_seen_ms;
+	uint64_t last_seen_ms;
+	uint32_t seg;
+	uint32_t slot;
+};
+
+/* One URL of a group: its state before the group and after. */
+struct stage_entry {
+	struct url_key key;
+	bool base_present;		/* before the group */
+	struct urlmem_entry base;	/* its state then, and its record's
+					   place in the store (orig_*) */
+	bool need_lookup;		/* base still to be read from the store */
+	uint32_t count;			/* now; 0: absent */
+	uint64_t first_seen_ms;
+	uint64_t last_seen_ms;
+};
+
+struct urlset {
+	struct store *st;
+	struct cbf *filter;
+	uint64_t m;
+	uint64_t capacity;
+	struct urlcanon_options canon;
+	char canon_id[128];
+	EVP_MD *md5;			/* fetched once, shared by the keyers */
+	struct urlidx *idx;		/* replaced with seq_cst stores */
+	uint64_t epoch;			/* of the last replacement */
+	pthread_mutex_t readers_lock;	/* guards the list of readers */
+	struct urlset_reader *readers;
+	struct urlmem *mem;
+	struct urljournal *journal;
+	uint32_t seg_records;
+	bool sync;
+	uint64_t relaxed_sync_ms;
+
+	/* The writer thread and its queue (lock guards the queue, stopping
+	 * and pending; the writer waits on cond). */
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct urlset_job *head, *tail;
+	bool stopping;
+	size_t pending;
+	struct mailbox *mb;
+
+	/* Writer. */
+	struct urlset_reader *wrd;	/* its own reader of the store */
+	struct stage_entry *stage;	/* the group being applied */
+	size_t stage_len, stage_cap;
+	uint32_t *stage_map;		/* fingerprint -> stage index + 1 */
+	size_t stage_map_mask;
+	struct urlmem_entry *frame;	/* the group's journal frame */
+	uint32_t *lookup_which;
+	struct url_found *lookup_found;
+	uint32_t *lookup_retry;
+	struct segdir *dir;		/* by segment id */
+	uint32_t dir_len;		/* ids below it have been used */
+	uint32_t next_id;		/* never used yet, and above */
+	uint32_t *free_ids;		/* ids below next_id no segment has */
+	size_t nfree, free_cap;
+	uint64_t seg_count, small_segs, sparse_segs, seg_records_total;
+	uint64_t seg_dead;
+	uint64_t unsynced_since_ms;	/* a relaxed frame awaits fdatasync */
+
+	/* The transaction of the last flush, published before the journal's
+	 * table is cleared (acquire, release). */
+	uint64_t flush_txnid;
+
+	/* Statistics. */
+	uint64_t live;			/* URLs stored */
+	uint64_t checks, checks_filter_only, false_positives;
+	uint64_t submits_new, submits_duplicate, deletes;
+	uint64_t groups, flushes, merges, merges_forced;
+	uint64_t store_bytes_written;
+	uint64_t stat_segments, stat_small, stat_records, stat_dead;
+	uint64_t stat_journal_bytes, stat_journal_written, stat_journal_syncs;
+};
+
+struct urlset_reader {
+	struct urlset *us;
+	struct urlset_reader *next;	/* us->readers */
+	uint64_t active;		/* the epoch entered at, 0: outside */
+	struct urlidx *idx;		/* the index while inside */
+	struct store_txn *txn;
+	/* Scratch, grown as batches need. */
+	struct lookup_cand *cands;
+	const void **pages;		/* as many as cands */
+	size_t cands_cap;
+	struct lookup_seg *segs;
+	size_t segs_mask;
+	uint32_t *which, *retry, *maybe;
+	struct url_found *found;
+	size_t keys_cap;
+};
+
+/*
+ * Fault injection for the tests: where the write path can be cut short.
+ * When urlset_crash_hook is set (never in the daemon) the writer calls it
+ * at each point; when it returns true, the operation stops there as if the
+ * process had died, leaving memory as it was at that moment: the caller
+ * must then drop the set (urlset_free, no flush) and open it again.
+ */
+enum urlset_crash_point {
+	URLSET_CRASH_STAGED,		/* group applied in scratch only */
+	URLSET_CRASH_JOURNALED,		/* its frame written, not published */
+	URLSET_CRASH_PUBLISHED,		/* published, jobs not yet answered */
+	URLSET_CRASH_FLUSH_WRITTEN,	/* flush in a transaction not committed */
+	URLSET_CRASH_FLUSH_COMMITTED,	/* flush committed, memory unchanged */
+	URLSET_CRASH_MERGE_WRITTEN,
+	URLSET_CRASH_MERGE_COMMITTED,
+	URLSET_CRASH_MIGRATED_BATCH,	/* a format 1 batch moved, more left */
+};
+extern bool (*urlset_crash_hook)(enum urlset_crash_point point);
+#define URLSET_CRASH(point) \
+	(urlset_crash_hook != NULL && urlset_crash_hook(point))
+
+/* urllookup.c.  Looks up keys[which[0..n)] in the store through rd (begun),
+ * setting found[which[i]]; the keys that need the read redone with a newer
+ * snapshot (their segment moved since) go to retry[0..*nretry).  Returns a
+ * store status. */
+int urlset_lookup_store(struct urlset_reader *rd,
+    const struct url_key *keys, const uint32_t *which, size_t n,
+    struct url_found *found, uint32_t *retry, size_t *nretry);
+/* Grows rd's per-key scratch to n keys.  -1 if memory is short. */
+int urlset_reader_reserve(struct urlset_reader *rd, size_t n);
+/* A reader's use of the index, and the writer's wait for readers to be
+ * done with a replaced one. */
+void urlset_enter(struct urlset *us, struct urlset_reader *rd);
+void urlset_leave(struct urlset_reader *rd);
+void urlset_grace(struct urlset *us);
+
+/* urlsegs.c. */
+int urlset_rebuild(struct urlset *us, char **cause);
+/* Replaces the index by a larger one, made from the store. */
+int urlset_index_grow(struct urlset *us);
+int urlset_flush(struct urlset *us, bool checkpoint);
+/* One merge step if one is due (forced: the backlog is too large). */
+int urlset_merge_step(struct urlset *us, bool *did, bool forced);
+bool urlset_merge_due(const struct urlset *us, bool *forced);
+int urlset_verify_store(struct urlset *us, struct urlset_verify *out);
+void urlset_publish_seg_stats(struct urlset *us);
+
+/* urlwriter.c. */
+/* Applies a group of jobs (all of one durability) now, in this thread: what
+ * the writer does; open and the tests call it directly. */
+void urlset_apply_group(struct urlset *us, struct urlset_job *list);
+
+/* urlmigrate.c: upgrades a format 1 store to segments, in transactions of
+ * urlset_migrate_batch records. */
+extern size_t urlset_migrate_batch;
+int urlset_migrate_v1(struct urlset *us, char **cause);
+
+/* urlset.c: the wall clock, in milliseconds. */
+uint64_t urlset_now_ms(void);
+
+#endif

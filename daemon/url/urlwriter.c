@@ -1,0 +1,567 @@
+/*
+ * urlwriter: the URL writer thread.  See urlset.h.
+ *
+ * It takes the jobs queued while it was busy, as one group of one
+ * durability, and applies them:
+ *
+ *   stage     each URL's state before the group (the journal's table, else
+ *             the store, looked up in one batch), then the jobs' submits
+ *             and deletes in order, results included;
+ *   journal   one frame with the new state of every URL the group changed;
+ *             written, and for a durable group fdatasync'ed;
+ *   publish   the filter, then the journal's table: readers see the
+ *             changes only now, after they are as durable as promised;
+ *   deliver   the jobs back to the event loop.
+ *
+ * A frame that cannot be written (a full disk) fails the group, nothing
+ * changed.  A failed fdatasync leaves nothing certain about what is on the
+ * disk: the daemon stops, and a restart replays what the journal holds.
+ *
+ * Between groups it flushes the journal's table into segments when it is
+ * full (or the writer has been idle a while), merges segments when some
+ * are small or sparse (first, holding the next group back, when the
+ * backlog is large), and fdatasyncs relaxed frames that have waited
+ * relaxed_sync_ms.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "urlset_impl.h"
+
+/* URLs in one group, at most (a job larger than this is a group alone):
+ * a group's scratch memory, 200 bytes per URL, stays small, and its
+ * fdatasync is still a small share of its time. */
+#define URLSET_GROUP_MAX	16384
+/* Idle this long with changes in memory, the writer flushes them. */
+#define URLSET_IDLE_FLUSH_MS	1000
+
+static void
+urlset_deliver(struct mailbox_msg *msg, void *arg)
+{
+	struct urlset *us = arg;
+	struct urlset_job *job = MAILBOX_CONTAINER(msg, struct urlset_job,
+	    msg);
+
+	pthread_mutex_lock(&us->lock);
+	us->pending--;
+	pthread_mutex_unlock(&us->lock);
+	job->done(job);
+}
+
+/* Hands a finished job back: to the loop, or at once when no thread runs
+ * (the opening thread, the tests). */
+static void
+finish(struct urlset *us, struct urlset_job *job, int status)
+{
+	job->status = status;
+	if (us->mb != NULL)
+		mailbox_post(us->mb, &job->msg);
+	else
+		job->done(job);
+}
+
+static void
+finish_all(struct urlset *us, struct urlset_job *list, int status)
+{
+	struct urlset_job *next;
+
+	for (; list != NULL; list = next) {
+		next = list->next;
+		finish(us, list, status);
+	}
+}
+
+static void
+publish_journal_stats(struct urlset *us)
+{
+	struct urljournal_stats js;
+
+	urljournal_stats(us->journal, &js);
+	__atomic_store_n(&us->stat_journal_bytes, js.bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stat_journal_written, js.bytes_written,
+	    __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stat_journal_syncs, js.syncs, __ATOMIC_RELAXED);
+}
+
+static int
+stage_reserve(struct urlset *us, size_t n)
+{
+	size_t slots = 16;
+
+	if (n > us->stage_cap) {
+		struct stage_entry *s = realloc(us->stage, n * sizeof(*s));
+		struct urlmem_entry *f;
+
+		if (s == NULL)
+			return -1;
+		us->stage = s;
+		if ((f = realloc(us->frame, n * sizeof(*f))) == NULL)
+			return -1;
+		us->frame = f;
+		free(us->lookup_which);
+		free(us->lookup_found);
+		free(us->lookup_retry);
+		us->lookup_which = malloc(n * sizeof(*us->lookup_which));
+		us->lookup_found = malloc(n * sizeof(*us->lookup_found));
+		us->lookup_retry = malloc(n * sizeof(*us->lookup_retry));
+		if (us->lookup_which == NULL || us->lookup_found == NULL ||
+		    us->lookup_retry == NULL) {
+			us->stage_cap = 0;
+			return -1;
+		}
+		us->stage_cap = n;
+	}
+	while (slots < 2 * n)
+		slots *= 2;
+	if (slots - 1 != us->stage_map_mask) {
+		uint32_t *m = malloc(slots * sizeof(*m));
+
+		if (m == NULL)
+			return -1;
+		free(us->stage_map);
+		us->stage_map = m;
+		us->stage_map_mask = slots - 1;
+	}
+	memset(us->stage_map, 0, slots * sizeof(*us->stage_map));
+	us->stage_len = 0;
+	return 0;
+}
+
+/* The group's entry for key, made with its state in the journal's table
+ * (or marked for a lookup in the store) when new. */
+static struct stage_entry *
+stage_entry(struct urlset *us, const struct url_key *key)
+{
+	uint64_t h;
+	size_t i;
+	struct stage_entry *e;
+
+	memcpy(&h, key->fp + 8, sizeof(h));
+	for (i = (size_t)(h * 0x9e3779b97f4a7c15ULL >> 32) &
+	    us->stage_map_mask; us->stage_map[i] != 0;
+	    i = (i + 1) & us->stage_map_mask) {
+		e = &us->stage[us->stage_map[i] - 1];
+		if (memcmp(e->key.fp, key->fp, CBF_FP_LEN) == 0)
+			return e;
+	}
+	e = &us->stage[us->stage_len++];
+	us->stage_map[i] = (uint32_t)us->stage_len;
+	memset(e, 0, sizeof(*e));
+	e->key = *key;
+	if (urlmem_get(us->mem, key->fp, &e->base)) {
+		e->base_present = e->base.count > 0;
+		e->count = e->base.count;
+		e->first_seen_ms = e->base.first_seen_ms;
+		e->last_seen_ms = e->base.last_seen_ms;
+	} else {
+		/* Not changed since the last flush: the store decides, and
+		 * the filter already knows most new URLs are not there. */
+		memcpy(e->base.fp, key->fp, CBF_FP_LEN);
+		e->need_lookup = cbf_maybe(us->filter, key->idx);
+	}
+	return e;
+}
+
+/* The store's state of the entries marked, in one batch. */
+static int
+stage_lookup(struct urlset *us)
+{
+	struct urlset_reader *rd = us->wrd;
+	size_t n = 0, nretry = 0, tries = 0;
+	struct url_key *keys;
+	int rc;
+
+	/* The lookup reads keys by index: a contiguous copy of the keys. */
+	if ((keys = malloc(us->stage_len * sizeof(*keys) + 1)) == NULL)
+		return STORE_FAILED;
+	for (size_t i = 0; i < us->stage_len; i++) {
+		keys[i] = us->stage[i].key;
+		if (us->stage[i].need_lookup)
+			us->lookup_which[n++] = (uint32_t)i;
+	}
+	if (n > 0 && urlset_reader_reserve(rd, us->stage_len) == -1) {
+		free(keys);
+		return STORE_FAILED;
+	}
+	rd->idx = us->idx;	/* the writer's own: no grace needed */
+	rc = n > 0 ? store_reader_begin(rd->txn) : STORE_OK;
+	while (n > 0 && rc == STORE_OK) {
+		rc = urlset_lookup_store(rd, keys, us->lookup_which, n,
+		    us->lookup_found, us->lookup_retry, &nretry);
+		for (size_t i = 0; rc == STORE_OK && i < n; i++) {
+			uint32_t k = us->lookup_which[i];
+			struct url_found *f = &us->lookup_found[k];
+			struct stage_entry *e = &us->stage[k];
+
+			if (!f->found)
+				continue;
+			e->base_present = true;
+			e->base.count = e->count = f->count;
+			e->base.first_seen_ms = e->first_seen_ms =
+			    f->first_seen_ms;
+			e->base.last_seen_ms = e->last_seen_ms =
+			    f->last_seen_ms;
+			e->base.orig_seg = f->seg;
+			e->base.orig_slot = f->slot;
+		}
+		if (rc != STORE_OK || nretry == 0)
+			break;
+		/* Only the writer moves segments, and it is here: a retry
+		 * means the snapshot predates its own last commit. */
+		if (++tries > 2) {
+			log_warnx("%s: the index names segments the store "
+			    "does not hold", __func__);
+			rc = STORE_FAILED;
+			break;
+		}
+		memcpy(us->lookup_which, us->lookup_retry,
+		    nretry * sizeof(*us->lookup_which));
+		n = nretry;
+		store_reader_end(rd->txn);
+		rc = store_reader_begin(rd->txn);
+	}
+	if (n > 0)
+		store_reader_end(rd->txn);
+	free(keys);
+	return rc;
+}
+
+static bool
+changed(const struct stage_entry *e)
+{
+	if (e->base_present != (e->count > 0))
+		return true;
+	return e->count > 0 && (e->count != e->base.count ||
+	    e->first_seen_ms != e->base.first_seen_ms ||
+	    e->last_seen_ms != e->base.last_seen_ms);
+}
+
+/* Makes room in the journal's table and file for a group of n URLs. */
+static int
+make_room(struct urlset *us, size_t n)
+{
+	if (urlmem_count(us->mem) + n <= urlmem_capacity(us->mem) &&
+	    urljournal_frame_len(n) <= urljournal_room(us->journal))
+		return STORE_OK;
+	return urlset_flush(us, true);
+}
+
+void
+urlset_apply_group(struct urlset *us, struct urlset_job *list)
+{
+	struct urlset_job *job;
+	uint64_t now = urlset_now_ms(), added = 0, dup = 0, deleted = 0;
+	size_t nkeys = 0, nframe = 0;
+	bool durable = list->durability == URLSET_DURABLE;
+	int64_t live = 0;
+	int rc;
+
+	for (job = list; job != NULL; job = job->next)
+		nkeys += job->n;
+	if ((rc = make_room(us, nkeys)) != STORE_OK) {
+		finish_all(us, list, rc);
+		return;
+	}
+	if (stage_reserve(us, nkeys) == -1) {
+		finish_all(us, list, STORE_FAILED);
+		return;
+	}
+	for (job = list; job != NULL; job = job->next)
+		for (size_t i = 0; i < job->n; i++)
+			stage_entry(us, &job->keys[i]);
+	if ((rc = stage_lookup(us)) != STORE_OK) {
+		finish_all(us, list, rc);
+		return;
+	}
+	for (job = list; job != NULL; job = job->next) {
+		for (size_t i = 0; i < job->n; i++) {
+			struct stage_entry *e = stage_entry(us, &job->keys[i]);
+
+			if (job->op == URLSET_DELETE) {
+				job->counts[i] = e->count;
+				deleted += e->count > 0;
+				e->count = 0;
+				continue;
+			}
+			if (e->count > 0) {
+				if (e->count < UINT32_MAX)
+					e->count++;
+				e->last_seen_ms = now;
+				dup++;
+			} else {
+				e->count = 1;
+				e->first_seen_ms = e->last_seen_ms = now;
+				added++;
+			}
+			job->counts[i] = e->count;
+		}
+	}
+	if (URLSET_CRASH(URLSET_CRASH_STAGED))
+		return;
+	for (size_t i = 0; i < us->stage_len; i++) {
+		struct stage_entry *e = &us->stage[i];
+
+		if (!changed(e))
+			continue;
+		us->frame[nframe] = e->base;
+		us->frame[nframe].count = e->count;
+		us->frame[nframe].first_seen_ms = e->first_seen_ms;
+		us->frame[nframe].last_seen_ms = e->last_seen_ms;
+		nframe++;
+	}
+	if (nframe > 0) {
+		if (urljournal_append(us->journal, us->frame, nframe) == -1) {
+			rc = errno == ENOSPC || errno == EDQUOT ? STORE_FULL :
+			    STORE_FAILED;
+			log_warnx("%s: cannot write the URL journal: %s",
+			    __func__, strerror(errno));
+			finish_all(us, list, rc);
+			return;
+		}
+		if (durable && us->sync) {
+			if (urljournal_sync(us->journal) == -1)
+				fatal("%s: cannot sync the URL journal: what "
+				    "is on disk is unknown; stopping", __func__);
+			us->unsynced_since_ms = 0;
+		} else if (us->unsynced_since_ms == 0)
+			us->unsynced_since_ms = now;
+	}
+	if (URLSET_CRASH(URLSET_CRASH_JOURNALED))
+		return;
+	/* Publish: a new URL's counters before its entry, a deleted one's
+	 * entry before its counters, so the filter never says "absent" for
+	 * a URL a reader could find. */
+	for (size_t i = 0; i < us->stage_len; i++) {
+		struct stage_entry *e = &us->stage[i];
+		struct urlmem_entry m;
+
+		if (!changed(e))
+			continue;
+		if (!e->base_present)
+			cbf_add(us->filter, e->key.idx);
+		m = e->base;
+		m.count = e->count;
+		m.first_seen_ms = e->first_seen_ms;
+		m.last_seen_ms = e->last_seen_ms;
+		if (urlmem_put(us->mem, &m) == -1)
+			fatalx("%s: the journal's table is full", __func__);
+		if (e->base_present && e->count == 0)
+			cbf_remove(us->filter, e->key.idx);
+		live += (e->count > 0) - (int64_t)e->base_present;
+	}
+	__atomic_fetch_add(&us->live, (uint64_t)live, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->submits_new, added, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->submits_duplicate, dup, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->deletes, deleted, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->groups, 1, __ATOMIC_RELAXED);
+	publish_journal_stats(us);
+	if (URLSET_CRASH(URLSET_CRASH_PUBLISHED))
+		return;
+	finish_all(us, list, STORE_OK);
+}
+
+/* Writer: flushes, then compares memory with the store. */
+static void
+run_verify(struct urlset *us, struct urlset_job *job)
+{
+	int rc = urlset_flush(us, true);
+
+	memset(job->verify, 0, sizeof(*job->verify));
+	if (rc == STORE_OK)
+		rc = urlset_verify_store(us, job->verify);
+	finish(us, job, rc);
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The relaxed frames have waited long enough for their fdatasync. */
+static bool
+relaxed_sync_due(const struct urlset *us, uint64_t now)
+{
+	return us->unsynced_since_ms != 0 && us->sync &&
+	    us->relaxed_sync_ms != 0 &&
+	    now - us->unsynced_since_ms >= us->relaxed_sync_ms;
+}
+
+static void
+relaxed_sync(struct urlset *us)
+{
+	if (urljournal_sync(us->journal) == -1)
+		fatal("%s: cannot sync the URL journal: what is on disk is "
+		    "unknown; stopping", __func__);
+	us->unsynced_since_ms = 0;
+	publish_journal_stats(us);
+}
+
+/* Writer, between groups: merges first when the backlog holds writers
+ * back; fdatasyncs relaxed frames that are due. */
+static void
+after_group(struct urlset *us)
+{
+	bool forced, did;
+
+	if (relaxed_sync_due(us, urlset_now_ms()))
+		relaxed_sync(us);
+	if (urlset_merge_due(us, &forced) && forced &&
+	    urlset_merge_step(us, &did, true) != STORE_OK)
+		log_warnx("%s: a merge failed; the writer goes on",
+		    __func__);
+}
+
+/*
+ * Writer, idle: the work that waits for a quiet moment.  Returns true if
+ * it did some (then it looks for more before sleeping).
+ */
+static bool
+idle_work(struct urlset *us, uint64_t idle_since)
+{
+	bool forced, did = false;
+	uint64_t now = urlset_now_ms();
+
+	if (relaxed_sync_due(us, now)) {
+		relaxed_sync(us);
+		return true;
+	}
+	if (urlmem_count(us->mem) > 0 &&
+	    mono_ms() - idle_since >= URLSET_IDLE_FLUSH_MS) {
+		if (urlset_flush(us, true) != STORE_OK)
+			return false;
+		return true;
+	}
+	if (urlmem_count(us->mem) == 0 && urlset_merge_due(us, &forced) &&
+	    urlset_merge_step(us, &did, forced) == STORE_OK && did)
+		return true;
+	return false;
+}
+
+/* Lock held: the next group, one job alone or several of one durability. */
+static struct urlset_job *
+take_group(struct urlset *us)
+{
+	struct urlset_job *list = us->head, *last = list;
+	size_t n = list->n;
+
+	if (list->op != URLSET_VERIFY) {
+		while (last->next != NULL && last->next->op != URLSET_VERIFY &&
+		    last->next->durability == list->durability &&
+		    n + last->next->n <= URLSET_GROUP_MAX &&
+		    n + last->next->n <= urlmem_capacity(us->mem)) {
+			last = last->next;
+			n += last->n;
+		}
+	}
+	us->head = last->next;
+	if (us->head == NULL)
+		us->tail = NULL;
+	last->next = NULL;
+	return list;
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct urlset *us = arg;
+	struct urlset_job *list;
+	uint64_t idle_since = mono_ms();
+	bool worked = false;
+
+	pthread_setname_np(pthread_self(), "nddd-urls");
+	for (;;) {
+		pthread_mutex_lock(&us->lock);
+		while (us->head == NULL && !us->stopping && !worked) {
+			struct timespec ts;
+
+			/* Wake for the idle work's deadlines. */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100 * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&us->cond, &us->lock, &ts);
+			if (us->head == NULL && !us->stopping)
+				break;
+		}
+		if (us->head == NULL) {
+			bool stopping = us->stopping;
+
+			pthread_mutex_unlock(&us->lock);
+			if (stopping)
+				break;
+			worked = idle_work(us, idle_since);
+			continue;
+		}
+		list = take_group(us);
+		pthread_mutex_unlock(&us->lock);
+		if (list->op == URLSET_VERIFY)
+			run_verify(us, list);
+		else
+			urlset_apply_group(us, list);
+		after_group(us);
+		idle_since = mono_ms();
+		worked = false;
+	}
+	/* A clean stop leaves the journal empty: the next start replays
+	 * nothing. */
+	if (urlset_flush(us, true) != STORE_OK)
+		log_warnx("%s: the last flush failed; the next start replays "
+		    "the journal", __func__);
+	return NULL;
+}
+
+int
+urlset_start(struct urlset *us, struct event_base *base)
+{
+	if ((us->mb = mailbox_new(base, urlset_deliver, us)) == NULL)
+		return -1;
+	if (pthread_create(&us->thread, NULL, writer_main, us) != 0) {
+		mailbox_free(us->mb);
+		us->mb = NULL;
+		return -1;
+	}
+	us->started = true;
+	return 0;
+}
+
+void
+urlset_stop(struct urlset *us)
+{
+	if (!us->started)
+		return;
+	pthread_mutex_lock(&us->lock);
+	us->stopping = true;
+	pthread_cond_signal(&us->cond);
+	pthread_mutex_unlock(&us->lock);
+	pthread_join(us->thread, NULL);
+	us->started = false;
+	/* Hand back what the thread finished after the loop last looked. */
+	mailbox_drain(us->mb);
+	mailbox_free(us->mb);
+	us->mb = NULL;
+}
+
+void
+urlset_submit_job(struct urlset *us, struct urlset_job *job)
+{
+	job->next = NULL;
+	job->status = STORE_OK;
+	pthread_mutex_lock(&us->lock);
+	if (us->tail != NULL)
+		us->tail->next = job;
+	else
+		us->head = job;
+	us->tail = job;
+	us->pending++;
+	pthread_cond_signal(&us->cond);
+	pthread_mutex_unlock(&us->lock);
+}
