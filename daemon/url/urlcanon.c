@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -702,4 +703,36 @@ urlcanon_canonicalize(struct urlcanon *uc, const char *url, size_t len,
 	b.p[b.len] = '\0';
 	*outlen = b.len;
 	return b.p;
+}
+
+void
+urlcanon_id(const struct urlcanon_options *opts, char buf[URLCANON_ID_LEN])
+{
+	snprintf(buf, URLCANON_ID_LEN, "urlcanon/%d strip_session_ids=%s "
+	    "strip_tracking=%s sort_query=%s", URLCANON_VERSION,
+	    opts->strip_session_ids ? "yes" : "no",
+	    opts->strip_tracking ? "yes" : "no",
+	    opts->sort_query ? "yes" : "no");
+}
+
+int
+urlcanon_parse_id(const char *id, struct urlcanon_options *opts)
+{
+	char buf[URLCANON_ID_LEN];
+
+	/* Eight combinations: the one whose id matches, or none. */
+	for (int o = 0; o < 8; o++) {
+		struct urlcanon_options c = {
+			.strip_session_ids = o & 1,
+			.strip_tracking = (o >> 1) & 1,
+			.sort_query = (o >> 2) & 1,
+		};
+
+		urlcanon_id(&c, buf);
+		if (strcmp(buf, id) == 0) {
+			*opts = c;
+			return 0;
+		}
+	}
+	return -1;
 }

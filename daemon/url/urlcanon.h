@@ -30,6 +30,14 @@
 
 /* Longest URL accepted, in bytes, before any encoding. */
 #define URLCANON_MAX_LEN 16384
+/*
+ * The version of the canonical form: it changes whenever the output of
+ * urlcanon_canonicalize does for some input, so that digests of canonical
+ * URLs made by clients of another version are told apart (urlcanon_id).
+ */
+#define URLCANON_VERSION 1
+/* Room for urlcanon_id's string. */
+#define URLCANON_ID_LEN 96
 
 struct urlcanon_options {
 	bool strip_session_ids;
@@ -56,6 +64,20 @@ void urlcanon_set_fast_path(struct urlcanon *uc, bool enabled);
  */
 const char *urlcanon_canonicalize(struct urlcanon *uc, const char *url,
     size_t len, size_t *outlen, const char **cause);
+
+/*
+ * Names the canonical form under opts, version included:
+ * "urlcanon/1 strip_session_ids=no strip_tracking=no sort_query=no".
+ * Digests of canonical URLs are comparable exactly when their ids are
+ * equal.  Writes at most URLCANON_ID_LEN bytes, NUL included.
+ */
+void urlcanon_id(const struct urlcanon_options *opts,
+    char buf[URLCANON_ID_LEN]);
+/*
+ * The options an id names.  Returns -1 if it is not an id of this version
+ * (another version's canonical form cannot be reproduced here).
+ */
+int urlcanon_parse_id(const char *id, struct urlcanon_options *opts);
 
 /*
  * Whether url[0..len) is already its own canonical form under opts, by a

@@ -21,10 +21,6 @@
 #define URLSET_JOURNAL_ENTRIES	65536
 bool (*urlset_crash_hook)(enum urlset_crash_point point);
 
-/* Version of the canonical form; changes whenever urlcanon's output does,
- * so that digests made by clients of another version are refused. */
-#define URLSET_CANON_VERSION	1
-
 uint64_t
 urlset_now_ms(void)
 {
@@ -253,16 +249,6 @@ urlset_replay(struct urlset *us, char **cause)
 	return 0;
 }
 
-static void
-make_canon_id(struct urlset *us)
-{
-	snprintf(us->canon_id, sizeof(us->canon_id), "urlcanon/%d "
-	    "strip_session_ids=%s strip_tracking=%s sort_query=%s",
-	    URLSET_CANON_VERSION, us->canon.strip_session_ids ? "yes" : "no",
-	    us->canon.strip_tracking ? "yes" : "no",
-	    us->canon.sort_query ? "yes" : "no");
-}
-
 struct urlset *
 urlset_open(struct store *st, const char *dir,
     const struct urlset_options *opts, char **cause)
@@ -292,7 +278,7 @@ urlset_open(struct store *st, const char *dir,
 	pthread_cond_init(&us->cond, NULL);
 	pthread_mutex_init(&us->readers_lock, NULL);
 	us->epoch = 1;
-	make_canon_id(us);
+	urlcanon_id(&us->canon, us->canon_id);
 	/* Whole blocks of counters: round up. */
 	us->m = (opts->capacity * URLSET_COUNTERS_PER_URL + CBF_BLOCK - 1) /
 	    CBF_BLOCK * CBF_BLOCK;

@@ -68,7 +68,7 @@ struct urlset {
 	uint64_t m;
 	uint64_t capacity;
 	struct urlcanon_options canon;
-	char canon_id[128];
+	char canon_id[URLCANON_ID_LEN];
 	EVP_MD *md5;			/* fetched once, shared by the keyers */
 	struct urlidx *idx;		/* replaced with seq_cst stores */
 	uint64_t epoch;			/* of the last replacement */
