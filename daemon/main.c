@@ -9,6 +9,7 @@
  * exit status 0.  SIGHUP reloads the token file.
  */
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,7 +55,11 @@ struct daemon {
 	struct server *server;
 	struct httpd *httpd;
 	struct event *sigterm, *sigint, *sighup;
+	struct event *trim;
 };
+
+/* How often an idle daemon gives the free pages of its heaps back. */
+#define NDDD_TRIM_INTERVAL_S 5
 
 static void
 usage(FILE *out)
@@ -232,6 +237,22 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	server_shutdown(d->server);
 }
 
+/*
+ * A burst of requests leaves free memory in the allocator's heaps that it
+ * keeps for the next one: with nothing in flight, give it back, so that
+ * memory at rest is the filter, the index and the tables.
+ */
+static void
+trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)fd;
+	(void)what;
+	if (dispatch_pending(d->dispatch) == 0)
+		malloc_trim(0);
+}
+
 static int
 cmp_str(const void *a, const void *b)
 {
@@ -371,6 +392,10 @@ open_everything(struct daemon *d)
 	d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
 	d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);
 	d->sighup = evsignal_new(d->base, SIGHUP, on_signal, d);
+	d->trim = event_new(d->base, -1, EV_PERSIST, trim_cb, d);
+	if (d->trim == NULL || event_add(d->trim, &(struct timeval){
+	    NDDD_TRIM_INTERVAL_S, 0 }) == -1)
+		fatalx("%s: cannot arm the trim timer", __func__);
 	if (d->sigterm == NULL || d->sigint == NULL || d->sighup == NULL ||
 	    evsignal_add(d->sigterm, NULL) == -1 ||
 	    evsignal_add(d->sigint, NULL) == -1 ||
@@ -396,6 +421,7 @@ close_everything(struct daemon *d)
 	event_free(d->sigterm);
 	event_free(d->sigint);
 	event_free(d->sighup);
+	event_free(d->trim);
 	event_base_free(d->base);
 	urlset_free(d->urls);
 	store_close(d->store);
@@ -408,6 +434,12 @@ main(int argc, char **argv)
 	struct daemon d;
 
 	memset(&d, 0, sizeof(d));
+	/* Buffers of a group commit or a flush are mapped and unmapped
+	 * whole (glibc would otherwise raise its threshold after the first
+	 * such free and keep them); what requests leave in the heaps is
+	 * given back when the daemon is idle (trim_cb). */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 	load_config(&d, argc, argv);
 	log_init(d.cfg.log_level, "nddd");
 	log_route_libevent();

@@ -118,11 +118,11 @@ static const struct key keys[] = {
 	{ "urls", "strip_tracking", KEY_BOOL, F(strip_tracking), 0, 0, "no" },
 	{ "urls", "sort_query", KEY_BOOL, F(sort_query), 0, 0, "no" },
 	/* URLs changed between flushes into the store: 64 bytes of memory
-	 * each at most, 4 MiB; a flush then writes 16 full segments, and a
-	 * restart replays at most this many.  At least max_batch: a batch
-	 * is applied whole. */
+	 * each, 2 MiB; a flush then writes 8 full segments, and a restart
+	 * replays at most this many.  At least max_batch: a batch is
+	 * applied whole. */
 	{ "urls", "journal_entries", KEY_UINT, F(journal_entries), 16,
-	  1 << 24, "65536" },
+	  1 << 24, "32768" },
 	/* Records per segment: 192 KiB segments, whose live bitmaps are
 	 * 512 bytes.  Smaller only to test merges. */
 	{ "urls", "segment_records", KEY_UINT, F(segment_records), 4, 4096,

@@ -186,6 +186,27 @@ read_all(int fd, void *data, size_t len, off_t off)
 	return 0;
 }
 
+/* Zeroes the file from off to its end, durably. */
+static int
+zero_tail(struct urljournal *j, size_t off)
+{
+	uint8_t *zero = calloc(1, URLJOURNAL_ZERO_CHUNK);
+
+	if (zero == NULL)
+		return -1;
+	for (size_t at = off; at < j->size; at += URLJOURNAL_ZERO_CHUNK) {
+		size_t n = j->size - at < URLJOURNAL_ZERO_CHUNK ? j->size - at :
+		    URLJOURNAL_ZERO_CHUNK;
+
+		if (write_all(j->fd, zero, n, (off_t)at) == -1) {
+			free(zero);
+			return -1;
+		}
+	}
+	free(zero);
+	return fdatasync(j->fd);
+}
+
 static uint32_t
 frame_crc(const uint8_t *hdr, const uint8_t *payload, size_t len)
 {
@@ -267,12 +288,18 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 		want++;
 	}
 	free(payload);
-	j->offset = off;
 	/* Whole frames may lie beyond the one that ended the replay (written
-	 * after it, never acknowledged as durable): skip past any sequence
-	 * number they can carry, so that none is ever taken for a frame of
-	 * the new round.  The file holds fewer frames than this. */
-	j->seq = want - 1 + j->size / URLJOURNAL_FRAME_HEADER + 1;
+	 * after it, never acknowledged as durable, or stale ones of an
+	 * earlier round): zero the rest of the file, so that the next frames
+	 * continue the numbering and none of those is ever taken for one. */
+	if (zero_tail(j, off) == -1) {
+		if (asprintf(cause, "cannot clear the URL journal's tail: %s",
+		    strerror(errno)) == -1)
+			*cause = NULL;
+		return -1;
+	}
+	j->offset = off;
+	j->seq = want - 1;
 	return 0;
 read_err:
 	if (asprintf(cause, "cannot read the URL journal: %s",

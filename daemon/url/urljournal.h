@@ -18,7 +18,8 @@
  * recorded: a torn last frame, or the stale frames of an earlier round
  * after it, end the replay.  A frame is only acknowledged after every frame
  * before it was written, so nothing acknowledged lies beyond the first
- * frame that fails.
+ * frame that fails; the rest of the file is then zeroed, and the journal
+ * goes on from there.
  *
  * Threads: the URL writer alone.
  */
@@ -58,9 +59,10 @@ void urljournal_close(struct urljournal *j);
 
 /*
  * Replays the frames that follow the store's last one (after_seq): calls fn
- * for each entry, in order.  Afterwards the journal appends after the last
- * whole frame.  Returns 0, or -1 with *cause (caller frees) when the file
- * cannot be read or fn fails.
+ * for each entry, in order.  Afterwards the rest of the file is zeroed and
+ * the journal appends after the last whole frame.  Returns 0, or -1 with
+ * *cause (caller frees) when the file cannot be read or written, or fn
+ * fails.
  */
 int urljournal_replay(struct urljournal *j, uint64_t after_seq,
     int (*fn)(const struct urlmem_entry *e, void *arg), void *arg,

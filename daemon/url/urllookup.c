@@ -142,6 +142,24 @@ urlset_grace(struct urlset *us)
 	pthread_mutex_unlock(&us->readers_lock);
 }
 
+void
+urlset_reader_release(struct urlset_reader *rd)
+{
+	free(rd->cands);
+	free(rd->pages);
+	free(rd->segs);
+	free(rd->which);
+	free(rd->retry);
+	free(rd->maybe);
+	free(rd->found);
+	rd->cands = NULL;
+	rd->pages = NULL;
+	rd->segs = NULL;
+	rd->which = rd->retry = rd->maybe = NULL;
+	rd->found = NULL;
+	rd->cands_cap = rd->keys_cap = rd->segs_mask = 0;
+}
+
 int
 urlset_reader_reserve(struct urlset_reader *rd, size_t n)
 {
@@ -187,7 +205,7 @@ reserve_cands(struct urlset_reader *rd, size_t n)
 	}
 	while (slots < 2 * n)
 		slots *= 2;
-	if (slots - 1 > rd->segs_mask) {
+	if (rd->segs == NULL || slots - 1 > rd->segs_mask) {
 		if ((s = malloc(slots * sizeof(*s))) == NULL)
 			return -1;
 		free(rd->segs);
@@ -248,12 +266,17 @@ urlset_lookup_store(struct urlset_reader *rd,
 		return STORE_OK;
 	if (reserve_cands(rd, n * 2 + URLIDX_MAX_CANDIDATES) == -1)
 		return STORE_FAILED;
-	/* The index: every key's two buckets, then their candidates. */
-	for (size_t i = 0; i < n; i++)
+	/* The index: each key's candidates, its buckets fetched ahead. */
+	for (size_t i = 0; i < n && i < URLSET_PREFETCH; i++)
 		urlidx_prefetch(rd->idx, keys[which[i]].fp);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t segs[URLIDX_MAX_CANDIDATES];
-		size_t m = urlidx_lookup(rd->idx, keys[which[i]].fp, segs,
+		size_t m;
+
+		if (i + URLSET_PREFETCH < n)
+			urlidx_prefetch(rd->idx,
+			    keys[which[i + URLSET_PREFETCH]].fp);
+		m = urlidx_lookup(rd->idx, keys[which[i]].fp, segs,
 		    URLIDX_MAX_CANDIDATES);
 
 		found[which[i]].found = false;
@@ -407,13 +430,15 @@ urlset_check(struct urlset *us, struct urlset_reader *rd,
 
 		/* The journal's table: the latest state of what changed
 		 * since the last flush. */
-		if (mem)
-			for (size_t i = 0; i < nw; i++)
-				urlmem_prefetch(us->mem, keys[rd->which[i]].fp);
+		for (size_t i = 0; mem && i < nw && i < URLSET_PREFETCH; i++)
+			urlmem_prefetch(us->mem, keys[rd->which[i]].fp);
 		for (size_t i = 0; i < nw; i++) {
 			struct urlmem_entry e;
 			uint32_t k = rd->which[i];
 
+			if (mem && i + URLSET_PREFETCH < nw)
+				urlmem_prefetch(us->mem,
+				    keys[rd->which[i + URLSET_PREFETCH]].fp);
 			if (mem && urlmem_lookup(us->mem, keys[k].fp, &e))
 				counts[k] = e.count;
 			else

@@ -3,6 +3,7 @@
  */
 #include "urlrec.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Records walked from the interpolated guess before searching by halves. */
@@ -80,9 +81,42 @@ urlrec_count(const uint8_t rec[URLREC_LEN])
 }
 
 int
-urlrec_cmp_fp(const uint8_t rec[URLREC_LEN], const uint8_t fp[CBF_FP_LEN])
+urlrec_sort(void *items, size_t n, size_t size, void *tmp)
 {
-	return memcmp(rec, fp, CBF_FP_LEN);
+	uint8_t *a = items, *t = tmp;
+	unsigned bits = 1;
+	size_t *start;
+
+	while (bits < 24 && ((size_t)1 << bits) < n)
+		bits++;
+	if ((start = calloc(((size_t)1 << bits) + 1, sizeof(*start))) == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		start[(urlrec_be64(a + i * size) >> (64 - bits)) + 1]++;
+	for (size_t b = 1; b <= ((size_t)1 << bits); b++)
+		start[b] += start[b - 1];
+	for (size_t i = 0; i < n; i++) {
+		size_t b = urlrec_be64(a + i * size) >> (64 - bits);
+
+		memcpy(t + start[b]++ * size, a + i * size, size);
+	}
+	free(start);
+	/* Now in order of their leading bits: finish by insertion, which
+	 * moves an item only past the few that share them. */
+	for (size_t i = 1; i < n; i++) {
+		size_t j = i;
+
+		if (urlrec_cmp_fp(t + (i - 1) * size, t + i * size) <= 0)
+			continue;
+		memcpy(a, t + i * size, size);	/* a is free: scratch */
+		while (j > 0 && urlrec_cmp_fp(t + (j - 1) * size, a) > 0) {
+			memcpy(t + j * size, t + (j - 1) * size, size);
+			j--;
+		}
+		memcpy(t + j * size, a, size);
+	}
+	memcpy(a, t, n * size);
+	return 0;
 }
 
 const uint8_t *

@@ -68,9 +68,8 @@ struct url_record {
  */
 int urlrec_encode(const struct url_record *r, uint8_t out[URLREC_LEN]);
 void urlrec_decode(const uint8_t in[URLREC_LEN], struct url_record *r);
-/* The count alone, and the fingerprint's order against a record's. */
+/* The count alone. */
 uint32_t urlrec_count(const uint8_t rec[URLREC_LEN]);
-int urlrec_cmp_fp(const uint8_t rec[URLREC_LEN], const uint8_t fp[CBF_FP_LEN]);
 
 /*
  * Segments.  urlseg_init writes the header of a segment of n records whose
@@ -115,15 +114,39 @@ urlseg_set_bit(uint8_t *bitmap, uint32_t i, bool on)
 		bitmap[i >> 3] &= (uint8_t)~(1u << (i & 7));
 }
 
-/* The first 8 bytes of a fingerprint as a big-endian number: its order. */
+/* 8 bytes of a fingerprint as a big-endian number: their memcmp order. */
 static inline uint64_t
-urlrec_fp_prefix(const uint8_t fp[CBF_FP_LEN])
+urlrec_be64(const uint8_t *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | fp[i];
-	return v;
+	__builtin_memcpy(&v, p, sizeof(v));
+	return __builtin_bswap64(v);
 }
+
+/*
+ * The order of two fingerprints (or a record's, which starts with it), as
+ * memcmp gives it, in two loads and compares instead of a library call:
+ * the comparison every search and sort of the store makes.
+ */
+static inline int
+urlrec_cmp_fp(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t x = urlrec_be64(a), y = urlrec_be64(b);
+
+	if (x == y) {
+		x = urlrec_be64(a + 8);
+		y = urlrec_be64(b + 8);
+	}
+	return (x > y) - (x < y);
+}
+
+/*
+ * Sorts n items of size bytes, each starting with a fingerprint, by it:
+ * a counting sort on the leading bits (fingerprints are uniform, so the
+ * buckets hold one item or so), then insertion within buckets.  tmp holds
+ * n items.  Returns -1 if memory for the counts is short (nothing moved).
+ */
+int urlrec_sort(void *items, size_t n, size_t size, void *tmp);
 
 #endif

@@ -197,13 +197,6 @@ dir_add(struct urlset *us, const uint32_t *seg, size_t n)
 	return 0;
 }
 
-static int
-cmp_entry_fp(const void *a, const void *b)
-{
-	return memcmp(((const struct urlmem_entry *)a)->fp,
-	    ((const struct urlmem_entry *)b)->fp, CBF_FP_LEN);
-}
-
 struct place {
 	uint32_t seg;
 	uint32_t slot;
@@ -285,14 +278,16 @@ urlset_flush(struct urlset *us, bool checkpoint)
 
 	if (n == 0 && !checkpoint)
 		return STORE_OK;
+	/* recs is also the sort's scratch: as large as the entries. */
 	if ((c.e = malloc((n + 1) * sizeof(*c.e))) == NULL ||
-	    (recs = malloc((n + 1) * URLREC_LEN)) == NULL ||
+	    (recs = malloc((n + 1) * sizeof(*c.e))) == NULL ||
 	    (seg = malloc((n + 1) * sizeof(*seg))) == NULL ||
 	    (slot = malloc((n + 1) * sizeof(*slot))) == NULL ||
 	    (dead = malloc((n + 1) * sizeof(*dead))) == NULL)
 		goto out;
 	urlmem_foreach(us->mem, collect_one, &c);
-	qsort(c.e, c.n, sizeof(*c.e), cmp_entry_fp);
+	if (urlrec_sort(c.e, c.n, sizeof(*c.e), recs) == -1)
+		goto out;
 	for (size_t i = 0; i < c.n; i++) {
 		struct url_record r;
 
@@ -343,6 +338,8 @@ urlset_flush(struct urlset *us, bool checkpoint)
 		const struct urlmem_entry *e = &c.e[i];
 		int ok = 0;
 
+		if (i + URLSET_PREFETCH < c.n)
+			urlidx_prefetch(us->idx, c.e[i + URLSET_PREFETCH].fp);
 		if (e->count > 0 && e->orig_seg != 0)
 			ok = urlidx_move(us->idx, e->fp, e->orig_seg, seg[r]);
 		else if (e->count > 0 && urlidx_insert(us->idx, e->fp,
@@ -412,13 +409,6 @@ struct moved {
 	uint8_t rec[URLREC_LEN];
 	uint32_t from;
 };
-
-static int
-cmp_moved(const void *a, const void *b)
-{
-	return memcmp(((const struct moved *)a)->rec,
-	    ((const struct moved *)b)->rec, CBF_FP_LEN);
-}
 
 /* The segments a merge step takes: sparse ones, and small ones when there
  * are two or more; at most MERGE_SEGMENTS segments' worth of records. */
@@ -507,7 +497,12 @@ urlset_merge_step(struct urlset *us, bool *did, bool forced)
 			moved[nmoved++].from = src[i];
 		}
 	}
-	qsort(moved, nmoved, sizeof(*moved), cmp_moved);
+	if ((recs = malloc((nmoved + 1) * sizeof(*moved))) == NULL ||
+	    urlrec_sort(moved, nmoved, sizeof(*moved), recs) == -1) {
+		rc = STORE_FAILED;
+		goto abort;
+	}
+	free(recs);
 	if ((recs = malloc((nmoved + 1) * URLREC_LEN)) == NULL ||
 	    (seg = malloc((nmoved + 1) * sizeof(*seg))) == NULL ||
 	    (slot = malloc((nmoved + 1) * sizeof(*slot))) == NULL) {
@@ -541,7 +536,9 @@ urlset_merge_step(struct urlset *us, bool *did, bool forced)
 	/* Committed: the index names the new segments, then the old ids go
 	 * back for later transactions. */
 	for (size_t i = 0; i < nmoved; i++)
-		if (urlidx_move(us->idx, moved[i].rec, moved[i].from,
+		if ((i + URLSET_PREFETCH >= nmoved || (urlidx_prefetch(us->idx,
+		    moved[i + URLSET_PREFETCH].rec), 1)) &&
+		    urlidx_move(us->idx, moved[i].rec, moved[i].from,
 		    seg[i]) == -1)
 			fatalx("%s: the index lost a URL of segment %u",
 			    __func__, moved[i].from);

@@ -16,9 +16,9 @@
 
 /* Counters per URL of capacity: 10 bytes of filter per URL (DESIGN 3). */
 #define URLSET_COUNTERS_PER_URL	20
-/* URLs changed between flushes, by default: a flush then writes 16
- * segments, and the journal's table takes 8 MiB. */
-#define URLSET_JOURNAL_ENTRIES	65536
+/* URLs changed between flushes, by default: a flush then writes 8
+ * segments, and the journal's table takes 2 MiB. */
+#define URLSET_JOURNAL_ENTRIES	32768
 bool (*urlset_crash_hook)(enum urlset_crash_point point);
 
 uint64_t
@@ -228,25 +228,37 @@ urlset_replay(struct urlset *us, char **cause)
 {
 	uint64_t checkpoint, frames, entries;
 	double t0 = now_seconds();
+	int rc;
 
 	if (read_checkpoint(us, &checkpoint, cause) == -1)
 		return -1;
 	if (urljournal_replay(us->journal, checkpoint, replay_one, us, &frames,
 	    &entries, cause) == -1)
 		return -1;
-	if (frames > 0)
-		log_info("%s: %" PRIu64 " URL changes of %" PRIu64 " journal "
-		    "frames replayed in %.3f s", __func__, entries, frames,
-		    now_seconds() - t0);
-	/* Always: the store records the journal's new numbering before any
-	 * frame of it is written. */
-	if (urlset_flush(us, true) != STORE_OK) {
+	if (frames == 0)
+		return 0;
+	log_info("%s: %" PRIu64 " URL changes of %" PRIu64 " journal frames "
+	    "replayed in %.3f s", __func__, entries, frames,
+	    now_seconds() - t0);
+	/* Into the store now, so that the next start replays nothing.  A full
+	 * store keeps them in the journal: writes are refused until it has
+	 * room, everything else works. */
+	switch (rc = urlset_flush(us, true)) {
+	case STORE_OK:
+		return 0;
+	case STORE_FULL:
+	case STORE_TXN_FULL:
+		log_warnx("%s: the store is full: %zu URL changes stay in the "
+		    "journal, and submits and deletes are refused until it "
+		    "has room (raise [store] map_size, or free disk space)",
+		    __func__, urlmem_count(us->mem));
+		return 0;
+	default:
 		if (asprintf(cause, "cannot flush the replayed URL journal "
-		    "into the store") == -1)
+		    "into the store: %s", store_strstatus(rc)) == -1)
 			*cause = NULL;
 		return -1;
 	}
-	return 0;
 }
 
 struct urlset *

@@ -34,6 +34,14 @@
 #include "urlrec.h"
 #include "urlset.h"
 
+/*
+ * How far ahead a loop over URLs asks for the memory of the URL it will
+ * handle later (a filter line, an index bucket, a table slot): enough to
+ * overlap the misses of several URLs, few enough that the prefetches land
+ * before they are used.
+ */
+#define URLSET_PREFETCH		8
+
 /* A segment's counts, in memory (the bitmap on disk is the truth). */
 struct segdir {
 	uint16_t nrec;			/* 0: no such segment */
@@ -171,6 +179,8 @@ int urlset_lookup_store(struct urlset_reader *rd,
     struct url_found *found, uint32_t *retry, size_t *nretry);
 /* Grows rd's per-key scratch to n keys.  -1 if memory is short. */
 int urlset_reader_reserve(struct urlset_reader *rd, size_t n);
+/* Frees rd's scratch (it grows again as needed). */
+void urlset_reader_release(struct urlset_reader *rd);
 /* A reader's use of the index, and the writer's wait for readers to be
  * done with a replaced one. */
 void urlset_enter(struct urlset *us, struct urlset_reader *rd);

@@ -32,9 +32,9 @@
 #include "urlset_impl.h"
 
 /* URLs in one group, at most (a job larger than this is a group alone):
- * a group's scratch memory, 200 bytes per URL, stays small, and its
+ * a group's scratch memory, about 250 bytes per URL, stays small, and its
  * fdatasync is still a small share of its time. */
-#define URLSET_GROUP_MAX	16384
+#define URLSET_GROUP_MAX	8192
 /* Idle this long with changes in memory, the writer flushes them. */
 #define URLSET_IDLE_FLUSH_MS	1000
 
@@ -144,7 +144,7 @@ stage_entry(struct urlset *us, const struct url_key *key)
 	    us->stage_map_mask; us->stage_map[i] != 0;
 	    i = (i + 1) & us->stage_map_mask) {
 		e = &us->stage[us->stage_map[i] - 1];
-		if (memcmp(e->key.fp, key->fp, CBF_FP_LEN) == 0)
+		if (urlrec_cmp_fp(e->key.fp, key->fp) == 0)
 			return e;
 	}
 	e = &us->stage[us->stage_len++];
@@ -270,8 +270,16 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		return;
 	}
 	for (job = list; job != NULL; job = job->next)
-		for (size_t i = 0; i < job->n; i++)
+		for (size_t i = 0; i < job->n; i++) {
+			if (i + URLSET_PREFETCH < job->n) {
+				const struct url_key *k =
+				    &job->keys[i + URLSET_PREFETCH];
+
+				urlmem_prefetch(us->mem, k->fp);
+				urlset_prefetch(us, k);
+			}
 			stage_entry(us, &job->keys[i]);
+		}
 	if ((rc = stage_lookup(us)) != STORE_OK) {
 		finish_all(us, list, rc);
 		return;
@@ -338,6 +346,13 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		struct stage_entry *e = &us->stage[i];
 		struct urlmem_entry m;
 
+		if (i + URLSET_PREFETCH < us->stage_len) {
+			const struct url_key *k =
+			    &us->stage[i + URLSET_PREFETCH].key;
+
+			urlmem_prefetch(us->mem, k->fp);
+			urlset_prefetch(us, k);
+		}
 		if (!changed(e))
 			continue;
 		if (!e->base_present)
@@ -418,6 +433,27 @@ after_group(struct urlset *us)
 		    __func__);
 }
 
+/* Writer: gives back the memory groups use (the daemon's idle trim then
+ * returns the pages to the system). */
+static void
+release_scratch(struct urlset *us)
+{
+	free(us->stage);
+	free(us->stage_map);
+	free(us->frame);
+	free(us->lookup_which);
+	free(us->lookup_found);
+	free(us->lookup_retry);
+	us->stage = NULL;
+	us->stage_map = NULL;
+	us->frame = NULL;
+	us->lookup_which = us->lookup_retry = NULL;
+	us->lookup_found = NULL;
+	us->stage_cap = 0;
+	us->stage_map_mask = 0;
+	urlset_reader_release(us->wrd);
+}
+
 /*
  * Writer, idle: the work that waits for a quiet moment.  Returns true if
  * it did some (then it looks for more before sleeping).
@@ -425,15 +461,15 @@ after_group(struct urlset *us)
 static bool
 idle_work(struct urlset *us, uint64_t idle_since)
 {
-	bool forced, did = false;
+	bool forced, did = false, quiet;
 	uint64_t now = urlset_now_ms();
 
+	quiet = mono_ms() - idle_since >= URLSET_IDLE_FLUSH_MS;
 	if (relaxed_sync_due(us, now)) {
 		relaxed_sync(us);
 		return true;
 	}
-	if (urlmem_count(us->mem) > 0 &&
-	    mono_ms() - idle_since >= URLSET_IDLE_FLUSH_MS) {
+	if (urlmem_count(us->mem) > 0 && quiet) {
 		if (urlset_flush(us, true) != STORE_OK)
 			return false;
 		return true;
@@ -441,6 +477,8 @@ idle_work(struct urlset *us, uint64_t idle_since)
 	if (urlmem_count(us->mem) == 0 && urlset_merge_due(us, &forced) &&
 	    urlset_merge_step(us, &did, forced) == STORE_OK && did)
 		return true;
+	if (quiet && us->stage_cap > 0)
+		release_scratch(us);
 	return false;
 }
 

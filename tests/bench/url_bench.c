@@ -3,6 +3,7 @@
  *
  *   url_bench -H HOST:PORT -n URLS [-c CLIENTS] [-w WINDOW] [-b BATCH]
  *             [--file PATH]... [--phase submit|check|check-new|all]
+ *             [--relaxed] [--first N]
  *
  * Synthetic URLs are "http://www.site<i % 50000>.example/<section>/<i>.html?
  * ref=<i*7 % 1000>", distinct and of a crawl's usual length (about 60
@@ -11,11 +12,16 @@
  * batches of BATCH URLs in flight.  The request frames are encoded before
  * the clock starts and the replies decoded as they come (every count is
  * checked), so the figure is the server's, not the client's encoder's.
- * Prints one line per phase:
- *   phase=submit urls=N seconds=S urls_per_s=R
+ * --relaxed asks for relaxed durability on submits (acknowledged once
+ * written to the OS, not yet on disk); --first N numbers the synthetic
+ * URLs from N (to add more to a store in steps).  Prints one line per
+ * phase, with each batch's round trip (send to reply, queueing in the
+ * window included) at the 50th and 99th percentiles and the worst:
+ *   phase=submit urls=N seconds=S urls_per_s=R ... p50_ms=A p99_ms=B
  */
 #include <getopt.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +41,11 @@ struct work {
 	size_t nframes;
 	size_t failed;		/* URLs answered with an error */
 	size_t counted;		/* results with count > 0 */
+	double *latency;	/* per batch */
 	char error[256];	/* the stream's failure, if any */
 };
+
+static bool relaxed;
 
 /* Encodes this client's batches as frames, before any timing. */
 static void
@@ -60,6 +69,8 @@ encode_frames(struct work *w)
 		}
 		b.n_urls = m;
 		b.urls = items;
+		if (relaxed)
+			b.durability = NDDD__V1__DURABILITY__RELAXED;
 		req.id = f + 1;
 		if (w->op == NDDD_URL_SUBMIT) {
 			req.op_case = NDDD__V1__REQUEST__OP_URL_SUBMIT;
@@ -97,6 +108,8 @@ client_main(void *arg)
 	w->stream.n = w->nframes;
 	w->stream.reply = count_reply;
 	w->stream.arg = w;
+	w->stream.latency = w->latency = calloc(w->nframes + 1,
+	    sizeof(*w->latency));
 	if (bench_stream_run(&w->stream, w->error, sizeof(w->error)) == -1)
 		return w;
 	return NULL;
@@ -108,8 +121,8 @@ run_phase(const char *name, enum nddd_url_op op, const char *address,
 {
 	pthread_t th[64];
 	struct work w[64];
-	size_t failed = 0, counted = 0;
-	double t0, secs;
+	size_t failed = 0, counted = 0, nlat = 0;
+	double t0, secs, *lat = NULL;
 	int error = 0;
 
 	for (unsigned i = 0; i < clients; i++) {
@@ -135,18 +148,32 @@ run_phase(const char *name, enum nddd_url_op op, const char *address,
 		}
 	}
 	secs = bench_now() - t0;
+	for (unsigned i = 0; i < clients; i++)
+		nlat += w[i].nframes;
+	lat = calloc(nlat + 1, sizeof(*lat));
+	nlat = 0;
 	for (unsigned i = 0; i < clients; i++) {
-		for (size_t f = 0; f < w[i].nframes; f++)
+		for (size_t f = 0; f < w[i].nframes; f++) {
 			free(w[i].frames[f]);
+			if (w[i].latency != NULL)
+				lat[nlat++] = w[i].latency[f];
+		}
 		free(w[i].frames);
 		free(w[i].frame_len);
+		free(w[i].latency);
 	}
 	/* A phase that lost a connection has no figure to give. */
-	if (error)
+	if (error) {
+		free(lat);
 		return -1;
+	}
 	printf("phase=%s urls=%zu seconds=%.3f urls_per_s=%.0f failed=%zu "
-	    "count_nonzero=%zu\n", name, n, secs, (double)n / secs, failed,
-	    counted);
+	    "count_nonzero=%zu p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", name, n,
+	    secs, (double)n / secs, failed, counted,
+	    1e3 * bench_percentile(lat, nlat, 50),
+	    1e3 * bench_percentile(lat, nlat, 99),
+	    1e3 * bench_percentile(lat, nlat, 100));
+	free(lat);
 	fflush(stdout);
 	return 0;
 }
@@ -157,10 +184,12 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "file", required_argument, NULL, 'f' },
 		{ "phase", required_argument, NULL, 'p' },
+		{ "relaxed", no_argument, NULL, 'r' },
+		{ "first", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *address = "127.0.0.1:6464", *phase = "all";
-	size_t n = 1000000, batch = 1000;
+	size_t n = 1000000, batch = 1000, first = 0;
 	unsigned clients = 2, window = 16;
 	struct urllist urls = { 0 }, unseen = { 0 };
 	int ch, rc = 0;
@@ -180,16 +209,19 @@ main(int argc, char **argv)
 				files[nfiles++] = optarg;
 			break;
 		case 'p': phase = optarg; break;
+		case 'r': relaxed = true; break;
+		case 'F': first = strtoull(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: url_bench [-H HOST:PORT] [-n N]"
 			    " [-c CLIENTS] [-w WINDOW] [-b BATCH] "
-			    "[--file PATH] [--phase P]\n");
+			    "[--file PATH] [--phase P] [--relaxed] "
+			    "[--first N]\n");
 			return 2;
 		}
 	}
 	if (clients < 1 || clients > 64)
 		clients = 2;
-	urlgen_synthetic(&urls, n, 0);
+	urlgen_synthetic(&urls, n, first);
 	for (size_t i = 0; i < nfiles; i++)
 		urlgen_file(&urls, files[i]);
 	printf("bench urls=%zu clients=%u window=%u batch=%zu\n", urls.n,

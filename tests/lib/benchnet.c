@@ -114,6 +114,9 @@ drain_replies(const struct bench_stream *s, uint8_t **in, size_t *cap,
 			snprintf(err, errlen, "malformed reply");
 			return -1;
 		}
+		if (s->latency != NULL && r->id >= 1 && r->id <= s->n)
+			s->latency[r->id - 1] = bench_now() -
+			    s->latency[r->id - 1];
 		rc = s->reply(s->arg, r);
 		if (rc == -1)
 			snprintf(err, errlen, "request refused: %s",
@@ -146,6 +149,8 @@ bench_stream_run(const struct bench_stream *s, char *err, size_t errlen)
 		ssize_t n;
 
 		while (sent < s->n && sent - answered < s->window) {
+			if (s->latency != NULL)
+				s->latency[sent] = bench_now();
 			if (write_all(fd, s->frames[sent], s->lens[sent])) {
 				snprintf(err, errlen, "connection lost");
 				goto out;
@@ -166,4 +171,24 @@ out:
 	close(fd);
 	free(in);
 	return rc;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double
+bench_percentile(double *v, size_t n, double p)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	i = (size_t)(p / 100 * (double)(n - 1) + 0.5);
+	return v[i < n ? i : n - 1];
 }

@@ -30,7 +30,15 @@ struct bench_stream {
 	unsigned window;
 	int (*reply)(void *arg, const Nddd__V1__Response *r);
 	void *arg;
+	/*
+	 * If not NULL: seconds from sending frame i to its reply, for frames
+	 * whose request ids are 1 .. n in order (the benchmarks' own).
+	 */
+	double *latency;
 };
+
+/* The p-th percentile (0 to 100) of v[0 .. n-1], which it sorts. */
+double bench_percentile(double *v, size_t n, double p);
 
 /*
  * Runs the stream to its end: 0, or -1 with a sentence in err (connection
