@@ -535,13 +535,14 @@ urlset_merge_step(struct urlset *us, bool *did, bool forced)
 
 	/* Committed: the index names the new segments, then the old ids go
 	 * back for later transactions. */
-	for (size_t i = 0; i < nmoved; i++)
-		if ((i + URLSET_PREFETCH >= nmoved || (urlidx_prefetch(us->idx,
-		    moved[i + URLSET_PREFETCH].rec), 1)) &&
-		    urlidx_move(us->idx, moved[i].rec, moved[i].from,
+	for (size_t i = 0; i < nmoved; i++) {
+		if (i + URLSET_PREFETCH < nmoved)
+			urlidx_prefetch(us->idx, moved[i + URLSET_PREFETCH].rec);
+		if (urlidx_move(us->idx, moved[i].rec, moved[i].from,
 		    seg[i]) == -1)
 			fatalx("%s: the index lost a URL of segment %u",
 			    __func__, moved[i].from);
+	}
 	for (size_t i = 0; i < nsrc; i++) {
 		dir_count(us, src[i], -1);
 		us->dir[src[i]].nrec = us->dir[src[i]].nlive = 0;
