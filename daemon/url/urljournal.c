@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "log.h"
 
 #define URLJOURNAL_MAGIC	0x31464a55u	/* "UJF1" */
 #define URLJOURNAL_NAME		"urls.journal"
@@ -125,6 +126,20 @@ extend(int fd, const char *dir, const char *path, size_t size, char **cause)
 	return 0;
 }
 
+/* The file's length: at least the size asked for, more if it was made
+ * larger once (what it holds is replayed whole). */
+static int
+file_size(int fd, const char *path, size_t *size, char **cause)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb) == -1)
+		return set_cause(cause, "cannot stat", path);
+	if ((size_t)sb.st_size > *size)
+		*size = (size_t)sb.st_size;
+	return 0;
+}
+
 struct urljournal *
 urljournal_open(const char *dir, size_t size, char **cause)
 {
@@ -144,7 +159,8 @@ urljournal_open(const char *dir, size_t size, char **cause)
 		set_cause(cause, "cannot open", path);
 		goto err;
 	}
-	if (extend(j->fd, dir, path, size, cause) == -1)
+	if (extend(j->fd, dir, path, size, cause) == -1 ||
+	    file_size(j->fd, path, &j->size, cause) == -1)
 		goto err;
 	free(path);
 	return j;
@@ -232,7 +248,7 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 {
 	uint8_t hdr[URLJOURNAL_FRAME_HEADER], *payload = NULL;
 	size_t off = 0, cap = 0;
-	uint64_t want = after_seq + 1;
+	uint64_t want = after_seq + 1, seq;
 	int rc;
 
 	*cause = NULL;
@@ -249,8 +265,12 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 			goto read_err;
 		}
 		n = get_le32(hdr + 4);
+		seq = get_le64(hdr + 8);
+		/* The first frame may come after the one the store expects
+		 * only if the store lost commits ([store] sync = none and a
+		 * power failure): its frames are all there is. */
 		if (get_le32(hdr) != URLJOURNAL_MAGIC ||
-		    get_le64(hdr + 8) != want ||
+		    (seq != want && (off != 0 || seq < want)) ||
 		    n > (j->size - off - sizeof(hdr)) / URLJOURNAL_ENTRY_LEN)
 			break;
 		len = (size_t)n * URLJOURNAL_ENTRY_LEN;
@@ -268,6 +288,15 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 		}
 		if (frame_crc(hdr, payload, len) != get_le32(hdr + 16))
 			break;
+		if (seq != want) {
+			log_warnx("%s: the store holds the URL journal up to "
+			    "frame %llu, but the journal begins at frame %llu: "
+			    "the store lost commits, and the changes of the "
+			    "frames between are lost", __func__,
+			    (unsigned long long)after_seq,
+			    (unsigned long long)seq);
+			want = seq;
+		}
 		for (uint32_t i = 0; i < n; i++) {
 			struct urlmem_entry e;
 

@@ -19,7 +19,9 @@
  * after it, end the replay.  A frame is only acknowledged after every frame
  * before it was written, so nothing acknowledged lies beyond the first
  * frame that fails; the rest of the file is then zeroed, and the journal
- * goes on from there.
+ * goes on from there.  (A first frame numbered beyond the store's next
+ * means the store lost commits, possible only with [store] sync = none:
+ * the journal's frames are replayed all the same, with a warning.)
  *
  * Threads: the URL writer alone.
  */
@@ -52,7 +54,8 @@ urljournal_frame_len(size_t n)
 
 /*
  * Opens (creating and zeroing it to size bytes if needed) the journal of
- * data directory dir.  Returns NULL with *cause (caller frees).
+ * data directory dir; a file made larger before keeps its length.  Returns
+ * NULL with *cause (caller frees).
  */
 struct urljournal *urljournal_open(const char *dir, size_t size, char **cause);
 void urljournal_close(struct urljournal *j);

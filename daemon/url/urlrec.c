@@ -80,41 +80,63 @@ urlrec_count(const uint8_t rec[URLREC_LEN])
 	return get_le32(rec + 16);
 }
 
+/* Items per bucket above which urlrec_sort sorts a bucket by halves: only
+ * fingerprints made to share their leading bits fill one so. */
+#define URLREC_SORT_BUCKET 16
+
+static int
+cmp_items(const void *a, const void *b)
+{
+	return urlrec_cmp_fp(a, b);
+}
+
 int
 urlrec_sort(void *items, size_t n, size_t size, void *tmp)
 {
 	uint8_t *a = items, *t = tmp;
 	unsigned bits = 1;
-	size_t *start;
+	size_t *start, nb;
 
 	while (bits < 24 && ((size_t)1 << bits) < n)
 		bits++;
-	if ((start = calloc(((size_t)1 << bits) + 1, sizeof(*start))) == NULL)
+	nb = (size_t)1 << bits;
+	if ((start = calloc(nb + 1, sizeof(*start))) == NULL)
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		start[(urlrec_be64(a + i * size) >> (64 - bits)) + 1]++;
-	for (size_t b = 1; b <= ((size_t)1 << bits); b++)
+	for (size_t b = 1; b <= nb; b++)
 		start[b] += start[b - 1];
 	for (size_t i = 0; i < n; i++) {
 		size_t b = urlrec_be64(a + i * size) >> (64 - bits);
 
 		memcpy(t + start[b]++ * size, a + i * size, size);
 	}
-	free(start);
-	/* Now in order of their leading bits: finish by insertion, which
-	 * moves an item only past the few that share them. */
-	for (size_t i = 1; i < n; i++) {
-		size_t j = i;
+	/* start[b] is now where bucket b ends.  Each holds one item or so:
+	 * insertion finishes it; a crowded one (fingerprints sharing their
+	 * leading bits on purpose) is sorted by halves instead. */
+	for (size_t b = 0, lo = 0; b < nb; lo = start[b++]) {
+		size_t hi = start[b];
 
-		if (urlrec_cmp_fp(t + (i - 1) * size, t + i * size) <= 0)
+		if (hi - lo > URLREC_SORT_BUCKET) {
+			qsort(t + lo * size, hi - lo, size, cmp_items);
 			continue;
-		memcpy(a, t + i * size, size);	/* a is free: scratch */
-		while (j > 0 && urlrec_cmp_fp(t + (j - 1) * size, a) > 0) {
-			memcpy(t + j * size, t + (j - 1) * size, size);
-			j--;
 		}
-		memcpy(t + j * size, a, size);
+		for (size_t i = lo + 1; i < hi; i++) {
+			size_t j = i;
+
+			if (urlrec_cmp_fp(t + (i - 1) * size, t + i * size) <=
+			    0)
+				continue;
+			memcpy(a, t + i * size, size);	/* a[0]: scratch */
+			while (j > lo && urlrec_cmp_fp(t + (j - 1) * size, a) >
+			    0) {
+				memcpy(t + j * size, t + (j - 1) * size, size);
+				j--;
+			}
+			memcpy(t + j * size, a, size);
+		}
 	}
+	free(start);
 	memcpy(a, t, n * size);
 	return 0;
 }
