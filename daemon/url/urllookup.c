@@ -52,12 +52,17 @@ struct lookup_cand {
 	uint32_t lo, hi, guess;
 };
 
+/*
+ * A segment as a reader's snapshot holds it.  A reader keeps them by id,
+ * stamped with the snapshot's transaction id: a later snapshot with the
+ * same id is the same committed tree, whose pages no writer may reuse, so
+ * the pointers hold and the store need not be asked again.
+ */
 struct lookup_seg {
-	uint32_t seg;			/* 0: free slot */
-	int status;			/* STORE_OK or STORE_NOTFOUND */
-	const uint8_t *data;
-	uint32_t nrec;
+	uint64_t txnid;			/* 0: not known */
+	const uint8_t *data;		/* NULL: not in that snapshot */
 	const uint8_t *live;		/* its bitmap */
+	uint32_t nrec;
 };
 
 struct urlset_reader *
@@ -157,7 +162,7 @@ urlset_reader_release(struct urlset_reader *rd)
 	rd->segs = NULL;
 	rd->which = rd->retry = rd->maybe = NULL;
 	rd->found = NULL;
-	rd->cands_cap = rd->keys_cap = rd->segs_mask = 0;
+	rd->cands_cap = rd->keys_cap = rd->segs_len = 0;
 }
 
 int
@@ -190,9 +195,7 @@ static int
 reserve_cands(struct urlset_reader *rd, size_t n)
 {
 	struct lookup_cand *c;
-	struct lookup_seg *s;
 	const void **p;
-	size_t slots = 16;
 
 	if (n > rd->cands_cap) {
 		if ((c = realloc(rd->cands, n * sizeof(*c))) == NULL)
@@ -202,15 +205,6 @@ reserve_cands(struct urlset_reader *rd, size_t n)
 			return -1;
 		rd->pages = p;
 		rd->cands_cap = n;
-	}
-	while (slots < 2 * n)
-		slots *= 2;
-	if (rd->segs == NULL || slots - 1 > rd->segs_mask) {
-		if ((s = malloc(slots * sizeof(*s))) == NULL)
-			return -1;
-		free(rd->segs);
-		rd->segs = s;
-		rd->segs_mask = slots - 1;
 	}
 	return 0;
 }
@@ -242,15 +236,55 @@ pages_willneed(const void **pages, size_t n)
 			madvise((void *)pages[i], PAGE, MADV_WILLNEED);
 }
 
-/* The slot of seg in the batch's table of segments. */
-static struct lookup_seg *
-seg_slot(struct urlset_reader *rd, uint32_t seg)
+/*
+ * Segment seg as rd's snapshot (txnid) holds it, from the reader's table
+ * or the store.  Returns a store status (STORE_OK also when it is absent:
+ * then its data is NULL).
+ */
+static int
+seg_resolve(struct urlset_reader *rd, uint64_t txnid, uint32_t seg,
+    const struct lookup_seg **out)
 {
-	size_t i = (seg * 0x9e3779b1u) & rd->segs_mask;
+	struct lookup_seg *s;
+	struct store_val v, b;
+	int64_t nrec;
+	int rc;
 
-	while (rd->segs[i].seg != 0 && rd->segs[i].seg != seg)
-		i = (i + 1) & rd->segs_mask;
-	return &rd->segs[i];
+	if (seg >= rd->segs_len) {
+		size_t len = rd->segs_len ? rd->segs_len : 64;
+
+		while (len <= seg)
+			len *= 2;
+		if ((s = realloc(rd->segs, len * sizeof(*s))) == NULL)
+			return STORE_FAILED;
+		memset(s + rd->segs_len, 0, (len - rd->segs_len) * sizeof(*s));
+		rd->segs = s;
+		rd->segs_len = len;
+	}
+	s = &rd->segs[seg];
+	*out = s;
+	if (s->txnid == txnid)
+		return STORE_OK;
+	s->txnid = 0;
+	s->data = s->live = NULL;
+	rc = store_get(rd->txn, STORE_URL_SEGS, &seg, sizeof(seg), &v);
+	if (rc == STORE_NOTFOUND) {
+		s->txnid = txnid;
+		return STORE_OK;
+	}
+	if (rc != STORE_OK)
+		return rc;
+	if ((nrec = urlseg_check(v.data, v.len)) < 0 ||
+	    store_get(rd->txn, STORE_URL_LIVE, &seg, sizeof(seg), &b) !=
+	    STORE_OK || b.len < URLSEG_BITMAP_LEN(nrec)) {
+		log_warnx("%s: segment %u is damaged", __func__, seg);
+		return STORE_FAILED;
+	}
+	s->data = v.data;
+	s->live = b.data;
+	s->nrec = (uint32_t)nrec;
+	s->txnid = txnid;
+	return STORE_OK;
 }
 
 int
@@ -259,7 +293,9 @@ urlset_lookup_store(struct urlset_reader *rd,
     struct url_found *found, uint32_t *retry, size_t *nretry)
 {
 	size_t nc = 0, npages = 0;
+	uint64_t txnid = store_txn_id(rd->txn);
 	const void **pages;
+	int rc;
 
 	*nretry = 0;
 	if (n == 0)
@@ -292,47 +328,24 @@ urlset_lookup_store(struct urlset_reader *rd,
 	if (reserve_cands(rd, nc) == -1)
 		return STORE_FAILED;
 	pages = rd->pages;
-	/* The segments, through the store, once each. */
-	memset(rd->segs, 0, (rd->segs_mask + 1) * sizeof(*rd->segs));
+	/* The segments (the store is asked only about those this snapshot
+	 * has not shown yet), and the header line where each key's fence
+	 * should be. */
 	for (size_t c = 0; c < nc; c++) {
-		struct lookup_seg *s = seg_slot(rd, rd->cands[c].seg);
+		struct lookup_cand *k = &rd->cands[c];
+		const struct lookup_seg *s;
 
-		if (s->seg == 0) {
-			struct store_val v;
-			int64_t nrec;
-
-			s->seg = rd->cands[c].seg;
-			s->status = store_get(rd->txn, STORE_URL_SEGS, &s->seg,
-			    sizeof(s->seg), &v);
-			if (s->status == STORE_OK) {
-				struct store_val b;
-
-				if ((nrec = urlseg_check(v.data, v.len)) < 0 ||
-				    store_get(rd->txn, STORE_URL_LIVE, &s->seg,
-				    sizeof(s->seg), &b) != STORE_OK ||
-				    b.len < URLSEG_BITMAP_LEN(nrec)) {
-					log_warnx("%s: segment %u is damaged",
-					    __func__, s->seg);
-					return STORE_FAILED;
-				}
-				s->data = v.data;
-				s->nrec = (uint32_t)nrec;
-				s->live = b.data;
-				__builtin_prefetch(s->data);
-				__builtin_prefetch(s->data + 64);
-				__builtin_prefetch(s->data + 128);
-				__builtin_prefetch(s->data + 192);
-			} else if (s->status != STORE_NOTFOUND)
-				return s->status;
+		if ((rc = seg_resolve(rd, txnid, k->seg, &s)) != STORE_OK)
+			return rc;
+		k->data = s->data;
+		k->live = s->live;
+		k->nrec = s->nrec;
+		if (k->data != NULL) {
+			__builtin_prefetch(urlseg_fence_addr(k->data,
+			    urlseg_fence_guess(keys[k->key].fp, k->nrec)));
+			pages[npages++] = page_of(k->data);
 		}
-		rd->cands[c].data = s->status == STORE_OK ? s->data : NULL;
-		rd->cands[c].nrec = s->nrec;
-		rd->cands[c].live = s->live;
 	}
-	/* The headers' pages, then where each record should be. */
-	for (size_t c = 0; c < nc; c++)
-		if (rd->cands[c].data != NULL)
-			pages[npages++] = page_of(rd->cands[c].data);
 	pages_willneed(pages, npages);
 	npages = 0;
 	for (size_t c = 0; c < nc; c++) {
@@ -346,6 +359,7 @@ urlset_lookup_store(struct urlset_reader *rd,
 			const uint8_t *r = urlseg_record(k->data, k->guess);
 
 			__builtin_prefetch(r);
+			__builtin_prefetch(k->live + k->guess / 8);
 			pages[npages++] = page_of(r);
 		}
 	}

@@ -170,6 +170,15 @@ urlseg_check(const uint8_t *seg, size_t len)
 	return n;
 }
 
+uint32_t
+urlseg_fence_guess(const uint8_t fp[CBF_FP_LEN], uint32_t n)
+{
+	uint32_t runs = (n + URLSEG_RUN - 1) / URLSEG_RUN;
+
+	return runs == 0 ? 0 : (uint32_t)(((uint64_t)fp_top32(fp) * runs) >>
+	    32);
+}
+
 static uint32_t
 fence(const uint8_t *seg, uint32_t j)
 {
@@ -181,18 +190,19 @@ urlseg_locate(const uint8_t *seg, uint32_t n, const uint8_t fp[CBF_FP_LEN],
     uint32_t *lo, uint32_t *hi, uint32_t *guess)
 {
 	uint32_t k = fp_top32(fp), runs = (n + URLSEG_RUN - 1) / URLSEG_RUN;
-	uint32_t a = 0, b = runs, first, last, f0, f1;
+	uint32_t a = urlseg_fence_guess(fp, n), first, last, f0, f1;
 
 	/* first: the first run whose fence is >= k; the record can only lie
-	 * in the run before it, or in runs whose fence equals k. */
-	while (a < b) {
-		uint32_t mid = a + (b - a) / 2;
-
-		if (fence(seg, mid) < k)
-			a = mid + 1;
-		else
-			b = mid;
-	}
+	 * in the run before it, or in runs whose fence equals k.  The keys
+	 * are uniform: walk from where k should be, a step or none. */
+	if (runs == 0)
+		a = 0;
+	else if (fence(seg, a) < k)
+		while (a < runs && fence(seg, a) < k)
+			a++;
+	else
+		while (a > 0 && fence(seg, a - 1) >= k)
+			a--;
 	first = a;
 	while (a < runs && fence(seg, a) == k)
 		a++;

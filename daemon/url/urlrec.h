@@ -92,6 +92,18 @@ const uint8_t *urlseg_record(const uint8_t *seg, uint32_t i);
 void urlseg_locate(const uint8_t *seg, uint32_t n, const uint8_t fp[CBF_FP_LEN],
     uint32_t *lo, uint32_t *hi, uint32_t *guess);
 /*
+ * The fence where fp should be in a segment of n records, from fp alone (the
+ * fingerprints are uniform): its header line can be fetched ahead.
+ */
+uint32_t urlseg_fence_guess(const uint8_t fp[CBF_FP_LEN], uint32_t n);
+/* The address of fence j, to prefetch. */
+static inline const uint8_t *
+urlseg_fence_addr(const uint8_t *seg, uint32_t j)
+{
+	return seg + 8 + 4 * (size_t)j;
+}
+
+/*
  * Finds fp among records [lo, hi), starting at guess (urlseg_locate's).
  * Returns its index, or -1.
  */

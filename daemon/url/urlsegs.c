@@ -878,7 +878,8 @@ urlset_verify_store(struct urlset *us, struct urlset_verify *out)
 		verify_note(out, "the index has %" PRIu64 " entries for %"
 		    PRIu64 " stored URLs", xs.entries, out->records);
 	}
-	qsort(w.groups, w.ngroups, sizeof(*w.groups), cmp_group);
+	if (w.ngroups > 0)
+		qsort(w.groups, w.ngroups, sizeof(*w.groups), cmp_group);
 	for (size_t i = 0, j; i < w.ngroups; i = j) {
 		uint64_t have;
 

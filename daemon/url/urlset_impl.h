@@ -142,8 +142,8 @@ struct urlset_reader {
 	struct lookup_cand *cands;
 	const void **pages;		/* as many as cands */
 	size_t cands_cap;
-	struct lookup_seg *segs;
-	size_t segs_mask;
+	struct lookup_seg *segs;	/* by segment id */
+	size_t segs_len;
 	uint32_t *which, *retry, *maybe;
 	struct url_found *found;
 	size_t keys_cap;

@@ -200,6 +200,7 @@ main(int argc, char **argv)
 	const char *files[16];
 	size_t nfiles = 0;
 	long long mem0, mem1;
+	char **order;
 
 	while ((ch = getopt_long(argc, argv, "p:n:c:w:b:", longopts,
 	    NULL)) != -1) {
@@ -232,8 +233,10 @@ main(int argc, char **argv)
 	rc |= run_phase("submit", "SADD", port, urls.urls, urls.n, clients,
 	    window, batch);
 	mem1 = used_memory(port);
-	rc |= run_phase("check-seen", "SMISMEMBER", port, urls.urls, urls.n,
+	order = urlgen_shuffled(&urls, URLGEN_CHECK_SEED);
+	rc |= run_phase("check-seen", "SMISMEMBER", port, order, urls.n,
 	    clients, window, batch);
+	free(order);
 	rc |= run_phase("check-unseen", "SMISMEMBER", port,
 	    unseen.urls, unseen.n, clients, window, batch);
 	printf("redis_memory_per_url=%.1f\n",

@@ -230,9 +230,13 @@ main(int argc, char **argv)
 	if (!strcmp(phase, "submit") || !strcmp(phase, "all"))
 		rc = run_phase("submit", NDDD_URL_SUBMIT, address,
 		    urls.urls, urls.n, clients, window, batch);
-	if (rc == 0 && (!strcmp(phase, "check") || !strcmp(phase, "all")))
-		rc = run_phase("check-seen", NDDD_URL_CHECK, address,
-		    urls.urls, urls.n, clients, window, batch);
+	if (rc == 0 && (!strcmp(phase, "check") || !strcmp(phase, "all"))) {
+		char **order = urlgen_shuffled(&urls, URLGEN_CHECK_SEED);
+
+		rc = run_phase("check-seen", NDDD_URL_CHECK, address, order,
+		    urls.n, clients, window, batch);
+		free(order);
+	}
 	if (rc == 0 &&
 	    (!strcmp(phase, "check-new") || !strcmp(phase, "all"))) {
 		urlgen_synthetic(&unseen, n, URLGEN_UNSEEN_FIRST);

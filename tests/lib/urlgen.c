@@ -3,6 +3,7 @@
  */
 #include "urlgen.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,4 +81,30 @@ urlgen_free(struct urllist *l)
 		free(l->urls[i]);
 	free(l->urls);
 	memset(l, 0, sizeof(*l));
+}
+
+char **
+urlgen_shuffled(const struct urllist *l, unsigned long long seed)
+{
+	char **v = malloc((l->n + 1) * sizeof(*v));
+	uint64_t x = seed;
+
+	if (v == NULL) {
+		fprintf(stderr, "urlgen: out of memory\n");
+		exit(1);
+	}
+	memcpy(v, l->urls, l->n * sizeof(*v));
+	for (size_t i = l->n; i > 1; i--) {
+		size_t j;
+		char *t;
+
+		/* splitmix64 */
+		x += 0x9e3779b97f4a7c15ULL;
+		j = (size_t)(((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL) %
+		    i);
+		t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+	return v;
 }
