@@ -193,6 +193,39 @@ $(CLIENT_LIB): $(CLIENT_OBJS) $(GEN_O)
 	rm -f $@
 	ar rcs $@ $^
 
+# The client library as a shared object, for bindings that load it (the
+# Python client's digests, through ctypes): libnddd, the protocol code, and
+# the canonicalizer with its arena, compiled again as position-independent
+# code into $(B)/pic and linked against protobuf-c, uriparser and OpenSSL.
+# It exports the nddd_* functions only (not nddd__v1__*: the protocol code,
+# nor urlcanon_*), so that it clashes with nothing of the process loading
+# it.  In the asan variant it keeps UBSan but not ASan, whose runtime must
+# be the first library of the process, which an interpreter's is not.
+SO_SRCS := $(CLIENT_SRCS) daemon/url/urlcanon.c daemon/lib/arena.c
+SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o) $(B)/pic/gen/nddd.pb-c.o
+SO_SAN := $(if $(filter asan,$(VARIANT)),-fsanitize=undefined \
+	-fno-sanitize-recover=undefined)
+SO_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,\
+	$(ALL_CFLAGS)) $(SO_SAN) -fPIC
+SO_LIBS := $(shell pkg-config --libs libprotobuf-c liburiparser openssl \
+	2>/dev/null)
+all: $(B)/libnddd.so
+$(B)/pic/%.o: %.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(SO_CFLAGS) -c -o $@ $<
+$(B)/pic/gen/nddd.pb-c.o: $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(filter-out -fsanitize=% -fno-sanitize-recover=%,\
+		$(CFLAGS)) $(SO_SAN) -fPIC $(PKG_CFLAGS) -I$(B)/gen -c -o $@ $<
+$(B)/pic/libnddd.map:
+	@mkdir -p $(dir $@)
+	printf '{\n  global: nddd_[a-z]*;\n  local: *;\n};\n' > $@
+$(B)/libnddd.so: $(SO_OBJS) $(B)/pic/libnddd.map
+	$(CC) -shared -pthread $(SO_SAN) $(LDFLAGS) -Wl,--no-undefined \
+		-Wl,-soname,libnddd.so \
+		-Wl,--version-script=$(B)/pic/libnddd.map -o $@ $(SO_OBJS) \
+		$(SO_LIBS)
+
 $(B)/bin/nddd: $(B)/daemon/main.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -rdynamic -o $@ $^ $(LIBS)
@@ -231,7 +264,7 @@ tests: $(TEST_BINS)
 # (or, for the clients, the fingerprint library's headers) it may include.
 print-layers:
 	@$(foreach l,$(LAYERS),echo "$(l): $(LAYER_$(l))";)
-	@echo "clients/libnddd: clients/libnddd"
+	@echo "clients/libnddd: clients/libnddd daemon/url/urlcanon.h"
 	@echo "clients: clients clients/libnddd $(FP_HDRS)"
 check-layers:
 	@$(MAKE) -s --no-print-directory print-layers | tools/check-layers
@@ -253,6 +286,7 @@ run: deps-build
 
 # One variant: build it, then run its tests.
 TEST_ENV := NDDD_BIN=$(abspath $(B)/bin/nddd) \
+	NDDD_LIBRARY=$(abspath $(B)/libnddd.so) \
 	NDDD_ACCEL_DIR=$(abspath $(B)/accel) \
 	NDDCTL_BIN=$(abspath $(B)/bin/nddctl) \
 	NDDD_TEST_DATA=$(TEST_DATA) NDDD_SOURCE_DIR=$(CURDIR)
@@ -321,6 +355,8 @@ DESTDIR ?=
 install: all
 	install -D -m 0755 daemon/nddd $(DESTDIR)$(PREFIX)/bin/nddd
 	install -D -m 0755 clients/nddctl $(DESTDIR)$(PREFIX)/bin/nddctl
+	install -D -m 0644 build/release/libnddd.so \
+		$(DESTDIR)$(PREFIX)/lib/libnddd.so
 	install -d $(DESTDIR)$(PREFIX)/lib/nddd/accel
 	for p in build/release/accel/*.so; do \
 		[ -e "$$p" ] || continue; \

@@ -56,7 +56,9 @@ usage(FILE *out)
 	    "usage: nddctl [-H HOST:PORT] [--json] [--token TOKEN] [--tls]\n"
 	    "              [--ca FILE] [--cert FILE] [--key FILE] "
 	    "[--timeout MS]\n"
-	    "              [--batch N] [--window N] COMMAND [ARGS]\n"
+	    "              [--batch N] [--window N] [--relaxed|--durable] "
+	    "[--digests]\n"
+	    "              COMMAND [ARGS]\n"
 	    "\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %s %s\n", commands[i].name, commands[i].help);
@@ -80,6 +82,18 @@ usage(FILE *out)
 	    "  --batch N             URLs per request (default 1000)\n"
 	    "  --window N            requests in flight (default 8)\n"
 	    "  --no-progress         no progress bar on standard error\n"
+	    "  --relaxed             url-submit, url-delete: answered once "
+	    "applied and\n"
+	    "                        written to the OS, before the disk "
+	    "(survives a crash\n"
+	    "                        of nddd, not of the machine; default: "
+	    "[store] sync)\n"
+	    "  --durable             url-submit, url-delete: answered once on "
+	    "disk\n"
+	    "  --digests             canonicalize and hash URLs here, send "
+	    "their digests\n"
+	    "                        (the daemon's rules, asked from it; "
+	    "output unchanged)\n"
 	    "\nexit status: 0 success, 1 some items failed, 2 usage error, "
 	    "3 daemon unreachable\nor connection lost.\n", NDDD_DEFAULT_PORT);
 }
@@ -99,6 +113,9 @@ main(int argc, char **argv)
 		{ "ca", required_argument, NULL, 'A' },
 		{ "cert", required_argument, NULL, 'C' },
 		{ "key", required_argument, NULL, 'K' },
+		{ "relaxed", no_argument, NULL, 'R' },
+		{ "durable", no_argument, NULL, 'D' },
+		{ "digests", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -159,6 +176,15 @@ main(int argc, char **argv)
 			break;
 		case 'K':
 			co.conn.tls_key = optarg;
+			break;
+		case 'R':
+			co.durability = NDDD_RELAXED;
+			break;
+		case 'D':
+			co.durability = NDDD_DURABLE;
+			break;
+		case 'G':
+			co.digests = true;
 			break;
 		case 'h':
 			usage(stdout);

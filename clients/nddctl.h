@@ -27,6 +27,8 @@ struct nddctl_common {
 	size_t batch;		/* --batch */
 	unsigned window;	/* --window */
 	bool progress;		/* progress bar allowed (stderr is a tty) */
+	enum nddd_durability durability;	/* --relaxed, --durable */
+	bool digests;		/* --digests: canonicalize here */
 };
 
 int nddctl_url_submit(const struct nddctl_common *co, int argc, char **argv);

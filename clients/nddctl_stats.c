@@ -3,16 +3,54 @@
  * memory against its store; as text or one JSON object.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "nddctl.h"
+
+/* The URL store's figures: their names, and where each is in the stats. */
+#define URL_STORE_FIELD(f) { #f, offsetof(struct nddd_stats, url_store.f) }
+static const struct {
+	const char *name;
+	size_t off;
+} url_store_fields[] = {
+	URL_STORE_FIELD(journal_entries),
+	URL_STORE_FIELD(journal_capacity),
+	URL_STORE_FIELD(journal_bytes),
+	URL_STORE_FIELD(journal_bytes_written),
+	URL_STORE_FIELD(journal_syncs),
+	URL_STORE_FIELD(groups),
+	URL_STORE_FIELD(flushes),
+	URL_STORE_FIELD(merges),
+	URL_STORE_FIELD(merges_forced),
+	URL_STORE_FIELD(segments),
+	URL_STORE_FIELD(small_segments),
+	URL_STORE_FIELD(records),
+	URL_STORE_FIELD(dead_records),
+	URL_STORE_FIELD(store_bytes_written),
+	URL_STORE_FIELD(pending),
+	URL_STORE_FIELD(index_bytes),
+	URL_STORE_FIELD(journal_table_bytes),
+};
+#define N_URL_STORE_FIELDS \
+	(sizeof(url_store_fields) / sizeof(url_store_fields[0]))
+
+static uint64_t
+url_store_value(const struct nddd_stats *s, size_t i)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)s + url_store_fields[i].off, sizeof(v));
+	return v;
+}
 
 int
 nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 {
 	struct nddd_stats s;
 	nddd_client *c;
-	json_t *o, *cbf, *near, *accel;
+	json_t *o, *cbf, *near, *accel, *us;
 
 	(void)argv;
 	if (argc != 1) {
@@ -60,6 +98,10 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		printf("commits\t%" PRIu64 "\n", s.commits);
 		printf("store_bytes\t%" PRIu64 "\n", s.store_bytes);
 		printf("connections\t%" PRIu32 "\n", s.connections);
+		printf("canon\t%s\n", s.canon);
+		for (size_t i = 0; i < N_URL_STORE_FIELDS; i++)
+			printf("url_store.%s\t%" PRIu64 "\n",
+			    url_store_fields[i].name, url_store_value(&s, i));
 		return NDDCTL_EXIT_OK;
 	}
 	o = json_object();
@@ -113,6 +155,12 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	json_object_set_new(o, "store_bytes",
 	    json_integer((json_int_t)s.store_bytes));
 	json_object_set_new(o, "connections", json_integer(s.connections));
+	json_object_set_new(o, "canon", json_string(s.canon));
+	us = json_object();
+	for (size_t i = 0; i < N_URL_STORE_FIELDS; i++)
+		json_object_set_new(us, url_store_fields[i].name,
+		    json_integer((json_int_t)url_store_value(&s, i)));
+	json_object_set_new(o, "url_store", us);
 	nddctl_print_json(o);
 	return NDDCTL_EXIT_OK;
 }
@@ -146,14 +194,17 @@ nddctl_verify(const struct nddctl_common *co, int argc, char **argv)
 		json_object_set_new(o, "docs", json_integer((json_int_t)v.docs));
 		json_object_set_new(o, "table_mismatches",
 		    json_integer((json_int_t)v.table_mismatches));
+		json_object_set_new(o, "url_index_mismatches",
+		    json_integer((json_int_t)v.url_index_mismatches));
 		json_object_set_new(o, "detail", json_string(v.detail));
 		nddctl_print_json(o);
 	} else {
-		printf("%s: %" PRIu64 " URLs, %" PRIu64 " counters differ; %"
-		    PRIu64 " documents, %" PRIu64 " differ%s%s\n",
+		printf("%s: %" PRIu64 " URLs, %" PRIu64 " counters differ, %"
+		    PRIu64 " url index mismatches; %" PRIu64 " documents, %"
+		    PRIu64 " differ%s%s\n",
 		    v.consistent ? "consistent" : "INCONSISTENT", v.urls,
-		    v.counter_mismatches, v.docs, v.table_mismatches,
-		    v.detail[0] ? ": " : "", v.detail);
+		    v.counter_mismatches, v.url_index_mismatches, v.docs,
+		    v.table_mismatches, v.detail[0] ? ": " : "", v.detail);
 	}
 	return v.consistent ? NDDCTL_EXIT_OK : NDDCTL_EXIT_ITEMS;
 }

@@ -5,6 +5,10 @@
  * into batches, and up to --window batches are in flight at once; each
  * batch's results are printed as soon as it and every batch before it have
  * been answered, so the output follows the input order.
+ *
+ * With --digests, URLs are canonicalized and hashed here with the daemon's
+ * rules (asked from it once) and only the digests of the valid ones are
+ * sent; the invalid ones are answered here with the daemon's message.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,12 @@ struct batch {
 	size_t n;
 	uint64_t id;
 	struct nddd_reply *reply;
+	bool answered;		/* replied to, or nothing was sent */
+	/* --digests: why each URL was refused here (NULL: it was sent), and
+	 * the digests of those sent, in order. */
+	const char **cause;
+	unsigned char *digests;
+	size_t nsent;
 };
 
 struct source {
@@ -34,6 +44,7 @@ read_batch(struct source *src, struct batch *b, size_t max)
 {
 	b->n = 0;
 	b->reply = NULL;
+	b->answered = false;
 	while (b->n < max && !src->eof) {
 		char *url;
 		size_t len;
@@ -136,9 +147,16 @@ print_batch(const struct nddctl_common *co, enum nddd_url_op op,
 	const struct nddd_reply *r = b->reply;
 	bool failed = false;
 
-	for (size_t i = 0; i < b->n; i++) {
-		if (r->kind == NDDD_REPLY_URLS && i < r->nresults) {
-			const struct nddd_url_result *res = &r->results[i];
+	/* The reply's j-th result is that of the j-th URL sent. */
+	for (size_t i = 0, j = 0; i < b->n; i++) {
+		if (b->cause != NULL && b->cause[i] != NULL) {
+			print_result(co, op, b->urls[i], b->lens[i],
+			    NDDD_INVALID_ARGUMENT, 0, b->cause[i]);
+			failed = true;
+			continue;
+		}
+		if (r->kind == NDDD_REPLY_URLS && j < r->nresults) {
+			const struct nddd_url_result *res = &r->results[j++];
 
 			print_result(co, op, b->urls[i], b->lens[i], res->code,
 			    res->count, res->message);
@@ -165,12 +183,73 @@ batch_clear(struct batch *b)
 	b->reply = NULL;
 }
 
+/*
+ * Sends a batch: its URLs, or with k the digests of the valid ones (none
+ * valid: nothing is sent, the batch is answered).
+ */
+static int
+send_batch(nddd_client *c, nddd_canon *k, enum nddd_url_op op,
+    struct batch *b)
+{
+	const char *cause;
+
+	if (k == NULL)
+		return nddd_send_urls(c, op, (const char *const *)b->urls,
+		    b->lens, b->n, &b->id);
+	b->nsent = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		b->cause[i] = NULL;
+		if (nddd_canon_digest(k, b->urls[i], b->lens[i], b->digests +
+		    b->nsent * NDDD_DIGEST_LEN, &cause) == -1)
+			b->cause[i] = cause;
+		else
+			b->nsent++;
+	}
+	if (b->nsent == 0) {
+		b->answered = true;
+		return 0;
+	}
+	return nddd_send_digests(c, op, nddd_canon_id(k), b->digests,
+	    b->nsent, &b->id);
+}
+
+/*
+ * The daemon's canonicalizer, for --digests; NULL after saying why, with
+ * *status the exit status.
+ */
+static nddd_canon *
+daemon_canon(nddd_client *c, int *status)
+{
+	struct nddd_stats st;
+	nddd_canon *k;
+	char *err;
+
+	if (nddd_stats(c, &st) == -1) {
+		fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
+		*status = NDDCTL_EXIT_UNREACHABLE;
+		return NULL;
+	}
+	*status = NDDCTL_EXIT_USAGE;
+	if (st.canon[0] == '\0') {
+		fprintf(stderr, "nddctl: --digests: the daemon states no "
+		    "canonicalization (it is too old for digests)\n");
+		return NULL;
+	}
+	if ((k = nddd_canon_new(st.canon, &err)) == NULL) {
+		fprintf(stderr, "nddctl: --digests: %s\n",
+		    err ? err : "out of memory");
+		free(err);
+	}
+	return k;
+}
+
 static int
 run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
     char **argv)
 {
 	struct source src = { 0 };
-	struct batch *ring;
+	struct batch *ring = NULL;
+	nddd_canon *canon = NULL;
 	struct progress prog;
 	size_t head = 0, count = 0, done = 0;
 	unsigned window = co->window;
@@ -190,12 +269,21 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
 	}
 	if ((c = nddctl_connect(co)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
+	nddd_set_durability(c, co->durability);
+	if (co->digests && (canon = daemon_canon(c, &status)) == NULL)
+		goto out;
 	if ((ring = calloc(window, sizeof(*ring))) == NULL)
 		goto oom;
 	for (unsigned i = 0; i < window; i++) {
 		ring[i].urls = calloc(co->batch, sizeof(char *));
 		ring[i].lens = calloc(co->batch, sizeof(size_t));
 		if (ring[i].urls == NULL || ring[i].lens == NULL)
+			goto oom;
+		if (canon == NULL)
+			continue;
+		ring[i].cause = calloc(co->batch, sizeof(char *));
+		ring[i].digests = calloc(co->batch, NDDD_DIGEST_LEN);
+		if (ring[i].cause == NULL || ring[i].digests == NULL)
 			goto oom;
 	}
 	progress_start(&prog, co->progress && src.args == NULL, "URLs");
@@ -214,17 +302,30 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
 			}
 			if (b->n == 0)
 				break;
-			if (nddd_send_urls(c, op, (const char *const *)b->urls,
-			    b->lens, b->n, &b->id) == -1)
+			if (send_batch(c, canon, op, b) == -1)
 				goto lost;
 			count++;
 		}
-		if (count == 0)
-			break;
+		/* Print what is complete, in input order. */
+		while (count > 0 && ring[head].answered) {
+			failed |= print_batch(co, op, &ring[head]);
+			done += ring[head].n;
+			batch_clear(&ring[head]);
+			head = (head + 1) % window;
+			count--;
+		}
+		progress_update(&prog, done);
+		if (count == 0) {
+			if (src.eof)
+				break;
+			continue;
+		}
+		/* The oldest batch is not answered: its request is out. */
 		if (nddd_recv(c, &r) == -1)
 			goto lost;
 		for (k = 0; k < count; k++)
-			if (ring[(head + k) % window].id == r->id)
+			if (!ring[(head + k) % window].answered &&
+			    ring[(head + k) % window].id == r->id)
 				break;
 		if (k == count) {
 			fprintf(stderr, "nddctl: daemon: %s: %s\n",
@@ -235,15 +336,7 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
 			goto out;
 		}
 		ring[(head + k) % window].reply = r;
-		/* Print what is complete, in input order. */
-		while (count > 0 && ring[head].reply != NULL) {
-			failed |= print_batch(co, op, &ring[head]);
-			done += ring[head].n;
-			batch_clear(&ring[head]);
-			head = (head + 1) % window;
-			count--;
-		}
-		progress_update(&prog, done);
+		ring[(head + k) % window].answered = true;
 	}
 	progress_finish(&prog);
 	if (failed)
@@ -263,10 +356,13 @@ out:
 			batch_clear(&ring[i]);
 			free(ring[i].urls);
 			free(ring[i].lens);
+			free(ring[i].cause);
+			free(ring[i].digests);
 		}
 		free(ring);
 	}
 	free(src.line);
+	nddd_canon_free(canon);
 	nddd_close(c);
 	return status;
 }

@@ -6,6 +6,11 @@
  * sends and receives, so a pipelining client never deadlocks against a
  * server that has stopped reading until its replies are read.  With TLS,
  * the same happens through OpenSSL on the same socket.
+ *
+ * Digests are made with urlcanon, the daemon's own canonicalizer (from the
+ * fingerprint library), and OpenSSL's MD5, as the daemon keys URLs
+ * (urlset_key_canonical): a digest made here and a URL sent as text reach
+ * the same record.
  */
 #include "nddd.h"
 
@@ -25,10 +30,12 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
 #include "nddd.pb-c.h"
+#include "urlcanon.h"
 
 /* Largest reply frame accepted: a reply to the largest batch is ~1 MiB. */
 #define NDDD_MAX_REPLY (64u << 20)
@@ -46,6 +53,15 @@ struct nddd_client {
 	size_t out_off, out_len, out_cap;
 	unsigned char *in;	/* received bytes: in[in_off..in_len) */
 	size_t in_off, in_len, in_cap;
+	enum nddd_durability durability;	/* of submits and deletes */
+	nddd_canon *canon;	/* nddd_urls sends digests; NULL: URLs */
+};
+
+struct nddd_canon {
+	struct urlcanon *uc;
+	EVP_MD *md5;
+	EVP_MD_CTX *md_ctx;
+	char id[URLCANON_ID_LEN];
 };
 
 const char *
@@ -312,6 +328,7 @@ nddd_close(nddd_client *c)
 		SSL_free(c->ssl);
 	}
 	SSL_CTX_free(c->tls_ctx);
+	nddd_canon_free(c->canon);
 	free(c->token);
 	if (c->fd != -1)
 		close(c->fd);
@@ -467,11 +484,45 @@ queue_request(nddd_client *c, Nddd__V1__Request *req, uint64_t *id)
 	return flush_some(c);
 }
 
+void
+nddd_set_durability(nddd_client *c, enum nddd_durability d)
+{
+	c->durability = d;
+}
+
+/* Queues batch as op, with the client's durability where op changes. */
+static int
+queue_batch(nddd_client *c, enum nddd_url_op op, Nddd__V1__UrlBatch *batch,
+    uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+
+	switch (op) {
+	case NDDD_URL_SUBMIT:
+		req.op_case = NDDD__V1__REQUEST__OP_URL_SUBMIT;
+		req.url_submit = batch;
+		break;
+	case NDDD_URL_CHECK:
+		req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
+		req.url_check = batch;
+		break;
+	case NDDD_URL_DELETE:
+		req.op_case = NDDD__V1__REQUEST__OP_URL_DELETE;
+		req.url_delete = batch;
+		break;
+	default:
+		return fail(c, "unknown URL operation %d", (int)op);
+	}
+	/* The enums share their numbers with the protocol's. */
+	if (op != NDDD_URL_CHECK)
+		batch->durability = (Nddd__V1__Durability)c->durability;
+	return queue_request(c, &req, id);
+}
+
 int
 nddd_send_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
     const size_t *lens, size_t n, uint64_t *id)
 {
-	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
 	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
 	ProtobufCBinaryData *items;
 	int rc;
@@ -484,23 +535,23 @@ nddd_send_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 	}
 	batch.n_urls = n;
 	batch.urls = items;
-	switch (op) {
-	case NDDD_URL_SUBMIT:
-		req.op_case = NDDD__V1__REQUEST__OP_URL_SUBMIT;
-		req.url_submit = &batch;
-		break;
-	case NDDD_URL_CHECK:
-		req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
-		req.url_check = &batch;
-		break;
-	case NDDD_URL_DELETE:
-		req.op_case = NDDD__V1__REQUEST__OP_URL_DELETE;
-		req.url_delete = &batch;
-		break;
-	}
-	rc = queue_request(c, &req, id);
+	rc = queue_batch(c, op, &batch, id);
 	free(items);
 	return rc;
+}
+
+int
+nddd_send_digests(nddd_client *c, enum nddd_url_op op, const char *canon_id,
+    const unsigned char *digests, size_t n, uint64_t *id)
+{
+	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
+
+	if (n > SIZE_MAX / NDDD_DIGEST_LEN)
+		return fail(c, "request too large");
+	batch.digests.data = (uint8_t *)digests;
+	batch.digests.len = n * NDDD_DIGEST_LEN;
+	batch.canon = (char *)(canon_id ? canon_id : "");
+	return queue_batch(c, op, &batch, id);
 }
 
 int
@@ -680,6 +731,28 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 	o->store_bytes = s->store_bytes;
 	o->connections = s->connections;
 	o->docs = s->docs;
+	snprintf(o->canon, sizeof(o->canon), "%s", s->canon ? s->canon : "");
+	if (s->url_store != NULL) {
+		const Nddd__V1__UrlStoreStats *u = s->url_store;
+
+		o->url_store.journal_entries = u->journal_entries;
+		o->url_store.journal_capacity = u->journal_capacity;
+		o->url_store.journal_bytes = u->journal_bytes;
+		o->url_store.journal_bytes_written = u->journal_bytes_written;
+		o->url_store.journal_syncs = u->journal_syncs;
+		o->url_store.groups = u->groups;
+		o->url_store.flushes = u->flushes;
+		o->url_store.merges = u->merges;
+		o->url_store.merges_forced = u->merges_forced;
+		o->url_store.segments = u->segments;
+		o->url_store.small_segments = u->small_segments;
+		o->url_store.records = u->records;
+		o->url_store.dead_records = u->dead_records;
+		o->url_store.store_bytes_written = u->store_bytes_written;
+		o->url_store.pending = u->pending;
+		o->url_store.index_bytes = u->index_bytes;
+		o->url_store.journal_table_bytes = u->journal_table_bytes;
+	}
 	if (s->near != NULL) {
 		o->near_k = s->near->k;
 		o->near_blocks = s->near->blocks;
@@ -804,6 +877,8 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 		    resp->verify->counter_mismatches;
 		r->verify.docs = resp->verify->docs;
 		r->verify.table_mismatches = resp->verify->table_mismatches;
+		r->verify.url_index_mismatches =
+		    resp->verify->url_index_mismatches;
 		snprintf(r->verify.detail, sizeof(r->verify.detail), "%s",
 		    resp->verify->detail ? resp->verify->detail : "");
 		return r;
@@ -906,10 +981,71 @@ nddd_reply_free(struct nddd_reply *r)
 	free(r);
 }
 
+/*
+ * A batch of nddd_urls in flight.  With digests, only its valid URLs were
+ * sent: pos[j] is the batch position of the j-th result.
+ */
 struct inflight {
 	uint64_t id;
 	size_t base, n;
+	size_t *pos;		/* digests only */
+	size_t nsent;
 };
+
+/*
+ * Digests of urls[0..n) into digests; the valid ones' positions go to pos,
+ * the invalid ones get their result now.  Returns how many are valid, or
+ * (size_t)-1 when out of memory.
+ */
+static size_t
+canon_batch(nddd_canon *k, const char *const *urls, size_t n,
+    struct nddd_url_result *results, unsigned char *digests, size_t *pos)
+{
+	size_t nv = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *cause;
+
+		if (nddd_canon_digest(k, urls[i], strlen(urls[i]),
+		    digests + nv * NDDD_DIGEST_LEN, &cause) == 0) {
+			pos[nv++] = i;
+			continue;
+		}
+		results[i].code = NDDD_INVALID_ARGUMENT;
+		results[i].count = 0;
+		if ((results[i].message = strdup(cause)) == NULL)
+			return (size_t)-1;
+	}
+	return nv;
+}
+
+/* Moves reply r's results into the batch f's places of results. */
+static int
+take_results(const struct inflight *f, struct nddd_reply *r,
+    struct nddd_url_result *results)
+{
+	size_t n = f->pos != NULL ? f->nsent : f->n;
+	int rc = 0;
+
+	for (size_t j = 0; j < n; j++) {
+		struct nddd_url_result *res =
+		    &results[f->base + (f->pos != NULL ? f->pos[j] : j)];
+
+		if (r->kind == NDDD_REPLY_URLS && j < r->nresults) {
+			res->code = r->results[j].code;
+			res->count = r->results[j].count;
+			res->message = r->results[j].message;
+			r->results[j].message = NULL;
+		} else {
+			res->code = r->kind == NDDD_REPLY_ERROR ? r->code :
+			    NDDD_INTERNAL;
+			res->message = strdup(r->message ? r->message :
+			    "reply has too few results");
+			rc = -1;
+		}
+	}
+	return rc;
+}
 
 int
 nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
@@ -917,6 +1053,8 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
     unsigned window, void (*progress)(size_t done, void *arg), void *arg)
 {
 	struct inflight *fl;
+	unsigned char *digests = NULL;
+	size_t *pos = NULL;
 	size_t sent = 0, done = 0, nfl = 0;
 	int rc = 0;
 
@@ -926,23 +1064,62 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 		window = 1;
 	if ((fl = calloc(window, sizeof(*fl))) == NULL)
 		return fail(c, "out of memory");
+	if (c->canon != NULL) {
+		/* One scratch buffer of digests (copied out when queued), and
+		 * a slot of positions per batch in flight; fl[nfl..window)
+		 * hold the free slots. */
+		digests = calloc(batch, NDDD_DIGEST_LEN);
+		pos = calloc((size_t)window * batch, sizeof(*pos));
+		if (digests == NULL || pos == NULL) {
+			rc = fail(c, "out of memory");
+			goto out;
+		}
+		for (unsigned i = 0; i < window; i++)
+			fl[i].pos = pos + (size_t)i * batch;
+	}
 	memset(results, 0, n * sizeof(*results));
 	while (done < n) {
 		struct nddd_reply *r;
-		size_t k;
+		size_t k, *slot;
 
 		while (sent < n && nfl < window) {
 			size_t m = n - sent < batch ? n - sent : batch;
+			struct inflight *f = &fl[nfl];
 
-			if (nddd_send_urls(c, op, urls + sent, NULL, m,
-			    &fl[nfl].id) == -1) {
-				rc = -1;
-				goto out;
+			f->base = sent;
+			f->n = m;
+			if (c->canon == NULL) {
+				if (nddd_send_urls(c, op, urls + sent, NULL, m,
+				    &f->id) == -1) {
+					rc = -1;
+					goto out;
+				}
+			} else {
+				f->nsent = canon_batch(c->canon, urls + sent, m,
+				    results + sent, digests, f->pos);
+				if (f->nsent == (size_t)-1) {
+					rc = fail(c, "out of memory");
+					goto out;
+				}
+				/* Refused here, every one: nothing to ask. */
+				if (f->nsent == 0) {
+					sent += m;
+					done += m;
+					if (progress != NULL)
+						progress(done, arg);
+					continue;
+				}
+				if (nddd_send_digests(c, op, c->canon->id,
+				    digests, f->nsent, &f->id) == -1) {
+					rc = -1;
+					goto out;
+				}
 			}
-			fl[nfl].base = sent;
-			fl[nfl++].n = m;
+			nfl++;
 			sent += m;
 		}
+		if (nfl == 0)
+			continue;	/* the rest was answered here */
 		if (nddd_recv(c, &r) == -1) {
 			rc = -1;
 			goto out;
@@ -961,33 +1138,23 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 			rc = -1;
 			goto out;
 		}
-		for (size_t i = 0; i < fl[k].n; i++) {
-			struct nddd_url_result *res = &results[fl[k].base + i];
-
-			if (r->kind == NDDD_REPLY_URLS && i < r->nresults) {
-				res->code = r->results[i].code;
-				res->count = r->results[i].count;
-				res->message = r->results[i].message;
-				r->results[i].message = NULL;
-			} else {
-				res->code = r->kind == NDDD_REPLY_ERROR ?
-				    r->code : NDDD_INTERNAL;
-				res->message = strdup(r->message ? r->message :
-				    "reply has too few results");
-				rc = -1;
-			}
-		}
+		if (take_results(&fl[k], r, results) == -1)
+			rc = -1;
 		if (r->kind == NDDD_REPLY_ERROR)
 			fail(c, "batch refused: %s: %s",
 			    nddd_code_name(r->code), r->message);
 		done += fl[k].n;
+		slot = fl[k].pos;
 		fl[k] = fl[--nfl];
+		fl[nfl].pos = slot;
 		nddd_reply_free(r);
 		if (progress != NULL)
 			progress(done, arg);
 	}
 out:
 	free(fl);
+	free(digests);
+	free(pos);
 	return rc;
 }
 
@@ -1051,4 +1218,127 @@ nddd_stats(nddd_client *c, struct nddd_stats *out)
 	*out = r->stats;
 	nddd_reply_free(r);
 	return 0;
+}
+
+int
+nddd_use_digests(nddd_client *c, int on, char **err)
+{
+	struct nddd_stats st;
+	nddd_canon *k;
+
+	*err = NULL;
+	if (!on) {
+		nddd_canon_free(c->canon);
+		c->canon = NULL;
+		return 0;
+	}
+	if (nddd_stats(c, &st) == -1)
+		goto err;
+	if (st.canon[0] == '\0') {
+		fail(c, "the server states no canonicalization: it takes no "
+		    "digests (too old)");
+		goto err;
+	}
+	if ((k = nddd_canon_new(st.canon, err)) == NULL) {
+		fail(c, "%s", *err ? *err : "out of memory");
+		return -1;
+	}
+	nddd_canon_free(c->canon);
+	c->canon = k;
+	return 0;
+err:
+	*err = strdup(c->err);
+	return -1;
+}
+
+nddd_canon *
+nddd_canon_new(const char *canon_id, char **err)
+{
+	struct urlcanon_options opts;
+	nddd_canon *k;
+
+	*err = NULL;
+	if (canon_id == NULL || urlcanon_parse_id(canon_id, &opts) == -1) {
+		if (asprintf(err, "canonicalization \"%s\" cannot be "
+		    "reproduced here (this library makes urlcanon/%d)",
+		    canon_id ? canon_id : "", URLCANON_VERSION) == -1)
+			*err = NULL;
+		return NULL;
+	}
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return NULL;
+	urlcanon_id(&opts, k->id);
+	/* The MD5 is fetched once; each digest re-initializes the context
+	 * with it rather than looking it up again. */
+	if ((k->uc = urlcanon_new(&opts)) == NULL ||
+	    (k->md5 = EVP_MD_fetch(NULL, "MD5", NULL)) == NULL ||
+	    (k->md_ctx = EVP_MD_CTX_new()) == NULL ||
+	    !EVP_DigestInit_ex2(k->md_ctx, k->md5, NULL)) {
+		if (k->uc != NULL && asprintf(err, "OpenSSL offers no MD5") ==
+		    -1)
+			*err = NULL;
+		nddd_canon_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void
+nddd_canon_free(nddd_canon *k)
+{
+	if (k == NULL)
+		return;
+	EVP_MD_CTX_free(k->md_ctx);
+	EVP_MD_free(k->md5);
+	urlcanon_free(k->uc);
+	free(k);
+}
+
+const char *
+nddd_canon_id(const nddd_canon *k)
+{
+	return k->id;
+}
+
+int
+nddd_canon_digest(nddd_canon *k, const char *url, size_t len,
+    unsigned char digest[NDDD_DIGEST_LEN], const char **cause)
+{
+	const char *canon;
+	size_t clen;
+	unsigned int mdlen;
+
+	/* What urlset_key_canonical does in the daemon. */
+	if ((canon = urlcanon_canonicalize(k->uc, url, len, &clen,
+	    cause)) == NULL)
+		return -1;
+	if (!EVP_DigestInit_ex2(k->md_ctx, NULL, NULL) ||
+	    !EVP_DigestUpdate(k->md_ctx, canon, clen) ||
+	    !EVP_DigestFinal_ex(k->md_ctx, digest, &mdlen) ||
+	    mdlen != NDDD_DIGEST_LEN) {
+		*cause = "MD5 failed";
+		return -1;
+	}
+	return 0;
+}
+
+size_t
+nddd_canon_digests(nddd_canon *k, const char *urls, const size_t *lens,
+    size_t n, unsigned char *digests, int *valid)
+{
+	const char *cause;
+	size_t off = 0, nvalid = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *d = digests + i * NDDD_DIGEST_LEN;
+
+		valid[i] = nddd_canon_digest(k, urls + off, lens[i], d,
+		    &cause) == 0;
+		if (valid[i])
+			nvalid++;
+		else
+			memset(d, 0, NDDD_DIGEST_LEN);
+		off += lens[i];
+	}
+	return nvalid;
 }

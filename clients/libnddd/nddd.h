@@ -8,6 +8,11 @@
  * you: a whole list of URLs, cut into batches, pipelined, results in input
  * order.
  *
+ * Submits and deletes are acknowledged once as durable as asked
+ * (nddd_set_durability).  URLs can be canonicalized and hashed here, with
+ * the daemon's own code, and sent as digests (nddd_use_digests,
+ * nddd_send_digests, nddd_canon_new): the server then does not parse them.
+ *
  * Errors: functions return 0 or -1; after -1, nddd_errstr says why (the
  * connection is then unusable unless the error was a protocol refusal of
  * one request, which arrives as a reply with a code instead).  A reply or a
@@ -47,6 +52,24 @@ enum nddd_url_op {
 	NDDD_URL_DELETE,	/* count 0 = was not stored */
 };
 
+/*
+ * When a submit or delete is acknowledged (the protocol's Durability).
+ * NDDD_DURABLE: once on disk (fdatasync), surviving a power failure.
+ * NDDD_RELAXED: once applied and written to the operating system, without
+ * waiting for the disk: it survives a crash of nddd (kill -9), and may lose
+ * the server's last [store] relaxed_sync_interval on a power failure.
+ * NDDD_DURABILITY_DEFAULT: the server's choice (durable unless its [store]
+ * sync is none).
+ */
+enum nddd_durability {
+	NDDD_DURABILITY_DEFAULT,
+	NDDD_DURABLE,
+	NDDD_RELAXED,
+};
+
+/* Length of a URL digest: the MD5 of its canonical form. */
+#define NDDD_DIGEST_LEN 16
+
 struct nddd_url_result {
 	enum nddd_code code;	/* NDDD_OK, or why this URL failed */
 	uint64_t count;		/* reference count; see enum nddd_url_op */
@@ -70,6 +93,32 @@ struct nddd_stats {
 	uint64_t commits;
 	uint64_t store_bytes;
 	uint32_t connections;
+	/* The canonicalization URL digests must be made with, e.g.
+	 * "urlcanon/1 strip_session_ids=no strip_tracking=no sort_query=no";
+	 * empty from a server without digests. */
+	char canon[128];
+	/* The URL store's write path (admin; zero otherwise). */
+	struct {
+		uint64_t journal_entries;	/* URLs changed since the
+						   last flush */
+		uint64_t journal_capacity;	/* ... at most, before one */
+		uint64_t journal_bytes;		/* in the journal file now */
+		uint64_t journal_bytes_written;	/* since start */
+		uint64_t journal_syncs;		/* fdatasyncs of the journal */
+		uint64_t groups;		/* group commits */
+		uint64_t flushes;
+		uint64_t merges;
+		uint64_t merges_forced;		/* that held writers back */
+		uint64_t segments;
+		uint64_t small_segments;
+		uint64_t records;		/* in segments, live or not */
+		uint64_t dead_records;		/* not yet merged away */
+		uint64_t store_bytes_written;	/* segments and bitmaps */
+		uint64_t pending;		/* submits and deletes queued */
+		uint64_t index_bytes;		/* memory of the URL index */
+		uint64_t journal_table_bytes;	/* memory of the journal's
+						   table */
+	} url_store;
 };
 
 struct nddd_verify {
@@ -78,6 +127,8 @@ struct nddd_verify {
 	uint64_t counter_mismatches;
 	uint64_t docs;		/* document records read */
 	uint64_t table_mismatches;
+	uint64_t url_index_mismatches;	/* URLs the index or the segment
+					   directory gets wrong */
 	char detail[256];
 };
 
@@ -175,6 +226,25 @@ const char *nddd_errstr(const nddd_client *c);
 int nddd_send_urls(nddd_client *c, enum nddd_url_op op,
     const char *const *urls, const size_t *lens, size_t n, uint64_t *id);
 int nddd_send_stats(nddd_client *c, uint64_t *id);
+
+/*
+ * The durability every later url_submit and url_delete of c asks for
+ * (nddd_send_urls, nddd_send_digests, nddd_urls); NDDD_DURABILITY_DEFAULT
+ * until set.  Checks carry none.
+ */
+void nddd_set_durability(nddd_client *c, enum nddd_durability d);
+
+/*
+ * Queues a batch of n URL digests (NDDD_DIGEST_LEN bytes each, concatenated
+ * in digests; see nddd_canon_digest) made with the canonicalization named
+ * canon_id, which must be the server's exactly (nddd_stats: canon).  The
+ * reply has one result per digest, in order; a server of another
+ * canonicalization refuses the whole batch (a NDDD_REPLY_ERROR with
+ * NDDD_INVALID_ARGUMENT).  Otherwise as nddd_send_urls.
+ */
+int nddd_send_digests(nddd_client *c, enum nddd_url_op op,
+    const char *canon_id, const unsigned char *digests, size_t n,
+    uint64_t *id);
 int nddd_send_verify(nddd_client *c, uint64_t *id);
 
 /*
@@ -209,16 +279,36 @@ void nddd_reply_free(struct nddd_reply *r);
  * Applies op to urls[0..n) in batches of batch URLs with up to window
  * batches in flight, and fills results[0..n) in input order.  Messages in
  * results stay valid until nddd_urls_results_free.  progress, if not NULL,
- * is called with the number of URLs answered so far.  Returns -1 on a
- * connection error, or when a batch is refused as a whole (every result of
- * that batch then carries the refusal's code).
+ * is called with the number of URLs answered so far.  Submits and
+ * deletes ask for the client's durability; after nddd_use_digests, URLs go
+ * as digests.  Returns -1 on a connection error, or when a batch is
+ * refused as a whole (every result of that batch then carries the
+ * refusal's code).
  */
 int nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
     size_t n, struct nddd_url_result *results, size_t batch,
     unsigned window, void (*progress)(size_t done, void *arg), void *arg);
 void nddd_urls_results_free(struct nddd_url_result *results, size_t n);
 
-/* Stats, in one call (a read token gets only version, uptime and urls). */
+/*
+ * With on, nddd_urls canonicalizes and hashes URLs here and sends their
+ * digests: it asks the server which canonicalization it uses (a stats
+ * request; a read token suffices) and makes that canonicalizer.  A URL it
+ * refuses is answered here (NDDD_INVALID_ARGUMENT, with the message the
+ * server would give) and not sent; results stay in input order.  With on
+ * 0, URLs are sent as they are again.  Call it with no request
+ * outstanding: replies to others are dropped while it waits.  Returns -1
+ * with *err set (caller frees; also in nddd_errstr) when the server cannot
+ * be asked, states no canonicalization (too old), or names one this
+ * library cannot reproduce (another version); the client then keeps
+ * sending as it did.
+ */
+int nddd_use_digests(nddd_client *c, int on, char **err);
+
+/*
+ * Stats, in one call (a read token gets only version, uptime, urls, docs,
+ * the tables' layout and canon).
+ */
 int nddd_stats(nddd_client *c, struct nddd_stats *out);
 /* Verification, in one call (admin).  It reads the whole store. */
 int nddd_verify(nddd_client *c, struct nddd_verify *out);
@@ -230,5 +320,39 @@ int nddd_verify(nddd_client *c, struct nddd_verify *out);
  * with id 0 for the connection), or NULL on a connection error.
  */
 struct nddd_reply *nddd_call(nddd_client *c, uint64_t id);
+
+/*
+ * Local canonicalization: the daemon's own code (urlcanon), to make the
+ * digests of nddd_send_digests.  One nddd_canon per thread.
+ */
+typedef struct nddd_canon nddd_canon;
+
+/*
+ * A canonicalizer for canon_id, a server's StatsResult.canon ("urlcanon/1
+ * strip_session_ids=no strip_tracking=no sort_query=no").  Returns NULL
+ * with *err set (caller frees; NULL when out of memory) when the id names
+ * settings or a version this library cannot reproduce.  Free it with
+ * nddd_canon_free.
+ */
+nddd_canon *nddd_canon_new(const char *canon_id, char **err);
+void nddd_canon_free(nddd_canon *k);
+/* Its id, as given to nddd_canon_new; owned by k. */
+const char *nddd_canon_id(const nddd_canon *k);
+/*
+ * The digest of url[0..len): the MD5 of its canonical form, as the server
+ * would key it.  Returns 0, or -1 for a URL the server would refuse, with
+ * *cause (static) the message it would send.
+ */
+int nddd_canon_digest(nddd_canon *k, const char *url, size_t len,
+    unsigned char digest[NDDD_DIGEST_LEN], const char **cause);
+/*
+ * nddd_canon_digest for n URLs at once (for bindings: one call per batch):
+ * urls holds them concatenated, lens[i] the length of each.  Writes the
+ * i-th digest at digests + NDDD_DIGEST_LEN * i (zeroes for an invalid one)
+ * and valid[i] 1 or 0.  Returns the number of valid URLs; nddd_canon_digest
+ * on an invalid one says why.
+ */
+size_t nddd_canon_digests(nddd_canon *k, const char *urls,
+    const size_t *lens, size_t n, unsigned char *digests, int *valid);
 
 #endif

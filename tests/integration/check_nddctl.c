@@ -3,6 +3,7 @@
  * daemon: output formats (text and JSON), standard input, exit statuses.
  */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,176 @@ START_TEST(test_unreachable_and_usage)
 }
 END_TEST
 
+/*
+ * The URL commands give the same output and exit status with --relaxed,
+ * --durable and --digests as without: each list of options runs against a
+ * daemon of its own, the plain commands against another.  Small batches
+ * put the invalid URLs in batches of their own too, which --digests
+ * answers without asking the daemon.
+ */
+START_TEST(test_url_options_same_output)
+{
+	static const char *const variants[] = {
+		"--relaxed --digests", "--durable", "--digests --json",
+		"--json", "--relaxed",
+	};
+	/* In batches of 2: a URL given twice is so in one batch, as
+	 * batches in flight together may be carried out in any order. */
+	static const char input[] =
+	    "http://o.example/a\nHTTP://O.EXAMPLE:80/a#x\n"
+	    "nope\nmailto:x@o.example\n"
+	    "http://o.example/b\nhttp:///nohost\n"
+	    "data:,x\nhttp://o.example/c?utm_source=z\n"
+	    "http://o.example/%7Ea\nhttp://o.example/~a\n";
+	static const char *const cmds[] = {
+		"url-check -", "url-submit -", "url-submit -", "url-check -",
+		"url-delete -", "url-delete -", "url-check -",
+	};
+	struct harness plain, h;
+	char *args, *want, *got;
+	int wrc, grc;
+
+	for (size_t v = 0; v < sizeof(variants) / sizeof(*variants); v++) {
+		bool json = strstr(variants[v], "--json") != NULL;
+
+		harness_init(&plain, NULL);
+		harness_start(&plain);
+		/* Relaxed changes wait this long for their fdatasync. */
+		harness_init(&h, "[store]\nrelaxed_sync_interval = 600s\n");
+		harness_start(&h);
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+			ck_assert_int_ne(asprintf(&args, "-H %s %s --batch 2 "
+			    "--window 3 %s", plain.address, json ? "--json" :
+			    "", cmds[i]), -1);
+			wrc = run(args, input, &want);
+			free(args);
+			ck_assert_int_ne(asprintf(&args, "-H %s %s --batch 2 "
+			    "--window 3 %s", h.address, variants[v], cmds[i]),
+			    -1);
+			grc = run(args, input, &got);
+			ck_assert_msg(grc == wrc && strcmp(got, want) == 0,
+			    "nddctl %s: exit %d:\n%s\nwithout the options: "
+			    "exit %d:\n%s", args, grc, got, wrc, want);
+			/* Invalid URLs in it: some item fails. */
+			ck_assert_int_eq(wrc, 1);
+			ck_assert_ptr_nonnull(strstr(want, json ?
+			    "\"message\": \"not an absolute URL\"" :
+			    "error\tINVALID_ARGUMENT: not an absolute URL\t"
+			    "nope\n"));
+			free(args);
+			free(want);
+			free(got);
+		}
+		/* --relaxed reached the daemon: nothing was synced. */
+		ck_assert_int_ne(asprintf(&args, "-H %s stats", h.address),
+		    -1);
+		ck_assert_int_eq(run(args, NULL, &got), 0);
+		ck_assert_msg((strstr(got, "\nurl_store.journal_syncs\t0\n") !=
+		    NULL) == (strstr(variants[v], "--relaxed") != NULL), "%s: "
+		    "%s", variants[v], got);
+		free(args);
+		free(got);
+		harness_cleanup(&plain);
+		harness_cleanup(&h);
+	}
+}
+END_TEST
+
+START_TEST(test_stats_url_store_and_verify)
+{
+	static const char *const url_store_keys[] = {
+		"journal_entries", "journal_capacity", "journal_bytes",
+		"journal_bytes_written", "journal_syncs", "groups", "flushes",
+		"merges", "merges_forced", "segments", "small_segments",
+		"records", "dead_records", "store_bytes_written", "pending",
+		"index_bytes", "journal_table_bytes",
+	};
+	struct harness h;
+	char *args, *out, key[64];
+	json_t *o, *us, *val;
+	json_error_t err;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-submit http://s.example/ "
+	    "http://s.example/x", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s stats", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_msg(strstr(out, "\ncanon\turlcanon/1 strip_session_ids=no "
+	    "strip_tracking=no sort_query=no\n") != NULL, "%s", out);
+	for (size_t i = 0; i < sizeof(url_store_keys) / sizeof(*url_store_keys);
+	    i++) {
+		snprintf(key, sizeof(key), "\nurl_store.%s\t",
+		    url_store_keys[i]);
+		ck_assert_msg(strstr(out, key) != NULL, "no %s in %s", key + 1,
+		    out);
+	}
+	/* The submit was acknowledged once synced (sync = full). */
+	ck_assert_msg(strtoull(strstr(out, "\nurl_store.journal_syncs\t") +
+	    strlen("\nurl_store.journal_syncs\t"), NULL, 10) > 0, "%s", out);
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s --json stats", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	o = json_loads(out, 0, &err);
+	ck_assert_msg(o != NULL, "%s: %s", out, err.text);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "canon")),
+	    "urlcanon/1 strip_session_ids=no strip_tracking=no sort_query=no");
+	us = json_object_get(o, "url_store");
+	ck_assert_msg(json_is_object(us), "%s", out);
+	ck_assert_uint_eq(json_object_size(us),
+	    sizeof(url_store_keys) / sizeof(*url_store_keys));
+	for (size_t i = 0; i < sizeof(url_store_keys) / sizeof(*url_store_keys);
+	    i++) {
+		val = json_object_get(us, url_store_keys[i]);
+		ck_assert_msg(json_is_integer(val), "url_store.%s: %s",
+		    url_store_keys[i], out);
+	}
+	ck_assert_int_eq(json_integer_value(json_object_get(us,
+	    "journal_capacity")) > 0, 1);
+	json_decref(o);
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s verify", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "consistent: 2 URLs, 0 counters differ, 0 url "
+	    "index mismatches; 0 documents, 0 differ\n");
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json verify", h.address),
+	    -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	o = json_loads(out, 0, &err);
+	ck_assert_msg(o != NULL, "%s: %s", out, err.text);
+	ck_assert(json_is_true(json_object_get(o, "consistent")));
+	val = json_object_get(o, "url_index_mismatches");
+	ck_assert_msg(json_is_integer(val) && json_integer_value(val) == 0,
+	    "%s", out);
+	json_decref(o);
+	free(out);
+	free(args);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_option_usage)
+{
+	char *out;
+
+	ck_assert_int_eq(run("--help", NULL, &out), 0);
+	ck_assert_ptr_nonnull(strstr(out, "--relaxed"));
+	ck_assert_ptr_nonnull(strstr(out, "--durable"));
+	ck_assert_ptr_nonnull(strstr(out, "--digests"));
+	free(out);
+}
+END_TEST
+
 static int
 starts_with(const char *s, const char *prefix)
 {
@@ -331,6 +502,9 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_large_stdin_keeps_order);
 	tcase_add_test(tc, test_unreachable_and_usage);
 	tcase_add_test(tc, test_doc_commands);
+	tcase_add_test(tc, test_url_options_same_output);
+	tcase_add_test(tc, test_stats_url_store_and_verify);
+	tcase_add_test(tc, test_option_usage);
 	suite_add_tcase(s, tc);
 	return s;
 }

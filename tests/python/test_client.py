@@ -12,7 +12,39 @@ import harness  # sets sys.path for nddd
 
 import nddd
 from nddd import Code
+from nddd import _canon
 from nddd._proto import pb
+
+CANON_PLAIN = ("urlcanon/1 strip_session_ids=no strip_tracking=no "
+               "sort_query=no")
+TEST_DATA = (os.environ.get("NDDD_TEST_DATA")
+             or os.path.join(harness.ROOT, "..", "shared", "data"))
+# Strings no daemon takes as URLs, each for its own reason.
+INVALID_URLS = ["", "not a url", "mailto:someone@example.com", "data:,x",
+                "file:///etc/passwd", "http:///nohost",
+                "http://exa mple.com/", "http://[::1/", "//example.com/x",
+                "http://example.com/%zz", b"http://example.com/\x00x",
+                "http://example.com/" + "a" * 20000, "\x01\x02",
+                b"\xff\xfe"]
+
+
+def real_urls(limit_per_list=4000):
+    """Lines of the real URL lists of the test data (as they are: some are
+    not absolute URLs), and with "http://" where they have no scheme."""
+    urls = []
+    for rel in ("ada_url_various_datasets/kasztp.txt",
+                "ada_url_various_datasets/userbait.txt",
+                "ut1_blacklists/all_categories_urls_HEAD.tsv",
+                "ut1_blacklists/phishing_urls_2021-03-17.txt"):
+        path = os.path.join(TEST_DATA, "url_lists", rel)
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")[:limit_per_list]
+        for line in lines:
+            urls.append(line.decode("utf-8", "surrogateescape"))
+            url = line.split(b"\t", 1)[-1]
+            if b"://" not in url:
+                urls.append(b"http://" + url)
+    return urls
 
 
 class DaemonTest(unittest.TestCase):
@@ -77,6 +109,19 @@ class TestCalls(DaemonTest):
         self.assertEqual(s.cbf.k, 8)
         self.assertEqual(s.cbf.counters, 20 * 100000)
         self.assertTrue(s.version)
+        self.assertEqual(s.canon, CANON_PLAIN)
+        u = s.url_store
+        self.assertIsInstance(u, nddd.UrlStoreStats)
+        self.assertGreater(u.journal_capacity, 0)
+        self.assertGreaterEqual(u.journal_syncs, 1)  # sync = full
+        self.assertGreaterEqual(u.groups, 1)
+        self.assertGreater(u.index_bytes, 0)
+        self.assertEqual(u.pending, 0)
+        self.assertEqual(u.journal_entries + u.records - u.dead_records, 10)
+        for name in ("journal_bytes", "journal_bytes_written", "flushes",
+                     "merges", "merges_forced", "segments", "small_segments",
+                     "store_bytes_written", "journal_table_bytes"):
+            self.assertIsInstance(getattr(u, name), int, name)
 
     def test_item_errors_fail_only_their_item(self):
         urls = ["http://example.com/%d" % i for i in range(20)]
@@ -121,6 +166,195 @@ class TestCalls(DaemonTest):
             self.client.submit_urls("http://example.com/")
         with self.assertRaises(TypeError):
             self.client.submit_urls([42])
+
+
+class TestDurability(DaemonTest):
+    # Relaxed changes wait this long for their fdatasync: the tests see
+    # none of those.
+    extra_conf = "[store]\nrelaxed_sync_interval = 600s\n"
+
+    def syncs(self):
+        with nddd.Client(self.daemon.address) as c:
+            return c.stats().url_store.journal_syncs
+
+    def test_values(self):
+        for ok in (None, "durable", "relaxed", "default", "Relaxed"):
+            c = nddd.Client(self.daemon.address, durability=ok)
+            self.assertEqual(c.durability, ok)
+            c.close()
+        for bad in ("fast", "", "sync", 1, True, ["durable"]):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                nddd.Client(self.daemon.address, durability=bad)
+        c = self.client
+        with self.assertRaises(ValueError):
+            c.submit_urls(["http://example.com/"], durability="fast")
+        with self.assertRaises(ValueError):
+            c.delete_url("http://example.com/", durability=0)
+        # Refused before anything was sent.
+        self.assertFalse(c.check_url("http://example.com/").seen)
+
+    def test_client_default_and_per_call(self):
+        urls = ["http://dur.example/%d" % i for i in range(20)]
+        relaxed = nddd.Client(self.daemon.address, durability="relaxed")
+        self.addCleanup(relaxed.close)
+        other = self.client
+
+        before = self.syncs()
+        r = relaxed.submit_urls(urls[:10])
+        self.assertTrue(all(x.new for x in r))
+        # Answered, and seen at once on another connection, unsynced.
+        self.assertTrue(all(x.seen for x in other.check_urls(urls[:10])))
+        self.assertTrue(relaxed.submit_url(urls[10]).new)
+        self.assertTrue(relaxed.delete_url(urls[10]).deleted)
+        self.assertFalse(other.check_url(urls[10]).seen)
+        self.assertEqual(self.syncs(), before)
+        # A call may ask for more.
+        self.assertTrue(relaxed.submit_url(urls[11],
+                                           durability="durable").new)
+        after = self.syncs()
+        self.assertGreater(after, before)
+        # Or, from a durable client, for less.
+        durable = nddd.Client(self.daemon.address, durability="durable")
+        self.addCleanup(durable.close)
+        self.assertTrue(all(x.new for x in durable.submit_urls(
+            urls[12:16], durability="relaxed")))
+        self.assertEqual(durable.delete_urls(urls[12:14],
+                                             durability="relaxed")[0].count,
+                         1)
+        self.assertEqual(self.syncs(), after)
+        self.assertTrue(durable.submit_url(urls[16]).new)
+        self.assertGreater(self.syncs(), after)
+        # The daemon's default here is durable (sync = full).
+        after = self.syncs()
+        self.assertTrue(other.submit_url(urls[17]).new)
+        self.assertGreater(self.syncs(), after)
+        self.assertEqual([x.count for x in other.check_urls(urls)],
+                         [1] * 10 + [0, 1, 0, 0, 1, 1, 1, 1, 0, 0])
+
+
+class TestDigests(DaemonTest):
+    def setUp(self):
+        super().setUp()
+        # A second daemon, told the same by URL: the reference.
+        self.ref_daemon = harness.Daemon()
+        self.addCleanup(self.ref_daemon.cleanup)
+        self.ref_daemon.start()
+
+    def assertSame(self, got, want):
+        self.assertEqual(len(got), len(want))
+        for g, w in zip(got, want):
+            self.assertEqual((g.url, g.count, g.error), (w.url, w.count,
+                                                          w.error))
+            self.assertIs(type(g), type(w))
+
+    def test_same_as_urls(self):
+        urls = real_urls()
+        set1 = urls[:len(urls) // 2] + INVALID_URLS
+        set2 = urls[len(urls) // 2:]
+        every = set1 + set2
+        dig = nddd.Client(self.daemon.address, digests=True, batch_size=97,
+                          window=1)
+        plain = nddd.Client(self.daemon.address, batch_size=97, window=1)
+        ref = nddd.Client(self.ref_daemon.address, batch_size=97, window=1)
+        for c in (dig, plain, ref):
+            self.addCleanup(c.close)
+
+        # Digests in, URLs out; URLs in, digests out, over both kinds.
+        self.assertSame(dig.submit_urls(set1), ref.submit_urls(set1))
+        want = ref.check_urls(every)
+        self.assertSame(plain.check_urls(every), want)
+        self.assertGreater(sum(1 for x in want if x.error), 1000)
+        self.assertGreater(sum(1 for x in want if x.ok and not x.seen),
+                           5000)
+        self.assertSame(plain.submit_urls(set2), ref.submit_urls(set2))
+        want = ref.submit_urls(set1)
+        self.assertSame(plain.submit_urls(set1), want)
+        self.assertTrue(all(x.duplicate for x in want if x.ok))
+        self.assertSame(dig.check_urls(every), ref.check_urls(every))
+        self.assertSame(dig.delete_urls(set2[::3]),
+                        ref.delete_urls(set2[::3]))
+        self.assertSame(dig.submit_urls(set2[::2], durability="relaxed"),
+                        ref.submit_urls(set2[::2]))
+        want = ref.check_urls(every)
+        self.assertSame(dig.check_urls(every), want)
+        self.assertSame(plain.check_urls(every), want)
+        self.assertEqual(dig.submit_urls([]), [])
+        for url, r in zip(INVALID_URLS, dig.check_urls(INVALID_URLS)):
+            self.assertEqual(r.error.code, Code.INVALID_ARGUMENT, url)
+            self.assertTrue(r.error.message, url)
+        self.assertEqual(dig.stats().urls, ref.stats().urls)
+
+    def test_invalid_urls_answered_here(self):
+        # Batches of invalid URLs only are not sent at all: the daemon
+        # counts no check.
+        dig = nddd.Client(self.daemon.address, digests=True, batch_size=2)
+        self.addCleanup(dig.close)
+        r = dig.check_urls(["nope", "data:,x", "http://ok.example/",
+                            "mailto:a@b"])
+        self.assertEqual([x.error.message if x.error else None for x in r],
+                         ["not an absolute URL",
+                          "scheme is not http, https or ftp", None,
+                          "scheme is not http, https or ftp"])
+        self.assertEqual(r[0].url, "nope")
+        self.assertIsInstance(r[0], nddd.CheckResult)
+        self.assertEqual(dig.stats().checks, 1)
+        self.assertEqual(dig.submit_url("nope").error.code,
+                         Code.INVALID_ARGUMENT)
+
+    def test_canon_fetched_per_connection(self):
+        # The daemon behind the address changes its canonicalization
+        # (another data directory): the client asks again.
+        port = self.ref_daemon.port
+        dig = nddd.Client(self.ref_daemon.address, digests=True)
+        self.addCleanup(dig.close)
+        tracked = "http://t.example/a?utm_source=x&q=1"
+        self.assertTrue(dig.submit_url(tracked).new)
+        self.assertFalse(dig.check_url("http://t.example/a?q=1").seen)
+        self.ref_daemon.cleanup()
+        self.ref_daemon = harness.Daemon("[urls]\nstrip_tracking = yes\n",
+                                         port=port)
+        self.addCleanup(self.ref_daemon.cleanup)
+        self.ref_daemon.start()
+        self.assertTrue(dig.submit_url(tracked).new)
+        self.assertTrue(dig.check_url("http://t.example/a?q=1").seen)
+        self.assertEqual(dig.stats().canon, CANON_PLAIN.replace(
+            "strip_tracking=no", "strip_tracking=yes"))
+
+    def test_library_missing(self):
+        old_env = os.environ.get("NDDD_LIBRARY")
+        old_lib = _canon._lib
+        missing = os.path.join(self.daemon.dir, "no", "libnddd.so")
+        os.environ["NDDD_LIBRARY"] = missing
+        _canon._lib = None
+        try:
+            with self.assertRaises(nddd.NdddLibraryError) as cm:
+                nddd.Client(self.daemon.address, digests=True)
+            self.assertIn(missing, str(cm.exception))
+            self.assertIn("NDDD_LIBRARY", str(cm.exception))
+            self.assertIsInstance(cm.exception, ImportError)
+            # Without digests, no library is needed.
+            with nddd.Client(self.daemon.address) as c:
+                self.assertTrue(c.submit_url("http://lib.example/").new)
+        finally:
+            _canon._lib = old_lib
+            if old_env is None:
+                del os.environ["NDDD_LIBRARY"]
+            else:
+                os.environ["NDDD_LIBRARY"] = old_env
+
+    def test_canon_direct(self):
+        k = _canon.Canon(CANON_PLAIN)
+        d, causes = k.digests([b"HTTP://Example.COM:80/a/./b#top",
+                               b"nope", b"http://example.com/a/b"])
+        import hashlib
+        self.assertEqual(d[0], hashlib.md5(b"http://example.com/a/b")
+                         .digest())
+        self.assertEqual(d[0], d[2])
+        self.assertEqual(causes, [None, "not an absolute URL", None])
+        for bad in ("urlcanon/999 strip_session_ids=no strip_tracking=no "
+                    "sort_query=no", "", "md5"):
+            with self.assertRaises(ValueError):
+                _canon.Canon(bad)
 
 
 class TestDocuments(DaemonTest):
@@ -198,6 +432,16 @@ class TestTokens(unittest.TestCase):
         with open(self.daemon.conf_path, "a") as f:
             f.write("\n[auth]\ntokens_file = %s\n" % tokens)
         self.daemon.start()
+
+    def test_digests_with_a_read_token(self):
+        # The canonicalization is part of the stats a reader sees.
+        with nddd.Client(self.daemon.address, token=self.WRITE) as w:
+            self.assertTrue(w.submit_url("http://tokens.example/r").new)
+        with nddd.Client(self.daemon.address, token=self.READ,
+                         digests=True) as reader:
+            self.assertTrue(reader.check_url("HTTP://TOKENS.EXAMPLE:80/r")
+                            .seen)
+            self.assertEqual(reader.stats().canon, CANON_PLAIN)
 
     def test_roles(self):
         url = "http://tokens.example/"
@@ -492,6 +736,37 @@ class TestScripted(unittest.TestCase):
         self.assertTrue(cm.exception.sent)
         self.assertIn("closed the connection", str(cm.exception))
         srv.close()
+
+    def test_durability_on_the_wire(self):
+        # What each call asks: (op, durability, digests?) per request.
+        seen = []
+
+        def script(sock):
+            for _ in range(6):
+                req = _read_frame(sock)
+                op = req.WhichOneof("op")
+                batch = getattr(req, op)
+                seen.append((op, batch.durability, len(batch.urls)))
+                resp = pb.Response(id=req.id)
+                resp.urls.counts.extend([1] * len(batch.urls))
+                _write_frame(sock, resp)
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address, durability="relaxed")
+        c.submit_urls(["http://a/"])
+        c.submit_url("http://a/", durability="durable")
+        c.check_urls(["http://a/"])
+        c.delete_urls(["http://a/", "http://b/"])
+        c.delete_url("http://a/", durability="default")
+        c.submit_url("http://a/", durability=None)
+        c.close()
+        srv.close()
+        self.assertEqual(seen, [
+            ("url_submit", pb.RELAXED, 1), ("url_submit", pb.DURABLE, 1),
+            ("url_check", pb.DURABILITY_DEFAULT, 1),
+            ("url_delete", pb.RELAXED, 2),
+            ("url_delete", pb.DURABILITY_DEFAULT, 1),
+            ("url_submit", pb.RELAXED, 1)])
 
     def test_id_zero_refusal(self):
         # What the daemon sends for a frame it will not take, or when it

@@ -469,6 +469,37 @@ class TestFilterInProcess(unittest.TestCase):
     def test_bad_setting(self):
         with self.assertRaises(ValueError):
             self.make(NDDD_UNREACHABLE="maybe")
+        with self.assertRaises(ValueError) as cm:
+            self.make(NDDD_DURABILITY="maybe")
+        self.assertIn("NDDD_DURABILITY", str(cm.exception))
+
+    def test_durability_and_digests(self):
+        from scrapy import Request
+        df, spider, stats = self.make()
+        self.assertIsNone(df.client.durability)
+        self.assertFalse(df.client.digests)
+        df, spider, stats = self.make(NDDD_DURABILITY="relaxed",
+                                      NDDD_DIGESTS=True)
+        self.assertEqual(df.client.durability, "relaxed")
+        self.assertTrue(df.client.digests)
+        self.assertTrue(self.schedule(df, spider,
+                                      Request("http://d.test/x")))
+        self.assertFalse(self.schedule(df, spider,
+                                       Request("http://D.TEST:80/./x#y")))
+        with self.assertLogs("nddd.scrapy", logging.ERROR) as logs:
+            self.assertTrue(self.schedule(
+                df, spider, FakeRequest("http://exa mple.com/")))
+        self.assertIn("INVALID_ARGUMENT", logs.output[0])
+        self.assertEqual(stats.get_value("nddd/new"), 1)
+        self.assertEqual(stats.get_value("nddd/duplicate"), 1)
+        self.assertEqual(stats.get_value("nddd/url_error"), 1)
+        # Recorded as any submit is: by its canonical form.
+        with nddd.Client(self.daemon.address) as c:
+            self.assertEqual(c.check_url("http://d.test/x").count, 2)
+        df, spider, stats = self.make(NDDD_DURABILITY="durable",
+                                      NDDD_DIGESTS="false")
+        self.assertEqual(df.client.durability, "durable")
+        self.assertFalse(df.client.digests)
 
 
 if __name__ == "__main__":

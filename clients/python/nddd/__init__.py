@@ -9,6 +9,10 @@
         doc = client.submit_doc("http://example.com/a", "Oil prices rose")
         print(doc.doc_id, doc.simhash_hex, doc.group)
 
+Client(..., durability="relaxed") answers submits and deletes before they
+reach the disk; Client(..., digests=True) canonicalizes URLs here (through
+libnddd.so) and sends their digests.
+
 See nddd.client for connections, batching and failures, nddd.errors for
 the exceptions, nddd.results for the results, and nddd.scrapy for the
 Scrapy dupe filter.
@@ -16,11 +20,11 @@ Scrapy dupe filter.
 
 from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, DEFAULT_MAX_FRAME,
                      DEFAULT_TIMEOUT, DEFAULT_WINDOW, Client, parse_address)
-from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
-                     NdddRequestError, NdddTimeoutError)
+from .errors import (NdddConnectionError, NdddError, NdddLibraryError,
+                     NdddProtocolError, NdddRequestError, NdddTimeoutError)
 from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
                       FilterStats, NearStats, Neighbour, QueryResult, Stats,
-                      Status, SubmitResult, UrlResult)
+                      Status, SubmitResult, UrlResult, UrlStoreStats)
 
 __version__ = "0.1.0"
 
@@ -28,8 +32,8 @@ __all__ = [
     "Client", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",
     "DEFAULT_MAX_FRAME", "DEFAULT_TIMEOUT", "DEFAULT_WINDOW",
     "NdddError", "NdddRequestError", "NdddConnectionError",
-    "NdddTimeoutError", "NdddProtocolError",
+    "NdddTimeoutError", "NdddProtocolError", "NdddLibraryError",
     "Code", "Status", "UrlResult", "SubmitResult", "CheckResult",
     "DeleteResult", "DocResult", "QueryResult", "Neighbour", "Stats",
-    "FilterStats", "NearStats", "AccelStats",
+    "FilterStats", "NearStats", "AccelStats", "UrlStoreStats",
 ]

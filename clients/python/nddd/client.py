@@ -38,6 +38,19 @@ Connections and failures:
   from when it is queued for sending; past it, :class:`NdddTimeoutError`
   (an NdddConnectionError) is raised and the connection closed.
 
+Durability: submits and deletes are answered once as durable as the
+client asks (``durability``, per client or per call): "durable" (on disk),
+"relaxed" (applied and written to the operating system: it survives a crash
+of nddd, not of the machine) or None (the daemon's default, durable unless
+its ``[store] sync`` is none).
+
+Digests: with ``digests=True`` URLs are canonicalized and hashed here with
+the daemon's own code (libnddd.so, see nddd._canon), with the options the
+daemon's stats name (asked once per connection), and only the 16-byte
+digests are sent.  A URL the canonicalizer refuses gets its result here,
+with the code and message the daemon would give, and is not sent.  Results
+are the same as without.
+
 A Client may be shared by threads: calls are serialized by a lock.
 """
 
@@ -54,11 +67,12 @@ from typing import Callable, Iterable, Iterator, List, Optional, Tuple, Union
 from google.protobuf.message import DecodeError
 
 from ._proto import pb
+from . import _canon
 from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
                      NdddRequestError, NdddTimeoutError)
-from .results import (CheckResult, DeleteResult, DocResult, QueryResult,
-                      Stats, Status, SubmitResult, Url, UrlResult, _neighbours,
-                      code_of)
+from .results import (CheckResult, Code, DeleteResult, DocResult,
+                      QueryResult, Stats, Status, SubmitResult, Url,
+                      UrlResult, _neighbours, code_of)
 
 DEFAULT_ADDRESS = "127.0.0.1:6464"
 #: Seconds a request may wait for its reply (and connecting may take).
@@ -79,6 +93,23 @@ _RECV_CHUNK = 256 * 1024
 _REQUEST_OVERHEAD = 32
 _ITEM_OVERHEAD = 6
 _POLLIN_ANY = select.POLLIN | select.POLLHUP | select.POLLERR
+
+#: Values of ``durability``: the protocol's Durability.  None and "default"
+#: leave it to the daemon.
+_DURABILITY = {None: pb.DURABILITY_DEFAULT, "default": pb.DURABILITY_DEFAULT,
+               "durable": pb.DURABLE, "relaxed": pb.RELAXED}
+
+
+def _durability(value) -> int:
+    """The protocol's Durability for "durable", "relaxed", "default" or
+    None.  Raises ValueError."""
+    key = value.strip().lower() if isinstance(value, str) else value
+    try:
+        return _DURABILITY[key]
+    except (KeyError, TypeError):
+        raise ValueError("durability must be \"durable\", \"relaxed\" or "
+                         "None (the daemon's default), not %r"
+                         % (value,)) from None
 
 Address = Union[str, Tuple[str, int]]
 
@@ -141,6 +172,12 @@ class Client:
     daemon's ``max_frame``.  ``token``: sent with every request, when the
     daemon has tokens configured ([auth] tokens_file); its role decides
     what the daemon allows (default: the NDDD_TOKEN environment variable).
+    ``durability``: when submits and deletes are answered: "durable" (on
+    disk), "relaxed" (applied and written to the operating system, not yet
+    synced) or None (the daemon's default); each call may say otherwise.
+    ``digests``: canonicalize and hash URLs here, through libnddd.so, and
+    send their digests (raises NdddLibraryError at once if libnddd.so
+    cannot be loaded).
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -151,7 +188,9 @@ class Client:
                  batch_size: int = DEFAULT_BATCH_SIZE,
                  window: int = DEFAULT_WINDOW,
                  max_frame: int = DEFAULT_MAX_FRAME,
-                 token: Optional[str] = None):
+                 token: Optional[str] = None,
+                 durability: Optional[str] = None,
+                 digests: bool = False):
         self._host, self._port = parse_address(address)
         if token is None:
             token = os.environ.get("NDDD_TOKEN") or None
@@ -176,6 +215,14 @@ class Client:
         self.batch_size = batch_size
         self.window = window
         self.max_frame = max_frame
+        self._durability = _durability(durability)
+        self.durability = durability
+        self.digests = bool(digests)
+        if self.digests:
+            _canon.load_library()
+        # The daemon's canonicalizer, and the connection it was asked on.
+        self._canon: Optional[_canon.Canon] = None
+        self._canon_sock: Optional[socket.socket] = None
         self._sock: Optional[socket.socket] = None
         self._poll = None
         self._next_id = 1
@@ -211,12 +258,14 @@ class Client:
     # URL operations.  Each takes an iterable of URLs (str or bytes) and
     # returns one result per URL, in order.
 
-    def submit_urls(self, urls: Iterable[Url]) -> List[SubmitResult]:
+    def submit_urls(self, urls: Iterable[Url], *,
+                    durability: Optional[str] = None) -> List[SubmitResult]:
         """Records the URLs (url_submit).  A result's ``new`` is True when
         the URL was not stored before, ``duplicate`` when it was; ``count``
-        is its reference count after this submit.  Acknowledged submits are
-        durable (as the daemon's sync setting makes them)."""
-        return self._url_op("url_submit", urls, SubmitResult)
+        is its reference count after this submit.  Submits are answered
+        once as durable as ``durability`` asks ("durable", "relaxed",
+        "default"; None: the client's)."""
+        return self._url_op("url_submit", urls, SubmitResult, durability)
 
     def check_urls(self, urls: Iterable[Url]) -> List[CheckResult]:
         """Asks whether the URLs are stored (url_check), changing nothing.
@@ -224,22 +273,28 @@ class Client:
         count, 0 when unseen."""
         return self._url_op("url_check", urls, CheckResult)
 
-    def delete_urls(self, urls: Iterable[Url]) -> List[DeleteResult]:
+    def delete_urls(self, urls: Iterable[Url], *,
+                    durability: Optional[str] = None) -> List[DeleteResult]:
         """Forgets the URLs (url_delete).  A result's ``deleted`` is True
-        when the URL was stored; ``count`` is the count it had."""
-        return self._url_op("url_delete", urls, DeleteResult)
+        when the URL was stored; ``count`` is the count it had.
+        ``durability`` as for submit_urls."""
+        return self._url_op("url_delete", urls, DeleteResult, durability)
 
-    def submit_url(self, url: Url) -> SubmitResult:
+    def submit_url(self, url: Url, *,
+                   durability: Optional[str] = None) -> SubmitResult:
         """submit_urls for one URL."""
-        return self._url_op("url_submit", (url,), SubmitResult)[0]
+        return self._url_op("url_submit", (url,), SubmitResult,
+                            durability)[0]
 
     def check_url(self, url: Url) -> CheckResult:
         """check_urls for one URL."""
         return self._url_op("url_check", (url,), CheckResult)[0]
 
-    def delete_url(self, url: Url) -> DeleteResult:
+    def delete_url(self, url: Url, *,
+                   durability: Optional[str] = None) -> DeleteResult:
         """delete_urls for one URL."""
-        return self._url_op("url_delete", (url,), DeleteResult)[0]
+        return self._url_op("url_delete", (url,), DeleteResult,
+                            durability)[0]
 
     # Document operations.  A document is named by its URL and has a
     # body, text or HTML.  nddd fingerprints it (64-bit simhash), finds the
@@ -369,18 +424,46 @@ class Client:
                                    resp.status.message)
         return resp
 
-    def _url_op(self, field: str, urls: Iterable[Url],
-                result_cls: type) -> List[UrlResult]:
+    def _url_op(self, field: str, urls: Iterable[Url], result_cls: type,
+                durability: Optional[str] = None) -> List[UrlResult]:
         """The URL operation ``field`` of Request (a UrlBatch) over urls;
-        a result_cls per URL from the replies' UrlResults."""
+        a result_cls per URL from the replies' UrlResults.  With digests,
+        the URLs the canonicalizer refuses are answered here and the
+        others sent as digests."""
         if isinstance(urls, (str, bytes, bytearray)):
             raise TypeError("expected an iterable of URLs, got a single "
                             "URL; use the singular method for one")
+        level = (self._durability if durability is None
+                 else _durability(durability))
+        if field == "url_check":
+            level = pb.DURABILITY_DEFAULT
         urls = list(urls)
+        encoded = [_encode_url(u) for u in urls]
+        canon_id = None
+        causes = None
+        if self.digests and urls:
+            with self._lock:
+                try:
+                    canon = self._daemon_canon()
+                except NdddError as e:
+                    # Only stats were asked: no URL was carried out.
+                    if isinstance(e, NdddConnectionError):
+                        e.sent = False
+                    e.results = [None] * len(urls)
+                    raise
+                canon_id = canon.id
+                encoded, causes = canon.digests(encoded)
 
-        def build(encoded):
+        def build(chunk):
             req = pb.Request()
-            getattr(req, field).urls.extend(encoded)
+            batch = getattr(req, field)
+            if canon_id is None:
+                batch.urls.extend(chunk)
+            else:
+                batch.digests = b"".join(chunk)
+                batch.canon = canon_id
+            if level != pb.DURABILITY_DEFAULT:
+                batch.durability = level
             return req
 
         def read(resp, chunk):
@@ -403,8 +486,61 @@ class Client:
                     code_of(err.status.code), err.status.message))
             return results
 
-        return self._batch_op(urls, [_encode_url(u) for u in urls], build,
-                              read)
+        if causes is None:
+            return self._batch_op(urls, encoded, build, read)
+        # Only the valid URLs go out; the others get their result here.
+        sent = [i for i, c in enumerate(causes) if c is None]
+        results: List[Optional[UrlResult]] = [
+            None if c is None else result_cls(u, 0, Status(
+                Code.INVALID_ARGUMENT, c)) for u, c in zip(urls, causes)]
+
+        def merge(part):
+            for i, r in zip(sent, part):
+                results[i] = r
+            return results
+
+        try:
+            part = self._batch_op([urls[i] for i in sent],
+                                  [encoded[i] for i in sent], build, read)
+        except NdddError as e:
+            if e.results is not None:
+                e.results = merge(e.results)
+            raise
+        return merge(part)
+
+    def _daemon_canon(self) -> "_canon.Canon":
+        """The daemon's canonicalizer, asked of the daemon once per
+        connection (another daemon may be behind the next one).  The
+        caller holds the lock."""
+        sock = self._ready_socket()
+        if self._canon is not None and self._canon_sock is sock:
+            return self._canon
+        replies = []
+        req = pb.Request()
+        req.stats.SetInParent()
+        self._exchange(iter(((req, None),)),
+                       lambda ctx, resp: replies.append(resp))
+        resp = replies[0]
+        if resp.HasField("status") and resp.status.code != pb.OK:
+            raise NdddRequestError(code_of(resp.status.code),
+                                   resp.status.message)
+        if resp.WhichOneof("result") != "stats":
+            self._drop()
+            raise self._protocol_error("reply to stats has no stats")
+        canon_id = resp.stats.canon
+        if not canon_id:
+            raise NdddRequestError(
+                Code.INVALID_ARGUMENT, "nddd at %s states no "
+                "canonicalization: it takes no digests (too old)"
+                % self.address)
+        if self._canon is None or self._canon.id != canon_id:
+            try:
+                self._canon = _canon.Canon(canon_id)
+            except ValueError as e:
+                raise NdddRequestError(Code.INVALID_ARGUMENT,
+                                       "digests: %s" % e) from None
+        self._canon_sock = self._sock
+        return self._canon
 
     def _batch_op(self, items: List, encoded: List[bytes],
                   build: Callable, read: Callable) -> List:

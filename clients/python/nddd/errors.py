@@ -2,6 +2,8 @@
 
     NdddError                    everything below
     +-- NdddRequestError         nddd refused a request as a whole
+    +-- NdddLibraryError         (also an ImportError) digests were asked
+    |                            for and libnddd.so cannot be loaded
     +-- NdddConnectionError      (also a ConnectionError) no connection, or
         |                        it failed during a call
         +-- NdddTimeoutError     (also a TimeoutError) no reply in time
@@ -82,3 +84,9 @@ class NdddProtocolError(NdddConnectionError):
     """The daemon sent a reply this client cannot accept (an unknown id, a
     result of the wrong kind or length, an oversized frame).  The connection
     is closed."""
+
+
+class NdddLibraryError(NdddError, ImportError):
+    """``Client(digests=True)`` needs libnddd.so, the daemon's
+    canonicalizer, and it could not be loaded: the message says where it
+    was looked for (``$NDDD_LIBRARY`` first; see nddd._canon)."""

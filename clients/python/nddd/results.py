@@ -208,9 +208,33 @@ class AccelStats:
 
 
 @dataclass(frozen=True)
+class UrlStoreStats:
+    """The URL store's write path (nddd.v1.UrlStoreStats; admin): the
+    journal of URLs changed since the last flush, the segments it is
+    flushed into, their merges."""
+    journal_entries: int        # URLs changed since the last flush
+    journal_capacity: int       # ... at most, before a flush
+    journal_bytes: int          # in the journal file now
+    journal_bytes_written: int  # since start
+    journal_syncs: int          # fdatasyncs of the journal
+    groups: int                 # group commits
+    flushes: int
+    merges: int
+    merges_forced: int          # merges that held writers back
+    segments: int
+    small_segments: int
+    records: int                # in segments, live or not
+    dead_records: int           # replaced or deleted, not yet merged
+    store_bytes_written: int    # segments and bitmaps, since start
+    pending: int                # submits and deletes queued
+    index_bytes: int            # memory of the URL index
+    journal_table_bytes: int    # memory of the journal's table
+
+
+@dataclass(frozen=True)
 class Stats:
     """The daemon's statistics (nddd.v1.StatsResult).  A read token sees
-    only version, uptime_seconds, urls, docs and the table layout."""
+    only version, uptime_seconds, urls, docs, the table layout and canon."""
     version: str
     uptime_seconds: int
     urls: int                    # stored URLs
@@ -227,10 +251,15 @@ class Stats:
     commits: int                 # store transactions committed
     store_bytes: int             # size of the store's data in use
     connections: int             # open client connections
+    # The canonicalization URL digests are made with, e.g. "urlcanon/1
+    # strip_session_ids=no strip_tracking=no sort_query=no".
+    canon: str
+    url_store: UrlStoreStats     # the URL store's write path
 
     @classmethod
     def from_message(cls, msg) -> "Stats":
         return _from_message(cls, msg)
 
 
-_NESTED = {"cbf": FilterStats, "near": NearStats, "accel": AccelStats}
+_NESTED = {"cbf": FilterStats, "near": NearStats, "accel": AccelStats,
+           "url_store": UrlStoreStats}

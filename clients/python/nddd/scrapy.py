@@ -34,6 +34,17 @@ Settings:
     (a POST of a form to a URL that was fetched with GET) are not the same
     as a GET of their URL: they are checked as Scrapy's own filter does, by
     request fingerprint, in memory, for this crawl only.
+``NDDD_DURABILITY`` (default: the daemon's)
+    "durable": nddd answers once a URL is recorded on disk; "relaxed":
+    once it is recorded and written to the operating system, not yet on
+    disk (it survives a crash of nddd, not of the machine), which spares
+    the crawl a disk sync per request.
+``NDDD_DIGESTS`` (default False)
+    canonicalize and hash each URL here, with the daemon's own code
+    (libnddd.so, found at $NDDD_LIBRARY, next to the package, in the
+    source tree's build/release, or in the system's library path), and
+    send its digest: less work for nddd.  Without libnddd.so the filter
+    cannot start.
 ``DUPEFILTER_DEBUG`` (default False)
     log every filtered duplicate, not only the first.
 
@@ -79,12 +90,19 @@ class NdddDupeFilter(BaseDupeFilter):
                  unreachable: str = "open",
                  retry_interval: float = DEFAULT_RETRY_INTERVAL,
                  methods=DEFAULT_METHODS, debug: bool = False, *,
+                 durability: Optional[str] = None, digests: bool = False,
                  stats=None, fingerprinter=None, spider_source=None):
         unreachable = str(unreachable).strip().lower()
         if unreachable not in UNREACHABLE_CHOICES:
             raise ValueError("NDDD_UNREACHABLE must be \"open\" or "
                              "\"closed\", not %r" % unreachable)
-        self.client = Client(address, timeout=timeout)
+        if isinstance(durability, str) and not durability.strip():
+            durability = None
+        try:
+            self.client = Client(address, timeout=timeout,
+                                 durability=durability, digests=digests)
+        except ValueError as e:
+            raise ValueError("NDDD_DURABILITY: %s" % e) from None
         self.address = self.client.address
         self.fail_open = unreachable == "open"
         self.retry_interval = retry_interval
@@ -111,6 +129,8 @@ class NdddDupeFilter(BaseDupeFilter):
                                              DEFAULT_RETRY_INTERVAL),
             methods=settings.getlist("NDDD_METHODS", list(DEFAULT_METHODS)),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
+            durability=settings.get("NDDD_DURABILITY"),
+            digests=settings.getbool("NDDD_DIGESTS", False),
             fingerprinter=fingerprinter, stats=stats,
             spider_source=spider_source)
 
@@ -131,8 +151,10 @@ class NdddDupeFilter(BaseDupeFilter):
             self._went_down(e)
             return
         logger.info("Checking request URLs with nddd at %s (unreachable: "
-                    "%s)", self.address,
+                    "%s, durability: %s%s)", self.address,
                     "open" if self.fail_open else "closed",
+                    self.client.durability or "the daemon's",
+                    ", as digests" if self.client.digests else "",
                     extra=self._extra())
 
     def close(self, reason: str) -> None:
