@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <lmdb.h>
@@ -25,6 +26,9 @@ static const char *const store_table_names[STORE_NTABLES] = {
 	[STORE_DOCS] = "docs",
 	[STORE_DOC_URLS] = "doc_urls",
 };
+
+/* Free space below which a failed write is taken for a full disk. */
+#define STORE_FULL_BELOW	(16ull << 20)
 
 /* Tables keyed by a native unsigned integer (LMDB compares them as such). */
 static const unsigned store_table_flags[STORE_NTABLES] = {
@@ -234,12 +238,31 @@ store_write_begin(struct store *st, struct store_txn **out)
 	return STORE_OK;
 }
 
+/*
+ * LMDB reports a short write as EIO, which is what a full disk gives when
+ * part of a commit's pages fit: with next to no room left on the store's
+ * file system, that EIO means "full".
+ */
+static bool
+store_disk_full(struct store *st)
+{
+	struct statvfs vfs;
+
+	return fstatvfs(st->lock_fd, &vfs) == 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < STORE_FULL_BELOW;
+}
+
 int
 store_commit(struct store_txn *txn)
 {
+	struct store *st = txn->st;
 	int rc = mdb_txn_commit(txn->txn);
 
 	free(txn);
+	if (rc == EIO && store_disk_full(st)) {
+		log_warnx("store: commit: the disk is full");
+		return STORE_FULL;
+	}
 	return store_status(rc, "commit");
 }
 

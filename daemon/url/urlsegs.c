@@ -21,7 +21,8 @@
 /* A merge step reads at most this many segments' worth of live records. */
 #define MERGE_SEGMENTS		4
 /* The merge backlog that holds writers back: more small segments than
- * this, or dead records above a quarter of all. */
+ * this, or dead records above a quarter of all (with a sparse segment to
+ * merge). */
 #define MERGE_FORCE_SMALL	64
 #define MERGE_FORCE_DEAD_DIV	4
 
@@ -398,8 +399,11 @@ out:
 bool
 urlset_merge_due(const struct urlset *us, bool *forced)
 {
+	/* Forced only when a merge can make progress: a sparse segment is
+	 * there to rewrite (a segment half dead is always merged, so dead
+	 * records never reach half of all). */
 	*forced = us->small_segs > MERGE_FORCE_SMALL ||
-	    (us->seg_dead > us->seg_records &&
+	    (us->sparse_segs > 0 && us->seg_dead > us->seg_records &&
 	    us->seg_dead * MERGE_FORCE_DEAD_DIV > us->seg_records_total);
 	return *forced || us->small_segs >= 2 || us->sparse_segs > 0;
 }

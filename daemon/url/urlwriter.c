@@ -427,10 +427,17 @@ after_group(struct urlset *us)
 
 	if (relaxed_sync_due(us, urlset_now_ms()))
 		relaxed_sync(us);
-	if (urlset_merge_due(us, &forced) && forced &&
-	    urlset_merge_step(us, &did, true) != STORE_OK)
-		log_warnx("%s: a merge failed; the writer goes on",
-		    __func__);
+	/* The backlog holds the next group back until it is below the
+	 * bounds again: the store cannot grow without bound behind it. */
+	while (urlset_merge_due(us, &forced) && forced) {
+		if (urlset_merge_step(us, &did, true) != STORE_OK) {
+			log_warnx("%s: a merge failed; the writer goes on",
+			    __func__);
+			break;
+		}
+		if (!did)
+			break;
+	}
 }
 
 /* Writer: gives back the memory groups use (the daemon's idle trim then

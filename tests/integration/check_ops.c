@@ -110,6 +110,14 @@ START_TEST(test_metrics_and_health)
 	ck_assert_double_eq(sample(text, "nddd_urls"), 2);
 	ck_assert_double_eq(sample(text, "nddd_filter_nonzero"), 16);
 	ck_assert_double_eq(sample(text, "nddd_url_submits_new_total"), 2);
+	/* The URL store's write path: one durable group, journaled and
+	 * synced, not flushed yet. */
+	ck_assert_double_eq(sample(text, "nddd_url_journal_entries"), 2);
+	ck_assert_double_eq(sample(text, "nddd_url_group_commits_total"), 1);
+	ck_assert_double_eq(sample(text, "nddd_url_journal_syncs_total"), 1);
+	ck_assert_double_eq(sample(text, "nddd_url_segments"), 0);
+	ck_assert_double_eq(sample(text, "nddd_url_merges_forced_total"), 0);
+	ck_assert_double_eq(sample(text, "nddd_url_writes_pending"), 0);
 	ck_assert_double_eq(sample(text, "nddd_connections_accepted_total"), 1);
 	ck_assert(sample(text, "nddd_store_bytes") > 0);
 	free(text);
