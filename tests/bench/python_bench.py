@@ -6,9 +6,12 @@ Redis the way Python crawlers deduplicate today, in the same run.
 
 nddd (BIN_DIR/nddd) and Redis (redis-server, default persistence) are
 started here on loopback, each with a fresh temporary directory.  nddd runs
-twice: with `sync = full` (its default: an acknowledged submit is on disk)
-and with `sync = none` (like Redis's default, it survives a crash of the
-daemon but not of the machine).  For each, and for Redis:
+three times: with durable submits (its default: an acknowledged submit is
+on disk), with relaxed ones (acknowledged once written to the kernel: like
+Redis's default, it survives a crash of the daemon, not of the machine),
+and relaxed with digests (the client canonicalizes and hashes through
+libnddd.so, as redis-py's client hashes for Redis).  For each, and for
+Redis:
 
   batch-submit  --urls new URLs: nddd Client.submit_urls (batches of
                 1,000, 8 in flight); Redis SADD of each URL's 16-byte MD5
@@ -22,7 +25,7 @@ Each phase runs --repeat times on fresh URLs (checks on the URLs of the
 same repeat); every run is printed, and the summary compares medians.
 Redis's figures include computing the MD5 digests in Python, which nddd's
 client leaves to the daemon (with the URL's canonicalization, which Redis
-does not do at all).
+does not do at all), or does itself with digests.
 """
 
 import argparse
@@ -76,16 +79,16 @@ def timed(fn, urls):
 
 
 class NdddTarget:
-    def __init__(self, bin_dir, tmp, sync, capacity):
-        self.name = "nddd sync=%s" % sync
-        self.dir = os.path.join(tmp, "nddd-" + sync)
+    def __init__(self, bin_dir, tmp, durability, digests, capacity):
+        self.name = "nddd %s%s" % (durability, " digests" if digests else "")
+        self.dir = os.path.join(tmp, self.name.replace(" ", "-"))
         os.makedirs(self.dir)
         port = free_port()
         conf = os.path.join(self.dir, "nddd.conf")
         with open(conf, "w") as f:
             f.write("[server]\nlisten = 127.0.0.1:%d\n[store]\ndata_dir = %s\n"
-                    "sync = %s\n[urls]\ncapacity = %d\n"
-                    % (port, os.path.join(self.dir, "data"), sync, capacity))
+                    "sync = full\n[urls]\ncapacity = %d\n"
+                    % (port, os.path.join(self.dir, "data"), capacity))
         self.log = open(os.path.join(self.dir, "nddd.log"), "wb")
         root = ["--allow-root"] if os.geteuid() == 0 else []
         self.proc = subprocess.Popen([os.path.join(bin_dir, "nddd"), "-c",
@@ -93,7 +96,8 @@ class NdddTarget:
                                      stderr=self.log)
         wait_port(port, self.proc, "nddd")
         self.client = nddd.Client("127.0.0.1:%d" % port, timeout=60,
-                                  batch_size=BATCH, window=8)
+                                  batch_size=BATCH, window=8,
+                                  durability=durability, digests=digests)
 
     def batch_submit(self, urls):
         new = sum(r.new for r in self.client.submit_urls(urls))
@@ -219,8 +223,12 @@ def main():
         print("== python client: %d URLs per batch phase (batches of %d, 8 "
               "in flight), %d per one-by-one phase, %d runs each"
               % (args.urls, BATCH, args.single, args.repeat), flush=True)
-        for make in (lambda: NdddTarget(args.bin, tmp, "full", capacity),
-                     lambda: NdddTarget(args.bin, tmp, "none", capacity),
+        for make in (lambda: NdddTarget(args.bin, tmp, "durable", False,
+                                        capacity),
+                     lambda: NdddTarget(args.bin, tmp, "relaxed", False,
+                                        capacity),
+                     lambda: NdddTarget(args.bin, tmp, "relaxed", True,
+                                        capacity),
                      lambda: RedisTarget(tmp)):
             target = make()
             try:

@@ -5,10 +5,23 @@
 #
 # URL service: a real nddd on loopback (sync = full: every acknowledged
 # submit is on disk) takes url_bench's pipelined batches of 1,000: durable
-# submits, checks of stored URLs, checks of unseen URLs, for BENCH_URLS
-# synthetic URLs (default 5,000,000) plus the real URL lists of the shared
-# test data.  Then its anonymous memory per stored URL and the time to
-# rebuild the filter at a restart.
+# submits, checks of stored URLs (in a random order), checks of unseen URLs,
+# for BENCH_URLS synthetic URLs (default 5,000,000) plus the real URL lists
+# of the shared test data; the bytes the disk took per URL (the device's
+# own count), the anonymous memory per URL at rest, a batch's latency with
+# one in flight, the restart.  Then relaxed submits, and the three phases
+# with digests (the client canonicalizes and hashes before the clock, as
+# redis_bench does for Redis), each on a fresh nddd.
+#
+# The cost curve: one nddd filled in steps of a million URLs; submit and
+# check rates at each of BENCH_CURVE_LEVELS stored (default 1M 5M 20M 50M;
+# BENCH_CURVE=0 skips it).
+#
+# Past RAM: BENCH_PAST_RAM_URLS (default 8,000,000) URLs in memory, then the
+# same in a memory cgroup that leaves the store's pages a quarter of the
+# store; the disk's 4 KiB random reads at queue depth 32 measured by fio
+# (BENCH_PAST_RAM=0 skips it; without root or a memory controller it says
+# so and skips).
 #
 # Load: many connections (what an idle one costs, how many are held), and
 # throughput of many small pipelining clients over plain TCP and over TLS.
@@ -84,40 +97,85 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "== url service: $urls synthetic URLs + real lists, $clients clients x $window batches of 1000 in flight"
 
-port=$(free_port)
-cat > "$tmp/nddd.conf" <<CONF
+# A fresh nddd for each run below; $1 names its directory.  Data and
+# configuration under $tmp/$1.
+start_nddd() {
+	local name=$1 extra=${2:-}
+	port=$(free_port)
+	mkdir -p "$tmp/$name"
+	cat > "$tmp/$name/nddd.conf" <<CONF
 [server]
 listen = 127.0.0.1:$port
 [store]
-data_dir = $tmp/data
+data_dir = $tmp/$name/data
 sync = full
 [urls]
 capacity = $((urls + 200000))
+$extra
 CONF
-"$bin/nddd" -c "$tmp/nddd.conf" "${as_root[@]}" 2> "$tmp/nddd.log" &
-nddd=$!
-pids+=("$nddd")
-wait_port "$port"
-out=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
-	-w "$window" "${file_args[@]}")
+	"$bin/nddd" -c "$tmp/$name/nddd.conf" "${as_root[@]}" \
+		2> "$tmp/$name/nddd.log" &
+	nddd=$!
+	pids+=("$nddd")
+	wait_port "$port"
+}
+stop_nddd() { kill -TERM "$nddd"; wait "$nddd"; }
+# Sectors written to the device holding $tmp (the disk's own count: what
+# reaches it, journals of the file system included, for the whole machine).
+disk_dev=$(basename "$(df --output=source "$tmp" | tail -1)")
+sectors() { awk '{ print $7 }' "/sys/class/block/$disk_dev/stat" 2>/dev/null || echo 0; }
+
+start_nddd durable
+durable_port=$port
+s0=$(sectors)
+sub=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
+	-w "$window" "${file_args[@]}" --phase submit)
+sync
+s1=$(sectors)
+chk=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
+	-w "$window" "${file_args[@]}" --phase check)
+unseen=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
+	-w "$window" --phase check-new)
+out=$(printf '%s\n%s\n%s\n' "$sub" "$chk" "$unseen" | grep phase=)
 echo "$out"
 stored=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "urls" { print $2 }')
+echo "nddd disk_bytes_written_per_url=$(( (s1 - s0) * 512 / stored )) (device $disk_dev, the submit phase)"
+"$bin/nddctl" -H "127.0.0.1:$port" stats | grep -E '^url_store\.(journal_bytes_written|store_bytes_written|flushes|merges|segments)' | sed 's/^/nddd /'
+# Memory at rest: once nothing is in flight the daemon gives back what
+# bursts left in its heaps (every 5 s).
+sleep 6
 anon_kb=$(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup")
 filter_bytes=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "cbf.bytes" { print $2 }')
-echo "nddd stored_urls=$stored anonymous_bytes=$((anon_kb * 1024)) filter_bytes=$filter_bytes bytes_per_url=$(ratio $((anon_kb * 1024)) "$stored")"
-kill -TERM "$nddd"
-wait "$nddd"
+index_bytes=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "url_store.index_bytes" { print $2 }')
+echo "nddd stored_urls=$stored capacity=$((urls + 200000)) anonymous_bytes=$((anon_kb * 1024)) filter_bytes=$filter_bytes index_bytes=$index_bytes bytes_per_url_of_capacity=$(ratio $((anon_kb * 1024)) $((urls + 200000))) bytes_per_stored_url=$(ratio $((anon_kb * 1024)) "$stored")"
+# Latency: one batch of 1,000 stored URLs in flight at a time.
+"$bin/url_bench" -H "127.0.0.1:$port" -n 200000 -c 1 -w 1 --phase check | \
+	grep phase= | sed 's/^phase=check-seen/latency check-seen, one batch in flight:/'
+stop_nddd
 start=$(date +%s.%N)
-"$bin/nddd" -c "$tmp/nddd.conf" "${as_root[@]}" 2> "$tmp/nddd2.log" &
+"$bin/nddd" -c "$tmp/durable/nddd.conf" "${as_root[@]}" 2> "$tmp/durable/nddd2.log" &
 nddd=$!
 pids+=("$nddd")
 wait_port "$port"
 ready=$(date +%s.%N)
-grep -o 'filter rebuilt from .*' "$tmp/nddd2.log" | sed 's/^/nddd /'
+grep -o 'filter and index rebuilt from .*' "$tmp/durable/nddd2.log" | sed 's/^/nddd /'
 echo "nddd restart_to_listening_seconds=$(awk -v a="$start" -v b="$ready" 'BEGIN { printf "%.2f", b - a }')"
-kill -TERM "$nddd"
-wait "$nddd"
+stop_nddd
 
+echo "== nddd, relaxed submits (acknowledged once written to the kernel)"
+start_nddd relaxed
+rout=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
+	-w "$window" "${file_args[@]}" --phase submit --relaxed | grep phase=)
+echo "$rout"
+stop_nddd
+
+echo "== nddd, digests (the client canonicalizes and hashes before the clock, as for Redis)"
+start_nddd digests
+dg=$(for ph in submit check check-new; do "$bin/url_bench" \
+	-H "127.0.0.1:$port" -n "$urls" -c "$clients" -w "$window" \
+	"${file_args[@]}" --phase "$ph" --digests; done | grep phase=)
+echo "$dg"
+stop_nddd
 echo "== load: connections and TLS"
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=bench-ca \
 	-keyout "$tmp/ca.key" -out "$tmp/ca.pem" 2>/dev/null
@@ -127,7 +185,8 @@ printf 'subjectAltName=IP:127.0.0.1\n' > "$tmp/ext"
 openssl x509 -req -in "$tmp/server.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" \
 	-CAcreateserial -days 2 -extfile "$tmp/ext" -out "$tmp/server.pem" 2>/dev/null
 tport=$(free_port)
-cat >> "$tmp/nddd.conf" <<CONF
+port=$durable_port
+cat >> "$tmp/durable/nddd.conf" <<CONF
 [server]
 max_connections = 20000
 [tls]
@@ -135,7 +194,7 @@ listen = 127.0.0.1:$tport
 cert = $tmp/server.pem
 key = $tmp/server.key
 CONF
-"$bin/nddd" -c "$tmp/nddd.conf" "${as_root[@]}" 2> "$tmp/nddd3.log" &
+"$bin/nddd" -c "$tmp/durable/nddd.conf" "${as_root[@]}" 2> "$tmp/nddd3.log" &
 nddd=$!
 pids+=("$nddd")
 wait_port "$port"
@@ -166,9 +225,9 @@ redis-server --port "$rport" --dir "$tmp/redis" --logfile "$tmp/redis.log" &
 rpid=$!
 pids+=("$rpid")
 wait_port "$rport"
-rout=$("$bin/redis_bench" -p "$rport" -n "$urls" -c "$clients" \
+redis_out=$("$bin/redis_bench" -p "$rport" -n "$urls" -c "$clients" \
 	-w "$window" "${file_args[@]}")
-echo "$rout"
+echo "$redis_out"
 kill -TERM "$rpid"
 wait "$rpid" || true
 
@@ -187,14 +246,162 @@ kill -TERM "$rpid"
 wait "$rpid" || true
 
 echo "== summary (nddd / redis, same run)"
-for phase in submit check-seen check-unseen; do
-	a=$(field "$out" "$phase" urls_per_s)
-	b=$(field "$rout" "$phase" urls_per_s)
-	echo "$phase: nddd $a/s, redis $b/s, ratio $(ratio "$a" "$b")"
-done
-a=$(field "$out" submit urls_per_s)
-b=$(field "$dout" submit urls_per_s)
-echo "durable submit: nddd $a/s, redis appendfsync always $b/s, ratio $(ratio "$a" "$b")"
+cmp_line() {	# label, nddd output, nddd phase, redis output, redis phase
+	local a b
+	a=$(field "$2" "$3" urls_per_s)
+	b=$(field "$4" "$5" urls_per_s)
+	echo "$1: nddd $a/s, redis $b/s, ratio $(ratio "$a" "$b")"
+}
+cmp_line "durable submit vs appendfsync always" "$out" submit "$dout" submit
+cmp_line "relaxed submit vs default persistence" "$rout" submit "$redis_out" submit
+cmp_line "check-seen (URLs)" "$out" check-seen "$redis_out" check-seen
+cmp_line "check-unseen (URLs)" "$out" check-unseen "$redis_out" check-unseen
+cmp_line "durable submit, digests, vs appendfsync always" "$dg" submit "$dout" submit
+cmp_line "check-seen, digests" "$dg" check-seen "$redis_out" check-seen
+cmp_line "check-unseen, digests" "$dg" check-unseen "$redis_out" check-unseen
+
+if [ "${BENCH_CURVE:-1}" != 0 ]; then
+	# The cost curve: one nddd, in memory, filled in steps of a million
+	# URLs; at each level, the rates of the next million submitted and
+	# of a million stored ones checked (the first million, in a random
+	# order) and a million unseen ones.
+	levels=(${BENCH_CURVE_LEVELS:-1000000 5000000 20000000 50000000})
+	top=${levels[${#levels[@]} - 1]}
+	echo "== url cost curve: submit and check rates at ${levels[*]} stored URLs, in memory"
+	port=$(free_port)
+	mkdir -p "$tmp/curve"
+	cat > "$tmp/curve/nddd.conf" <<CONF
+[server]
+listen = 127.0.0.1:$port
+[store]
+data_dir = $tmp/curve/data
+sync = full
+[urls]
+capacity = $((top + 1000000))
+CONF
+	"$bin/nddd" -c "$tmp/curve/nddd.conf" "${as_root[@]}" \
+		2> "$tmp/curve/nddd.log" &
+	nddd=$!
+	pids+=("$nddd")
+	wait_port "$port"
+	have=0
+	for level in "${levels[@]}"; do
+		while [ $((have + 1000000)) -lt "$level" ]; do
+			"$bin/url_bench" -H "127.0.0.1:$port" -n 1000000 \
+				-c "$clients" -w "$window" --first "$have" \
+				--phase submit > /dev/null
+			have=$((have + 1000000))
+		done
+		s=$("$bin/url_bench" -H "127.0.0.1:$port" -n 1000000 \
+			-c "$clients" -w "$window" --first "$have" \
+			--phase submit | grep phase=)
+		have=$((have + 1000000))
+		c=$("$bin/url_bench" -H "127.0.0.1:$port" -n 1000000 \
+			-c "$clients" -w "$window" --phase check | grep phase=)
+		u=$("$bin/url_bench" -H "127.0.0.1:$port" -n 1000000 \
+			-c "$clients" -w "$window" --phase check-new | grep phase=)
+		echo "curve stored=$have submit_per_s=$(field "$s" submit urls_per_s) check_seen_per_s=$(field "$c" check-seen urls_per_s) check_unseen_per_s=$(field "$u" check-unseen urls_per_s)"
+	done
+	kill -TERM "$nddd"
+	wait "$nddd"
+	rm -rf "$tmp/curve"
+fi
+
+# A memory cgroup for a process started with its path: cgroup v1's memory
+# controller or v2's.  Prints the cgroup's directory, or nothing.
+make_cgroup() {
+	local limit=$1 cg
+	if [ -d /sys/fs/cgroup/memory ]; then
+		cg=/sys/fs/cgroup/memory/nddd-bench-$$
+		mkdir "$cg" 2>/dev/null && echo "$limit" > "$cg/memory.limit_in_bytes" \
+			2>/dev/null && echo "$cg"
+	elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+		cg=/sys/fs/cgroup/nddd-bench-$$
+		mkdir "$cg" 2>/dev/null && echo "$limit" > "$cg/memory.max" \
+			2>/dev/null && echo "$cg"
+	fi
+}
+
+if [ "${BENCH_PAST_RAM:-1}" != 0 ]; then
+	# Past RAM: the daemon in a memory cgroup too small for its store.
+	# Its anonymous memory (filter and index, about 14.5 bytes per URL of
+	# capacity) must stay resident; the limit leaves the store's pages a
+	# quarter of the store at most.  The same URLs in memory first, for
+	# the rates to compare with; the disk's 4 KiB random reads at queue
+	# depth 32 (fio), for the checks'.
+	pn=${BENCH_PAST_RAM_URLS:-8000000}
+	pcap=$((pn + 200000))
+	echo "== url store past RAM: $pn URLs, the daemon in a memory cgroup"
+	if command -v fio > /dev/null; then
+		fio --name=randread --filename="$tmp/fio.dat" --size=2G \
+			--rw=randread --bs=4k --iodepth=32 --ioengine=libaio \
+			--direct=1 --runtime=10 --time_based --group_reporting \
+			--output-format=terse --terse-version=3 > "$tmp/fio.out"
+		iops=$(awk -F';' '{ print $8 }' "$tmp/fio.out")
+		rm -f "$tmp/fio.dat"
+		echo "disk randread_4k_qd32_iops=$iops (fio, $disk_dev)"
+	else
+		iops=0
+		echo "disk: no fio (Debian: fio); no random-read rate to compare"
+	fi
+	past_run() {	# name, cgroup or empty
+		local name=$1 cg=$2 s c u l
+		port=$(free_port)
+		mkdir -p "$tmp/$name"
+		cat > "$tmp/$name/nddd.conf" <<CONF
+[server]
+listen = 127.0.0.1:$port
+[store]
+data_dir = $tmp/$name/data
+sync = full
+[urls]
+capacity = $pcap
+CONF
+		sync
+		echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
+		if [ -n "$cg" ]; then
+			sh -c "echo \$\$ > $cg/cgroup.procs && exec $bin/nddd -c $tmp/$name/nddd.conf ${as_root[*]}" \
+				2> "$tmp/$name/nddd.log" &
+		else
+			"$bin/nddd" -c "$tmp/$name/nddd.conf" "${as_root[@]}" \
+				2> "$tmp/$name/nddd.log" &
+		fi
+		nddd=$!
+		pids+=("$nddd")
+		wait_port "$port"
+		s=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$pn" -c "$clients" \
+			-w "$window" --phase submit | grep phase=)
+		# Latency first, on stored URLs no phase has read back yet.
+		l=$("$bin/url_bench" -H "127.0.0.1:$port" -n 200000 -c 1 -w 1 \
+			--first $((pn / 4)) --phase check | grep phase=)
+		c=$("$bin/url_bench" -H "127.0.0.1:$port" -n 2000000 \
+			-c "$clients" -w "$window" --phase check | grep phase=)
+		u=$("$bin/url_bench" -H "127.0.0.1:$port" -n 2000000 \
+			-c "$clients" -w "$window" --phase check-new | grep phase=)
+		store_mb=$(( $(stat -c %s "$tmp/$name/data/data.mdb") / 1048576 ))
+		anon_mb=$(( $(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup") / 1024 ))
+		echo "$name submit_per_s=$(field "$s" submit urls_per_s) check_seen_per_s=$(field "$c" check-seen urls_per_s) check_unseen_per_s=$(field "$u" check-unseen urls_per_s) batch_p50_ms=$(sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' <<<"$l") batch_p99_ms=$(sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' <<<"$l") store_mb=$store_mb anon_mb=$anon_mb"
+		eval "${name}_s=$(field "$s" submit urls_per_s)"
+		eval "${name}_c=$(field "$c" check-seen urls_per_s)"
+		eval "${name}_u=$(field "$u" check-unseen urls_per_s)"
+		kill -TERM "$nddd"
+		wait "$nddd"
+		rm -rf "$tmp/$name"
+	}
+	past_run inmem ""
+	# Anonymous memory at its peak (bursts included) plus a quarter of
+	# the store (48.5 bytes per URL).
+	limit=$(( pcap * 145 / 10 + 32 * 1048576 + pn * 485 / 40 ))
+	cg=$(make_cgroup "$limit")
+	if [ -z "$cg" ]; then
+		echo "past RAM: skipped: cannot make a memory cgroup (needs root and cgroup v1's memory controller or v2's)"
+	else
+		echo "cgroup $cg limit_mb=$((limit / 1048576))"
+		past_run pastram "$cg"
+		rmdir "$cg" 2>/dev/null || true
+		echo "past RAM / in memory: submit $(ratio "$pastram_s" "$inmem_s"), check-unseen $(ratio "$pastram_u" "$inmem_u"); check-seen / disk iops $( [ "$iops" != 0 ] && ratio "$pastram_c" "$iops" || echo -)"
+	fi
+fi
 
 docrep=${BENCH_DOC_REPEAT:-5}
 echo "== documents end to end: the Reuters-21578 bodies x $docrep, sync = full"
