@@ -34,7 +34,9 @@ struct cbf {
 };
 
 /* Large filters live in their own mapping with transparent huge pages:
- * random probes then miss the TLB far less often. */
+ * random probes then miss the TLB far less often.  The mapping is
+ * populated at once: the memory a capacity needs is taken at start-up
+ * (and fails it if it is not there), not page by page under load. */
 #define CBF_HUGE (2u << 20)
 
 static void *
@@ -50,7 +52,10 @@ counters_alloc(size_t bytes, size_t *mapped)
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
+	/* Huge pages first, then every page touched once (MAP_POPULATE
+	 * would fault small pages before the advice). */
 	madvise(p, *mapped, MADV_HUGEPAGE);
+	madvise(p, *mapped, MADV_POPULATE_WRITE);
 	return p;
 }
 

@@ -136,6 +136,8 @@ table_new(uint64_t nb)
 			return NULL;
 		}
 		madvise(t->slots, t->mapped, MADV_HUGEPAGE);
+		/* Taken at start-up, as the filter's memory is. */
+		madvise(t->slots, t->mapped, MADV_POPULATE_WRITE);
 	} else if ((t->slots = aligned_alloc(64, (bytes + 63) & ~(size_t)63))
 	    == NULL) {
 		free(t);

@@ -88,7 +88,9 @@ wait_port() {
 		if ! port_free "$1"; then return 0; fi
 		sleep 0.05
 	done
-	echo "run.sh: nothing listens on $1" >&2
+	echo "run.sh: nothing listens on $1; the newest logs:" >&2
+	ls -t $(find "$tmp" -name '*.log') 2>/dev/null | head -2 | \
+		xargs -r tail -n 5 >&2
 	exit 1
 }
 field() { sed -n "s/.*phase=$2 .*$3=\([0-9.]*\).*/\1/p" <<<"$1"; }
