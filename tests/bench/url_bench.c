@@ -14,7 +14,9 @@
  * checked), so the figure is the server's, not the client's encoder's.
  * --relaxed asks for relaxed durability on submits (acknowledged once
  * written to the OS, not yet on disk); --first N numbers the synthetic
- * URLs from N (to add more to a store in steps).  Prints one line per
+ * URLs from N (to add more to a store in steps); --digests sends the MD5s
+ * of the canonical URLs, computed with libnddd (the daemon's rules, as its
+ * stats name them) before the clock starts, as redis_bench does for Redis.  Prints one line per
  * phase, with each batch's round trip (send to reply, queueing in the
  * window included) at the 50th and 99th percentiles and the worst:
  *   phase=submit urls=N seconds=S urls_per_s=R ... p50_ms=A p99_ms=B
@@ -46,6 +48,9 @@ struct work {
 };
 
 static bool relaxed;
+/* --digests: the client canonicalizes and hashes, with the server's rules,
+ * before the clock starts (as redis_bench hashes for Redis). */
+static nddd_canon *canon;
 
 /* Encodes this client's batches as frames, before any timing. */
 static void
@@ -53,6 +58,7 @@ encode_frames(struct work *w)
 {
 	size_t n = w->end - w->begin;
 	ProtobufCBinaryData *items = calloc(w->batch, sizeof(*items));
+	uint8_t *digests = calloc(w->batch, NDDD_DIGEST_LEN);
 
 	w->nframes = (n + w->batch - 1) / w->batch;
 	w->frames = calloc(w->nframes + 1, sizeof(*w->frames));
@@ -63,12 +69,31 @@ encode_frames(struct work *w)
 		size_t from = w->begin + f * w->batch, m;
 
 		m = w->end - from < w->batch ? w->end - from : w->batch;
-		for (size_t i = 0; i < m; i++) {
-			items[i].data = (uint8_t *)w->urls[from + i];
-			items[i].len = strlen(w->urls[from + i]);
+		if (canon != NULL) {
+			size_t nd = 0;
+
+			/* A URL the canonicalizer refuses is answered by the
+			 * client: it is not sent, and counts as failed. */
+			for (size_t i = 0; i < m; i++) {
+				const char *u = w->urls[from + i], *cause;
+
+				if (nddd_canon_digest(canon, u, strlen(u),
+				    digests + nd * NDDD_DIGEST_LEN, &cause) == 0)
+					nd++;
+				else
+					w->failed++;
+			}
+			b.digests.data = digests;
+			b.digests.len = nd * NDDD_DIGEST_LEN;
+			b.canon = (char *)nddd_canon_id(canon);
+		} else {
+			for (size_t i = 0; i < m; i++) {
+				items[i].data = (uint8_t *)w->urls[from + i];
+				items[i].len = strlen(w->urls[from + i]);
+			}
+			b.n_urls = m;
+			b.urls = items;
 		}
-		b.n_urls = m;
-		b.urls = items;
 		if (relaxed)
 			b.durability = NDDD__V1__DURABILITY__RELAXED;
 		req.id = f + 1;
@@ -82,6 +107,7 @@ encode_frames(struct work *w)
 		w->frames[f] = bench_frame(&req, &w->frame_len[f]);
 	}
 	free(items);
+	free(digests);
 }
 
 /* Every reply must be a URL result; its errors and counts are tallied. */
@@ -113,6 +139,28 @@ client_main(void *arg)
 	if (bench_stream_run(&w->stream, w->error, sizeof(w->error)) == -1)
 		return w;
 	return NULL;
+}
+
+/* The canonicalizer of the server at address, as its stats name it. */
+static nddd_canon *
+server_canon(const char *address)
+{
+	struct nddd_stats st;
+	nddd_canon *k;
+	nddd_client *c;
+	char *err = NULL;
+
+	if ((c = nddd_connect(address, 10000, &err)) == NULL ||
+	    nddd_stats(c, &st) == -1 ||
+	    (k = nddd_canon_new(st.canon, &err)) == NULL) {
+		fprintf(stderr, "url_bench: %s\n", err ? err : c ?
+		    nddd_errstr(c) : "cannot connect");
+		if (c != NULL)
+			nddd_close(c);
+		return NULL;
+	}
+	nddd_close(c);
+	return k;
 }
 
 static int
@@ -185,11 +233,13 @@ main(int argc, char **argv)
 		{ "file", required_argument, NULL, 'f' },
 		{ "phase", required_argument, NULL, 'p' },
 		{ "relaxed", no_argument, NULL, 'r' },
+		{ "digests", no_argument, NULL, 'd' },
 		{ "first", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *address = "127.0.0.1:6464", *phase = "all";
 	size_t n = 1000000, batch = 1000, first = 0;
+	bool digests = false;
 	unsigned clients = 2, window = 16;
 	struct urllist urls = { 0 }, unseen = { 0 };
 	int ch, rc = 0;
@@ -210,17 +260,20 @@ main(int argc, char **argv)
 			break;
 		case 'p': phase = optarg; break;
 		case 'r': relaxed = true; break;
+		case 'd': digests = true; break;
 		case 'F': first = strtoull(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: url_bench [-H HOST:PORT] [-n N]"
 			    " [-c CLIENTS] [-w WINDOW] [-b BATCH] "
 			    "[--file PATH] [--phase P] [--relaxed] "
-			    "[--first N]\n");
+			    "[--first N] [--digests]\n");
 			return 2;
 		}
 	}
 	if (clients < 1 || clients > 64)
 		clients = 2;
+	if (digests && (canon = server_canon(address)) == NULL)
+		return 1;
 	urlgen_synthetic(&urls, n, first);
 	for (size_t i = 0; i < nfiles; i++)
 		urlgen_file(&urls, files[i]);
@@ -245,5 +298,6 @@ main(int argc, char **argv)
 	}
 	urlgen_free(&urls);
 	urlgen_free(&unseen);
+	nddd_canon_free(canon);
 	return rc ? 1 : 0;
 }
