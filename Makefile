@@ -330,7 +330,9 @@ fuzz-run: fuzz-bins
 			regress=tests/fuzz/regressions/$$t; \
 		echo "fuzz $$t: replaying the corpus and regressions"; \
 		build/fuzz/bin/fuzz_$$t -runs=0 tests/fuzz/corpus/$$t \
-			$$regress 2>&1 | tail -1 || exit 1; \
+			$$regress > build/fuzz/replay-$$t.log 2>&1 || \
+			{ tail -30 build/fuzz/replay-$$t.log; exit 1; }; \
+		tail -1 build/fuzz/replay-$$t.log; \
 		echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
 		build/fuzz/bin/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
 			-artifact_prefix=build/fuzz/crashes/$$t- \

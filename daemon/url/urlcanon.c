@@ -510,15 +510,17 @@ bool
 urlcanon_is_canonical(const struct urlcanon_options *opts, const char *url,
     size_t len)
 {
-	const unsigned char *p = (const unsigned char *)url, *end = p + len;
+	const unsigned char *p = (const unsigned char *)url, *end;
 	const unsigned char *seg;
 	unsigned long port;
 	unsigned default_port;
 	int options, in_query;
 	unsigned char plain;
 
-	if (len > URLCANON_MAX_LEN)
+	/* An empty item may come as a null pointer: no arithmetic on it. */
+	if (len == 0 || len > URLCANON_MAX_LEN)
 		return false;
+	end = p + len;
 	options = opts->strip_session_ids || opts->strip_tracking ||
 	    opts->sort_query;
 	plain = options ? CL_Q : CL_P;

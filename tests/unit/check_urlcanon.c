@@ -657,8 +657,11 @@ START_TEST(test_fast_path_table)
 			free(got);
 		}
 	}
-	/* The length counts, not a NUL. */
+	/* The length counts, not a NUL; an empty item (protobuf-c gives it
+	 * no buffer) is no URL. */
 	ck_assert(!urlcanon_is_canonical(&plain, "http://a/\0b", 11));
+	ck_assert(!urlcanon_is_canonical(&plain, NULL, 0));
+	ck_assert(!urlcanon_is_canonical(&plain, "", 0));
 	huge = malloc(URLCANON_MAX_LEN + 1);
 	memcpy(huge, "http://a/", 9);
 	memset(huge + 9, 'x', URLCANON_MAX_LEN + 1 - 9);
