@@ -350,16 +350,25 @@ START_TEST(test_backpressure_on_a_client_that_does_not_read)
 	size_t len, sent_frames = 0, replies = 0, off = 0;
 	struct pending pend = { 0 };
 	int fd, flags;
-	char url[64];
+	char url[64], asan[256], *saved_asan;
 	long before, after;
 
 	harness_init(&h, "[server]\noutput_high_water = 64K\n"
 	    "max_inflight = 4");
 	/* Under AddressSanitizer freed memory waits in a quarantine before
 	 * reuse, which would count here as memory held for the client. */
-	setenv("ASAN_OPTIONS", "quarantine_size_mb=0", 1);
+	saved_asan = getenv("ASAN_OPTIONS");
+	saved_asan = saved_asan != NULL ? strdup(saved_asan) : NULL;
+	snprintf(asan, sizeof(asan), "%s%squarantine_size_mb=0",
+	    saved_asan != NULL ? saved_asan : "",
+	    saved_asan != NULL ? ":" : "");
+	setenv("ASAN_OPTIONS", asan, 1);
 	harness_start(&h);
-	unsetenv("ASAN_OPTIONS");
+	if (saved_asan != NULL)
+		setenv("ASAN_OPTIONS", saved_asan, 1);
+	else
+		unsetenv("ASAN_OPTIONS");
+	free(saved_asan);
 	for (int i = 0; i < 1000; i++) {
 		snprintf(url, sizeof(url), "http://bp.example/%d", i);
 		items[i].data = (uint8_t *)strdup(url);

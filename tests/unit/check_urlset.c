@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "cbf.h"
+#include "le.h"
 #include "store.h"
 #include "testutil.h"
 #include "urlset.h"
@@ -437,15 +438,16 @@ START_TEST(test_newer_format_is_refused_unchanged)
 	fx.opts = (struct urlset_options){ .capacity = 1000 };
 	open_set(&fx, &cause);
 	ck_assert_ptr_nonnull(fx.us);
+	/* A set's readers and keyers go before it does. */
+	urlset_reader_free(fx.rd);
+	urlset_keyer_free(fx.k);
+	fx.rd = NULL;
+	fx.k = NULL;
 	urlset_free(fx.us);
 	fx.us = NULL;
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 	ck_assert_int_eq(store_meta_put(txn, "urls.format", "3"), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
-	urlset_reader_free(fx.rd);
-	urlset_keyer_free(fx.k);
-	fx.rd = NULL;
-	fx.k = NULL;
 	store_close(fx.st);
 	fx.st = NULL;
 	before = read_store(fx.dir, &blen);
@@ -467,20 +469,6 @@ START_TEST(test_newer_format_is_refused_unchanged)
 	free(fx.dir);
 }
 END_TEST
-
-static void
-put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 /*
  * A format 1 store (one record per URL, as nddd 0.1 wrote it) is upgraded
@@ -519,11 +507,11 @@ START_TEST(test_format1_store_is_upgraded)
 		want[u] = u % 7 == 0 ? 0 : (uint32_t)(1 + u % 5);
 		if (want[u] == 0)
 			continue;
-		put_le32(v, want[u]);
-		put_le64(v + 8, 1000 + (uint64_t)u);
-		put_le64(v + 16, 2000 + (uint64_t)u);
+		le_put32(v, want[u]);
+		le_put64(v + 8, 1000 + (uint64_t)u);
+		le_put64(v + 16, 2000 + (uint64_t)u);
 		for (int i = 0; i < CBF_K; i++)
-			put_le32(v + 24 + 4 * i, k.idx[i]);
+			le_put32(v + 24 + 4 * i, k.idx[i]);
 		ck_assert_int_eq(store_put(txn, STORE_URLS, k.fp, CBF_FP_LEN,
 		    v, sizeof(v), 0, NULL), STORE_OK);
 	}
