@@ -10,6 +10,7 @@
 
 #include <openssl/evp.h>
 
+#include "le.h"
 #include "log.h"
 
 /* Fixed part of a record: fp, group, created, updated (then the URL). */
@@ -23,23 +24,6 @@ struct docset {
 	unsigned k;
 	uint64_t next_id;	/* writer thread */
 };
-
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t
-get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 /* Ids are keys in big-endian order, so that the table is in id order. */
 static void
@@ -67,10 +51,10 @@ record_decode(uint64_t id, const void *data, size_t len, struct doc_record *r)
 	if (len < DOC_FIXED_LEN)
 		return -1;
 	r->id = id;
-	r->fp = get_le64(p);
-	r->group = get_le64(p + 8);
-	r->created_ms = get_le64(p + 16);
-	r->updated_ms = get_le64(p + 24);
+	r->fp = le_get64(p);
+	r->group = le_get64(p + 8);
+	r->created_ms = le_get64(p + 16);
+	r->updated_ms = le_get64(p + 24);
 	r->url = (const char *)p + DOC_FIXED_LEN;
 	r->url_len = len - DOC_FIXED_LEN;
 	return 0;
@@ -84,10 +68,10 @@ record_put(struct store_txn *txn, const struct doc_record *r)
 
 	if ((val = malloc(DOC_FIXED_LEN + r->url_len)) == NULL)
 		return STORE_FAILED;
-	put_le64(val, r->fp);
-	put_le64(val + 8, r->group);
-	put_le64(val + 16, r->created_ms);
-	put_le64(val + 24, r->updated_ms);
+	le_put64(val, r->fp);
+	le_put64(val + 8, r->group);
+	le_put64(val + 16, r->created_ms);
+	le_put64(val + 24, r->updated_ms);
 	memcpy(val + DOC_FIXED_LEN, r->url, r->url_len);
 	id_key(r->id, key);
 	rc = store_put(txn, STORE_DOCS, key, sizeof(key), val,

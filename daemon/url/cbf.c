@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "le.h"
 #include "log.h"
 
 #define SIDE_EMPTY UINT32_MAX	/* no counter index can be UINT32_MAX */
@@ -89,21 +90,11 @@ cbf_free(struct cbf *f)
 	free(f);
 }
 
-static uint64_t
-load_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 void
 cbf_indices(const struct cbf *f, const uint8_t fp[CBF_FP_LEN],
     uint32_t idx[CBF_K])
 {
-	uint64_t h1 = load_le64(fp), h2 = load_le64(fp + 8);
+	uint64_t h1 = le_get64(fp), h2 = le_get64(fp + 8);
 	uint64_t block = (uint64_t)(((unsigned __int128)h1 *
 	    (f->m / CBF_BLOCK)) >> 64);
 	uint32_t a = (uint32_t)h2 % CBF_BLOCK;

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "le.h"
+
 #define URLIDX_SLOTS		16	/* entries per 64-byte bucket */
 #define URLIDX_TAG_BITS		(32 - URLIDX_SEG_BITS)
 #define URLIDX_STRIPES		1024	/* version counters per table */
@@ -41,16 +43,6 @@ struct fpkey {
 	uint64_t h;
 };
 
-static uint64_t
-load_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static struct fpkey
 fpkey_of(const uint8_t fp[CBF_FP_LEN])
 {
@@ -58,8 +50,8 @@ fpkey_of(const uint8_t fp[CBF_FP_LEN])
 	 * steps from the second half's low bits; the index takes the first
 	 * half's low bits and the second half's high bits. */
 	struct fpkey k = {
-		.tag = (uint32_t)(load_le64(fp) & ((1u << URLIDX_TAG_BITS) - 1)),
-		.h = load_le64(fp + 8),
+		.tag = (uint32_t)(le_get64(fp) & ((1u << URLIDX_TAG_BITS) - 1)),
+		.h = le_get64(fp + 8),
 	};
 
 	return k;

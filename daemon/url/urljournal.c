@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "le.h"
 #include "log.h"
 
 #define URLJOURNAL_MAGIC	0x31464a55u	/* "UJF1" */
@@ -31,33 +32,6 @@ struct urljournal {
 	size_t buf_len;
 	uint64_t bytes_written, frames_written, syncs;
 };
-
-static void
-put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
 
 static int
 write_all(int fd, const void *data, size_t len, off_t off)
@@ -236,9 +210,9 @@ entry_decode(const uint8_t *p, struct urlmem_entry *e)
 {
 	memset(e, 0, sizeof(*e));
 	memcpy(e->fp, p, CBF_FP_LEN);
-	e->count = get_le32(p + 16);
-	e->first_seen_ms = get_le64(p + 20);
-	e->last_seen_ms = get_le64(p + 28);
+	e->count = le_get32(p + 16);
+	e->first_seen_ms = le_get64(p + 20);
+	e->last_seen_ms = le_get64(p + 28);
 }
 
 int
@@ -264,12 +238,12 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 				break;
 			goto read_err;
 		}
-		n = get_le32(hdr + 4);
-		seq = get_le64(hdr + 8);
+		n = le_get32(hdr + 4);
+		seq = le_get64(hdr + 8);
 		/* The first frame may come after the one the store expects
 		 * only if the store lost commits ([store] sync = none and a
 		 * power failure): its frames are all there is. */
-		if (get_le32(hdr) != URLJOURNAL_MAGIC ||
+		if (le_get32(hdr) != URLJOURNAL_MAGIC ||
 		    (seq != want && (off != 0 || seq < want)) ||
 		    n > (j->size - off - sizeof(hdr)) / URLJOURNAL_ENTRY_LEN)
 			break;
@@ -286,7 +260,7 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 				break;
 			goto read_err;
 		}
-		if (frame_crc(hdr, payload, len) != get_le32(hdr + 16))
+		if (frame_crc(hdr, payload, len) != le_get32(hdr + 16))
 			break;
 		if (seq != want) {
 			log_warnx("%s: the store holds the URL journal up to "
@@ -370,16 +344,16 @@ urljournal_append(struct urljournal *j, const struct urlmem_entry *e,
 	p = j->buf + URLJOURNAL_FRAME_HEADER;
 	for (size_t i = 0; i < n; i++, p += URLJOURNAL_ENTRY_LEN) {
 		memcpy(p, e[i].fp, CBF_FP_LEN);
-		put_le32(p + 16, e[i].count);
-		put_le64(p + 20, e[i].first_seen_ms);
-		put_le64(p + 28, e[i].last_seen_ms);
+		le_put32(p + 16, e[i].count);
+		le_put64(p + 20, e[i].first_seen_ms);
+		le_put64(p + 28, e[i].last_seen_ms);
 	}
-	put_le32(j->buf, URLJOURNAL_MAGIC);
-	put_le32(j->buf + 4, (uint32_t)n);
-	put_le64(j->buf + 8, j->seq + 1);
-	put_le32(j->buf + 16, frame_crc(j->buf, j->buf +
+	le_put32(j->buf, URLJOURNAL_MAGIC);
+	le_put32(j->buf + 4, (uint32_t)n);
+	le_put64(j->buf + 8, j->seq + 1);
+	le_put32(j->buf + 16, frame_crc(j->buf, j->buf +
 	    URLJOURNAL_FRAME_HEADER, len - URLJOURNAL_FRAME_HEADER));
-	put_le32(j->buf + 20, 0);
+	le_put32(j->buf + 20, 0);
 	if (write_all(j->fd, j->buf, len, (off_t)j->offset) == -1)
 		return -1;
 	j->offset += len;

@@ -99,13 +99,7 @@ urlset_reader_free(struct urlset_reader *rd)
 		}
 	pthread_mutex_unlock(&rd->us->readers_lock);
 	store_reader_free(rd->txn);
-	free(rd->cands);
-	free(rd->pages);
-	free(rd->segs);
-	free(rd->which);
-	free(rd->retry);
-	free(rd->maybe);
-	free(rd->found);
+	urlset_reader_release(rd);
 	free(rd);
 }
 

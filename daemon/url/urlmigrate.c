@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "le.h"
 #include "log.h"
 #include "urlset_impl.h"
 
@@ -30,19 +31,6 @@ struct v1_batch {
 	const char *bad;
 };
 
-static uint32_t
-get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
 static int
 take_v1(const void *key, size_t klen, const void *val, size_t vlen, void *arg)
 {
@@ -57,11 +45,11 @@ take_v1(const void *key, size_t klen, const void *val, size_t vlen, void *arg)
 		return -1;
 	}
 	memcpy(r.fp, key, CBF_FP_LEN);
-	r.count = get_le32(v);
-	r.first_seen_ms = get_le64(v + 8);
-	r.last_seen_ms = get_le64(v + 16);
+	r.count = le_get32(v);
+	r.first_seen_ms = le_get64(v + 8);
+	r.last_seen_ms = le_get64(v + 16);
 	for (int i = 0; i < CBF_K; i++)
-		r.idx[i] = get_le32(v + 24 + 4 * i);
+		r.idx[i] = le_get32(v + 24 + 4 * i);
 	if (urlrec_encode(&r, b->recs + b->n * URLREC_LEN) == -1) {
 		b->bad = "a format 1 URL record's counters span blocks";
 		return -1;

@@ -6,35 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "le.h"
+
 /* Records walked from the interpolated guess before searching by halves. */
 #define URLSEG_WALK 6
-
-static void
-put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
 
 static uint32_t
 fp_top32(const uint8_t *fp)
@@ -52,32 +27,32 @@ urlrec_encode(const struct url_record *r, uint8_t out[URLREC_LEN])
 		if (r->idx[i] / CBF_BLOCK != block)
 			return -1;
 	memcpy(out, r->fp, CBF_FP_LEN);
-	put_le32(out + 16, r->count);
-	put_le32(out + 20, block);
+	le_put32(out + 16, r->count);
+	le_put32(out + 20, block);
 	for (int i = 0; i < CBF_K; i++)
 		out[24 + i] = (uint8_t)(r->idx[i] % CBF_BLOCK);
-	put_le64(out + 32, r->first_seen_ms);
-	put_le64(out + 40, r->last_seen_ms);
+	le_put64(out + 32, r->first_seen_ms);
+	le_put64(out + 40, r->last_seen_ms);
 	return 0;
 }
 
 void
 urlrec_decode(const uint8_t in[URLREC_LEN], struct url_record *r)
 {
-	uint32_t block = get_le32(in + 20);
+	uint32_t block = le_get32(in + 20);
 
 	memcpy(r->fp, in, CBF_FP_LEN);
-	r->count = get_le32(in + 16);
+	r->count = le_get32(in + 16);
 	for (int i = 0; i < CBF_K; i++)
 		r->idx[i] = block * CBF_BLOCK + in[24 + i];
-	r->first_seen_ms = get_le64(in + 32);
-	r->last_seen_ms = get_le64(in + 40);
+	r->first_seen_ms = le_get64(in + 32);
+	r->last_seen_ms = le_get64(in + 40);
 }
 
 uint32_t
 urlrec_count(const uint8_t rec[URLREC_LEN])
 {
-	return get_le32(rec + 16);
+	return le_get32(rec + 16);
 }
 
 /* Items per bucket above which urlrec_sort sorts a bucket by halves: only
@@ -150,10 +125,10 @@ urlseg_record(const uint8_t *seg, uint32_t i)
 void
 urlseg_init(uint8_t *seg, uint32_t n)
 {
-	put_le32(seg, URLSEG_MAGIC);
-	put_le32(seg + 4, n);
+	le_put32(seg, URLSEG_MAGIC);
+	le_put32(seg + 4, n);
 	for (uint32_t j = 0; j < URLSEG_FENCES; j++)
-		put_le32(seg + 8 + 4 * j, j * URLSEG_RUN < n ?
+		le_put32(seg + 8 + 4 * j, j * URLSEG_RUN < n ?
 		    fp_top32(urlseg_record(seg, j * URLSEG_RUN)) : UINT32_MAX);
 }
 
@@ -162,9 +137,9 @@ urlseg_check(const uint8_t *seg, size_t len)
 {
 	uint32_t n;
 
-	if (len < URLSEG_HEADER || get_le32(seg) != URLSEG_MAGIC)
+	if (len < URLSEG_HEADER || le_get32(seg) != URLSEG_MAGIC)
 		return -1;
-	n = get_le32(seg + 4);
+	n = le_get32(seg + 4);
 	if (n > URLSEG_MAX || len != URLSEG_LEN(n))
 		return -1;
 	return n;
@@ -182,7 +157,7 @@ urlseg_fence_guess(const uint8_t fp[CBF_FP_LEN], uint32_t n)
 static uint32_t
 fence(const uint8_t *seg, uint32_t j)
 {
-	return j < URLSEG_FENCES ? get_le32(seg + 8 + 4 * j) : UINT32_MAX;
+	return j < URLSEG_FENCES ? le_get32(seg + 8 + 4 * j) : UINT32_MAX;
 }
 
 void

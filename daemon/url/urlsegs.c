@@ -596,6 +596,33 @@ struct group_rec {
 	uint8_t fp[CBF_FP_LEN];
 };
 
+/*
+ * A segment met in a walk of the table: checks its header, its id and its
+ * live bitmap; returns its number of records, or -1 with w->bad set.
+ */
+static int64_t
+walked_segment(struct seg_walk *w, const void *key, size_t klen,
+    const void *val, size_t vlen, uint32_t *id, struct store_val *bitmap)
+{
+	int64_t nrec;
+
+	if (klen != sizeof(*id) || (nrec = urlseg_check(val, vlen)) < 0) {
+		w->bad = "a URL segment is damaged";
+		return -1;
+	}
+	memcpy(id, key, sizeof(*id));
+	if (*id == 0 || *id > URLIDX_SEG_MAX) {
+		w->bad = "a URL segment has an id out of range";
+		return -1;
+	}
+	if (store_get(w->txn, STORE_URL_LIVE, id, sizeof(*id), bitmap) !=
+	    STORE_OK || bitmap->len < URLSEG_BITMAP_LEN(nrec)) {
+		w->bad = "a URL segment has no live bitmap";
+		return -1;
+	}
+	return nrec;
+}
+
 static int
 rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
     void *arg)
@@ -606,17 +633,8 @@ rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
 	uint32_t id, live = 0;
 	int64_t nrec;
 
-	if (klen != sizeof(id) || (nrec = urlseg_check(val, vlen)) < 0) {
-		w->bad = "a URL segment is damaged";
+	if ((nrec = walked_segment(w, key, klen, val, vlen, &id, &b)) < 0)
 		return -1;
-	}
-	memcpy(&id, key, sizeof(id));
-	if (id == 0 || id > URLIDX_SEG_MAX ||
-	    store_get(w->txn, STORE_URL_LIVE, &id, sizeof(id), &b) !=
-	    STORE_OK || b.len < URLSEG_BITMAP_LEN(nrec)) {
-		w->bad = "a URL segment has no live bitmap";
-		return -1;
-	}
 	if (!w->index_only && dir_grow(us, id) == -1) {
 		w->bad = "out of memory";
 		return -1;
@@ -760,16 +778,8 @@ verify_one(const void *key, size_t klen, const void *val, size_t vlen,
 	uint32_t id, live = 0;
 	int64_t nrec;
 
-	if (klen != sizeof(id) || (nrec = urlseg_check(val, vlen)) < 0) {
-		w->bad = "a URL segment is damaged";
+	if ((nrec = walked_segment(w, key, klen, val, vlen, &id, &b)) < 0)
 		return -1;
-	}
-	memcpy(&id, key, sizeof(id));
-	if (store_get(w->txn, STORE_URL_LIVE, &id, sizeof(id), &b) !=
-	    STORE_OK || b.len < URLSEG_BITMAP_LEN(nrec)) {
-		w->bad = "a URL segment has no live bitmap";
-		return -1;
-	}
 	for (uint32_t i = 0; i < (uint32_t)nrec; i++) {
 		struct url_record r;
 		uint32_t idx[CBF_K], segs[URLIDX_MAX_CANDIDATES];

@@ -341,17 +341,12 @@ urlset_free(struct urlset *us)
 	if (us->started)
 		urlset_stop(us);
 	urljournal_close(us->journal);
-	urlset_reader_free(us->wrd);
 	urlmem_free(us->mem);
 	urlidx_free(us->idx);
 	cbf_free(us->filter);
 	EVP_MD_free(us->md5);
-	free(us->stage);
-	free(us->stage_map);
-	free(us->frame);
-	free(us->lookup_which);
-	free(us->lookup_found);
-	free(us->lookup_retry);
+	urlset_release_scratch(us);
+	urlset_reader_free(us->wrd);
 	free(us->dir);
 	free(us->free_ids);
 	pthread_cond_destroy(&us->cond);

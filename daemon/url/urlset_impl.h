@@ -198,7 +198,9 @@ bool urlset_merge_due(const struct urlset *us, bool *forced);
 int urlset_verify_store(struct urlset *us, struct urlset_verify *out);
 void urlset_publish_seg_stats(struct urlset *us);
 
-/* urlwriter.c. */
+/* urlwriter.c.  Frees the memory groups use (it grows again as needed;
+ * the daemon's idle trim returns the pages to the system). */
+void urlset_release_scratch(struct urlset *us);
 /* Applies a group of jobs (all of one durability) now, in this thread: what
  * the writer does; open and the tests call it directly. */
 void urlset_apply_group(struct urlset *us, struct urlset_job *list);

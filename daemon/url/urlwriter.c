@@ -440,10 +440,8 @@ after_group(struct urlset *us)
 	}
 }
 
-/* Writer: gives back the memory groups use (the daemon's idle trim then
- * returns the pages to the system). */
-static void
-release_scratch(struct urlset *us)
+void
+urlset_release_scratch(struct urlset *us)
 {
 	free(us->stage);
 	free(us->stage_map);
@@ -458,7 +456,8 @@ release_scratch(struct urlset *us)
 	us->lookup_found = NULL;
 	us->stage_cap = 0;
 	us->stage_map_mask = 0;
-	urlset_reader_release(us->wrd);
+	if (us->wrd != NULL)
+		urlset_reader_release(us->wrd);
 }
 
 /*
@@ -485,7 +484,7 @@ idle_work(struct urlset *us, uint64_t idle_since)
 	    urlset_merge_step(us, &did, forced) == STORE_OK && did)
 		return true;
 	if (quiet && us->stage_cap > 0)
-		release_scratch(us);
+		urlset_release_scratch(us);
 	return false;
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "le.h"
 #include "testutil.h"
 #include "urljournal.h"
 
@@ -267,33 +268,6 @@ fresh(const char *dir, uint64_t *checkpoint)
 	return j;
 }
 
-static uint32_t
-le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-le64(const uint8_t *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void
-put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 START_TEST(test_append_replay)
 {
 	/* Frames appended and closed are replayed, whole and in order,
@@ -362,19 +336,19 @@ START_TEST(test_layout)
 		const uint8_t *p = buf + URLJOURNAL_FRAME_HEADER;
 
 		peek(dir, w.frame_off[f], buf, w.frame_len[f]);
-		ck_assert_uint_eq(le32(buf), JMAGIC);
-		ck_assert_uint_eq(le32(buf + 4), n);
-		ck_assert_uint_eq(le64(buf + 8), cp + 1 + f);
-		ck_assert_uint_eq(le32(buf + 16), crc32c(crc32c(0, buf + 4, 12),
+		ck_assert_uint_eq(le_get32(buf), JMAGIC);
+		ck_assert_uint_eq(le_get32(buf + 4), n);
+		ck_assert_uint_eq(le_get64(buf + 8), cp + 1 + f);
+		ck_assert_uint_eq(le_get32(buf + 16), crc32c(crc32c(0, buf + 4, 12),
 		    p, n * URLJOURNAL_ENTRY_LEN));
 		for (size_t i = 0; i < n; i++, p += URLJOURNAL_ENTRY_LEN) {
 			const struct urlmem_entry *e =
 			    &w.e[w.frame_first[f] + i];
 
 			ck_assert_mem_eq(p, e->fp, CBF_FP_LEN);
-			ck_assert_uint_eq(le32(p + 16), e->count);
-			ck_assert_uint_eq(le64(p + 20), e->first_seen_ms);
-			ck_assert_uint_eq(le64(p + 28), e->last_seen_ms);
+			ck_assert_uint_eq(le_get32(p + 16), e->count);
+			ck_assert_uint_eq(le_get64(p + 20), e->first_seen_ms);
+			ck_assert_uint_eq(le_get64(p + 28), e->last_seen_ms);
 		}
 	}
 	written_reset(&w);
@@ -1074,22 +1048,22 @@ START_TEST(test_handmade_frames)
 	urljournal_close(j);
 	for (int k = 0; k < 3; k++) {
 		memset(f, 0, sizeof(f));
-		put_le32(f, JMAGIC);
-		put_le32(f + 4, 2);
-		put_le64(f + 8, seq + 1 + k);
+		le_put32(f, JMAGIC);
+		le_put32(f + 4, 2);
+		le_put64(f + 8, seq + 1 + k);
 		for (int i = 0; i < 2; i++) {
 			uint8_t *p = f + URLJOURNAL_FRAME_HEADER +
 			    i * URLJOURNAL_ENTRY_LEN;
 
 			memset(p, 0x10 * k + i, CBF_FP_LEN);
-			put_le32(p + 16, 100 * k + i);
-			put_le64(p + 20, 1000 * k + i);
-			put_le64(p + 28, 2000 * k + i);
+			le_put32(p + 16, 100 * k + i);
+			le_put64(p + 20, 1000 * k + i);
+			le_put64(p + 28, 2000 * k + i);
 		}
-		put_le32(f + 16, crc32c(crc32c(0, f + 4, 12),
+		le_put32(f + 16, crc32c(crc32c(0, f + 4, 12),
 		    f + URLJOURNAL_FRAME_HEADER, 2 * URLJOURNAL_ENTRY_LEN));
 		if (k == 2)
-			put_le32(f + 4, 0x7fffffff);	/* too many */
+			le_put32(f + 4, 0x7fffffff);	/* too many */
 		poke(dir, (size_t)k * sizeof(f), f, sizeof(f));
 	}
 	j = open_journal(dir, SIZE);
