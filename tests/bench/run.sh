@@ -74,10 +74,17 @@ cleanup() {
 trap cleanup EXIT
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Listeners take ports below the kernel's range for outgoing connections:
+# a port in it may be a client socket's (the load test opens 15,000), which
+# nothing listens on, and then a server cannot bind it.
 free_port() {
-	local p
-	for p in $(shuf -i 20000-60000 -n 50); do
-		if port_free "$p"; then echo "$p"; return; fi
+	local p low
+	read -r low _ < /proc/sys/net/ipv4/ip_local_port_range
+	[ "$low" -gt 11024 ] || low=61000
+	for p in $(shuf -i 10000-$((low - 1)) -n 50); do
+		if port_free "$p" && ! ss -Htan "sport = :$p" | grep -q .; then
+			echo "$p"; return
+		fi
 	done
 	echo "run.sh: no free port" >&2
 	exit 1
