@@ -47,7 +47,8 @@ BASE_CFLAGS := -std=c11 -pthread $(WARNINGS) $(CFLAGS) $(PKG_CFLAGS) \
 # its own headers and those of the layers below it, and no others: the
 # include paths below enforce it at compile time, and tools/check-layers
 # (run by make test) checks every #include against the same table.
-#   lib                 arena, log, mailbox, work queue, worker threads
+#   lib                 arena, log, mailbox, work queue, worker threads,
+#                       CRC-32C, byte order, hash mixing
 #   text, store         documents' terms and fingerprints; the LMDB store
 #                       and its writer
 #   url, doc, accel     the URL set; the documents and their tables; the

@@ -267,7 +267,7 @@ simhash_prefetch(const void *doc, size_t len)
 uint64_t
 simhash_fmix64(uint64_t h)
 {
-	return simhash_fmix64_inline(h);
+	return fmix64(h);
 }
 
 uint64_t
@@ -278,7 +278,7 @@ simhash_term(enum simhash_term_hash th, const void *term, size_t len)
 
 	while (len-- > 0)
 		h = h * SIMHASH_SDBM_MULT + *p++;
-	return th == SIMHASH_TERM_HASH_SDBM ? h : simhash_fmix64_inline(h);
+	return th == SIMHASH_TERM_HASH_SDBM ? h : fmix64(h);
 }
 
 void
@@ -585,7 +585,7 @@ simhash_acc_term(struct simhash_acc *acc, uint64_t sdbm,
 	if (acc->stop && len <= acc->sh->stop_max &&
 	    stopwords_contains(acc->sh->sw, term, len))
 		return;
-	acc->pend[acc->npend++] = acc->fmix ? simhash_fmix64_inline(sdbm) :
+	acc->pend[acc->npend++] = acc->fmix ? fmix64(sdbm) :
 	    sdbm;
 	acc->nterms++;
 	if (acc->npend == SIMHASH_PEND)

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fmix64.h"
 #include "simhash.h"
 #include "stopwords.h"
 
@@ -183,17 +184,6 @@ extern const uint64_t simhash_pow[17];
 
 /* For tests: the window size of a scratch (1..SIMHASH_WINDOW). */
 void simhash_scratch_set_window(struct simhash_scratch *sc, size_t window);
-
-static inline uint64_t
-simhash_fmix64_inline(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
 
 /*
  * The mask of a vector's first min(left, lanes) lanes (lanes <= 8), for the

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fmix64.h"
 #include "le.h"
 
 #define URLIDX_SLOTS		16	/* entries per 64-byte bucket */
@@ -61,17 +62,6 @@ static uint64_t
 mulhi(uint64_t a, uint64_t b)
 {
 	return (uint64_t)(((unsigned __int128)a * b) >> 64);
-}
-
-static uint64_t
-fmix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
 }
 
 static uint64_t
