@@ -11,7 +11,9 @@
 # own count), the anonymous memory per URL at rest, a batch's latency with
 # one in flight, the restart.  Then relaxed submits, and the three phases
 # with digests (the client canonicalizes and hashes before the clock, as
-# redis_bench does for Redis), each on a fresh nddd.
+# redis_bench does for Redis), each on a fresh nddd.  BENCH_BASELINE_NDDD,
+# the path of another nddd binary (an earlier release), runs the same
+# durable phases on it first, in the same run, for a before and after.
 #
 # The cost curve: one nddd filled in steps of a million URLs; submit and
 # check rates at each of BENCH_CURVE_LEVELS stored (default 1M 5M 20M 50M;
@@ -106,23 +108,29 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "== url service: $urls synthetic URLs + real lists, $clients clients x $window batches of 1000 in flight"
 
-# A fresh nddd for each run below; $1 names its directory.  Data and
-# configuration under $tmp/$1.
-start_nddd() {
-	local name=$1 extra=${2:-}
-	port=$(free_port)
-	mkdir -p "$tmp/$name"
-	cat > "$tmp/$name/nddd.conf" <<CONF
+# An nddd's configuration, DIR/nddd.conf, listening on $port, its data
+# in DIR/data, durable by default.
+write_conf() {	# directory, URL capacity, extra configuration lines
+	mkdir -p "$1"
+	cat > "$1/nddd.conf" <<CONF
 [server]
 listen = 127.0.0.1:$port
 [store]
-data_dir = $tmp/$name/data
+data_dir = $1/data
 sync = full
 [urls]
-capacity = $((urls + 200000))
-$extra
+capacity = $2
+${3:-}
 CONF
-	"$bin/nddd" -c "$tmp/$name/nddd.conf" "${as_root[@]}" \
+}
+
+# A fresh nddd for each run below; $1 names its directory.  Data and
+# configuration under $tmp/$1.
+start_nddd() {	# name, extra configuration lines, binary
+	local name=$1 extra=${2:-} exe=${3:-$bin/nddd}
+	port=$(free_port)
+	write_conf "$tmp/$name" $((urls + 200000)) "$extra"
+	"$exe" -c "$tmp/$name/nddd.conf" "${as_root[@]}" \
 		2> "$tmp/$name/nddd.log" &
 	nddd=$!
 	pids+=("$nddd")
@@ -134,21 +142,43 @@ stop_nddd() { kill -TERM "$nddd"; wait "$nddd"; }
 disk_dev=$(basename "$(df --output=source "$tmp" | tail -1)")
 sectors() { awk '{ print $7 }' "/sys/class/block/$disk_dev/stat" 2>/dev/null || echo 0; }
 
+# The durable phases on the nddd just started: submit, check of the stored
+# URLs, check of unseen ones.  Sets out (their lines), stored (the URLs
+# stored) and disk_bytes (per stored URL, the submit phase).
+url_phases() {
+	local s0 s1 sub chk unseen
+	s0=$(sectors)
+	sub=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
+		-w "$window" "${file_args[@]}" --phase submit)
+	sync
+	s1=$(sectors)
+	chk=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
+		-w "$window" "${file_args[@]}" --phase check)
+	unseen=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
+		-w "$window" --phase check-new)
+	out=$(printf '%s\n%s\n%s\n' "$sub" "$chk" "$unseen" | grep phase=)
+	stored=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "urls" { print $2 }')
+	disk_bytes=$(( (s1 - s0) * 512 / stored ))
+}
+
+if [ -n "${BENCH_BASELINE_NDDD:-}" ]; then
+	echo "== baseline: $BENCH_BASELINE_NDDD, the same durable phases"
+	start_nddd baseline "" "$BENCH_BASELINE_NDDD"
+	url_phases
+	base_out=$out
+	sed 's/^/baseline /' <<<"$out"
+	echo "baseline disk_bytes_written_per_url=$disk_bytes (device $disk_dev, the submit phase)"
+	sleep 6
+	echo "baseline stored_urls=$stored anonymous_bytes=$(( $(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup") * 1024 ))"
+	stop_nddd
+	rm -rf "$tmp/baseline"
+	echo "== nddd"
+fi
 start_nddd durable
 durable_port=$port
-s0=$(sectors)
-sub=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
-	-w "$window" "${file_args[@]}" --phase submit)
-sync
-s1=$(sectors)
-chk=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
-	-w "$window" "${file_args[@]}" --phase check)
-unseen=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
-	-w "$window" --phase check-new)
-out=$(printf '%s\n%s\n%s\n' "$sub" "$chk" "$unseen" | grep phase=)
+url_phases
 echo "$out"
-stored=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "urls" { print $2 }')
-echo "nddd disk_bytes_written_per_url=$(( (s1 - s0) * 512 / stored )) (device $disk_dev, the submit phase)"
+echo "nddd disk_bytes_written_per_url=$disk_bytes (device $disk_dev, the submit phase)"
 "$bin/nddctl" -H "127.0.0.1:$port" stats | grep -E '^url_store\.(journal_bytes_written|store_bytes_written|flushes|merges|segments)' | sed 's/^/nddd /'
 # Memory at rest: once nothing is in flight the daemon gives back what
 # bursts left in its heaps (every 5 s).
@@ -268,6 +298,11 @@ cmp_line "check-unseen (URLs)" "$out" check-unseen "$redis_out" check-unseen
 cmp_line "durable submit, digests, vs appendfsync always" "$dg" submit "$dout" submit
 cmp_line "check-seen, digests" "$dg" check-seen "$redis_out" check-seen
 cmp_line "check-unseen, digests" "$dg" check-unseen "$redis_out" check-unseen
+if [ -n "${base_out:-}" ]; then
+	for ph in submit check-seen check-unseen; do
+		echo "$ph vs baseline: nddd $(field "$out" "$ph" urls_per_s)/s, baseline $(field "$base_out" "$ph" urls_per_s)/s, ratio $(ratio "$(field "$out" "$ph" urls_per_s)" "$(field "$base_out" "$ph" urls_per_s)")"
+	done
+fi
 
 if [ "${BENCH_CURVE:-1}" != 0 ]; then
 	# The cost curve: one nddd, in memory, filled in steps of a million
@@ -278,16 +313,7 @@ if [ "${BENCH_CURVE:-1}" != 0 ]; then
 	top=${levels[${#levels[@]} - 1]}
 	echo "== url cost curve: submit and check rates at ${levels[*]} stored URLs, in memory"
 	port=$(free_port)
-	mkdir -p "$tmp/curve"
-	cat > "$tmp/curve/nddd.conf" <<CONF
-[server]
-listen = 127.0.0.1:$port
-[store]
-data_dir = $tmp/curve/data
-sync = full
-[urls]
-capacity = $((top + 1000000))
-CONF
+	write_conf "$tmp/curve" $((top + 1000000))
 	"$bin/nddd" -c "$tmp/curve/nddd.conf" "${as_root[@]}" \
 		2> "$tmp/curve/nddd.log" &
 	nddd=$!
@@ -356,16 +382,7 @@ if [ "${BENCH_PAST_RAM:-1}" != 0 ]; then
 	past_run() {	# name, cgroup or empty
 		local name=$1 cg=$2 s c u l
 		port=$(free_port)
-		mkdir -p "$tmp/$name"
-		cat > "$tmp/$name/nddd.conf" <<CONF
-[server]
-listen = 127.0.0.1:$port
-[store]
-data_dir = $tmp/$name/data
-sync = full
-[urls]
-capacity = $pcap
-CONF
+		write_conf "$tmp/$name" "$pcap"
 		sync
 		echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
 		if [ -n "$cg" ]; then
