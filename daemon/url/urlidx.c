@@ -245,11 +245,17 @@ make_room(struct urlidx_table *t, uint64_t b1, uint64_t b2, uint64_t *freed_b,
 	if (b2 != b1)
 		nodes[n++] = (struct bfs_node){ b2, -1, -1 };
 	for (int head = 0; head < n; head++) {
-		uint64_t b = nodes[head].bucket;
+		uint64_t b = nodes[head].bucket, alt[URLIDX_SLOTS];
 		const uint32_t *s = bucket(t, b);
 
+		/* The alternates are random lines of a table far larger
+		 * than the caches: ask for all of them before reading one. */
 		for (int i = 0; i < URLIDX_SLOTS; i++) {
-			uint64_t a = bucket_other(t, b, s[i] >> URLIDX_SEG_BITS);
+			alt[i] = bucket_other(t, b, s[i] >> URLIDX_SEG_BITS);
+			__builtin_prefetch(bucket(t, alt[i]));
+		}
+		for (int i = 0; i < URLIDX_SLOTS; i++) {
+			uint64_t a = alt[i];
 			int j;
 
 			if (a == b)
