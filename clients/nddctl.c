@@ -7,6 +7,7 @@
  * arguments.  The commands that talk to a daemon share the options before
  * the command name.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,26 @@ usage(FILE *out)
 	    "                        (the daemon's rules, asked from it; "
 	    "output unchanged)\n"
 	    "\nexit status: 0 success, 1 some items failed, 2 usage error, "
-	    "3 daemon unreachable\nor connection lost.\n", NDDD_DEFAULT_PORT);
+	    "3 daemon unreachable\nor connection lost, 4 the output could not "
+	    "be written.\n", NDDD_DEFAULT_PORT);
+}
+
+/*
+ * Whether all of standard output reached its file: a full disk or a closed
+ * pipe must not pass for success.
+ */
+static bool
+output_written(void)
+{
+	int failed_before = ferror(stdout);
+
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		fprintf(stderr, "nddctl: cannot write the output%s%s\n",
+		    failed_before ? "" : ": ",
+		    failed_before ? "" : strerror(errno));
+		return false;
+	}
+	return true;
 }
 
 int
@@ -131,7 +151,7 @@ main(int argc, char **argv)
 	};
 	char *end;
 	long v;
-	int ch;
+	int ch, status;
 
 	/* Options stop at the command name: the command parses the rest. */
 	while ((ch = getopt_long(argc, argv, "+H:h", longopts, NULL)) != -1) {
@@ -206,9 +226,9 @@ main(int argc, char **argv)
 		argc -= optind;
 		argv += optind;
 		optind = 0;	/* the command's getopt starts afresh */
-		if (cmd->local_cmd != NULL)
-			return cmd->local_cmd(argc, argv);
-		return cmd->daemon_cmd(&co, argc, argv);
+		status = cmd->local_cmd != NULL ? cmd->local_cmd(argc, argv) :
+		    cmd->daemon_cmd(&co, argc, argv);
+		return output_written() ? status : NDDCTL_EXIT_OUTPUT;
 	}
 	fprintf(stderr, "nddctl: unknown command '%s'\n", argv[optind]);
 	usage(stderr);
@@ -226,6 +246,47 @@ nddctl_connect(const struct nddctl_common *co)
 		free(err);
 	}
 	return c;
+}
+
+void
+nddctl_put_field(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char b = (unsigned char)s[i];
+
+		switch (b) {
+		case '\\':
+			fputs("\\\\", stdout);
+			break;
+		case '\t':
+			fputs("\\t", stdout);
+			break;
+		case '\r':
+			fputs("\\r", stdout);
+			break;
+		case '\n':
+			fputs("\\n", stdout);
+			break;
+		default:
+			if (b < 0x20 || b == 0x7f)
+				printf("\\x%02x", b);
+			else
+				putchar(b);
+		}
+	}
+}
+
+void
+nddctl_print_error(const char *code, const char *message, const char *url,
+    size_t url_len)
+{
+	printf("error\t%s: ", code);
+	if (message != NULL)
+		nddctl_put_field(message, strlen(message));
+	putchar('\t');
+	if (url != NULL)
+		nddctl_put_field(url, url_len);
+	putchar('\n');
 }
 
 void

@@ -18,6 +18,7 @@
 #define NDDCTL_EXIT_ITEMS	1	/* some items failed; see the output */
 #define NDDCTL_EXIT_USAGE	2	/* bad command line or input */
 #define NDDCTL_EXIT_UNREACHABLE	3	/* daemon unreachable or lost */
+#define NDDCTL_EXIT_OUTPUT	4	/* the output could not be written */
 
 /* Options common to the commands that talk to a daemon. */
 struct nddctl_common {
@@ -44,6 +45,16 @@ int nddctl_simhash(int argc, char **argv);
 
 /* Connects or prints why not; NULL means exit NDDCTL_EXIT_UNREACHABLE. */
 nddd_client *nddctl_connect(const struct nddctl_common *co);
+
+/*
+ * Writes s[0..len) to stdout as one field of a text line: a backslash, TAB,
+ * CR, LF or other control byte becomes \\, \t, \r, \n or \xHH, so that
+ * no field splits a line or a column.
+ */
+void nddctl_put_field(const char *s, size_t len);
+/* "error<TAB>CODE: message<TAB>url" on stdout, its fields escaped. */
+void nddctl_print_error(const char *code, const char *message,
+    const char *url, size_t url_len);
 
 /* Prints obj as one line of JSON on stdout and releases it. */
 void nddctl_print_json(json_t *obj);

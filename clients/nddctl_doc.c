@@ -91,9 +91,12 @@ json_near(const struct nddd_doc *d)
 static void
 print_near_text(const struct nddd_doc *d)
 {
-	for (size_t i = 0; i < d->nnear; i++)
-		printf("near\t%" PRIu64 "\t%u\t%s\n", d->near[i].doc_id,
-		    d->near[i].distance, d->near[i].url);
+	for (size_t i = 0; i < d->nnear; i++) {
+		printf("near\t%" PRIu64 "\t%u\t", d->near[i].doc_id,
+		    d->near[i].distance);
+		nddctl_put_field(d->near[i].url, strlen(d->near[i].url));
+		putchar('\n');
+	}
 	if (d->near_total > d->nnear)
 		printf("more\t%" PRIu64 "\n", d->near_total - d->nnear);
 }
@@ -116,14 +119,14 @@ print_reply(const struct nddctl_common *co, const char *url, size_t url_len,
 			json_object_set_new(e, "code",
 			    json_string(nddd_code_name(r->code)));
 			json_object_set_new(e, "message",
-			    nddctl_json_string(r->message,
-			    strlen(r->message)));
+			    nddctl_json_string(r->message ? r->message : "",
+			    r->message ? strlen(r->message) : 0));
 			json_object_set_new(o, "error", e);
 			nddctl_print_json(o);
 		} else {
 			json_decref(o);
-			printf("error\t%s: %s\t%.*s\n", nddd_code_name(r->code),
-			    r->message, (int)url_len, url ? url : "");
+			nddctl_print_error(nddd_code_name(r->code),
+			    r->message, url, url_len);
 		}
 		return 1;
 	}
@@ -145,9 +148,10 @@ print_reply(const struct nddctl_common *co, const char *url, size_t url_len,
 			nddctl_print_json(o);
 			return 0;
 		}
-		printf("doc\t%" PRIu64 "\t%016" PRIx64 "\t%" PRIu64 "\t%.*s\n",
-		    r->doc.doc_id, r->doc.simhash, r->doc.group, (int)url_len,
-		    url);
+		printf("doc\t%" PRIu64 "\t%016" PRIx64 "\t%" PRIu64 "\t",
+		    r->doc.doc_id, r->doc.simhash, r->doc.group);
+		nddctl_put_field(url, url_len);
+		putchar('\n');
 		print_near_text(&r->doc);
 		break;
 	case NDDD_REPLY_DOC_QUERY:
@@ -173,8 +177,10 @@ print_reply(const struct nddctl_common *co, const char *url, size_t url_len,
 			nddctl_print_json(o);
 			return 0;
 		}
-		printf("%s\t%" PRIu64 "\t%.*s\n", r->deleted_id ? "deleted" :
-		    "not_found", r->deleted_id, (int)url_len, url);
+		printf("%s\t%" PRIu64 "\t", r->deleted_id ? "deleted" :
+		    "not_found", r->deleted_id);
+		nddctl_put_field(url, url_len);
+		putchar('\n');
 		break;
 	default:
 		printf("error\tunexpected reply\n");
@@ -274,8 +280,8 @@ print_pending(const struct nddctl_common *co, struct pending *p)
 		} else {
 			json_decref(o);
 			json_decref(e);
-			printf("error\tINVALID_ARGUMENT: %s\t%s\n", p->error,
-			    p->url ? p->url : "");
+			nddctl_print_error("INVALID_ARGUMENT", p->error,
+			    p->url, p->url_len);
 		}
 		failed = 1;
 	} else

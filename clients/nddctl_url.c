@@ -96,8 +96,8 @@ print_result(const struct nddctl_common *co, enum nddd_url_op op,
 
 	if (code != NDDD_OK) {
 		if (!co->json) {
-			printf("error\t%s: %s\t%.*s\n", nddd_code_name(code),
-			    message ? message : "", (int)len, url);
+			nddctl_print_error(nddd_code_name(code), message, url,
+			    len);
 			return;
 		}
 		o = json_object();
@@ -124,8 +124,9 @@ print_result(const struct nddctl_common *co, enum nddd_url_op op,
 		break;
 	}
 	if (!co->json) {
-		printf("%s\t%llu\t%.*s\n", status, (unsigned long long)count,
-		    (int)len, url);
+		printf("%s\t%llu\t", status, (unsigned long long)count);
+		nddctl_put_field(url, len);
+		putchar('\n');
 		return;
 	}
 	o = json_object();

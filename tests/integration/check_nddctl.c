@@ -186,6 +186,73 @@ START_TEST(test_unreachable_and_usage)
 }
 END_TEST
 
+/* Tab-separated fields of each line of text: the count of fields. */
+static int
+fields_of_line(const char *line, size_t len)
+{
+	int n = 1;
+
+	for (size_t i = 0; i < len; i++)
+		n += line[i] == '\t';
+	return n;
+}
+
+/*
+ * Text output stays one line of tab-separated fields per result whatever
+ * the URLs hold (control characters and backslashes are escaped), and an
+ * output that cannot be written is an error, not a success.
+ */
+START_TEST(test_text_escapes_and_unwritable_output)
+{
+	static const char input[] =
+	    "http://esc.example/a\tb\n"		/* TAB */
+	    "http://esc.example/c\rd\n"		/* CR */
+	    "http://esc.example/e\\f\n"		/* backslash */
+	    "http://esc.example/g\x01h\n";		/* another control */
+	static const char *const shown[] = {
+		"http://esc.example/a\\tb", "http://esc.example/c\\rd",
+		"http://esc.example/e\\\\f", "http://esc.example/g\\x01h",
+	};
+	struct harness h;
+	char *args, *out, *cmd, *line;
+	size_t nlines = 0;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-submit -", h.address), -1);
+	(void)run(args, input, &out);
+	line = out;
+	for (char *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+		size_t len = (size_t)(nl - line);
+
+		ck_assert_uint_lt(nlines, 4);
+		ck_assert_msg(fields_of_line(line, len) == 3,
+		    "not 3 fields: %.*s", (int)len, line);
+		ck_assert_msg(len >= strlen(shown[nlines]) &&
+		    memcmp(nl - strlen(shown[nlines]), shown[nlines],
+		    strlen(shown[nlines])) == 0, "line %zu ends not in %s: %.*s",
+		    nlines, shown[nlines], (int)len, line);
+		nlines++;
+	}
+	ck_assert_uint_eq(nlines, 4);
+	ck_assert_str_eq(line, "");
+	free(out);
+
+	/* A full device: exit status 4, for a daemon command and for a
+	 * local one. */
+	ck_assert_int_ne(asprintf(&cmd, "echo http://full.example/ | %s %s "
+	    "> /dev/full 2> /dev/null", nddctl_bin(), args), -1);
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 4);
+	free(cmd);
+	ck_assert_int_ne(asprintf(&cmd, "echo some words | %s simhash - "
+	    "> /dev/full 2> /dev/null", nddctl_bin()), -1);
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 4);
+	free(cmd);
+	free(args);
+	harness_cleanup(&h);
+}
+END_TEST
+
 /*
  * The URL commands give the same output and exit status with --relaxed,
  * --durable and --digests as without: each list of options runs against a
@@ -501,6 +568,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_text_and_stats);
 	tcase_add_test(tc, test_large_stdin_keeps_order);
 	tcase_add_test(tc, test_unreachable_and_usage);
+	tcase_add_test(tc, test_text_escapes_and_unwritable_output);
 	tcase_add_test(tc, test_doc_commands);
 	tcase_add_test(tc, test_url_options_same_output);
 	tcase_add_test(tc, test_stats_url_store_and_verify);
