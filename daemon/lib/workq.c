@@ -127,12 +127,6 @@ workq_free(struct workq *wq)
 	free(wq);
 }
 
-unsigned
-workq_threads(const struct workq *wq)
-{
-	return wq->nthreads;
-}
-
 void
 workq_push(struct workq *wq, struct workq_item *item)
 {

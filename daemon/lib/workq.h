@@ -33,8 +33,6 @@ struct workq *workq_new(unsigned nthreads, void *(*tls_new)(void *arg),
     void (*tls_free)(void *tls), void *arg, char **cause);
 /* Runs what is queued, stops the threads and frees the pool. */
 void workq_free(struct workq *wq);
-/* The number of threads. */
-unsigned workq_threads(const struct workq *wq);
 /* Queues an item; any thread may call it. */
 void workq_push(struct workq *wq, struct workq_item *item);
 

@@ -182,12 +182,6 @@ conn_fail(struct conn *c, Nddd__V1__Code code, const char *message)
 	conn_close_after_flush(c);
 }
 
-const char *
-conn_peer(const struct conn *c)
-{
-	return c->peer;
-}
-
 void
 conn_hold(struct conn *c)
 {

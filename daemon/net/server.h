@@ -85,7 +85,5 @@ void conn_fail(struct conn *c, Nddd__V1__Code code, const char *message);
  */
 void conn_hold(struct conn *c);
 void conn_release(struct conn *c);
-/* Where c came from, for logs. */
-const char *conn_peer(const struct conn *c);
 
 #endif

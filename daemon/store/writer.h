@@ -10,11 +10,12 @@
  *
  * If a transaction fails because the store is full (or the transaction too
  * large), its jobs are retried one per transaction, so that what still fits
- * (deletes, in particular) goes through; the others fail with STORE_FULL.  Any other failure fails
- * every job of the transaction.
+ * (deletes, in particular) goes through; the others fail with STORE_FULL.
+ * Any other failure fails every job of the transaction.
  *
- * Threads: writer_submit and writer_stop from the loop; the job callbacks
- * as each one says.
+ * Threads: writer_submit from any thread (the loop, request workers, the
+ * URL writer's callbacks: it takes the queue's lock); writer_stop from the
+ * loop; the job callbacks as each one says.
  */
 #ifndef NDDD_WRITER_H
 #define NDDD_WRITER_H
@@ -72,7 +73,7 @@ struct writer;
 
 /* Starts the writer thread on st, delivering finished jobs into base. */
 struct writer *writer_new(struct store *st, struct event_base *base);
-/* Loop thread: queues a job.  Its done callback will run in the loop. */
+/* Any thread: queues a job.  Its done callback will run in the loop. */
 void writer_submit(struct writer *w, struct writer_job *job);
 /* Jobs queued or in a transaction, not yet handed back. */
 size_t writer_pending(struct writer *w);

@@ -77,43 +77,6 @@ struct simhash_profile simhash_profile;
 /* The selected kernel; NULL until the first use or selection. */
 static const struct simhash_kernel *simhash_active;
 
-void
-simhash_options_defaults(struct simhash_options *opts)
-{
-	memset(opts, 0, sizeof(*opts));
-	/* The finalizer keeps unrelated documents apart (DESIGN 4.3). */
-	opts->term_hash = SIMHASH_TERM_HASH_SDBM_FMIX64;
-	/* Next to the configuration file: conf/ in the source tree. */
-	snprintf(opts->stopwords, sizeof(opts->stopwords), "stopwords.txt");
-	opts->simd = SIMHASH_SIMD_AUTO;
-}
-
-int
-simhash_options_stopwords(const struct simhash_options *opts,
-    const char *base_dir, struct stopwords **out, char **cause)
-{
-	char *path = NULL;
-
-	*out = NULL;
-	if (strcmp(opts->stopwords, "none") == 0)
-		return 0;
-	if (opts->stopwords[0] == '\0') {
-		*cause = strdup("no stop-word list given (use \"none\" for "
-		    "none)");
-		return -1;
-	}
-	if (opts->stopwords[0] != '/' && base_dir != NULL &&
-	    *base_dir != '\0') {
-		if (asprintf(&path, "%s/%s", base_dir, opts->stopwords) == -1) {
-			*cause = strdup(strerror(ENOMEM));
-			return -1;
-		}
-	}
-	*out = stopwords_load(path != NULL ? path : opts->stopwords, cause);
-	free(path);
-	return *out == NULL ? -1 : 0;
-}
-
 const char *
 simhash_term_hash_name(enum simhash_term_hash th)
 {
@@ -466,12 +429,6 @@ enum simhash_term_hash
 simhash_term_hash_of(const struct simhash *sh)
 {
 	return sh->th;
-}
-
-const struct stopwords *
-simhash_stopwords_of(const struct simhash *sh)
-{
-	return sh->sw;
 }
 
 struct simhash_scratch *

@@ -68,35 +68,6 @@ enum simhash_status {
 	SIMHASH_EMPTY_DOCUMENT = 1,	/* no term left after preprocessing */
 };
 
-/*
- * The engine's settings, as the configuration file gives them ([simhash]
- * section).  Filled with defaults by simhash_options_defaults.
- */
-struct simhash_options {
-	/* term_hash = sdbm-fmix64 | sdbm */
-	enum simhash_term_hash term_hash;
-	/*
-	 * stopwords = path of the stop-word list, or "none".  A relative path
-	 * is taken relative to the configuration file's directory (see
-	 * simhash_options_stopwords).
-	 */
-	char stopwords[PATH_MAX];
-	/* simd = auto | avx512 | avx2 | scalar (for diagnosis; all agree) */
-	enum simhash_simd simd;
-};
-
-/* Sets every option to its default. */
-void simhash_options_defaults(struct simhash_options *opts);
-
-/*
- * Loads the stop-word list the options name.  A relative path is resolved
- * against base_dir (NULL: the current directory).  "none" gives *out = NULL
- * (no stop words), which simhash_new accepts.  Returns 0, or -1 with *cause
- * set (the caller frees it).  The caller frees *out with stopwords_free.
- */
-int simhash_options_stopwords(const struct simhash_options *opts,
-    const char *base_dir, struct stopwords **out, char **cause);
-
 /* "sdbm-fmix64" or "sdbm"; NULL for a value outside the enum. */
 const char *simhash_term_hash_name(enum simhash_term_hash th);
 /* Parses a term hash name; returns 0, or -1 if the name is unknown. */
@@ -127,9 +98,8 @@ struct simhash *simhash_new(enum simhash_term_hash th,
     const struct stopwords *sw, char **cause);
 /* Frees an engine; NULL is ignored. */
 void simhash_free(struct simhash *sh);
-/* The engine's term hash and stop-word set (NULL when none). */
+/* The engine's term hash. */
 enum simhash_term_hash simhash_term_hash_of(const struct simhash *sh);
-const struct stopwords *simhash_stopwords_of(const struct simhash *sh);
 
 /*
  * Per-thread working memory (a few tens of KiB, fixed: documents of any
