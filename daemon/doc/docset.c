@@ -444,16 +444,18 @@ docset_k(const struct docset *ds)
 	return ds->k;
 }
 
-void
+int
 docset_stats(struct docset *ds, struct store_txn *txn,
     struct docset_stats *out)
 {
-	out->docs = store_count(txn, STORE_DOCS);
+	int rc = store_count(txn, STORE_DOCS, &out->docs);
+
 	out->distinct = nearidx_distinct(ds->idx);
 	out->table_bytes = nearidx_memory_bytes(ds->idx);
 	out->k = ds->k;
 	out->blocks = nearidx_blocks(ds->idx);
 	out->tables = nearidx_tables(ds->idx);
+	return rc;
 }
 
 struct verify_scan {
@@ -532,7 +534,8 @@ docset_verify(struct docset *ds, struct docset_verify *out)
 	}
 	if ((rc = store_reader_begin(vs.txn)) == STORE_OK) {
 		rc = store_scan_txn(vs.txn, STORE_DOCS, verify_doc, &vs);
-		urls = store_count(vs.txn, STORE_DOC_URLS);
+		if (rc == STORE_OK)
+			rc = store_count(vs.txn, STORE_DOC_URLS, &urls);
 		store_reader_end(vs.txn);
 	}
 	store_reader_free(vs.txn);

@@ -136,8 +136,9 @@ int64_t docset_near(struct docset *ds, uint64_t fp, unsigned kq,
 int docset_group_for(struct docset *ds, struct store_txn *txn, uint64_t fp,
     uint64_t exclude, uint64_t exclude_fp, uint64_t *group);
 
-/* Statistics; docs is read through txn (a begun reader). */
-void docset_stats(struct docset *ds, struct store_txn *txn,
+/* Statistics; docs is read through txn (a begun reader).  Returns a store
+ * status (the count of records may fail to be read). */
+int docset_stats(struct docset *ds, struct store_txn *txn,
     struct docset_stats *out);
 
 /*

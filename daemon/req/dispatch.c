@@ -158,8 +158,13 @@ run_stats(struct dispatch *d, struct worker_ctx *ctx, uint64_t id, bool full,
 		    store_strstatus(rc));
 		return;
 	}
-	docset_stats(d->ds, ctx->reader, &ds);
+	rc = docset_stats(d->ds, ctx->reader, &ds);
 	store_reader_end(ctx->reader);
+	if (rc != STORE_OK) {
+		frame_write_error(out, id, NDDD__V1__CODE__INTERNAL,
+		    store_strstatus(rc));
+		return;
+	}
 	urlset_stats(d->us, &us);
 	res.version = (char *)NDDD_VERSION;
 	res.canon = (char *)urlset_canon_id(d->us);
@@ -579,16 +584,19 @@ dispatch_render_gauges(void *arg, struct evbuffer *out)
 	struct docset_stats ds = { 0 };
 	struct accel_stats as;
 	struct writer_stats ws;
+	int docs_rc = store_reader_begin(d->loop_reader);
 
-	if (store_reader_begin(d->loop_reader) == STORE_OK) {
-		docset_stats(d->ds, d->loop_reader, &ds);
+	if (docs_rc == STORE_OK) {
+		docs_rc = docset_stats(d->ds, d->loop_reader, &ds);
 		store_reader_end(d->loop_reader);
 	}
 	urlset_stats(d->us, &us);
 	writer_stats(d->w, &ws);
 	accel_stats(d->acc, &as);
-	metrics_render_value(out, "nddd_docs", "gauge", "Documents stored.",
-	    (double)ds.docs);
+	/* A count the store could not give is left out, not shown as 0. */
+	if (docs_rc == STORE_OK)
+		metrics_render_value(out, "nddd_docs", "gauge",
+		    "Documents stored.", (double)ds.docs);
 	metrics_render_value(out, "nddd_docs_distinct_fingerprints", "gauge",
 	    "Distinct fingerprints among the stored documents.",
 	    (double)ds.distinct);

@@ -374,14 +374,23 @@ store_txn_id(struct store_txn *txn)
 	return (uint64_t)mdb_txn_id(txn->txn);
 }
 
-uint64_t
-store_count(struct store_txn *txn, enum store_table t)
+int (*store_fault_hook)(const char *call);
+
+int
+store_count(struct store_txn *txn, enum store_table t, uint64_t *out)
 {
 	MDB_stat stat;
+	int rc;
 
-	if (mdb_stat(txn->txn, txn->st->dbi[t], &stat) != 0)
-		return 0;
-	return stat.ms_entries;
+	*out = 0;
+	if (store_fault_hook != NULL && store_fault_hook("count"))
+		rc = EIO;
+	else
+		rc = mdb_stat(txn->txn, txn->st->dbi[t], &stat);
+	if (rc != MDB_SUCCESS)
+		return store_status(rc, "count");
+	*out = stat.ms_entries;
+	return STORE_OK;
 }
 
 uint64_t

@@ -115,8 +115,13 @@ int store_drop(struct store_txn *txn, enum store_table t);
  * write transaction's, the one it commits as.  Ids only grow.
  */
 uint64_t store_txn_id(struct store_txn *txn);
-/* Number of records in table t as seen by txn. */
-uint64_t store_count(struct store_txn *txn, enum store_table t);
+/* Number of records in table t as seen by txn, in *out.  Returns a status. */
+int store_count(struct store_txn *txn, enum store_table t, uint64_t *out);
+/*
+ * For tests: when set, store_count asks it first and fails as a damaged
+ * map would (STORE_FAILED) when it returns non-zero.
+ */
+extern int (*store_fault_hook)(const char *call);
 /* Bytes of the map in use (pages below the last page used). */
 uint64_t store_bytes_used(struct store *st);
 

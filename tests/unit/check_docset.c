@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "docset.h"
 #include "store.h"
 #include "testutil.h"
@@ -90,6 +92,72 @@ del(struct fixture *fx, const char *url)
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	return id;
 }
+
+/* Fails every store call it is asked about. */
+static int
+fail_all(const char *call)
+{
+	(void)call;
+	return 1;
+}
+
+/*
+ * A store that cannot count its records makes stats and verify fail, not
+ * report zero documents or a false mismatch; once it can, both agree with
+ * what is stored.
+ */
+START_TEST(test_store_failures_surface)
+{
+	struct fixture fx = { .dir = tu_tmpdir() };
+	struct docset_stats stats;
+	struct docset_verify v;
+	struct store_txn *rd;
+	char *cause;
+
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_ptr_nonnull(fx.ds);
+	/* Keyed as the daemon keys them (verify checks it): URL, MD5. */
+	for (int i = 0; i < 2; i++) {
+		const char *url = i ? "http://b.example/" : "http://a.example/";
+		uint8_t key[DOCSET_KEY_LEN];
+		unsigned int mdlen;
+		struct store_txn *txn;
+		struct doc_record r;
+		struct doc_undo undo;
+		bool c;
+
+		ck_assert(EVP_Digest(url, strlen(url), key, &mdlen, EVP_md5(),
+		    NULL));
+		ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+		ck_assert_int_eq(docset_put(fx.ds, txn, key, url, strlen(url),
+		    i ? 0xff00ff00ff00ff00ULL : 0x1234, 1000, &r, &c, &undo),
+		    STORE_OK);
+		ck_assert_int_eq(store_commit(txn), STORE_OK);
+	}
+	rd = store_reader_new(fx.st);
+	ck_assert_ptr_nonnull(rd);
+
+	store_fault_hook = fail_all;
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	ck_assert_int_eq(docset_stats(fx.ds, rd, &stats), STORE_FAILED);
+	store_reader_end(rd);
+	ck_assert_int_eq(docset_verify(fx.ds, &v), STORE_FAILED);
+	ck_assert_uint_eq(v.url_mismatches, 0);
+	store_fault_hook = NULL;
+
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	ck_assert_int_eq(docset_stats(fx.ds, rd, &stats), STORE_OK);
+	store_reader_end(rd);
+	ck_assert_uint_eq(stats.docs, 2);
+	ck_assert_int_eq(docset_verify(fx.ds, &v), STORE_OK);
+	ck_assert_uint_eq(v.records, 2);
+	ck_assert_uint_eq(v.url_mismatches + v.table_mismatches, 0);
+	store_reader_free(rd);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
 
 START_TEST(test_groups)
 {
@@ -363,6 +431,7 @@ docset_suite(void)
 	tcase_add_test(tc, test_abort_is_taken_back);
 	tcase_add_test(tc, test_near_and_reopen_against_brute_force);
 	tcase_add_test(tc, test_term_hash_fixed_once_documents_exist);
+	tcase_add_test(tc, test_store_failures_surface);
 	suite_add_tcase(s, tc);
 	return s;
 }
