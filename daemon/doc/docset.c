@@ -162,6 +162,71 @@ docset_near(struct docset *ds, uint64_t fp, unsigned kq, uint64_t exclude,
 	return total;
 }
 
+void
+docset_neighbours_free(struct docset_neighbour *nb, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(nb[i].url);
+	free(nb);
+}
+
+int
+docset_neighbours(struct docset *ds, struct store_txn *txn, uint64_t fp,
+    unsigned kq, uint64_t exclude, uint64_t exclude_fp, size_t max,
+    struct docset_neighbour **out, size_t *n, uint64_t *total)
+{
+	struct nearidx_hit *hits = malloc((max + 1) * sizeof(*hits));
+	struct docset_neighbour *nb = NULL;
+	size_t got;
+	int64_t t;
+	int rc = STORE_FAILED;
+
+	*out = NULL;
+	*n = 0;
+	*total = 0;
+	if (hits == NULL)
+		goto nomem;
+	if ((t = docset_near(ds, fp, kq, exclude, exclude_fp, hits, max)) < 0) {
+		log_warnx("%s: k %u is above %u", __func__, kq, ds->k);
+		goto fail;
+	}
+	got = (size_t)t < max ? (size_t)t : max;
+	if (got > 0 && (nb = calloc(got, sizeof(*nb))) == NULL)
+		goto nomem;
+	for (size_t i = 0; i < got; i++) {
+		struct doc_record r;
+
+		rc = docset_record(ds, txn, hits[i].doc_id, &r);
+		if (rc == STORE_NOTFOUND) {
+			t--;	/* not committed yet: not a neighbour yet */
+			continue;
+		}
+		if (rc != STORE_OK)
+			goto fail;	/* the store said why */
+		nb[*n].id = r.id;
+		nb[*n].group = r.group;
+		nb[*n].distance = hits[i].distance;
+		nb[*n].url_len = r.url_len;
+		if ((nb[*n].url = malloc(r.url_len + 1)) == NULL)
+			goto nomem;
+		memcpy(nb[*n].url, r.url, r.url_len);
+		nb[*n].url[r.url_len] = '\0';
+		(*n)++;
+	}
+	free(hits);
+	*out = nb;
+	*total = (uint64_t)t;
+	return STORE_OK;
+nomem:
+	log_warnx("%s: out of memory", __func__);
+	rc = STORE_FAILED;
+fail:
+	docset_neighbours_free(nb, *n);
+	free(hits);
+	*n = 0;
+	return rc;
+}
+
 int
 docset_group_for(struct docset *ds, struct store_txn *txn, uint64_t fp,
     uint64_t exclude, uint64_t exclude_fp, uint64_t *group)

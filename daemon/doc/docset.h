@@ -118,6 +118,28 @@ int docset_get(struct docset *ds, struct store_txn *txn,
 int docset_record(struct docset *ds, struct store_txn *txn, uint64_t id,
     struct doc_record *out);
 
+/* A neighbour, copied out of a transaction. */
+struct docset_neighbour {
+	uint64_t id;
+	uint64_t group;
+	unsigned distance;
+	char *url;		/* url_len bytes and a NUL */
+	size_t url_len;
+};
+
+/*
+ * docset_near's hits with their URLs and groups read through txn, at most
+ * max.  Records txn does not see (a document stored by a transaction not
+ * yet committed) are left out.  Returns a store status: STORE_OK with the
+ * list in *out (free it with docset_neighbours_free), its length in *n
+ * and how many are within kq in *total; the status of a record that could
+ * not be read; STORE_FAILED when out of memory or kq is above k.
+ */
+int docset_neighbours(struct docset *ds, struct store_txn *txn, uint64_t fp,
+    unsigned kq, uint64_t exclude, uint64_t exclude_fp, size_t max,
+    struct docset_neighbour **out, size_t *n, uint64_t *total);
+void docset_neighbours_free(struct docset_neighbour *nb, size_t n);
+
 /*
  * The stored documents within kq (<= docset_k) of fp, nearest first, then
  * oldest, except the document exclude (0: none) whose fingerprint is

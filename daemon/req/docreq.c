@@ -41,15 +41,6 @@ struct doc_op {
 	struct doc_op *next;		/* the loop's pending list */
 };
 
-/* A neighbour copied out of a transaction. */
-struct neighbour {
-	uint64_t id;
-	uint64_t group;
-	unsigned distance;
-	char *url;
-	size_t url_len;
-};
-
 static void
 op_free(struct doc_op *op)
 {
@@ -60,73 +51,10 @@ op_free(struct doc_op *op)
 	free(op);
 }
 
-static void
-neighbours_free(struct neighbour *nb, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(nb[i].url);
-	free(nb);
-}
-
-/*
- * The stored documents within k of fp (except exclude), with their URLs
- * and groups read through txn.  Records not visible to txn (a document
- * being stored by a transaction not yet committed) are left out.  Returns
- * 0 with the list in *out (caller frees with neighbours_free), its length
- * in *n and the number within k in *total; -1 when out of memory.
- */
-static int
-neighbours_read(const struct docreq_env *env, struct store_txn *txn,
-    uint64_t fp, unsigned k, uint64_t exclude, uint64_t exclude_fp,
-    struct neighbour **out, size_t *n, uint64_t *total)
-{
-	size_t max = env->max_results, got;
-	struct nearidx_hit *hits = malloc((max + 1) * sizeof(*hits));
-	struct neighbour *nb = NULL;
-	int64_t t;
-
-	*out = NULL;
-	*n = 0;
-	*total = 0;
-	if (hits == NULL)
-		return -1;
-	t = docset_near(env->ds, fp, k, exclude, exclude_fp, hits, max);
-	if (t < 0)
-		t = 0;
-	got = (size_t)t < max ? (size_t)t : max;
-	if (got > 0 && (nb = calloc(got, sizeof(*nb))) == NULL) {
-		free(hits);
-		return -1;
-	}
-	for (size_t i = 0; i < got; i++) {
-		struct doc_record r;
-
-		if (docset_record(env->ds, txn, hits[i].doc_id, &r) !=
-		    STORE_OK) {
-			t--;
-			continue;
-		}
-		nb[*n].id = r.id;
-		nb[*n].group = r.group;
-		nb[*n].distance = hits[i].distance;
-		nb[*n].url_len = r.url_len;
-		if ((nb[*n].url = malloc(r.url_len + 1)) == NULL) {
-			neighbours_free(nb, *n);
-			free(hits);
-			return -1;
-		}
-		memcpy(nb[*n].url, r.url, r.url_len);
-		(*n)++;
-	}
-	free(hits);
-	*out = nb;
-	*total = (uint64_t)t;
-	return 0;
-}
 
 /* The reply's Neighbour messages, pointing into nb. */
 static Nddd__V1__Neighbour **
-neighbour_messages(const struct neighbour *nb, size_t n,
+neighbour_messages(const struct docset_neighbour *nb, size_t n,
     Nddd__V1__Neighbour **store)
 {
 	Nddd__V1__Neighbour *m = calloc(n + 1, sizeof(*m));
@@ -155,7 +83,7 @@ neighbour_messages(const struct neighbour *nb, size_t n,
 static void
 write_doc(struct evbuffer *out, uint64_t req_id, uint64_t doc_id, uint64_t fp,
     uint64_t group, const char *url, size_t url_len, bool created,
-    const struct neighbour *nb, size_t n, uint64_t total)
+    const struct docset_neighbour *nb, size_t n, uint64_t total)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__DocResult res = NDDD__V1__DOC_RESULT__INIT;
@@ -186,7 +114,7 @@ write_doc(struct evbuffer *out, uint64_t req_id, uint64_t doc_id, uint64_t fp,
 /* Appends a DocQueryResult reply to out. */
 static void
 write_query(struct evbuffer *out, uint64_t req_id, uint64_t fp,
-    const struct neighbour *nb, size_t n, uint64_t total)
+    const struct docset_neighbour *nb, size_t n, uint64_t total)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__DocQueryResult res = NDDD__V1__DOC_QUERY_RESULT__INIT;
@@ -230,7 +158,7 @@ struct doc_job {
 	/* Results, copied out of the transaction. */
 	uint64_t id, group;
 	bool created;
-	struct neighbour *near;
+	struct docset_neighbour *near;
 	size_t nnear;
 	uint64_t near_total;
 };
@@ -238,7 +166,7 @@ struct doc_job {
 static void
 doc_job_free(struct doc_job *j)
 {
-	neighbours_free(j->near, j->nnear);
+	docset_neighbours_free(j->near, j->nnear);
 	op_free(j->op);
 	free(j);
 }
@@ -252,7 +180,7 @@ doc_job_apply(struct writer_job *wj, struct store_txn *txn)
 	int rc;
 
 	/* A retried job starts afresh. */
-	neighbours_free(j->near, j->nnear);
+	docset_neighbours_free(j->near, j->nnear);
 	j->near = NULL;
 	j->nnear = 0;
 	if (j->delete)
@@ -264,10 +192,8 @@ doc_job_apply(struct writer_job *wj, struct store_txn *txn)
 		return rc;
 	j->id = r.id;
 	j->group = r.group;
-	if (neighbours_read(j->env, txn, op->fp, op->k, r.id, r.fp, &j->near,
-	    &j->nnear, &j->near_total) == -1)
-		return STORE_FAILED;
-	return STORE_OK;
+	return docset_neighbours(j->env->ds, txn, op->fp, op->k, r.id, r.fp,
+	    j->env->max_results, &j->near, &j->nnear, &j->near_total);
 }
 
 static void
@@ -336,7 +262,7 @@ query_task_run(struct worker_task *wt, void *arg)
 	struct worker_ctx *ctx = arg;
 	struct doc_op *op = t->op;
 	const struct docreq_env *env = op->env;
-	struct neighbour *nb = NULL;
+	struct docset_neighbour *nb = NULL;
 	struct doc_record self;
 	uint64_t total, exclude = 0, exclude_fp = 0, group = 0;
 	size_t n = 0;
@@ -353,10 +279,10 @@ query_task_run(struct worker_task *wt, void *arg)
 		exclude = self.id;
 		exclude_fp = self.fp;
 	}
-	if (neighbours_read(env, ctx->reader, op->fp, op->k, exclude,
-	    exclude_fp, &nb, &n, &total) == -1) {
-		frame_write_error(t->reply, op->origin.id,
-		    NDDD__V1__CODE__INTERNAL, "out of memory");
+	if ((rc = docset_neighbours(env->ds, ctx->reader, op->fp, op->k,
+	    exclude, exclude_fp, env->max_results, &nb, &n, &total)) !=
+	    STORE_OK) {
+		write_store_error(t->reply, op->origin.id, rc);
 		t->failed = true;
 	} else if (op->kind == DOC_WOULD_JOIN) {
 		/* Sorted nearest, then oldest: the group it would join. */
@@ -366,7 +292,7 @@ query_task_run(struct worker_task *wt, void *arg)
 	} else
 		write_query(t->reply, op->origin.id, op->fp, nb, n, total);
 	store_reader_end(ctx->reader);
-	neighbours_free(nb, n);
+	docset_neighbours_free(nb, n);
 }
 
 static void
@@ -665,7 +591,7 @@ start_query(struct docreq_env *env, struct worker_ctx *ctx,
     struct evbuffer *out, struct doc_op **op)
 {
 	unsigned k = q->max_distance ? q->max_distance->k : docset_k(env->ds);
-	struct neighbour *nb;
+	struct docset_neighbour *nb;
 	uint64_t total;
 	size_t n;
 	int rc;
@@ -691,13 +617,12 @@ start_query(struct docreq_env *env, struct worker_ctx *ctx,
 			write_store_error(out, origin->id, rc);
 			return DOCREQ_ANSWERED;
 		}
-		if (neighbours_read(env, ctx->reader, q->simhash, k, 0, 0,
-		    &nb, &n, &total) == -1)
-			frame_write_error(out, origin->id,
-			    NDDD__V1__CODE__INTERNAL, "out of memory");
+		if ((rc = docset_neighbours(env->ds, ctx->reader, q->simhash,
+		    k, 0, 0, env->max_results, &nb, &n, &total)) != STORE_OK)
+			write_store_error(out, origin->id, rc);
 		else {
 			write_query(out, origin->id, q->simhash, nb, n, total);
-			neighbours_free(nb, n);
+			docset_neighbours_free(nb, n);
 		}
 		store_reader_end(ctx->reader);
 		return DOCREQ_ANSWERED;
@@ -716,7 +641,7 @@ start_get(const struct docreq_env *env, struct worker_ctx *ctx,
 {
 	uint8_t key[DOCSET_KEY_LEN];
 	struct doc_record r;
-	struct neighbour *nb;
+	struct docset_neighbour *nb;
 	const char *cause;
 	uint64_t total;
 	size_t n, len;
@@ -737,14 +662,14 @@ start_get(const struct docreq_env *env, struct worker_ctx *ctx,
 		    "no document has this URL");
 	else if (rc != STORE_OK)
 		write_store_error(out, origin->id, rc);
-	else if (neighbours_read(env, ctx->reader, r.fp, docset_k(env->ds),
-	    r.id, r.fp, &nb, &n, &total) == -1)
-		frame_write_error(out, origin->id, NDDD__V1__CODE__INTERNAL,
-		    "out of memory");
+	else if ((rc = docset_neighbours(env->ds, ctx->reader, r.fp,
+	    docset_k(env->ds), r.id, r.fp, env->max_results, &nb, &n,
+	    &total)) != STORE_OK)
+		write_store_error(out, origin->id, rc);
 	else {
 		write_doc(out, origin->id, r.id, r.fp, r.group, r.url,
 		    r.url_len, false, nb, n, total);
-		neighbours_free(nb, n);
+		docset_neighbours_free(nb, n);
 	}
 	store_reader_end(ctx->reader);
 	return DOCREQ_ANSWERED;

@@ -63,6 +63,8 @@ store_strstatus(int status)
 	return "unknown store status";
 }
 
+int (*store_fault_hook)(const char *call);
+
 /* Translates an LMDB return code at the module's edge. */
 static int
 store_status(int rc, const char *what)
@@ -315,7 +317,8 @@ store_get(struct store_txn *txn, enum store_table t, const void *key,
     size_t klen, struct store_val *out)
 {
 	MDB_val k = { klen, (void *)key }, v;
-	int rc = mdb_get(txn->txn, txn->st->dbi[t], &k, &v);
+	int rc = store_fault_hook != NULL && store_fault_hook("get") ? EIO :
+	    mdb_get(txn->txn, txn->st->dbi[t], &k, &v);
 
 	if (rc == 0) {
 		out->data = v.mv_data;
@@ -373,8 +376,6 @@ store_txn_id(struct store_txn *txn)
 {
 	return (uint64_t)mdb_txn_id(txn->txn);
 }
-
-int (*store_fault_hook)(const char *call);
 
 int
 store_count(struct store_txn *txn, enum store_table t, uint64_t *out)

@@ -118,8 +118,9 @@ uint64_t store_txn_id(struct store_txn *txn);
 /* Number of records in table t as seen by txn, in *out.  Returns a status. */
 int store_count(struct store_txn *txn, enum store_table t, uint64_t *out);
 /*
- * For tests: when set, store_count asks it first and fails as a damaged
- * map would (STORE_FAILED) when it returns non-zero.
+ * For tests: when set, store_count and store_get ask it first (with "count"
+ * or "get") and fail as a damaged map would (STORE_FAILED) when it returns
+ * non-zero.
  */
 extern int (*store_fault_hook)(const char *call);
 /* Bytes of the map in use (pages below the last page used). */

@@ -93,12 +93,11 @@ del(struct fixture *fx, const char *url)
 	return id;
 }
 
-/* Fails every store call it is asked about. */
+/* Fails only counts. */
 static int
-fail_all(const char *call)
+fail_counts(const char *call)
 {
-	(void)call;
-	return 1;
+	return strcmp(call, "count") == 0;
 }
 
 /*
@@ -137,7 +136,7 @@ START_TEST(test_store_failures_surface)
 	rd = store_reader_new(fx.st);
 	ck_assert_ptr_nonnull(rd);
 
-	store_fault_hook = fail_all;
+	store_fault_hook = fail_counts;
 	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
 	ck_assert_int_eq(docset_stats(fx.ds, rd, &stats), STORE_FAILED);
 	store_reader_end(rd);
@@ -152,6 +151,69 @@ START_TEST(test_store_failures_surface)
 	ck_assert_int_eq(docset_verify(fx.ds, &v), STORE_OK);
 	ck_assert_uint_eq(v.records, 2);
 	ck_assert_uint_eq(v.url_mismatches + v.table_mismatches, 0);
+	store_reader_free(rd);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
+
+/* Fails only record reads. */
+static int
+fail_gets(const char *call)
+{
+	return strcmp(call, "get") == 0;
+}
+
+/*
+ * Neighbours with their records: a document the reader's snapshot does
+ * not hold yet is left out (and not counted), and a record that cannot be
+ * read fails the call instead of passing for one not stored yet.
+ */
+START_TEST(test_neighbours_visible_and_failing)
+{
+	struct fixture fx = { .dir = tu_tmpdir() };
+	const uint64_t x = 0x0123456789abcdefULL;
+	struct docset_neighbour *nb;
+	struct store_txn *rd;
+	uint64_t total;
+	size_t n;
+	char *cause;
+
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_ptr_nonnull(fx.ds);
+	put(&fx, "http://a.example/", x, NULL);
+	put(&fx, "http://b.example/", x ^ 1, NULL);
+	rd = store_reader_new(fx.st);
+	ck_assert_ptr_nonnull(rd);
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	put(&fx, "http://c.example/", x ^ 2, NULL);	/* after the snapshot */
+
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, x, 3, 0, 0, 10, &nb, &n,
+	    &total), STORE_OK);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(total, 2);
+	ck_assert_str_eq(nb[0].url, "http://a.example/");
+	ck_assert_uint_eq(nb[0].distance, 0);
+	ck_assert_str_eq(nb[1].url, "http://b.example/");
+	ck_assert_uint_eq(nb[1].distance, 1);
+	docset_neighbours_free(nb, n);
+
+	store_fault_hook = fail_gets;
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, x, 3, 0, 0, 10, &nb, &n,
+	    &total), STORE_FAILED);
+	store_fault_hook = NULL;
+	ck_assert_uint_eq(n, 0);
+	store_reader_end(rd);
+
+	/* A newer snapshot holds all three. */
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, x, 3, 0, 0, 10, &nb, &n,
+	    &total), STORE_OK);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(total, 3);
+	docset_neighbours_free(nb, n);
+	store_reader_end(rd);
 	store_reader_free(rd);
 	close_docs(&fx);
 	tu_rmtree(fx.dir);
@@ -432,6 +494,7 @@ docset_suite(void)
 	tcase_add_test(tc, test_near_and_reopen_against_brute_force);
 	tcase_add_test(tc, test_term_hash_fixed_once_documents_exist);
 	tcase_add_test(tc, test_store_failures_surface);
+	tcase_add_test(tc, test_neighbours_visible_and_failing);
 	suite_add_tcase(s, tc);
 	return s;
 }
