@@ -67,6 +67,21 @@ finish(struct writer *w, struct writer_job *job)
 	mailbox_post(w->mb, &job->msg);
 }
 
+/* Reverses the jobs from list up to end in place; returns the new first. */
+static struct writer_job *
+reverse_jobs(struct writer_job *list, struct writer_job *end)
+{
+	struct writer_job *prev = end, *job = list, *next;
+
+	while (job != end) {
+		next = job->next;
+		job->next = prev;
+		prev = job;
+		job = next;
+	}
+	return prev;
+}
+
 /*
  * Tells the jobs from list up to (not including) end that their transaction
  * aborted, the last first: effects outside the store are taken back in the
@@ -76,22 +91,12 @@ finish(struct writer *w, struct writer_job *job)
 static void
 undo_jobs(struct writer_job *list, struct writer_job *end)
 {
-	struct writer_job *job, **v;
-	size_t n = 0, i = 0;
+	struct writer_job *last = reverse_jobs(list, end), *job;
 
-	for (job = list; job != end; job = job->next)
-		n++;
-	if (n == 0)
-		return;
-	if ((v = malloc(n * sizeof(*v))) == NULL)
-		fatalx("%s: out of memory taking back a transaction", __func__);
-	for (job = list; job != end; job = job->next)
-		v[i++] = job;
-	while (i > 0) {
-		job = v[--i];
+	/* No allocation here: an abort must not be able to fail. */
+	for (job = last; job != end; job = job->next)
 		job->ops->aborted(job);
-	}
-	free(v);
+	reverse_jobs(last, end);	/* the queue's order, for the retries */
 }
 
 /*

@@ -4,13 +4,18 @@
  * directory.
  */
 #include <check.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include <event2/event.h>
+
 #include "store.h"
 #include "testutil.h"
+#include "writer.h"
 
 static struct store *
 open_store(const char *dir)
@@ -165,6 +170,134 @@ START_TEST(test_full_map)
 }
 END_TEST
 
+/*
+ * The writer's group commit, with jobs that record what happens to them:
+ * job 1 runs alone and holds the writer until jobs 2 to 5 are queued, so
+ * they form the next group; job 4 finds the store full.
+ */
+struct order_job {
+	struct writer_job wj;
+	int n;
+	bool hold, full;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool holding, released;
+	int applied[16], aborted[16], done[16];
+	int napplied, naborted, ndone;
+	struct event_base *base;
+} order = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static int
+order_apply(struct writer_job *wj, struct store_txn *txn)
+{
+	struct order_job *j = (struct order_job *)wj;
+
+	(void)txn;
+	pthread_mutex_lock(&order.lock);
+	order.applied[order.napplied++] = j->n;
+	if (j->hold) {
+		order.holding = true;
+		pthread_cond_broadcast(&order.cond);
+		while (!order.released)
+			pthread_cond_wait(&order.cond, &order.lock);
+	}
+	pthread_mutex_unlock(&order.lock);
+	return j->full ? STORE_FULL : STORE_OK;
+}
+
+static void
+order_committed(struct writer_job *wj)
+{
+	(void)wj;
+}
+
+static void
+order_aborted(struct writer_job *wj)
+{
+	pthread_mutex_lock(&order.lock);
+	order.aborted[order.naborted++] = ((struct order_job *)wj)->n;
+	pthread_mutex_unlock(&order.lock);
+}
+
+static void
+order_done(struct writer_job *wj)
+{
+	order.done[order.ndone++] = ((struct order_job *)wj)->n;
+	if (order.ndone == 5)
+		event_base_loopbreak(order.base);
+}
+
+/*
+ * A transaction that fails takes its applied jobs back, the last first;
+ * when the store was full, the jobs are then retried one per transaction
+ * in the order they were queued, and only the one that does not fit fails.
+ */
+START_TEST(test_writer_abort_order_and_retries)
+{
+	static const struct writer_job_ops ops = {
+		.apply = order_apply, .committed = order_committed,
+		.aborted = order_aborted, .done = order_done,
+	};
+	static const int applied[] = { 1, 2, 3, 4, 2, 3, 4, 5 };
+	static const int aborted[] = { 4, 3, 2, 4 };
+	struct order_job jobs[5];
+	struct timeval guard = { 20, 0 };
+	char *dir = tu_tmpdir();
+	struct store *st = open_store(dir);
+	struct writer *w;
+
+	order.base = event_base_new();
+	ck_assert_ptr_nonnull(order.base);
+	w = writer_new(st, order.base);
+	ck_assert_ptr_nonnull(w);
+	memset(jobs, 0, sizeof(jobs));
+	for (int i = 0; i < 5; i++) {
+		jobs[i].wj.ops = &ops;
+		jobs[i].wj.cost = 1;
+		jobs[i].n = i + 1;
+	}
+	jobs[0].hold = true;
+	jobs[3].full = true;
+	writer_submit(w, &jobs[0].wj);
+	pthread_mutex_lock(&order.lock);
+	while (!order.holding)
+		pthread_cond_wait(&order.cond, &order.lock);
+	pthread_mutex_unlock(&order.lock);
+	for (int i = 1; i < 5; i++)
+		writer_submit(w, &jobs[i].wj);
+	pthread_mutex_lock(&order.lock);
+	order.released = true;
+	pthread_cond_broadcast(&order.cond);
+	pthread_mutex_unlock(&order.lock);
+
+	event_base_loopexit(order.base, &guard);
+	event_base_dispatch(order.base);
+	ck_assert_int_eq(order.ndone, 5);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(order.done[i], i + 1);
+		ck_assert_int_eq(jobs[i].wj.status, i == 3 ? STORE_FULL :
+		    STORE_OK);
+	}
+	ck_assert_int_eq(order.napplied, 8);
+	ck_assert_mem_eq(order.applied, applied, sizeof(applied));
+	ck_assert_int_eq(order.naborted, 4);
+	ck_assert_mem_eq(order.aborted, aborted, sizeof(aborted));
+
+	writer_stop(w);
+	writer_free(w);
+	event_base_free(order.base);
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 Suite *store_suite(void);
 
 Suite *
@@ -177,6 +310,7 @@ store_suite(void)
 	tcase_add_test(tc, test_one_daemon_per_directory);
 	tcase_add_test(tc, test_creates_nested_directory);
 	tcase_add_test(tc, test_full_map);
+	tcase_add_test(tc, test_writer_abort_order_and_retries);
 	suite_add_tcase(s, tc);
 	return s;
 }
