@@ -3,9 +3,9 @@
  */
 #include "metrics.h"
 
-#include <time.h>
-
 #include <event2/buffer.h>
+
+#include "clock.h"
 
 static const double bucket_bounds[METRIC_NBUCKETS] = {
 	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -34,10 +34,7 @@ metrics_op_name(enum metric_op op)
 uint64_t
 metrics_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return clock_mono_ns();
 }
 
 void

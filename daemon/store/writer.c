@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "store.h"
 
@@ -38,15 +39,6 @@ struct writer {
 	/* Statistics: written by the writer thread. */
 	uint64_t commits, jobs, failed_txns;
 };
-
-static uint64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void
 writer_deliver(struct mailbox_msg *msg, void *arg)
@@ -109,7 +101,7 @@ run_txn(struct writer *w, struct writer_job *list)
 {
 	struct store_txn *txn;
 	struct writer_job *job, *failed_at = NULL;
-	uint64_t now = wall_ms();
+	uint64_t now = clock_wall_ms();
 	int rc;
 
 	if ((rc = store_write_begin(w->st, &txn)) != STORE_OK)

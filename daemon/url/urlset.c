@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "urlset_impl.h"
 
@@ -21,22 +22,10 @@
 #define URLSET_JOURNAL_ENTRIES	32768
 bool (*urlset_crash_hook)(enum urlset_crash_point point);
 
-uint64_t
-urlset_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static double
 now_seconds(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_mono_ns() / 1e9;
 }
 
 /*

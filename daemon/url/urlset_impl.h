@@ -116,7 +116,8 @@ struct urlset {
 	size_t nfree, free_cap;
 	uint64_t seg_count, small_segs, sparse_segs, seg_records_total;
 	uint64_t seg_dead;
-	uint64_t unsynced_since_ms;	/* a relaxed frame awaits fdatasync */
+	uint64_t unsynced_since_ms;	/* a relaxed frame awaits fdatasync
+					 * (monotonic) */
 
 	/* The transaction of the last flush, published before the journal's
 	 * table is cleared (acquire, release). */
@@ -209,8 +210,5 @@ void urlset_apply_group(struct urlset *us, struct urlset_job *list);
  * urlset_migrate_batch records. */
 extern size_t urlset_migrate_batch;
 int urlset_migrate_v1(struct urlset *us, char **cause);
-
-/* urlset.c: the wall clock, in milliseconds. */
-uint64_t urlset_now_ms(void);
 
 #endif

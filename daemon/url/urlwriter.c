@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "urlset_impl.h"
 
@@ -253,7 +254,7 @@ void
 urlset_apply_group(struct urlset *us, struct urlset_job *list)
 {
 	struct urlset_job *job;
-	uint64_t now = urlset_now_ms(), added = 0, dup = 0, deleted = 0;
+	uint64_t now = clock_wall_ms(), added = 0, dup = 0, deleted = 0;
 	size_t nkeys = 0, nframe = 0;
 	bool durable = list->durability == URLSET_DURABLE;
 	int64_t live = 0;
@@ -335,7 +336,7 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 				    "is on disk is unknown; stopping", __func__);
 			us->unsynced_since_ms = 0;
 		} else if (us->unsynced_since_ms == 0)
-			us->unsynced_since_ms = now;
+			us->unsynced_since_ms = clock_mono_ms();
 	}
 	if (URLSET_CRASH(URLSET_CRASH_JOURNALED))
 		return;
@@ -390,15 +391,6 @@ run_verify(struct urlset *us, struct urlset_job *job)
 	finish(us, job, rc);
 }
 
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The relaxed frames have waited long enough for their fdatasync. */
 static bool
 relaxed_sync_due(const struct urlset *us, uint64_t now)
@@ -425,7 +417,7 @@ after_group(struct urlset *us)
 {
 	bool forced, did;
 
-	if (relaxed_sync_due(us, urlset_now_ms()))
+	if (relaxed_sync_due(us, clock_mono_ms()))
 		relaxed_sync(us);
 	/* The backlog holds the next group back until it is below the
 	 * bounds again: the store cannot grow without bound behind it. */
@@ -468,9 +460,9 @@ static bool
 idle_work(struct urlset *us, uint64_t idle_since)
 {
 	bool forced, did = false, quiet;
-	uint64_t now = urlset_now_ms();
+	uint64_t now = clock_mono_ms();
 
-	quiet = mono_ms() - idle_since >= URLSET_IDLE_FLUSH_MS;
+	quiet = now - idle_since >= URLSET_IDLE_FLUSH_MS;
 	if (relaxed_sync_due(us, now)) {
 		relaxed_sync(us);
 		return true;
@@ -516,7 +508,7 @@ writer_main(void *arg)
 {
 	struct urlset *us = arg;
 	struct urlset_job *list;
-	uint64_t idle_since = mono_ms();
+	uint64_t idle_since = clock_mono_ms();
 	bool worked = false;
 
 	pthread_setname_np(pthread_self(), "nddd-urls");
@@ -552,7 +544,7 @@ writer_main(void *arg)
 		else
 			urlset_apply_group(us, list);
 		after_group(us);
-		idle_since = mono_ms();
+		idle_since = clock_mono_ms();
 		worked = false;
 	}
 	/* A clean stop leaves the journal empty: the next start replays
