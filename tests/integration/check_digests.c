@@ -50,37 +50,17 @@ list_add(struct list *l, const char *s, size_t len)
 	ck_assert_ptr_nonnull(l->urls[l->n++] = strndup(s, len));
 }
 
-/*
- * Adds every line of a list of the test data as it is, and its URL the way
- * the other tests read it (after a tab; "http://" added where there is no
- * scheme): many lines as they are are not absolute URLs.
- */
+static void
+list_add_line(void *l, const char *s, size_t len)
+{
+	list_add(l, s, len);
+}
+
+/* Adds every line of a list of the test data, and its URL. */
 static void
 list_load(struct list *l, const char *rel)
 {
-	char *path = tu_data_path(rel), *data, *p, *end, *url;
-	size_t len;
-
-	data = tu_read_file(path, &len);
-	ck_assert_msg(data != NULL, "%s: cannot read", path);
-	for (p = data, end = data + len; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((nl ? nl : end) - p);
-		char *tab = memchr(p, '\t', n), *u = tab ? tab + 1 : p;
-		size_t un = n - (size_t)(u - p);
-
-		list_add(l, p, n);
-		if (memmem(u, un, "://", 3) == NULL) {
-			ck_assert_int_ne(asprintf(&url, "http://%.*s", (int)un,
-			    u), -1);
-			list_add(l, url, strlen(url));
-			free(url);
-		} else if (tab != NULL)
-			list_add(l, u, un);
-		p += n + 1;
-	}
-	free(data);
-	free(path);
+	tu_foreach_list_line(rel, list_add_line, l);
 }
 
 static void

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 char *
@@ -109,4 +110,42 @@ uint64_t
 tu_rand_below(uint64_t *state, uint64_t n)
 {
 	return (uint64_t)(((unsigned __int128)tu_rand(state) * n) >> 64);
+}
+
+void
+tu_foreach_list_line(const char *rel,
+    void (*fn)(void *arg, const char *s, size_t len), void *arg)
+{
+	char *path = tu_data_path(rel), *data, *p, *end, *url;
+	size_t len;
+
+	data = tu_read_file(path, &len);
+	ck_assert_msg(data != NULL, "%s: cannot read", path);
+	for (p = data, end = data + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((nl ? nl : end) - p);
+		char *tab = memchr(p, '\t', n), *u = tab ? tab + 1 : p;
+		size_t un = n - (size_t)(u - p);
+
+		fn(arg, p, n);
+		if (memmem(u, un, "://", 3) == NULL) {
+			ck_assert_int_ne(asprintf(&url, "http://%.*s", (int)un,
+			    u), -1);
+			fn(arg, url, strlen(url));
+			free(url);
+		} else if (tab != NULL)
+			fn(arg, u, un);
+		p += n + 1;
+	}
+	free(data);
+	free(path);
+}
+
+double
+tu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }

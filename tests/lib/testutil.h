@@ -21,8 +21,20 @@ char *tu_data_path(const char *rel);
 /* Path of rel under the source tree ($NDDD_SOURCE_DIR, default "."). */
 char *tu_source_path(const char *rel);
 
+/* Seconds on the monotonic clock, for tests that bound their own time. */
+double tu_now(void);
+
 /* Reads a whole file, NUL-terminated; NULL if it cannot be read. */
 char *tu_read_file(const char *path, size_t *len);
+
+/*
+ * Calls fn(arg, s, len) on every line of the URL list rel (relative to the
+ * test data): the line as it is, then its URL as urlgen reads it (after a
+ * tab; "http://" added where there is no scheme) when that differs.  Many
+ * lines as they are are not absolute URLs.
+ */
+void tu_foreach_list_line(const char *rel,
+    void (*fn)(void *arg, const char *s, size_t len), void *arg);
 
 /* splitmix64: a small, fast generator for seeded property tests. */
 uint64_t tu_rand(uint64_t *state);

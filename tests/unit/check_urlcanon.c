@@ -818,33 +818,8 @@ static const char *const url_lists[] = {
 static void
 foreach_list_url(void (*fn)(void *, const char *, size_t), void *arg)
 {
-	for (size_t i = 0; i < sizeof(url_lists) / sizeof(url_lists[0]); i++) {
-		char *path = tu_data_path(url_lists[i]), *data, *p, *end;
-		char *url;
-		size_t len;
-
-		data = tu_read_file(path, &len);
-		ck_assert_msg(data != NULL, "%s: cannot read", path);
-		for (p = data, end = data + len; p < end;) {
-			char *nl = memchr(p, '\n', (size_t)(end - p));
-			size_t n = (size_t)((nl ? nl : end) - p);
-			char *tab = memchr(p, '\t', n), *u = tab ? tab + 1 : p;
-			size_t un = n - (size_t)(u - p);
-
-			fn(arg, p, n);
-			if (memmem(u, un, "://", 3) == NULL) {
-				if (asprintf(&url, "http://%.*s", (int)un, u) ==
-				    -1)
-					ck_abort_msg("out of memory");
-				fn(arg, url, strlen(url));
-				free(url);
-			} else if (tab != NULL)
-				fn(arg, u, un);
-			p += n + 1;
-		}
-		free(data);
-		free(path);
-	}
+	for (size_t i = 0; i < sizeof(url_lists) / sizeof(url_lists[0]); i++)
+		tu_foreach_list_line(url_lists[i], fn, arg);
 }
 
 struct real_run {

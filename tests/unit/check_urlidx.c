@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "urlidx.h"
 #include "testutil.h"
@@ -57,15 +56,6 @@ random_seg(uint64_t *seed)
 	default:
 		return 1 + (uint32_t)tu_rand_below(seed, 64);
 	}
-}
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void
@@ -451,7 +441,7 @@ START_TEST(test_load)
 		struct pair *p = malloc(total * sizeof(*p));
 		struct urlidx_stats st;
 		uint32_t out[MAX_OUT];
-		double t0 = now();
+		double t0 = tu_now();
 
 		ck_assert_ptr_nonnull(x);
 		ck_assert_ptr_nonnull(p);
@@ -473,7 +463,7 @@ START_TEST(test_load)
 		    "%llu entries, %.2f%% of %llu slots (%.2f s)\n",
 		    (unsigned long long)cap, (unsigned long long)n,
 		    100.0 * n / st.slots, (unsigned long long)st.slots,
-		    now() - t0);
+		    tu_now() - t0);
 		if (n < cap)
 			ck_abort_msg("capacity %llu: refused at %llu entries",
 			    (unsigned long long)cap, (unsigned long long)n);
@@ -668,7 +658,7 @@ START_TEST(test_concurrent_readers)
 	 * remove, insert, move; then insert until refused.  Half the entries
 	 * are the readers', so that many of those displaced are.
 	 */
-	t0 = now();
+	t0 = tu_now();
 	while (churn.n < full) {
 		uint32_t seg = random_seg(&seed);
 
@@ -682,7 +672,7 @@ START_TEST(test_concurrent_readers)
 		size_t i = tu_rand_below(&seed, churn.n);
 		uint32_t to = random_seg(&seed);
 
-		if (iter % 256 == 0 && now() - t0 > limit)
+		if (iter % 256 == 0 && tu_now() - t0 > limit)
 			break;
 		if (urlidx_remove(c->x, churn.p[i].fp, churn.p[i].seg) != 0)
 			ck_abort_msg("remove failed");
@@ -722,7 +712,7 @@ START_TEST(test_concurrent_readers)
 	printf("urlidx: concurrency: %llu writer operations in %.2f s (%llu "
 	    "inserts refused while churning at %.1f%% of the slots, %.1f%% "
 	    "at the end), %llu reader lookups (%llu, %llu)\n",
-	    (unsigned long long)ops, now() - t0, (unsigned long long)refused,
+	    (unsigned long long)ops, tu_now() - t0, (unsigned long long)refused,
 	    100.0 * (CONC_FIXED + full) / st.slots, 100.0 * st.entries /
 	    st.slots, (unsigned long long)lookups,
 	    (unsigned long long)c->r[0].lookups,

@@ -138,6 +138,15 @@ written_reset(struct written *w)
 	memset(w, 0, sizeof(*w));
 }
 
+/* A test's end: what it wrote, and its directory. */
+static void
+finish(char *dir, struct written *w)
+{
+	written_reset(w);
+	tu_rmtree(dir);
+	free(dir);
+}
+
 /* Replays after after_seq into l; returns the frames. */
 static uint64_t
 replay(struct urljournal *j, uint64_t after_seq, struct log *l)
@@ -311,9 +320,7 @@ START_TEST(test_append_replay)
 	ck_assert_int_eq(stat(path, &sb), 0);
 	ck_assert_int_eq(sb.st_size, SIZE);
 	free(path);
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -351,9 +358,7 @@ START_TEST(test_layout)
 			ck_assert_uint_eq(le_get64(p + 28), e->last_seen_ms);
 		}
 	}
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -398,9 +403,7 @@ START_TEST(test_after_seq)
 		j = open_journal(dir, SIZE);
 		replay_expect(dir, j, cp, &w, 0, "then from the checkpoint");
 		urljournal_close(j);
-		written_reset(&w);
-		tu_rmtree(dir);
-		free(dir);
+		finish(dir, &w);
 	}
 	{
 		/* And from the checkpoint, everything. */
@@ -411,9 +414,7 @@ START_TEST(test_after_seq)
 
 		replay_expect(dir, j, cp, &w, 5, "from the checkpoint");
 		urljournal_close(j);
-		written_reset(&w);
-		tu_rmtree(dir);
-		free(dir);
+		finish(dir, &w);
 	}
 	{
 		/* A store older than the journal's first frame (it lost
@@ -430,9 +431,7 @@ START_TEST(test_after_seq)
 		ck_assert_uint_eq(urljournal_last_seq(j), cp + 5);
 		free(l.e);
 		urljournal_close(j);
-		written_reset(&w);
-		tu_rmtree(dir);
-		free(dir);
+		finish(dir, &w);
 	}
 }
 END_TEST
@@ -481,9 +480,7 @@ START_TEST(test_torn_last_frame)
 		replay_expect(dir, j, cp, &w, 4, when);
 		ck_assert_uint_eq(urljournal_room(j), SIZE - off);
 		urljournal_close(j);
-		written_reset(&w);
-		tu_rmtree(dir);
-		free(dir);
+		finish(dir, &w);
 	}
 }
 END_TEST
@@ -510,9 +507,7 @@ START_TEST(test_every_byte_of_a_frame)
 		urljournal_close(j);
 		flip(dir, off + b);
 	}
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -538,9 +533,7 @@ START_TEST(test_corrupt_middle_frame)
 		j = open_journal(dir, SIZE);
 		replay_expect(dir, j, cp, &w, 2, "frame 3 corrupted");
 		urljournal_close(j);
-		written_reset(&w);
-		tu_rmtree(dir);
-		free(dir);
+		finish(dir, &w);
 	}
 }
 END_TEST
@@ -585,10 +578,8 @@ START_TEST(test_restart)
 	j = open_journal(dir, SIZE);
 	replay_expect(dir, j, cp, &w2, 2, "the third round");
 	urljournal_close(j);
-	written_reset(&w);
 	written_reset(&w2);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -633,10 +624,8 @@ stale_beyond(uint64_t seed, const size_t *old_n, size_t nold, size_t bad,
 	    bad);
 	replay_expect(dir, j, cp2, &w2, nnew, when);
 	urljournal_close(j);
-	written_reset(&w);
 	written_reset(&w2);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 
 START_TEST(test_stale_frame_beyond_replay)
@@ -661,10 +650,8 @@ START_TEST(test_stale_frame_beyond_replay)
 		j = open_journal(dir, SIZE);
 		replay_expect(dir, j, cp2, &w2, 2, "the new round");
 		urljournal_close(j);
-		written_reset(&w);
 		written_reset(&w2);
-		tu_rmtree(dir);
-		free(dir);
+		finish(dir, &w);
 	}
 	/*
 	 * Then the alignments where a stale frame is the next one expected:
@@ -715,9 +702,7 @@ START_TEST(test_append_after_replay)
 	j = open_journal(dir, SIZE);
 	replay_expect(dir, j, cp, &w, 5, "after a second crash");
 	urljournal_close(j);
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -770,9 +755,7 @@ START_TEST(test_no_room)
 	ck_assert_uint_eq(urljournal_room(j), 4);
 	urljournal_close(j);
 	free(l.e);
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -863,9 +846,7 @@ START_TEST(test_failed_write_overwritten)
 	j = open_journal(dir, SIZE);
 	replay_expect(dir, j, cp, &w, 3, "after a failed write");
 	urljournal_close(j);
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -893,9 +874,7 @@ START_TEST(test_replay_cannot_clear)
 	replay_expect(dir, j, cp, &w, 5, "after a failed clear");
 	urljournal_close(j);
 	free(l.e);
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -999,9 +978,7 @@ START_TEST(test_reopen_smaller)
 	}
 	urljournal_close(j);
 	free(path);
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 
@@ -1027,9 +1004,7 @@ START_TEST(test_replay_fn_fails)
 	replay_expect(dir, j, cp, &w, 5, "after a failed replay");
 	urljournal_close(j);
 	free(l.e);
-	written_reset(&w);
-	tu_rmtree(dir);
-	free(dir);
+	finish(dir, &w);
 }
 END_TEST
 

@@ -11,22 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "urlmem.h"
 #include "testutil.h"
 
 #define SEG_LIMIT	(1u << 20)	/* orig_seg below this */
 #define SLOT_LIMIT	(1u << 12)	/* orig_slot below this */
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /*
  * Keys: uniform, or in clusters whose two 8-byte halves XOR to the same
@@ -541,9 +531,9 @@ START_TEST(test_concurrent_readers)
 		ck_assert_int_eq(pthread_create(&c->th[i], NULL, reader,
 		    &ra[i]), 0);
 	}
-	t0 = now();
+	t0 = tu_now();
 	for (v = CONC_KEYS; v < 100000000; v++) {
-		if (v % 4096 == 0 && now() - t0 > 1.5)
+		if (v % 4096 == 0 && tu_now() - t0 > 1.5)
 			break;
 		versioned(c->keys[v % CONC_KEYS], v, &e);
 		if (urlmem_put(c->m, &e) != 0)
@@ -565,7 +555,7 @@ START_TEST(test_concurrent_readers)
 	printf("urlmem: concurrency: %llu puts and %llu clears in %.2f s, "
 	    "%llu reader lookups, %llu found\n",
 	    (unsigned long long)(v - CONC_KEYS), (unsigned long long)clears,
-	    now() - t0, (unsigned long long)lookups,
+	    tu_now() - t0, (unsigned long long)lookups,
 	    (unsigned long long)found);
 	for (int i = 0; i < CONC_READERS; i++)
 		ck_assert_msg(c->r[i].torn == 0, "reader %d copied %llu torn "
