@@ -414,10 +414,14 @@ class Client:
     def _call(self, req) -> "pb.Response":
         """Sends one request; returns its Response.  Raises NdddRequestError
         if it was refused."""
-        replies = []
         with self._lock:
-            self._exchange(iter(((req, None),)),
-                           lambda ctx, resp: replies.append(resp))
+            return self._call_locked(req)
+
+    def _call_locked(self, req) -> "pb.Response":
+        """_call, for a caller that holds the lock."""
+        replies = []
+        self._exchange(iter(((req, None),)),
+                       lambda ctx, resp: replies.append(resp))
         resp = replies[0]
         if resp.HasField("status") and resp.status.code != pb.OK:
             raise NdddRequestError(code_of(resp.status.code),
@@ -515,15 +519,9 @@ class Client:
         sock = self._ready_socket()
         if self._canon is not None and self._canon_sock is sock:
             return self._canon
-        replies = []
         req = pb.Request()
         req.stats.SetInParent()
-        self._exchange(iter(((req, None),)),
-                       lambda ctx, resp: replies.append(resp))
-        resp = replies[0]
-        if resp.HasField("status") and resp.status.code != pb.OK:
-            raise NdddRequestError(code_of(resp.status.code),
-                                   resp.status.message)
+        resp = self._call_locked(req)
         if resp.WhichOneof("result") != "stats":
             self._drop()
             raise self._protocol_error("reply to stats has no stats")
