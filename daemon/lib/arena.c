@@ -20,6 +20,9 @@ arena_init(struct arena *a, size_t min_block)
 {
 	a->head = NULL;
 	a->min_block = min_block;
+	a->limit = 0;
+	a->handed_out = 0;
+	a->over_limit = a->out_of_memory = false;
 }
 
 void
@@ -52,6 +55,14 @@ arena_reset(struct arena *a)
 		keep->used = 0;
 	}
 	a->head = keep;
+	a->handed_out = 0;
+	a->over_limit = a->out_of_memory = false;
+}
+
+void
+arena_set_limit(struct arena *a, size_t limit)
+{
+	a->limit = limit;
 }
 
 void *
@@ -63,6 +74,11 @@ arena_alloc(struct arena *a, size_t size)
 	if (size > SIZE_MAX - ARENA_ALIGN - sizeof(*b))
 		return NULL;
 	need = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+	if (a->limit != 0 && (a->handed_out > a->limit ||
+	    need > a->limit - a->handed_out)) {
+		a->over_limit = true;
+		return NULL;
+	}
 	if (b == NULL || b->size - b->used < need) {
 		size_t bsize = a->min_block;
 
@@ -70,13 +86,16 @@ arena_alloc(struct arena *a, size_t size)
 			bsize = b->size * 2;
 		if (bsize < need)
 			bsize = need;
-		if ((b = malloc(sizeof(*b) + bsize)) == NULL)
+		if ((b = malloc(sizeof(*b) + bsize)) == NULL) {
+			a->out_of_memory = true;
 			return NULL;
+		}
 		b->size = bsize;
 		b->used = 0;
 		b->next = a->head;
 		a->head = b;
 	}
 	b->used += need;
+	a->handed_out += need;
 	return b->data + b->used - need;
 }

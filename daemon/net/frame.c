@@ -38,12 +38,20 @@ frame_consume(struct evbuffer *in, uint32_t len)
 int
 frame_write(struct evbuffer *out, const ProtobufCMessage *msg)
 {
+	return frame_write_limited(out, msg, UINT32_MAX);
+}
+
+int
+frame_write_limited(struct evbuffer *out, const ProtobufCMessage *msg,
+    size_t max_len)
+{
 	size_t size = protobuf_c_message_get_packed_size(msg);
 	struct evbuffer_iovec vec;
 	uint8_t *p;
 
-	if (size > UINT32_MAX ||
-	    evbuffer_reserve_space(out, (ev_ssize_t)(FRAME_HEADER_LEN + size),
+	if (size > max_len || size > UINT32_MAX)
+		return FRAME_TOO_LONG;
+	if (evbuffer_reserve_space(out, (ev_ssize_t)(FRAME_HEADER_LEN + size),
 	    &vec, 1) != 1)
 		return -1;
 	p = vec.iov_base;

@@ -38,6 +38,13 @@ void frame_consume(struct evbuffer *in, uint32_t len);
 /* Appends msg to out as one frame.  Returns 0, or -1 if out of memory. */
 int frame_write(struct evbuffer *out, const ProtobufCMessage *msg);
 /*
+ * The same for a frame whose payload may not exceed max_len bytes: returns
+ * FRAME_TOO_LONG, appending nothing, if msg packs to more.
+ */
+#define FRAME_TOO_LONG (-2)
+int frame_write_limited(struct evbuffer *out, const ProtobufCMessage *msg,
+    size_t max_len);
+/*
  * Appends a Response with request id, status code (an Nddd__V1__Code) and
  * message to out.  Returns 0, or -1 if out of memory.
  */

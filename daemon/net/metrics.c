@@ -12,23 +12,14 @@ static const double bucket_bounds[METRIC_NBUCKETS] = {
 	0.1, 0.25, 0.5, 1.0, 2.5,
 };
 
-const char *
-metrics_op_name(enum metric_op op)
+void
+metrics_name_op(struct metrics *m, unsigned op, const char *name)
 {
-	static const char *const names[METRIC_NOPS] = {
-		[METRIC_URL_SUBMIT] = "url_submit",
-		[METRIC_URL_CHECK] = "url_check",
-		[METRIC_URL_DELETE] = "url_delete",
-		[METRIC_STATS] = "stats",
-		[METRIC_VERIFY] = "verify",
-		[METRIC_DOC_SUBMIT] = "doc_submit",
-		[METRIC_DOC_QUERY] = "doc_query",
-		[METRIC_DOC_GET] = "doc_get",
-		[METRIC_DOC_DELETE] = "doc_delete",
-		[METRIC_INVALID] = "invalid",
-	};
-
-	return (unsigned)op < METRIC_NOPS ? names[op] : "unknown";
+	if (op >= METRIC_MAX_OPS)
+		return;
+	m->op_names[op] = name;
+	if (m->nops <= op)
+		m->nops = op + 1;
 }
 
 uint64_t
@@ -38,14 +29,13 @@ metrics_now_ns(void)
 }
 
 void
-metrics_observe(struct metrics *m, enum metric_op op, uint64_t t0_ns,
-    bool failed)
+metrics_observe(struct metrics *m, unsigned op, uint64_t t0_ns, bool failed)
 {
 	double secs = (double)(metrics_now_ns() - t0_ns) / 1e9;
 	int b = 0;
 
-	if ((unsigned)op >= METRIC_NOPS)
-		op = METRIC_INVALID;
+	if (op >= m->nops)
+		return;		/* not an operation it was told of */
 	while (b < METRIC_NBUCKETS && secs > bucket_bounds[b])
 		b++;
 	m->requests[op]++;
@@ -67,20 +57,20 @@ metrics_render(const struct metrics *m, struct evbuffer *out)
 {
 	evbuffer_add_printf(out, "# HELP nddd_requests_total Requests "
 	    "answered, by operation.\n# TYPE nddd_requests_total counter\n");
-	for (int op = 0; op < METRIC_NOPS; op++)
+	for (unsigned op = 0; op < m->nops; op++)
 		evbuffer_add_printf(out, "nddd_requests_total{op=\"%s\"} %llu\n",
-		    metrics_op_name(op), (unsigned long long)m->requests[op]);
+		    m->op_names[op], (unsigned long long)m->requests[op]);
 	evbuffer_add_printf(out, "# HELP nddd_request_failures_total Requests "
 	    "refused as a whole, by operation.\n"
 	    "# TYPE nddd_request_failures_total counter\n");
-	for (int op = 0; op < METRIC_NOPS; op++)
+	for (unsigned op = 0; op < m->nops; op++)
 		evbuffer_add_printf(out,
 		    "nddd_request_failures_total{op=\"%s\"} %llu\n",
-		    metrics_op_name(op), (unsigned long long)m->failures[op]);
+		    m->op_names[op], (unsigned long long)m->failures[op]);
 	evbuffer_add_printf(out, "# HELP nddd_request_duration_seconds From a "
 	    "request's frame to its reply, by operation.\n"
 	    "# TYPE nddd_request_duration_seconds histogram\n");
-	for (int op = 0; op < METRIC_NOPS; op++) {
+	for (unsigned op = 0; op < m->nops; op++) {
 		uint64_t cum = 0;
 
 		for (int b = 0; b <= METRIC_NBUCKETS; b++) {
@@ -89,19 +79,19 @@ metrics_render(const struct metrics *m, struct evbuffer *out)
 				evbuffer_add_printf(out,
 				    "nddd_request_duration_seconds_bucket"
 				    "{op=\"%s\",le=\"%g\"} %llu\n",
-				    metrics_op_name(op), bucket_bounds[b],
+				    m->op_names[op], bucket_bounds[b],
 				    (unsigned long long)cum);
 			else
 				evbuffer_add_printf(out,
 				    "nddd_request_duration_seconds_bucket"
 				    "{op=\"%s\",le=\"+Inf\"} %llu\n",
-				    metrics_op_name(op),
+				    m->op_names[op],
 				    (unsigned long long)cum);
 		}
 		evbuffer_add_printf(out, "nddd_request_duration_seconds_sum"
-		    "{op=\"%s\"} %.9f\n", metrics_op_name(op), m->seconds[op]);
+		    "{op=\"%s\"} %.9f\n", m->op_names[op], m->seconds[op]);
 		evbuffer_add_printf(out, "nddd_request_duration_seconds_count"
-		    "{op=\"%s\"} %llu\n", metrics_op_name(op),
+		    "{op=\"%s\"} %llu\n", m->op_names[op],
 		    (unsigned long long)m->requests[op]);
 	}
 	metrics_render_value(out, "nddd_connections_accepted_total", "counter",

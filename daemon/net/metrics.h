@@ -11,42 +11,38 @@
 
 struct evbuffer;
 
-/* What a request asked for, as the metrics label it. */
-enum metric_op {
-	METRIC_URL_SUBMIT,
-	METRIC_URL_CHECK,
-	METRIC_URL_DELETE,
-	METRIC_STATS,
-	METRIC_VERIFY,
-	METRIC_DOC_SUBMIT,
-	METRIC_DOC_QUERY,
-	METRIC_DOC_GET,
-	METRIC_DOC_DELETE,
-	METRIC_INVALID,		/* undecodable or refused before its op */
-	METRIC_NOPS
-};
+/*
+ * The operations the metrics count, by index: the request layer names
+ * them (metrics_name_op) from its operation table.
+ */
+#define METRIC_MAX_OPS 16
 
 /* Upper bounds of the latency buckets, in seconds, then +Inf. */
 #define METRIC_NBUCKETS 14
 
 struct metrics {
-	uint64_t requests[METRIC_NOPS];
-	uint64_t failures[METRIC_NOPS];	/* answered with a refusal */
-	uint64_t buckets[METRIC_NOPS][METRIC_NBUCKETS + 1];
-	double seconds[METRIC_NOPS];
+	const char *op_names[METRIC_MAX_OPS];	/* static */
+	unsigned nops;
+	uint64_t requests[METRIC_MAX_OPS];
+	uint64_t failures[METRIC_MAX_OPS];	/* answered with a refusal */
+	uint64_t buckets[METRIC_MAX_OPS][METRIC_NBUCKETS + 1];
+	double seconds[METRIC_MAX_OPS];
 	uint64_t connections_accepted;
 	uint64_t connections_refused;	/* over max_connections */
 	uint64_t connections_failed;	/* closed for a bad frame, timeout */
 };
 
-/* The label of op ("url_submit", ...). */
-const char *metrics_op_name(enum metric_op op);
+/*
+ * Names operation op (below METRIC_MAX_OPS; name is static): its requests
+ * are counted under this label.
+ */
+void metrics_name_op(struct metrics *m, unsigned op, const char *name);
 
 /* Monotonic nanoseconds, for request start times. */
 uint64_t metrics_now_ns(void);
 
-/* Loop thread: one request answered, started at t0_ns. */
-void metrics_observe(struct metrics *m, enum metric_op op, uint64_t t0_ns,
+/* Loop thread: one request of operation op answered, started at t0_ns. */
+void metrics_observe(struct metrics *m, unsigned op, uint64_t t0_ns,
     bool failed);
 
 /* Appends the request metrics to out, in the Prometheus text format. */

@@ -164,7 +164,7 @@ conn_send_error(struct conn *c, uint64_t id, Nddd__V1__Code code,
 	if (!c->open)
 		return;
 	if (frame_write_error(bufferevent_get_output(c->bev), id, code,
-	    message) == -1) {
+	    message) != 0) {
 		conn_close(c);
 		return;
 	}

@@ -29,18 +29,6 @@ struct auth {
 	size_t n;
 };
 
-const char *
-auth_role_name(enum role r)
-{
-	switch (r) {
-	case ROLE_READ: return "read";
-	case ROLE_WRITE: return "write";
-	case ROLE_ADMIN: return "admin";
-	case ROLE_NONE: break;
-	}
-	return "none";
-}
-
 static int
 digest(const char *token, size_t len, unsigned char out[DIGEST_LEN])
 {

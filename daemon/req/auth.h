@@ -38,7 +38,4 @@ size_t auth_count(const struct auth *a);
 /* The role of token[0..len), or ROLE_NONE if it is not in the file. */
 enum role auth_role(const struct auth *a, const char *token, size_t len);
 
-/* "read", "write", "admin" (or "none"). */
-const char *auth_role_name(enum role r);
-
 #endif

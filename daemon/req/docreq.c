@@ -7,14 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "accel.h"
-#include "dispatch.h"
 #include "docset.h"
-#include "frame.h"
-#include "log.h"
+#include "reply.h"
 #include "store.h"
 #include "urlset.h"
 #include "workers.h"
@@ -28,7 +25,7 @@ enum doc_kind {
 
 struct doc_op {
 	struct docreq_env *env;
-	struct request_origin origin;
+	struct reply reply;
 	enum doc_kind kind;
 	uint8_t key[DOCSET_KEY_LEN];
 	char *url;			/* canonical */
@@ -50,7 +47,6 @@ op_free(struct doc_op *op)
 	free(op->body);
 	free(op);
 }
-
 
 /* The reply's Neighbour messages, pointing into nb. */
 static Nddd__V1__Neighbour **
@@ -79,9 +75,9 @@ neighbour_messages(const struct docset_neighbour *nb, size_t n,
 	return v;
 }
 
-/* Appends a DocResult reply to out. */
+/* Appends a DocResult reply to r. */
 static void
-write_doc(struct evbuffer *out, uint64_t req_id, uint64_t doc_id, uint64_t fp,
+write_doc(struct reply *r, uint64_t doc_id, uint64_t fp,
     uint64_t group, const char *url, size_t url_len, bool created,
     const struct docset_neighbour *nb, size_t n, uint64_t total)
 {
@@ -91,8 +87,7 @@ write_doc(struct evbuffer *out, uint64_t req_id, uint64_t doc_id, uint64_t fp,
 
 	res.near = neighbour_messages(nb, n, &msgs);
 	if (res.near == NULL) {
-		frame_write_error(out, req_id, NDDD__V1__CODE__INTERNAL,
-		    "out of memory");
+		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
 	res.doc_id = doc_id;
@@ -103,17 +98,17 @@ write_doc(struct evbuffer *out, uint64_t req_id, uint64_t doc_id, uint64_t fp,
 	res.url.data = (uint8_t *)url;
 	res.url.len = url_len;
 	res.created = created;
-	resp.id = req_id;
+	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC;
 	resp.doc = &res;
-	frame_write(out, &resp.base);
+	reply_message(r, &resp.base);
 	free(res.near);
 	free(msgs);
 }
 
-/* Appends a DocQueryResult reply to out. */
+/* Appends a DocQueryResult reply to r. */
 static void
-write_query(struct evbuffer *out, uint64_t req_id, uint64_t fp,
+write_query(struct reply *r, uint64_t fp,
     const struct docset_neighbour *nb, size_t n, uint64_t total)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
@@ -122,27 +117,18 @@ write_query(struct evbuffer *out, uint64_t req_id, uint64_t fp,
 
 	res.near = neighbour_messages(nb, n, &msgs);
 	if (res.near == NULL) {
-		frame_write_error(out, req_id, NDDD__V1__CODE__INTERNAL,
-		    "out of memory");
+		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
 	res.simhash = fp;
 	res.n_near = n;
 	res.near_total = total;
-	resp.id = req_id;
+	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_QUERY;
 	resp.doc_query = &res;
-	frame_write(out, &resp.base);
+	reply_message(r, &resp.base);
 	free(res.near);
 	free(msgs);
-}
-
-static void
-write_store_error(struct evbuffer *out, uint64_t id, int status)
-{
-	frame_write_error(out, id, status == STORE_FULL ||
-	    status == STORE_TXN_FULL ? NDDD__V1__CODE__RESOURCE_EXHAUSTED :
-	    NDDD__V1__CODE__INTERNAL, store_strstatus(status));
 }
 
 /* ---- The store writer's side: doc_submit and doc_delete. ---- */
@@ -150,7 +136,7 @@ write_store_error(struct evbuffer *out, uint64_t id, int status)
 struct doc_job {
 	struct writer_job wj;
 	const struct docreq_env *env;
-	struct request_origin origin;
+	struct reply reply;
 	bool delete;
 	struct doc_op *op;		/* doc_submit */
 	uint8_t key[DOCSET_KEY_LEN];	/* doc_delete */
@@ -215,27 +201,24 @@ static void
 doc_job_done(struct writer_job *wj)
 {
 	struct doc_job *j = (struct doc_job *)wj;
-	struct evbuffer *out = evbuffer_new();
 
-	if (out != NULL && wj->status != STORE_OK)
-		write_store_error(out, j->origin.id, wj->status);
-	else if (out != NULL && j->delete) {
+	if (wj->status != STORE_OK)
+		reply_store_error(&j->reply, wj->status);
+	else if (j->delete) {
 		Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 		Nddd__V1__DocDeleteResult res =
 		    NDDD__V1__DOC_DELETE_RESULT__INIT;
 
 		res.doc_id = j->id;
-		resp.id = j->origin.id;
+		resp.id = j->reply.id;
 		resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_DELETE;
 		resp.doc_delete = &res;
-		frame_write(out, &resp.base);
-	} else if (out != NULL)
-		write_doc(out, j->origin.id, j->id, j->op->fp, j->group,
-		    j->op->url, j->op->url_len, j->created, j->near, j->nnear,
+		reply_message(&j->reply, &resp.base);
+	} else
+		write_doc(&j->reply, j->id, j->op->fp, j->group, j->op->url,
+		    j->op->url_len, j->created, j->near, j->nnear,
 		    j->near_total);
-	dispatch_finish(&j->origin, out, wj->status != STORE_OK);
-	if (out != NULL)
-		evbuffer_free(out);
+	reply_finish(&j->reply);
 	doc_job_free(j);
 }
 
@@ -251,8 +234,6 @@ static const struct writer_job_ops doc_job_ops = {
 struct query_task {
 	struct worker_task wt;
 	struct doc_op *op;
-	struct evbuffer *reply;
-	bool failed;
 };
 
 static void
@@ -269,8 +250,7 @@ query_task_run(struct worker_task *wt, void *arg)
 	int rc;
 
 	if ((rc = store_reader_begin(ctx->reader)) != STORE_OK) {
-		write_store_error(t->reply, op->origin.id, rc);
-		t->failed = true;
+		reply_store_error(&op->reply, rc);
 		return;
 	}
 	/* A URL already stored is not its own neighbour. */
@@ -281,16 +261,15 @@ query_task_run(struct worker_task *wt, void *arg)
 	}
 	if ((rc = docset_neighbours(env->ds, ctx->reader, op->fp, op->k,
 	    exclude, exclude_fp, env->max_results, &nb, &n, &total)) !=
-	    STORE_OK) {
-		write_store_error(t->reply, op->origin.id, rc);
-		t->failed = true;
-	} else if (op->kind == DOC_WOULD_JOIN) {
+	    STORE_OK)
+		reply_store_error(&op->reply, rc);
+	else if (op->kind == DOC_WOULD_JOIN) {
 		/* Sorted nearest, then oldest: the group it would join. */
 		group = n > 0 ? nb[0].group : 0;
-		write_doc(t->reply, op->origin.id, 0, op->fp, group, op->url,
-		    op->url_len, false, nb, n, total);
+		write_doc(&op->reply, 0, op->fp, group, op->url, op->url_len,
+		    false, nb, n, total);
 	} else
-		write_query(t->reply, op->origin.id, op->fp, nb, n, total);
+		write_query(&op->reply, op->fp, nb, n, total);
 	store_reader_end(ctx->reader);
 	docset_neighbours_free(nb, n);
 }
@@ -300,8 +279,7 @@ query_task_done(struct worker_task *wt)
 {
 	struct query_task *t = (struct query_task *)wt;
 
-	dispatch_finish(&t->op->origin, t->reply, t->failed);
-	evbuffer_free(t->reply);
+	reply_finish(&t->op->reply);
 	op_free(t->op);
 	free(t);
 }
@@ -316,13 +294,8 @@ static const struct worker_task_ops query_task_ops = {
 static void
 finish_error(struct doc_op *op, Nddd__V1__Code code, const char *message)
 {
-	struct evbuffer *out = evbuffer_new();
-
-	if (out != NULL)
-		frame_write_error(out, op->origin.id, code, message);
-	dispatch_finish(&op->origin, out, true);
-	if (out != NULL)
-		evbuffer_free(out);
+	reply_error(&op->reply, code, message);
+	reply_finish(&op->reply);
 	op_free(op);
 }
 
@@ -351,14 +324,12 @@ route(struct doc_op *op, enum simhash_status st)
 		j->wj.ops = &doc_job_ops;
 		j->wj.cost = 1;
 		j->env = op->env;
-		j->origin = op->origin;
+		reply_move(&j->reply, &op->reply);
 		j->op = op;
 		writer_submit(op->env->w, &j->wj);
 		return;
 	}
-	if ((t = calloc(1, sizeof(*t))) == NULL ||
-	    (t->reply = evbuffer_new()) == NULL) {
-		free(t);
+	if ((t = calloc(1, sizeof(*t))) == NULL) {
 		finish_error(op, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
@@ -470,9 +441,15 @@ flush_pending(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-void
-docreq_fingerprint(struct doc_op *op)
+/*
+ * Loop thread: op's body goes to the accelerator, together with the other
+ * documents of this turn of the loop; the request is finished from there
+ * on (answered, or failed with INTERNAL).
+ */
+static void
+fingerprint_in_loop(void *arg)
 {
+	struct doc_op *op = arg;
 	struct docreq_env *env = op->env;
 
 	/* Kept in arrival order (replies and stores follow it). */
@@ -537,16 +514,14 @@ doc_key(struct worker_ctx *ctx, const ProtobufCBinaryData *url,
 }
 
 static struct doc_op *
-op_new(struct docreq_env *env, const struct request_origin *origin,
-    enum doc_kind kind, const ProtobufCBinaryData *body,
-    Nddd__V1__DocFormat format, unsigned k)
+op_new(struct docreq_env *env, enum doc_kind kind,
+    const ProtobufCBinaryData *body, Nddd__V1__DocFormat format, unsigned k)
 {
 	struct doc_op *op = calloc(1, sizeof(*op));
 
 	if (op == NULL)
 		return NULL;
 	op->env = env;
-	op->origin = *origin;
 	op->kind = kind;
 	op->input = input_of(format);
 	op->k = k;
@@ -560,168 +535,155 @@ op_new(struct docreq_env *env, const struct request_origin *origin,
 	return op;
 }
 
-static enum docreq_next
-start_submit(struct docreq_env *env, struct worker_ctx *ctx,
-    const Nddd__V1__DocSubmit *s, const struct request_origin *origin,
-    struct evbuffer *out, struct doc_op **op)
+/* The worker is done with op: its body goes on in the loop thread. */
+static void
+to_accelerator(struct op_call *call, struct doc_op *op)
 {
-	const char *cause;
-
-	*op = op_new(env, origin, s->query_only ? DOC_WOULD_JOIN : DOC_STORE,
-	    &s->body, s->format, docset_k(env->ds));
-	if (*op == NULL) {
-		frame_write_error(out, origin->id, NDDD__V1__CODE__INTERNAL,
-		    "out of memory");
-		return DOCREQ_ANSWERED;
-	}
-	if (doc_key(ctx, &s->url, (*op)->key, &(*op)->url, &(*op)->url_len,
-	    &cause) == -1) {
-		frame_write_error(out, origin->id,
-		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
-		op_free(*op);
-		*op = NULL;
-		return DOCREQ_ANSWERED;
-	}
-	return DOCREQ_FINGERPRINT;
+	reply_move(&op->reply, call->reply);
+	call->then_in_loop = fingerprint_in_loop;
+	call->then_arg = op;
 }
 
-static enum docreq_next
-start_query(struct docreq_env *env, struct worker_ctx *ctx,
-    const Nddd__V1__DocQuery *q, const struct request_origin *origin,
-    struct evbuffer *out, struct doc_op **op)
+void
+docreq_submit(struct op_call *call)
 {
+	const Nddd__V1__DocSubmit *s = call->req->doc_submit;
+	struct docreq_env *env = call->svc->docs;
+	struct doc_op *op;
+	const char *cause;
+
+	op = op_new(env, s->query_only ? DOC_WOULD_JOIN : DOC_STORE, &s->body,
+	    s->format, docset_k(env->ds));
+	if (op == NULL) {
+		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		return;
+	}
+	if (doc_key(call->ctx, &s->url, op->key, &op->url, &op->url_len,
+	    &cause) == -1) {
+		reply_error(call->reply, NDDD__V1__CODE__INVALID_ARGUMENT,
+		    cause);
+		op_free(op);
+		return;
+	}
+	to_accelerator(call, op);
+}
+
+void
+docreq_query(struct op_call *call)
+{
+	const Nddd__V1__DocQuery *q = call->req->doc_query;
+	struct docreq_env *env = call->svc->docs;
+	struct store_txn *rd = call->ctx->reader;
+	struct reply *r = call->reply;
 	unsigned k = q->max_distance ? q->max_distance->k : docset_k(env->ds);
 	struct docset_neighbour *nb;
+	struct doc_op *op;
 	uint64_t total;
 	size_t n;
 	int rc;
 
 	if (k > docset_k(env->ds)) {
-		frame_write_error(out, origin->id,
-		    NDDD__V1__CODE__INVALID_ARGUMENT,
+		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT,
 		    "k is above the server's [near] k");
-		return DOCREQ_ANSWERED;
+		return;
 	}
 	switch (q->what_case) {
 	case NDDD__V1__DOC_QUERY__WHAT_BODY:
-		*op = op_new(env, origin, DOC_QUERY, &q->body->body,
-		    q->body->format, k);
-		if (*op == NULL) {
-			frame_write_error(out, origin->id,
-			    NDDD__V1__CODE__INTERNAL, "out of memory");
-			return DOCREQ_ANSWERED;
-		}
-		return DOCREQ_FINGERPRINT;
+		op = op_new(env, DOC_QUERY, &q->body->body, q->body->format,
+		    k);
+		if (op == NULL)
+			reply_error(r, NDDD__V1__CODE__INTERNAL,
+			    "out of memory");
+		else
+			to_accelerator(call, op);
+		return;
 	case NDDD__V1__DOC_QUERY__WHAT_SIMHASH:
-		if ((rc = store_reader_begin(ctx->reader)) != STORE_OK) {
-			write_store_error(out, origin->id, rc);
-			return DOCREQ_ANSWERED;
+		if ((rc = store_reader_begin(rd)) != STORE_OK) {
+			reply_store_error(r, rc);
+			return;
 		}
-		if ((rc = docset_neighbours(env->ds, ctx->reader, q->simhash,
-		    k, 0, 0, env->max_results, &nb, &n, &total)) != STORE_OK)
-			write_store_error(out, origin->id, rc);
+		if ((rc = docset_neighbours(env->ds, rd, q->simhash, k, 0, 0,
+		    env->max_results, &nb, &n, &total)) != STORE_OK)
+			reply_store_error(r, rc);
 		else {
-			write_query(out, origin->id, q->simhash, nb, n, total);
+			write_query(r, q->simhash, nb, n, total);
 			docset_neighbours_free(nb, n);
 		}
-		store_reader_end(ctx->reader);
-		return DOCREQ_ANSWERED;
+		store_reader_end(rd);
+		return;
 	default:
-		frame_write_error(out, origin->id,
-		    NDDD__V1__CODE__INVALID_ARGUMENT,
+		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT,
 		    "a query names a body or a simhash");
-		return DOCREQ_ANSWERED;
+		return;
 	}
 }
 
-static enum docreq_next
-start_get(const struct docreq_env *env, struct worker_ctx *ctx,
-    const Nddd__V1__DocRef *ref, const struct request_origin *origin,
-    struct evbuffer *out)
+void
+docreq_get(struct op_call *call)
 {
+	const Nddd__V1__DocRef *ref = call->req->doc_get;
+	const struct docreq_env *env = call->svc->docs;
+	struct store_txn *rd = call->ctx->reader;
+	struct reply *r = call->reply;
 	uint8_t key[DOCSET_KEY_LEN];
-	struct doc_record r;
+	struct doc_record rec;
 	struct docset_neighbour *nb;
 	const char *cause;
 	uint64_t total;
 	size_t n, len;
 	int rc;
 
-	if (doc_key(ctx, &ref->url, key, NULL, &len, &cause) == -1) {
-		frame_write_error(out, origin->id,
-		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
-		return DOCREQ_ANSWERED;
+	if (doc_key(call->ctx, &ref->url, key, NULL, &len, &cause) == -1) {
+		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+		return;
 	}
-	if ((rc = store_reader_begin(ctx->reader)) != STORE_OK) {
-		write_store_error(out, origin->id, rc);
-		return DOCREQ_ANSWERED;
+	if ((rc = store_reader_begin(rd)) != STORE_OK) {
+		reply_store_error(r, rc);
+		return;
 	}
-	rc = docset_get(env->ds, ctx->reader, key, &r);
+	rc = docset_get(env->ds, rd, key, &rec);
 	if (rc == STORE_NOTFOUND)
-		frame_write_error(out, origin->id, NDDD__V1__CODE__NOT_FOUND,
+		reply_error(r, NDDD__V1__CODE__NOT_FOUND,
 		    "no document has this URL");
 	else if (rc != STORE_OK)
-		write_store_error(out, origin->id, rc);
-	else if ((rc = docset_neighbours(env->ds, ctx->reader, r.fp,
-	    docset_k(env->ds), r.id, r.fp, env->max_results, &nb, &n,
+		reply_store_error(r, rc);
+	else if ((rc = docset_neighbours(env->ds, rd, rec.fp,
+	    docset_k(env->ds), rec.id, rec.fp, env->max_results, &nb, &n,
 	    &total)) != STORE_OK)
-		write_store_error(out, origin->id, rc);
+		reply_store_error(r, rc);
 	else {
-		write_doc(out, origin->id, r.id, r.fp, r.group, r.url,
-		    r.url_len, false, nb, n, total);
+		write_doc(r, rec.id, rec.fp, rec.group, rec.url, rec.url_len,
+		    false, nb, n, total);
 		docset_neighbours_free(nb, n);
 	}
-	store_reader_end(ctx->reader);
-	return DOCREQ_ANSWERED;
+	store_reader_end(rd);
 }
 
-static enum docreq_next
-start_delete(const struct docreq_env *env, struct worker_ctx *ctx,
-    const Nddd__V1__DocRef *ref, const struct request_origin *origin,
-    struct evbuffer *out)
+void
+docreq_delete(struct op_call *call)
 {
+	const Nddd__V1__DocRef *ref = call->req->doc_delete;
+	const struct docreq_env *env = call->svc->docs;
 	struct doc_job *j;
 	const char *cause;
 	size_t len;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL) {
-		frame_write_error(out, origin->id, NDDD__V1__CODE__INTERNAL,
+		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
 		    "out of memory");
-		return DOCREQ_ANSWERED;
+		return;
 	}
-	if (doc_key(ctx, &ref->url, j->key, NULL, &len, &cause) == -1) {
-		frame_write_error(out, origin->id,
-		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+	if (doc_key(call->ctx, &ref->url, j->key, NULL, &len, &cause) == -1) {
+		reply_error(call->reply, NDDD__V1__CODE__INVALID_ARGUMENT,
+		    cause);
 		free(j);
-		return DOCREQ_ANSWERED;
+		return;
 	}
 	j->wj.ops = &doc_job_ops;
 	j->wj.cost = 1;
 	j->env = env;
-	j->origin = *origin;
 	j->delete = true;
+	reply_move(&j->reply, call->reply);
 	writer_submit(env->w, &j->wj);
-	return DOCREQ_HANDED_OFF;
-}
-
-enum docreq_next
-docreq_start(struct docreq_env *env, struct worker_ctx *ctx,
-    const Nddd__V1__Request *req, const struct request_origin *origin,
-    struct evbuffer *out, struct doc_op **op)
-{
-	*op = NULL;
-	switch (req->op_case) {
-	case NDDD__V1__REQUEST__OP_DOC_SUBMIT:
-		return start_submit(env, ctx, req->doc_submit, origin, out, op);
-	case NDDD__V1__REQUEST__OP_DOC_QUERY:
-		return start_query(env, ctx, req->doc_query, origin, out, op);
-	case NDDD__V1__REQUEST__OP_DOC_GET:
-		return start_get(env, ctx, req->doc_get, origin, out);
-	case NDDD__V1__REQUEST__OP_DOC_DELETE:
-		return start_delete(env, ctx, req->doc_delete, origin, out);
-	default:
-		frame_write_error(out, origin->id,
-		    NDDD__V1__CODE__INVALID_ARGUMENT, "not a document operation");
-		return DOCREQ_ANSWERED;
-	}
 }

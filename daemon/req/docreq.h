@@ -4,7 +4,8 @@
  *
  * A request's way through the daemon:
  *   worker:  decode, canonicalize the URL, copy the body;
- *   loop:    hand the body to the accelerator (accel_submit is the loop's);
+ *   loop:    hand the body to the accelerator (accel_submit is the loop's),
+ *            with the other documents of the same turn of the loop;
  *   loop:    the fingerprint is back: an empty document is answered
  *            EMPTY_DOCUMENT; a submit becomes a store-writer job (its
  *            neighbours and group decided in the writer, answered after the
@@ -19,16 +20,14 @@
 #include <stdint.h>
 
 #include "nddd.pb-c.h"
+#include "opcall.h"
 
 struct accel;
 struct docset;
 struct doc_op;
-struct evbuffer;
 struct event;
 struct event_base;
-struct request_origin;
 struct workers;
-struct worker_ctx;
 struct writer;
 
 /* What the document operations work with; owned by the dispatcher. */
@@ -52,27 +51,10 @@ struct docreq_env {
 int docreq_env_init(struct docreq_env *env, struct event_base *base);
 void docreq_env_clear(struct docreq_env *env);
 
-enum docreq_next {
-	DOCREQ_ANSWERED,	/* the reply is in out: finish the request */
-	DOCREQ_HANDED_OFF,	/* a writer job will finish it */
-	DOCREQ_FINGERPRINT,	/* *op must go to the accelerator (loop) */
-};
-
-/*
- * Worker thread: starts a document request.  Returns what happens next;
- * with DOCREQ_FINGERPRINT, the caller passes *op to docreq_fingerprint in
- * the loop thread.
- */
-enum docreq_next docreq_start(struct docreq_env *env,
-    struct worker_ctx *ctx, const Nddd__V1__Request *req,
-    const struct request_origin *origin, struct evbuffer *out,
-    struct doc_op **op);
-
-/*
- * Loop thread: fingerprints op's body on the accelerator, together with
- * the other documents of this turn of the loop; the request is finished
- * from there on (replied to, or failed with INTERNAL).
- */
-void docreq_fingerprint(struct doc_op *op);
+/* The operations' handlers (operation.h), on a request worker. */
+void docreq_submit(struct op_call *call);
+void docreq_query(struct op_call *call);
+void docreq_get(struct op_call *call);
+void docreq_delete(struct op_call *call);
 
 #endif

@@ -1,11 +1,13 @@
 /*
- * request: turning a frame's payload into a validated Request.
+ * request: turning a frame's payload into a Request.
  *
  * Decoding allocates from an arena, reset by the caller once the request
  * has been handled, so a batch of thousands of URLs costs no malloc per URL.
- * Validation checks what is the same for every operation (an operation is
- * set, batch sizes are within the limit); items are checked one by one by
- * the operation, so that one bad item fails only itself.
+ * The bytes come from anyone who can connect, before their token is
+ * checked, so the memory decoding may take is bounded by what the frame's
+ * size and the batch limit justify: a message of the right shape never
+ * comes near it, while a flood of tiny unknown fields (each kept by the
+ * decoder at many times its size) is refused.
  */
 #ifndef NDDD_REQUEST_H
 #define NDDD_REQUEST_H
@@ -13,33 +15,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth.h"
 #include "nddd.pb-c.h"
+#include "opcall.h"
 
 struct arena;
 
-struct request_limits {
-	uint64_t max_batch;
-};
+/*
+ * The most arena memory decoding a payload of len bytes may take: twice
+ * its bytes (copies of them and the arrays that point at them), plus room
+ * for max_batch items' descriptors, plus a little for the message itself.
+ */
+size_t request_decode_budget(size_t len, const struct request_limits *lim);
 
 /*
- * Decodes payload[0..len) into a Request in arena.  Returns NULL if the
- * bytes are not a Request (the connection must then be closed).
+ * Decodes payload[0..len) into *out, allocated in arena a.  Returns OK;
+ * INVALID_ARGUMENT if the bytes are not a Request; RESOURCE_EXHAUSTED if
+ * decoding them would take more than request_decode_budget; INTERNAL if
+ * memory ran out.  Otherwise than OK, *message says why (static) and the
+ * request's id is unknown: the connection must be closed.
  */
-Nddd__V1__Request *request_decode(struct arena *a, const uint8_t *payload,
-    size_t len);
-
-/*
- * Returns NDDD__V1__CODE__OK, or the code with which to refuse the whole
- * request and a static *message saying why.
- */
-Nddd__V1__Code request_validate(const Nddd__V1__Request *req,
-    const struct request_limits *lim, const char **message);
-
-/* The least role that may carry out req (see proto/nddd.proto). */
-enum role request_role(const Nddd__V1__Request *req);
-
-/* The batch of a URL operation, or NULL for other operations. */
-const Nddd__V1__UrlBatch *request_url_batch(const Nddd__V1__Request *req);
+Nddd__V1__Code request_decode(struct arena *a, const uint8_t *payload,
+    size_t len, const struct request_limits *lim, Nddd__V1__Request **out,
+    const char **message);
 
 #endif

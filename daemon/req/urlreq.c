@@ -6,12 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-
 #include "arena.h"
-#include "dispatch.h"
-#include "frame.h"
-#include "log.h"
+#include "reply.h"
 #include "store.h"
 
 /* One URL of a batch that failed before reaching the store. */
@@ -31,8 +27,9 @@ struct batch_keys {
 	struct bad_item *bad;
 };
 
-size_t
-urlreq_batch_len(const Nddd__V1__UrlBatch *batch)
+/* The number of items of a batch (URLs or digests). */
+static size_t
+batch_len(const Nddd__V1__UrlBatch *batch)
 {
 	if (batch == NULL)
 		return 0;
@@ -40,9 +37,37 @@ urlreq_batch_len(const Nddd__V1__UrlBatch *batch)
 	    batch->n_urls;
 }
 
-/* Appends a UrlResults reply to out. */
+Nddd__V1__Code
+urlreq_validate(const Nddd__V1__UrlBatch *batch,
+    const struct request_limits *lim, const char **message)
+{
+	if (batch == NULL)
+		return NDDD__V1__CODE__OK;
+	if (batch->n_urls > 0 && batch->digests.len > 0) {
+		*message = "a batch names urls or digests, not both";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	if (batch->digests.len % CBF_FP_LEN != 0) {
+		*message = "digests must be 16 bytes each";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	if (batch->n_urls > lim->max_batch ||
+	    batch->digests.len / CBF_FP_LEN > lim->max_batch) {
+		*message = "batch exceeds the server's max_batch";
+		return NDDD__V1__CODE__RESOURCE_EXHAUSTED;
+	}
+	if (batch->durability != NDDD__V1__DURABILITY__DURABILITY_DEFAULT &&
+	    batch->durability != NDDD__V1__DURABILITY__DURABLE &&
+	    batch->durability != NDDD__V1__DURABILITY__RELAXED) {
+		*message = "unknown durability";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	return NDDD__V1__CODE__OK;
+}
+
+/* Appends a UrlResults reply to r. */
 static void
-write_results(struct evbuffer *out, uint64_t id, uint64_t *counts, size_t n,
+write_results(struct reply *r, uint64_t *counts, size_t n,
     const struct bad_item *bad, size_t nbad)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
@@ -55,7 +80,7 @@ write_results(struct evbuffer *out, uint64_t id, uint64_t *counts, size_t n,
 		errp = calloc(nbad, sizeof(*errp));
 		sts = calloc(nbad, sizeof(*sts));
 		if (errs == NULL || errp == NULL || sts == NULL) {
-			frame_write_error(out, id, NDDD__V1__CODE__INTERNAL,
+			reply_error(r, NDDD__V1__CODE__INTERNAL,
 			    "out of memory");
 			goto out;
 		}
@@ -73,10 +98,10 @@ write_results(struct evbuffer *out, uint64_t id, uint64_t *counts, size_t n,
 	res.counts = counts;
 	res.n_errors = nbad;
 	res.errors = errp;
-	resp.id = id;
+	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_URLS;
 	resp.urls = &res;
-	frame_write(out, &resp.base);
+	reply_message(r, &resp.base);
 out:
 	free(errs);
 	free(errp);
@@ -124,11 +149,13 @@ derive_keys(struct urlset *us, struct url_keyer *k,
 }
 
 void
-urlreq_check(struct urlset *us, struct url_keyer *k, struct urlset_reader *rd,
-    struct arena *a, uint64_t id, const Nddd__V1__UrlBatch *batch,
-    struct evbuffer *out)
+urlreq_check(struct op_call *call)
 {
-	struct batch_keys bk = { .n = urlreq_batch_len(batch) };
+	const Nddd__V1__UrlBatch *batch = call->req->url_check;
+	struct urlset *us = call->svc->us;
+	struct arena *a = &call->ctx->arena;
+	struct reply *r = call->reply;
+	struct batch_keys bk = { .n = batch_len(batch) };
 	struct urlset_tally tally = { 0 };
 	uint64_t *counts, *kcounts;
 	const char *refused;
@@ -142,32 +169,31 @@ urlreq_check(struct urlset *us, struct url_keyer *k, struct urlset_reader *rd,
 	kcounts = arena_alloc(a, bk.n * sizeof(*kcounts) + 1);
 	if (bk.keys == NULL || bk.pos == NULL || bk.valid == NULL ||
 	    bk.bad == NULL || counts == NULL || kcounts == NULL) {
-		frame_write_error(out, id, NDDD__V1__CODE__INTERNAL,
-		    "out of memory");
+		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
-	if ((refused = derive_keys(us, k, batch, &bk)) != NULL) {
-		frame_write_error(out, id, NDDD__V1__CODE__INVALID_ARGUMENT,
-		    refused);
+	if ((refused = derive_keys(us, call->ctx->keyer, batch, &bk)) !=
+	    NULL) {
+		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT, refused);
 		return;
 	}
-	rc = urlset_check(us, rd, bk.keys, NULL, bk.nkeys, kcounts, &tally);
+	rc = urlset_check(us, call->ctx->urls, bk.keys, NULL, bk.nkeys,
+	    kcounts, &tally);
 	urlset_add_tally(us, &tally);
 	if (rc != STORE_OK) {
-		frame_write_error(out, id, NDDD__V1__CODE__INTERNAL,
-		    store_strstatus(rc));
+		reply_store_error(r, rc);
 		return;
 	}
 	memset(counts, 0, bk.n * sizeof(*counts));
 	for (size_t i = 0; i < bk.nkeys; i++)
 		counts[bk.pos[i]] = kcounts[i];
-	write_results(out, id, counts, bk.n, bk.bad, bk.nbad);
+	write_results(r, counts, bk.n, bk.bad, bk.nbad);
 }
 
 /* A url_submit or url_delete request travelling through the URL writer. */
 struct url_job {
 	struct urlset_job uj;
-	struct request_origin origin;
+	struct reply reply;
 	struct batch_keys bk;
 	uint64_t *counts;		/* per item of the request */
 	uint64_t *kcounts;		/* per key */
@@ -189,32 +215,29 @@ static void
 url_job_done(struct urlset_job *uj)
 {
 	struct url_job *j = (struct url_job *)uj;
-	struct evbuffer *out = evbuffer_new();
 
-	if (out != NULL && uj->status == STORE_OK) {
+	if (uj->status == STORE_OK) {
 		for (size_t i = 0; i < j->bk.nkeys; i++)
 			j->counts[j->bk.pos[i]] = j->kcounts[i];
-		write_results(out, j->origin.id, j->counts, j->bk.n, j->bk.bad,
+		write_results(&j->reply, j->counts, j->bk.n, j->bk.bad,
 		    j->bk.nbad);
-	} else if (out != NULL)
-		frame_write_error(out, j->origin.id,
-		    uj->status == STORE_FULL || uj->status == STORE_TXN_FULL ?
-		    NDDD__V1__CODE__RESOURCE_EXHAUSTED :
-		    NDDD__V1__CODE__INTERNAL, store_strstatus(uj->status));
-	dispatch_finish(&j->origin, out, uj->status != STORE_OK);
-	if (out != NULL)
-		evbuffer_free(out);
+	} else
+		reply_store_error(&j->reply, uj->status);
+	reply_finish(&j->reply);
 	url_job_free(j);
 }
 
-bool
-urlreq_mutate(struct urlset *us, struct url_keyer *k,
-    const struct request_origin *origin, enum urlset_op op,
-    enum urlset_durability dflt, const Nddd__V1__UrlBatch *batch,
-    struct evbuffer *out)
+/*
+ * A url_submit (op URLSET_SUBMIT) or url_delete (URLSET_DELETE) batch:
+ * answered at once when there is nothing to write, else a job for the URL
+ * writer, which answers once it is as durable as the batch asked.
+ */
+static void
+mutate(struct op_call *call, enum urlset_op op,
+    const Nddd__V1__UrlBatch *batch)
 {
-	uint64_t id = origin->id;
-	size_t n = urlreq_batch_len(batch);
+	struct urlset *us = call->svc->us;
+	size_t n = batch_len(batch);
 	const char *refused;
 	struct url_job *j;
 
@@ -230,19 +253,20 @@ urlreq_mutate(struct urlset *us, struct url_keyer *k,
 	if (j->bk.keys == NULL || j->bk.pos == NULL || j->bk.valid == NULL ||
 	    j->bk.bad == NULL || j->counts == NULL || j->kcounts == NULL)
 		goto nomem;
-	if ((refused = derive_keys(us, k, batch, &j->bk)) != NULL) {
-		frame_write_error(out, id, NDDD__V1__CODE__INVALID_ARGUMENT,
+	if ((refused = derive_keys(us, call->ctx->keyer, batch, &j->bk)) !=
+	    NULL) {
+		reply_error(call->reply, NDDD__V1__CODE__INVALID_ARGUMENT,
 		    refused);
 		url_job_free(j);
-		return false;
+		return;
 	}
 	if (j->bk.nkeys == 0) {
 		/* Nothing to write. */
-		write_results(out, id, j->counts, n, j->bk.bad, j->bk.nbad);
+		write_results(call->reply, j->counts, n, j->bk.bad,
+		    j->bk.nbad);
 		url_job_free(j);
-		return false;
+		return;
 	}
-	j->origin = *origin;
 	j->uj.op = op;
 	switch (batch->durability) {
 	case NDDD__V1__DURABILITY__DURABLE:
@@ -252,18 +276,30 @@ urlreq_mutate(struct urlset *us, struct url_keyer *k,
 		j->uj.durability = URLSET_RELAXED;
 		break;
 	default:
-		j->uj.durability = dflt;
+		j->uj.durability = call->svc->durability;
 		break;
 	}
 	j->uj.keys = j->bk.keys;
 	j->uj.n = j->bk.nkeys;
 	j->uj.counts = j->kcounts;
 	j->uj.done = url_job_done;
+	reply_move(&j->reply, call->reply);
 	urlset_submit_job(us, &j->uj);
-	return true;
+	return;
 nomem:
 	if (j != NULL)
 		url_job_free(j);
-	frame_write_error(out, id, NDDD__V1__CODE__INTERNAL, "out of memory");
-	return false;
+	reply_error(call->reply, NDDD__V1__CODE__INTERNAL, "out of memory");
+}
+
+void
+urlreq_submit(struct op_call *call)
+{
+	mutate(call, URLSET_SUBMIT, call->req->url_submit);
+}
+
+void
+urlreq_delete(struct op_call *call)
+{
+	mutate(call, URLSET_DELETE, call->req->url_delete);
 }

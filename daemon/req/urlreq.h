@@ -9,42 +9,28 @@
  * submits and deletes go to the URL writer as one job per request and are
  * answered once as durable as the batch asked.
  *
- * Threads: urlreq_check and urlreq_mutate run on a request worker, with
- * that worker's keyer, reader and arena; a job's reply is sent from the
- * loop.
+ * Threads: the handlers run on a request worker, with that worker's
+ * keyer, reader and arena; a job's reply is finished in the loop.
  */
 #ifndef NDDD_URLREQ_H
 #define NDDD_URLREQ_H
 
-#include <stdbool.h>
-#include <stdint.h>
+#include <stddef.h>
 
 #include "nddd.pb-c.h"
-#include "urlset.h"
-
-struct arena;
-struct evbuffer;
-struct request_origin;
-struct url_keyer;
-
-/* Answers a url_check batch: appends the reply frame to out. */
-void urlreq_check(struct urlset *us, struct url_keyer *k,
-    struct urlset_reader *rd, struct arena *a, uint64_t id,
-    const Nddd__V1__UrlBatch *batch, struct evbuffer *out);
+#include "opcall.h"
 
 /*
- * Starts a url_submit (op URLSET_SUBMIT) or url_delete (URLSET_DELETE)
- * batch; a batch that names no durability gets dflt.  Returns true if it
- * went to the URL writer: the job then finishes origin from the loop.
- * Returns false if the reply was appended to out already (nothing to
- * write, a refused batch, or no memory); the caller finishes origin.
+ * OK, or the code refusing batch as a whole and a static *message
+ * (URLs and digests both named, digests of the wrong size, too many
+ * items, an unknown durability).
  */
-bool urlreq_mutate(struct urlset *us, struct url_keyer *k,
-    const struct request_origin *origin, enum urlset_op op,
-    enum urlset_durability dflt, const Nddd__V1__UrlBatch *batch,
-    struct evbuffer *out);
+Nddd__V1__Code urlreq_validate(const Nddd__V1__UrlBatch *batch,
+    const struct request_limits *lim, const char **message);
 
-/* The number of items of a batch (URLs or digests). */
-size_t urlreq_batch_len(const Nddd__V1__UrlBatch *batch);
+/* The operations' handlers (operation.h). */
+void urlreq_check(struct op_call *call);
+void urlreq_submit(struct op_call *call);
+void urlreq_delete(struct op_call *call);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "arena.h"
 #include "frame.h"
+#include "operation.h"
 #include "request.h"
 #include "urlcanon.h"
 
@@ -48,20 +49,30 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pos += n;
 		while ((st = frame_next(in, 65536, &payload, &len)) ==
 		    FRAME_READY) {
+			const struct operation *op;
 			Nddd__V1__Request *req;
 			const Nddd__V1__UrlBatch *batch;
 			const char *msg;
+			Nddd__V1__Code code;
 
 			arena_reset(&a);
-			req = request_decode(&a, payload, len);
+			code = request_decode(&a, payload, len, &lim, &req,
+			    &msg);
 			frame_consume(in, len);
-			if (req == NULL)
+			if (code != NDDD__V1__CODE__OK)
 				continue;
-			(void)request_role(req);
-			if (request_validate(req, &lim, &msg) !=
+			op = operation_of(req);
+			(void)operation_role(op, req);
+			if (operation_validate(op, req, &lim, &msg) !=
 			    NDDD__V1__CODE__OK)
 				continue;
-			if ((batch = request_url_batch(req)) == NULL)
+			/* The URL operations' batches share their place. */
+			batch = req->op_case ==
+			    NDDD__V1__REQUEST__OP_URL_SUBMIT ||
+			    req->op_case == NDDD__V1__REQUEST__OP_URL_CHECK ||
+			    req->op_case == NDDD__V1__REQUEST__OP_URL_DELETE ?
+			    req->url_check : NULL;
+			if (batch == NULL)
 				continue;
 			for (size_t i = 0; i < batch->n_urls; i++) {
 				size_t outlen;

@@ -280,32 +280,122 @@ START_TEST(test_zero_length_and_truncated_frames)
 }
 END_TEST
 
+/*
+ * Sends a batch of urls[0..refused) for op, which must be refused whole
+ * with RESOURCE_EXHAUSTED for its id; then a url_check of urls[0..answered)
+ * on the same connection, whose reply (checked to be URL results for its
+ * id) is returned.
+ */
+static struct nddd_reply *
+refused_whole_then_answered(nddd_client *c, enum nddd_url_op op,
+    const char **urls, size_t refused, size_t answered)
+{
+	struct nddd_reply *r;
+	uint64_t id;
+
+	ck_assert_int_eq(nddd_send_urls(c, op, urls, NULL, refused, &id), 0);
+	ck_assert_int_eq(nddd_recv(c, &r), 0);
+	ck_assert_uint_eq(r->id, id);
+	ck_assert_int_eq(r->kind, NDDD_REPLY_ERROR);
+	ck_assert_int_eq(r->code, NDDD_RESOURCE_EXHAUSTED);
+	nddd_reply_free(r);
+	ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_CHECK, urls, NULL,
+	    answered, &id), 0);
+	ck_assert_int_eq(nddd_recv(c, &r), 0);
+	ck_assert_uint_eq(r->id, id);
+	ck_assert_int_eq(r->kind, NDDD_REPLY_URLS);
+	ck_assert_uint_eq(r->nresults, answered);
+	return r;
+}
+
 START_TEST(test_batch_limit)
 {
 	struct harness h;
 	nddd_client *c;
 	struct nddd_reply *r;
 	const char *urls[11];
-	uint64_t id;
 
 	for (int i = 0; i < 11; i++)
 		urls[i] = "http://x.example/";
 	harness_init(&h, "[server]\nmax_batch = 10");
 	harness_start(&h);
 	c = harness_client(&h);
-	ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_SUBMIT, urls, NULL, 11,
-	    &id), 0);
-	ck_assert_int_eq(nddd_recv(c, &r), 0);
-	ck_assert_uint_eq(r->id, id);
-	ck_assert_int_eq(r->kind, NDDD_REPLY_ERROR);
-	ck_assert_int_eq(r->code, NDDD_RESOURCE_EXHAUSTED);
-	nddd_reply_free(r);
-	/* Nothing of the refused batch was stored; a legal batch works. */
-	ck_assert_int_eq(nddd_send_urls(c, NDDD_URL_CHECK, urls, NULL, 10,
-	    &id), 0);
-	ck_assert_int_eq(nddd_recv(c, &r), 0);
-	ck_assert_int_eq(r->kind, NDDD_REPLY_URLS);
+	r = refused_whole_then_answered(c, NDDD_URL_SUBMIT, urls, 11, 10);
+	/* Nothing of the refused batch was stored. */
 	ck_assert_uint_eq(r->results[0].count, 0);
+	nddd_reply_free(r);
+	nddd_close(c);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_unknown_field_flood_refused_before_decoding_it)
+{
+	/* A url_check followed by 1 MiB of 2-byte unknown fields: decoded
+	 * whole it would take about 50 MiB of the daemon's memory.  It is
+	 * refused with RESOURCE_EXHAUSTED (its id cannot be known) and its
+	 * connection closed; nobody else notices. */
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
+	size_t head, len = 1 << 20;
+	uint8_t *buf = malloc(len);
+	struct harness h;
+	Nddd__V1__Response *r;
+	int fd;
+
+	req.id = 5;
+	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
+	req.url_check = &batch;
+	head = nddd__v1__request__pack(&req, buf);
+	for (size_t i = head; i + 1 < len; i += 2) {
+		buf[i] = 14 << 3;	/* a field Request does not have */
+		buf[i + 1] = 0;
+	}
+	len -= (len - head) % 2;
+	harness_init(&h, NULL);
+	harness_start(&h);
+	fd = raw_connect(&h);
+	raw_frame(fd, buf, (uint32_t)len);
+	r = raw_recv(fd);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->id, 0);
+	ck_assert_ptr_nonnull(r->status);
+	ck_assert_int_eq(r->status->code, NDDD__V1__CODE__RESOURCE_EXHAUSTED);
+	nddd__v1__response__free_unpacked(r, NULL);
+	ck_assert(raw_closed(fd));
+	close(fd);
+	/* The same request with a few unknown fields is answered. */
+	fd = raw_connect(&h);
+	raw_frame(fd, buf, (uint32_t)head + 64);
+	r = raw_recv(fd);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->id, 5);
+	ck_assert_int_eq(r->result_case, NDDD__V1__RESPONSE__RESULT_URLS);
+	nddd__v1__response__free_unpacked(r, NULL);
+	close(fd);
+	assert_serving(&h);
+	harness_cleanup(&h);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_reply_longer_than_max_frame_refused)
+{
+	/* 1,000 invalid URLs fit a 16 KiB frame; their 1,000 item errors do
+	 * not.  The client gets RESOURCE_EXHAUSTED for that request, not a
+	 * frame it must refuse, and its connection goes on. */
+	struct harness h;
+	nddd_client *c;
+	struct nddd_reply *r;
+	const char *urls[1000];
+
+	for (int i = 0; i < 1000; i++)
+		urls[i] = "not a url";
+	harness_init(&h, "[server]\nmax_frame = 16K\nmax_batch = 1000");
+	harness_start(&h);
+	c = harness_client(&h);
+	r = refused_whole_then_answered(c, NDDD_URL_CHECK, urls, 1000, 10);
+	ck_assert_int_eq(r->results[9].code, NDDD_INVALID_ARGUMENT);
 	nddd_reply_free(r);
 	nddd_close(c);
 	harness_cleanup(&h);
@@ -640,6 +730,8 @@ server_suite(void)
 	tcase_add_test(tc, test_oversized_frame_refused_unread);
 	tcase_add_test(tc, test_zero_length_and_truncated_frames);
 	tcase_add_test(tc, test_batch_limit);
+	tcase_add_test(tc, test_unknown_field_flood_refused_before_decoding_it);
+	tcase_add_test(tc, test_reply_longer_than_max_frame_refused);
 	tcase_add_test(tc, test_connection_limit);
 	tcase_add_test(tc, test_backpressure_on_a_client_that_does_not_read);
 	tcase_add_test(tc, test_sigterm_answers_in_flight_requests);

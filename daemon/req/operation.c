@@ -1,0 +1,127 @@
+/*
+ * operation: the protocol's operations.  See operation.h.
+ */
+#include "operation.h"
+
+#include <stddef.h>
+
+#include "docreq.h"
+#include "metrics.h"
+#include "statsreq.h"
+#include "urlreq.h"
+#include "verifyreq.h"
+
+static Nddd__V1__Code
+validate_url_submit(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	return urlreq_validate(req->url_submit, lim, message);
+}
+
+static Nddd__V1__Code
+validate_url_check(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	return urlreq_validate(req->url_check, lim, message);
+}
+
+static Nddd__V1__Code
+validate_url_delete(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	return urlreq_validate(req->url_delete, lim, message);
+}
+
+static Nddd__V1__Code
+validate_nothing_known(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)req;
+	(void)lim;
+	*message = "request names no operation this server knows";
+	return NDDD__V1__CODE__INVALID_ARGUMENT;
+}
+
+/* Asking which story a page would join changes nothing. */
+static enum role
+role_of_doc_submit(const Nddd__V1__Request *req)
+{
+	return req->doc_submit != NULL && req->doc_submit->query_only ?
+	    ROLE_READ : ROLE_WRITE;
+}
+
+/* In the order the metrics list them; "invalid" last. */
+static const struct operation operations[] = {
+	{ "url_submit", NDDD__V1__REQUEST__OP_URL_SUBMIT, ROLE_WRITE, NULL,
+	    validate_url_submit, urlreq_submit },
+	{ "url_check", NDDD__V1__REQUEST__OP_URL_CHECK, ROLE_READ, NULL,
+	    validate_url_check, urlreq_check },
+	{ "url_delete", NDDD__V1__REQUEST__OP_URL_DELETE, ROLE_ADMIN, NULL,
+	    validate_url_delete, urlreq_delete },
+	{ "stats", NDDD__V1__REQUEST__OP_STATS, ROLE_READ, NULL, NULL,
+	    statsreq_run },
+	{ "verify", NDDD__V1__REQUEST__OP_VERIFY, ROLE_ADMIN, NULL, NULL,
+	    verifyreq_start },
+	{ "doc_submit", NDDD__V1__REQUEST__OP_DOC_SUBMIT, ROLE_WRITE,
+	    role_of_doc_submit, NULL, docreq_submit },
+	{ "doc_query", NDDD__V1__REQUEST__OP_DOC_QUERY, ROLE_READ, NULL, NULL,
+	    docreq_query },
+	{ "doc_get", NDDD__V1__REQUEST__OP_DOC_GET, ROLE_READ, NULL, NULL,
+	    docreq_get },
+	{ "doc_delete", NDDD__V1__REQUEST__OP_DOC_DELETE, ROLE_ADMIN, NULL,
+	    NULL, docreq_delete },
+	/* Undecodable, or naming nothing known: who may learn that is the
+	 * same as who may do anything. */
+	{ "invalid", NDDD__V1__REQUEST__OP__NOT_SET, ROLE_ADMIN, NULL,
+	    validate_nothing_known, NULL },
+};
+
+#define NOPS (sizeof(operations) / sizeof(operations[0]))
+_Static_assert(NOPS <= METRIC_MAX_OPS, "the metrics count every operation");
+
+const struct operation *
+operation_of(const Nddd__V1__Request *req)
+{
+	for (size_t i = 0; i < NOPS - 1; i++)
+		if (operations[i].op_case == req->op_case)
+			return &operations[i];
+	return operation_invalid();
+}
+
+const struct operation *
+operation_invalid(void)
+{
+	return &operations[NOPS - 1];
+}
+
+unsigned
+operation_index(const struct operation *op)
+{
+	return (unsigned)(op - operations);
+}
+
+unsigned
+operation_count(void)
+{
+	return NOPS;
+}
+
+const struct operation *
+operation_at(unsigned i)
+{
+	return i < NOPS ? &operations[i] : NULL;
+}
+
+enum role
+operation_role(const struct operation *op, const Nddd__V1__Request *req)
+{
+	return op->role_of != NULL ? op->role_of(req) : op->role;
+}
+
+Nddd__V1__Code
+operation_validate(const struct operation *op, const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	return op->validate != NULL ? op->validate(req, lim, message) :
+	    NDDD__V1__CODE__OK;
+}

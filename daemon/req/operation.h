@@ -1,0 +1,53 @@
+/*
+ * operation: the protocol's operations, one row each: everything the
+ * daemon knows about an operation starts from its row (its name, which
+ * labels it in the metrics; the least role that may ask for it; the checks
+ * of its message beyond what decoding does; its handler).
+ *
+ * A request naming no operation this server knows gets the row
+ * "invalid", which refuses it.
+ */
+#ifndef NDDD_OPERATION_H
+#define NDDD_OPERATION_H
+
+#include <stdint.h>
+
+#include "auth.h"
+#include "nddd.pb-c.h"
+#include "opcall.h"
+
+struct operation {
+	const char *name;
+	Nddd__V1__Request__OpCase op_case;
+	enum role role;			/* the least role that may ask */
+	/* The role of a request that asks for less (NULL: role). */
+	enum role (*role_of)(const Nddd__V1__Request *req);
+	/*
+	 * OK, or the code refusing the whole request with a static
+	 * *message (NULL: nothing to check).
+	 */
+	Nddd__V1__Code (*validate)(const Nddd__V1__Request *req,
+	    const struct request_limits *lim, const char **message);
+	/* Worker thread: carries the request out (NULL: refused above). */
+	void (*run)(struct op_call *call);
+};
+
+/* The row of req's operation ("invalid" for none the server knows). */
+const struct operation *operation_of(const Nddd__V1__Request *req);
+/* The row's index, from 0 to operation_count() - 1. */
+unsigned operation_index(const struct operation *op);
+/* The row "invalid": frames refused before their operation is known. */
+const struct operation *operation_invalid(void);
+unsigned operation_count(void);
+/* The row of index i (NULL past the last). */
+const struct operation *operation_at(unsigned i);
+
+/* The least role that may carry out req. */
+enum role operation_role(const struct operation *op,
+    const Nddd__V1__Request *req);
+/* OK, or the code refusing req as a whole and a static *message. */
+Nddd__V1__Code operation_validate(const struct operation *op,
+    const Nddd__V1__Request *req, const struct request_limits *lim,
+    const char **message);
+
+#endif

@@ -1,0 +1,240 @@
+/*
+ * statsreq: the daemon's view of itself.  See statsreq.h.
+ */
+#include "statsreq.h"
+
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "cbf.h"
+#include "docreq.h"
+#include "metrics.h"
+#include "reply.h"
+#include "server.h"
+#include "store.h"
+#include "version.h"
+#include "workers.h"
+
+void
+statsreq_gather(const struct req_services *svc, struct store_txn *rd,
+    struct daemon_stats *out)
+{
+	const struct cbf *f = urlset_filter(svc->us);
+
+	*out = (struct daemon_stats){ 0 };
+	out->uptime_seconds = (uint64_t)(time(NULL) - svc->started);
+	if ((out->docs_status = store_reader_begin(rd)) == STORE_OK) {
+		out->docs_status = docset_stats(svc->ds, rd, &out->docs);
+		store_reader_end(rd);
+	}
+	urlset_stats(svc->us, &out->urls);
+	accel_stats(svc->acc, &out->accel);
+	writer_stats(svc->w, &out->writer);
+	out->filter_counters = cbf_stat_counters(f);
+	out->filter_nonzero = cbf_stat_nonzero(f);
+	out->filter_saturated = cbf_stat_saturated(f);
+	out->filter_bytes = cbf_stat_bytes(f);
+	out->store_bytes = store_bytes_used(svc->st);
+	out->connections = svc->srv != NULL ? server_connections(svc->srv) : 0;
+}
+
+size_t
+statsreq_pending(const struct req_services *svc)
+{
+	struct urlset_stats us;
+
+	urlset_stats(svc->us, &us);
+	return workers_pending(svc->workers) + writer_pending(svc->w) +
+	    us.pending + svc->docs->in_accel;
+}
+
+void
+statsreq_run(struct op_call *call)
+{
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__StatsResult res = NDDD__V1__STATS_RESULT__INIT;
+	Nddd__V1__FilterStats fs = NDDD__V1__FILTER_STATS__INIT;
+	Nddd__V1__NearStats ns = NDDD__V1__NEAR_STATS__INIT;
+	Nddd__V1__AccelStats as = NDDD__V1__ACCEL_STATS__INIT;
+	Nddd__V1__UrlStoreStats uss = NDDD__V1__URL_STORE_STATS__INIT;
+	const struct urlset_stats *us;
+	struct daemon_stats s;
+
+	statsreq_gather(call->svc, call->ctx->reader, &s);
+	if (s.docs_status != STORE_OK) {
+		reply_store_error(call->reply, s.docs_status);
+		return;
+	}
+	us = &s.urls;
+	res.version = (char *)NDDD_VERSION;
+	res.canon = (char *)urlset_canon_id(call->svc->us);
+	res.uptime_seconds = s.uptime_seconds;
+	res.urls = us->urls;
+	res.docs = s.docs.docs;
+	ns.k = s.docs.k;
+	ns.blocks = s.docs.blocks;
+	ns.tables = s.docs.tables;
+	res.near = &ns;
+	/* The rest is for administrators. */
+	if (call->role >= ROLE_ADMIN) {
+		ns.bytes = s.docs.table_bytes;
+		ns.distinct = s.docs.distinct;
+		as.backend = s.accel.backend;
+		as.simulation = s.accel.simulation;
+		as.batches = s.accel.batches;
+		as.batches_failed = s.accel.batches_failed;
+		as.docs = s.accel.docs;
+		as.bytes = s.accel.bytes;
+		res.accel = &as;
+		fs.counters = s.filter_counters;
+		fs.nonzero = s.filter_nonzero;
+		fs.saturated = s.filter_saturated;
+		fs.k = CBF_K;
+		fs.bytes = s.filter_bytes;
+		res.cbf = &fs;
+		res.checks = us->checks;
+		res.checks_filter_only = us->checks_filter_only;
+		res.filter_false_positives = us->filter_false_positives;
+		res.submits_new = us->submits_new;
+		res.submits_duplicate = us->submits_duplicate;
+		res.deletes = us->deletes;
+		res.commits = s.writer.commits;
+		uss.journal_entries = us->journal_entries;
+		uss.journal_capacity = us->journal_capacity;
+		uss.journal_bytes = us->journal_bytes;
+		uss.journal_bytes_written = us->journal_bytes_written;
+		uss.journal_syncs = us->journal_syncs;
+		uss.groups = us->groups;
+		uss.flushes = us->flushes;
+		uss.merges = us->merges;
+		uss.merges_forced = us->merges_forced;
+		uss.segments = us->segments;
+		uss.small_segments = us->small_segments;
+		uss.records = us->records;
+		uss.dead_records = us->dead_records;
+		uss.store_bytes_written = us->store_bytes_written;
+		uss.pending = us->pending;
+		uss.index_bytes = us->index_bytes;
+		uss.journal_table_bytes = us->journal_table_bytes;
+		res.url_store = &uss;
+		res.store_bytes = s.store_bytes;
+		res.connections = s.connections;
+	}
+	resp.id = call->reply->id;
+	resp.result_case = NDDD__V1__RESPONSE__RESULT_STATS;
+	resp.stats = &res;
+	reply_message(call->reply, &resp.base);
+}
+
+void
+statsreq_render_gauges(const struct req_services *svc,
+    const struct daemon_stats *s, struct evbuffer *out)
+{
+	/* A count the store could not give is left out, not shown as 0. */
+	if (s->docs_status == STORE_OK)
+		metrics_render_value(out, "nddd_docs", "gauge",
+		    "Documents stored.", (double)s->docs.docs);
+	metrics_render_value(out, "nddd_docs_distinct_fingerprints", "gauge",
+	    "Distinct fingerprints among the stored documents.",
+	    (double)s->docs.distinct);
+	metrics_render_value(out, "nddd_tables_bytes", "gauge",
+	    "Memory of the near-duplicate tables.", (double)s->docs.table_bytes);
+	metrics_render_value(out, "nddd_tables", "gauge",
+	    "Near-duplicate tables.", (double)s->docs.tables);
+	metrics_render_value(out, "nddd_accel_batches_total", "counter",
+	    "Document batches given to the accelerator backend.",
+	    (double)s->accel.batches);
+	metrics_render_value(out, "nddd_accel_batches_failed_total", "counter",
+	    "Batches a plugin failed or refused (redone on the cpu).",
+	    (double)s->accel.batches_failed);
+	metrics_render_value(out, "nddd_accel_documents_total", "counter",
+	    "Documents fingerprinted.", (double)s->accel.docs);
+	metrics_render_value(out, "nddd_accel_bytes_total", "counter",
+	    "Bytes of documents fingerprinted.", (double)s->accel.bytes);
+	evbuffer_add_printf(out, "# HELP nddd_accel_backend The accelerator "
+	    "backend in use (1), and whether it is a simulation.\n"
+	    "# TYPE nddd_accel_backend gauge\n"
+	    "nddd_accel_backend{backend=\"%s\",simulation=\"%s\"} 1\n",
+	    s->accel.backend, s->accel.simulation ? "yes" : "no");
+	metrics_render_value(out, "nddd_urls", "gauge", "URLs stored.",
+	    (double)s->urls.urls);
+	metrics_render_value(out, "nddd_filter_counters", "gauge",
+	    "Counters of the URL filter (m).", (double)s->filter_counters);
+	metrics_render_value(out, "nddd_filter_nonzero", "gauge",
+	    "Filter counters above zero.", (double)s->filter_nonzero);
+	metrics_render_value(out, "nddd_filter_saturated", "gauge",
+	    "Filter counters at 15.", (double)s->filter_saturated);
+	metrics_render_value(out, "nddd_filter_fill_ratio", "gauge",
+	    "Share of filter counters above zero.",
+	    (double)s->filter_nonzero / (double)s->filter_counters);
+	metrics_render_value(out, "nddd_filter_bytes", "gauge",
+	    "Memory of the URL filter.", (double)s->filter_bytes);
+	metrics_render_value(out, "nddd_url_checks_total", "counter",
+	    "URLs checked.", (double)s->urls.checks);
+	metrics_render_value(out, "nddd_url_checks_filter_only_total",
+	    "counter", "URL checks answered by the filter alone.",
+	    (double)s->urls.checks_filter_only);
+	metrics_render_value(out, "nddd_filter_false_positives_total",
+	    "counter", "URL checks the filter sent to the store in vain.",
+	    (double)s->urls.filter_false_positives);
+	metrics_render_value(out, "nddd_url_submits_new_total", "counter",
+	    "URL submits that were new.", (double)s->urls.submits_new);
+	metrics_render_value(out, "nddd_url_submits_duplicate_total",
+	    "counter", "URL submits that were duplicates.",
+	    (double)s->urls.submits_duplicate);
+	metrics_render_value(out, "nddd_url_deletes_total", "counter",
+	    "URL records deleted.", (double)s->urls.deletes);
+	metrics_render_value(out, "nddd_url_journal_entries", "gauge",
+	    "URLs changed since the last flush into the store.",
+	    (double)s->urls.journal_entries);
+	metrics_render_value(out, "nddd_url_journal_capacity", "gauge",
+	    "URLs changed between flushes, at most.",
+	    (double)s->urls.journal_capacity);
+	metrics_render_value(out, "nddd_url_journal_bytes", "gauge",
+	    "Bytes in the URL journal file now.", (double)s->urls.journal_bytes);
+	metrics_render_value(out, "nddd_url_journal_written_bytes_total",
+	    "counter", "Bytes written to the URL journal.",
+	    (double)s->urls.journal_bytes_written);
+	metrics_render_value(out, "nddd_url_journal_syncs_total", "counter",
+	    "fdatasyncs of the URL journal.", (double)s->urls.journal_syncs);
+	metrics_render_value(out, "nddd_url_group_commits_total", "counter",
+	    "Groups of URL submits and deletes committed to the journal.",
+	    (double)s->urls.groups);
+	metrics_render_value(out, "nddd_url_flushes_total", "counter",
+	    "Flushes of the journal into store segments.",
+	    (double)s->urls.flushes);
+	metrics_render_value(out, "nddd_url_merges_total", "counter",
+	    "Merges of small or sparse URL segments.", (double)s->urls.merges);
+	metrics_render_value(out, "nddd_url_merges_forced_total", "counter",
+	    "Merges that held URL writers back (back-pressure).",
+	    (double)s->urls.merges_forced);
+	metrics_render_value(out, "nddd_url_segments", "gauge",
+	    "URL segments in the store.", (double)s->urls.segments);
+	metrics_render_value(out, "nddd_url_small_segments", "gauge",
+	    "URL segments below half the segment size (merge backlog).",
+	    (double)s->urls.small_segments);
+	metrics_render_value(out, "nddd_url_dead_records", "gauge",
+	    "Replaced or deleted URL records not merged away yet (merge "
+	    "backlog).", (double)s->urls.dead_records);
+	metrics_render_value(out, "nddd_url_store_written_bytes_total",
+	    "counter", "Bytes of URL segments and bitmaps written.",
+	    (double)s->urls.store_bytes_written);
+	metrics_render_value(out, "nddd_url_writes_pending", "gauge",
+	    "URL submits and deletes queued for the URL writer.",
+	    (double)s->urls.pending);
+	metrics_render_value(out, "nddd_url_index_bytes", "gauge",
+	    "Memory of the URL index.", (double)s->urls.index_bytes);
+	metrics_render_value(out, "nddd_store_commits_total", "counter",
+	    "Store transactions committed.", (double)s->writer.commits);
+	metrics_render_value(out, "nddd_store_failed_transactions_total",
+	    "counter", "Store transactions that failed.",
+	    (double)s->writer.failed_txns);
+	metrics_render_value(out, "nddd_store_bytes", "gauge",
+	    "Bytes of the store in use.", (double)s->store_bytes);
+	metrics_render_value(out, "nddd_connections", "gauge",
+	    "Client connections open.", (double)s->connections);
+	metrics_render_value(out, "nddd_requests_pending", "gauge",
+	    "Requests accepted and not yet answered.",
+	    (double)statsreq_pending(svc));
+}

@@ -1,0 +1,56 @@
+/*
+ * statsreq: the daemon's view of itself, gathered in one place for both
+ * its readers: the stats operation of the protocol and the gauges of
+ * /metrics.
+ *
+ * Threads: statsreq_gather runs on any thread that has a store reader of
+ * its own (a request worker, or the loop for /metrics); what it reads is
+ * atomic or locked by its owner.  statsreq_pending is the loop's.
+ */
+#ifndef NDDD_STATSREQ_H
+#define NDDD_STATSREQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel.h"
+#include "docset.h"
+#include "opcall.h"
+#include "urlset.h"
+#include "writer.h"
+
+struct evbuffer;
+struct store_txn;
+
+struct daemon_stats {
+	uint64_t uptime_seconds;
+	struct urlset_stats urls;
+	/* STORE_OK, or why the document counts below are missing. */
+	int docs_status;
+	struct docset_stats docs;
+	struct accel_stats accel;
+	struct writer_stats writer;
+	uint64_t filter_counters, filter_nonzero, filter_saturated;
+	uint64_t filter_bytes;
+	uint64_t store_bytes;
+	uint32_t connections;
+};
+
+/* Gathers everything into *out, reading the store through rd. */
+void statsreq_gather(const struct req_services *svc, struct store_txn *rd,
+    struct daemon_stats *out);
+
+/* Loop thread: requests accepted and not yet answered. */
+size_t statsreq_pending(const struct req_services *svc);
+
+/* The stats operation's handler (operation.h). */
+void statsreq_run(struct op_call *call);
+
+/*
+ * Loop thread: appends the gauges of s (and the pending requests) to out,
+ * in the Prometheus text format.
+ */
+void statsreq_render_gauges(const struct req_services *svc,
+    const struct daemon_stats *s, struct evbuffer *out);
+
+#endif
