@@ -20,6 +20,7 @@ arena_init(struct arena *a, size_t min_block)
 {
 	a->head = NULL;
 	a->min_block = min_block;
+	a->keep_max = 0;
 	a->limit = 0;
 	a->handed_out = 0;
 	a->over_limit = a->out_of_memory = false;
@@ -49,6 +50,10 @@ arena_reset(struct arena *a)
 			keep = b;
 		} else
 			free(b);
+	}
+	if (keep != NULL && a->keep_max != 0 && keep->size > a->keep_max) {
+		free(keep);
+		keep = NULL;
 	}
 	if (keep != NULL) {
 		keep->next = NULL;

@@ -4,7 +4,9 @@
  *
  * Allocation is a pointer increment; nothing is freed individually;
  * arena_reset releases everything at once and keeps the largest block for
- * the next round, so a steady workload stops calling malloc.
+ * the next round, so a steady workload stops calling malloc; keep_max
+ * bounds what it keeps, so one large round does not hold its memory
+ * forever.
  *
  * A limit bounds what an arena may hand out (say, while it decodes bytes
  * from a stranger): past it, allocations fail as if memory had run out,
@@ -21,6 +23,7 @@ struct arena_block;
 struct arena {
 	struct arena_block *head;	/* current block; older ones follow */
 	size_t min_block;
+	size_t keep_max;		/* largest block a reset keeps; 0: any */
 	size_t limit;			/* bytes handed out at most; 0: none */
 	size_t handed_out;		/* since the last reset */
 	bool over_limit;		/* an allocation failed on the limit */
@@ -32,8 +35,8 @@ void arena_init(struct arena *a, size_t min_block);
 /* Frees every block. */
 void arena_release(struct arena *a);
 /*
- * Frees all allocations, keeping the largest block, and clears the
- * failure flags (not the limit).
+ * Frees all allocations, keeping the largest block if it is not above
+ * keep_max, and clears the failure flags (not the limit).
  */
 void arena_reset(struct arena *a);
 /*

@@ -27,6 +27,13 @@
 #include "urlset.h"
 #include "workers.h"
 
+/*
+ * A worker's arena keeps up to this much between requests: enough for a
+ * batch of 10,000 URLs of a crawl's usual length; a larger request's
+ * memory goes back to the system when it is done.
+ */
+#define WORKER_ARENA_KEEP (4u << 20)
+
 struct dispatch {
 	struct req_services svc;
 	struct docreq_env docs;
@@ -59,6 +66,7 @@ worker_ctx_new(void *arg)
 	if (ctx == NULL)
 		return NULL;
 	arena_init(&ctx->arena, 64 * 1024);
+	ctx->arena.keep_max = WORKER_ARENA_KEEP;
 	ctx->keyer = urlset_keyer_new(d->svc.us);
 	ctx->urls = urlset_reader_new(d->svc.us);
 	ctx->reader = store_reader_new(d->svc.st);
@@ -104,11 +112,10 @@ authorize(struct dispatch *d, const Nddd__V1__Request *req, const char **why)
 	return role;
 }
 
+/* Worker thread: decodes t's frame, then checks and runs its operation. */
 static void
-req_run(struct worker_task *wt, void *arg)
+run_request(struct req_task *t, struct worker_ctx *ctx)
 {
-	struct req_task *t = (struct req_task *)wt;
-	struct worker_ctx *ctx = arg;
 	struct dispatch *d = t->d;
 	struct op_call call = {
 		.svc = &d->svc,
@@ -120,7 +127,6 @@ req_run(struct worker_task *wt, void *arg)
 	Nddd__V1__Code code;
 	const char *msg = NULL;
 
-	arena_reset(&ctx->arena);
 	code = request_decode(&ctx->arena, t->payload, t->len,
 	    &d->svc.limits, &req, &msg);
 	if (code != NDDD__V1__CODE__OK) {
@@ -148,6 +154,16 @@ req_run(struct worker_task *wt, void *arg)
 	op->run(&call);
 	t->then_in_loop = call.then_in_loop;
 	t->then_arg = call.then_arg;
+}
+
+static void
+req_run(struct worker_task *wt, void *arg)
+{
+	struct worker_ctx *ctx = arg;
+
+	run_request((struct req_task *)wt, ctx);
+	/* What the request keeps, it has copied out of the arena. */
+	arena_reset(&ctx->arena);
 }
 
 static void

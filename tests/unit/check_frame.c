@@ -223,6 +223,14 @@ START_TEST(test_arena_limit)
 	arena_set_limit(&a, 10);
 	ck_assert_ptr_null(arena_alloc(&a, 1));
 	ck_assert(a.over_limit);
+	/* A reset keeps the largest block only up to keep_max. */
+	arena_set_limit(&a, 0);
+	a.keep_max = 4096;
+	arena_reset(&a);
+	ck_assert_ptr_null(a.head);	/* the 1 MiB block went back */
+	ck_assert_ptr_nonnull(arena_alloc(&a, 1000));
+	arena_reset(&a);
+	ck_assert_ptr_nonnull(a.head);	/* a small one stays */
 	arena_release(&a);
 }
 END_TEST
