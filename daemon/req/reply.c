@@ -29,8 +29,8 @@ reply_start(struct reply *r, struct conn *c, struct metrics *m, unsigned op,
 	conn_hold(c);
 }
 
-static void
-reply_append(struct reply *r, const ProtobufCMessage *msg)
+void
+reply_message(struct reply *r, const ProtobufCMessage *msg)
 {
 	int rc;
 
@@ -57,12 +57,6 @@ reply_append(struct reply *r, const ProtobufCMessage *msg)
 }
 
 void
-reply_message(struct reply *r, const ProtobufCMessage *msg)
-{
-	reply_append(r, msg);
-}
-
-void
 reply_error(struct reply *r, Nddd__V1__Code code, const char *message)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
@@ -73,7 +67,7 @@ reply_error(struct reply *r, Nddd__V1__Code code, const char *message)
 	resp.id = r->id;
 	resp.status = &status;
 	r->refused = true;
-	reply_append(r, &resp.base);
+	reply_message(r, &resp.base);
 }
 
 void
