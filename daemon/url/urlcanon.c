@@ -702,6 +702,12 @@ urlcanon_canonicalize(struct urlcanon *uc, const char *url, size_t len,
 	}
 	if (put_query(uc, &b, &uri.query, cause) == -1)
 		return NULL;
+	/* Percent-encoding can triple a URL: the bound holds for what is
+	 * stored and sent back in replies, not only for what came in. */
+	if (b.len > URLCANON_MAX_LEN) {
+		*cause = "URL longer than 16384 bytes once canonical";
+		return NULL;
+	}
 	b.p[b.len] = '\0';
 	*outlen = b.len;
 	return b.p;

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Longest URL accepted, in bytes, before any encoding. */
+/* Longest URL accepted, in bytes, as given and in its canonical form. */
 #define URLCANON_MAX_LEN 16384
 /*
  * The version of the canonical form: it changes whenever the output of

@@ -368,6 +368,23 @@ START_TEST(test_invalid)
 	got = canon(uc, huge);
 	ck_assert_ptr_nonnull(got);
 	free(got);
+	/* The limit holds for the canonical form too: a URL short enough
+	 * as given but not once its bytes above 0x7f are percent-encoded
+	 * (three bytes each) is refused, so that nothing longer is stored
+	 * or sent back in a reply. */
+	memset(huge + 9, 'x', URLCANON_MAX_LEN - 9);
+	for (size_t i = 9; i < 9 + 100; i++)
+		huge[i] = (char)0xe9;
+	huge[URLCANON_MAX_LEN - 2 * 100] = '\0';
+	got = canon(uc, huge);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_uint_eq(strlen(got), URLCANON_MAX_LEN);
+	free(got);
+	huge[URLCANON_MAX_LEN - 2 * 100] = 'x';
+	huge[URLCANON_MAX_LEN - 2 * 100 + 1] = '\0';
+	ck_assert_ptr_null(urlcanon_canonicalize(uc, huge,
+	    URLCANON_MAX_LEN - 2 * 100 + 1, &n, &cause));
+	ck_assert_str_eq(cause, "URL longer than 16384 bytes once canonical");
 	free(huge);
 	urlcanon_free(uc);
 }
