@@ -5,8 +5,10 @@
  *                  operation, the store, the filter, connections
  *   GET /health    200 "ok" while serving, 503 once shutting down
  *
- * Runs in the event loop (libevent's evhttp); it shares no port with the
- * protocol and answers nothing else.
+ * Runs in the event loop; it shares no port with the protocol and answers
+ * nothing else.  One request per connection, at most 16 connections at
+ * once, 10 s to send a request head of at most 16 KiB; binding it beyond
+ * loopback is logged as a warning.
  */
 #ifndef NDDD_HTTPD_H
 #define NDDD_HTTPD_H

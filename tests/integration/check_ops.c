@@ -156,6 +156,57 @@ ms_until_closed(int fd, long limit_ms)
 	}
 }
 
+START_TEST(test_metrics_listener_limits)
+{
+	/* The metrics listener holds at most 16 connections: a 17th is
+	 * closed at once, and /metrics answers again once they go.  A
+	 * request head over 16 KiB is refused.  Bound beyond loopback, it
+	 * says in the log that anyone may read the figures. */
+	struct harness h;
+	int mport = harness_free_port(), idle[16], fd;
+	char conf[128], *text, *log, *big;
+	size_t biglen = 20000;
+
+	harness_init(&h, NULL);
+	snprintf(conf, sizeof(conf), "[metrics]\nlisten = 0.0.0.0:%d", mport);
+	harness_add_conf(&h, conf);
+	harness_start(&h);
+	log = tu_read_file(h.log_path, NULL);
+	ck_assert_ptr_nonnull(strstr(log, "beyond loopback"));
+	free(log);
+	for (int i = 0; i < 16; i++)
+		idle[i] = tcp_connect(mport);
+	usleep(200000);
+	fd = tcp_connect(mport);
+	ck_assert_int_ge(ms_until_closed(fd, 2000), 0);
+	close(fd);
+	for (int i = 0; i < 16; i++)
+		close(idle[i]);
+	usleep(200000);
+	text = http_get(mport, "/health");
+	ck_assert_msg(strstr(text, " 200 ") != NULL, "%s", text);
+	free(text);
+	big = malloc(biglen + 1);
+	memset(big, 'a', biglen);
+	big[biglen] = '\0';
+	memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 27);
+	fd = tcp_connect(mport);
+	ck_assert_int_eq(send(fd, big, biglen, MSG_NOSIGNAL), (ssize_t)biglen);
+	{
+		char reply[256];
+		ssize_t n = recv(fd, reply, sizeof(reply) - 1, 0);
+
+		ck_assert_int_gt(n, 0);
+		reply[n] = '\0';
+		ck_assert_msg(strstr(reply, " 431 ") != NULL, "%s", reply);
+	}
+	close(fd);
+	free(big);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+}
+END_TEST
+
 START_TEST(test_idle_and_slow_frame_timeouts)
 {
 	struct harness h;
@@ -241,6 +292,7 @@ ops_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_metrics_and_health);
+	tcase_add_test(tc, test_metrics_listener_limits);
 	tcase_add_test(tc, test_idle_and_slow_frame_timeouts);
 	tcase_add_test(tc, test_verify_after_mixed_load);
 	suite_add_tcase(s, tc);
