@@ -406,14 +406,21 @@ open_everything(struct daemon *d)
 static void
 close_everything(struct daemon *d)
 {
-	/* The server drained the workers and the writers before the loop
-	 * ended; what remains is tearing down.  The URL writer flushes its
-	 * journal into the store as it stops. */
+	/*
+	 * The loop ends only once every request accepted is finished
+	 * (server_shutdown waits for them, however slow the disk), so no job
+	 * is queued anywhere now.  Each stage still stops before the stages
+	 * it hands work to and before what its work touches: the workers
+	 * (they hand documents to the accelerator and submits to the
+	 * writers), the accelerator (its results go to the writer), the
+	 * writers, and only then the connections that replies are held for.
+	 * The URL writer flushes its journal into the store as it stops.
+	 */
 	httpd_free(d->httpd);
-	urlset_stop(d->urls);
-	accel_free(d->accel);
 	dispatch_free(d->dispatch);
+	accel_free(d->accel);
 	writer_stop(d->writer);
+	urlset_stop(d->urls);
 	server_free(d->server);
 	writer_free(d->writer);
 	docset_free(d->docs);

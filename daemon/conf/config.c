@@ -82,6 +82,19 @@ static const struct key keys[] = {
 	 * crawler uses; a client trickling bytes holds memory for nothing. */
 	{ "server", "frame_timeout", KEY_DURATION, F(frame_timeout_ms), 0,
 	  UINT32_MAX, "30s" },
+	/* A client that takes no reply bytes for a minute has hung or is
+	 * hostile; its buffers go back. */
+	{ "server", "write_timeout", KEY_DURATION, F(write_timeout_ms), 0,
+	  UINT32_MAX, "60s" },
+	/* All connections' input, queued replies and replies in the making
+	 * together: 256 clients at their bound, far below max_connections
+	 * of them. */
+	{ "server", "buffer_memory", KEY_SIZE, F(buffer_memory), 1024 * 1024,
+	  1024 * GiB, "1G" },
+	/* Within systemd's TimeoutStopSec (60 s): requests in flight always
+	 * finish; only replies that clients do not take are given up. */
+	{ "server", "shutdown_timeout", KEY_DURATION, F(shutdown_timeout_ms),
+	  0, UINT32_MAX, "30s" },
 	/* TLS is off until a certificate is given. */
 	{ "tls", "listen", KEY_OPT_ADDRESS, F(tls_listen), 0, 0, "" },
 	{ "tls", "cert", KEY_OPT_STRING, F(tls_cert), 0, 0, "" },

@@ -35,6 +35,12 @@ struct config {
 					   0: never */
 	uint64_t frame_timeout_ms;	/* close a connection whose frame takes
 					   longer to arrive; 0: never */
+	uint64_t write_timeout_ms;	/* close a connection that takes none
+					   of its replies this long; 0: never */
+	uint64_t buffer_memory;		/* bytes of all connections' buffers
+					   before new requests are refused */
+	uint64_t shutdown_timeout_ms;	/* how long a shutdown waits for
+					   clients to take their replies */
 	/* [tls] */
 	char *tls_listen;		/* HOST:PORT, or NULL: no TLS */
 	char *tls_cert;

@@ -16,22 +16,20 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <event2/util.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include "config.h"
 #include "frame.h"
+#include "listener.h"
 #include "log.h"
 #include "metrics.h"
 
 /* Bytes read from a socket per callback: several batches at a time. */
 #define SERVER_READ_CHUNK (256 * 1024)
-/* How often a shutdown looks whether the last replies have drained, and
- * how long it waits for them at most. */
+/* How often a shutdown looks whether the last replies have drained. */
 #define SERVER_DRAIN_POLL_MS 20
-#define SERVER_DRAIN_LIMIT_S 30
 
 struct conn {
 	struct server *srv;
@@ -41,8 +39,12 @@ struct conn {
 	char peer[INET6_ADDRSTRLEN + 8];
 	unsigned refs;		/* 1 while open, +1 per request in flight */
 	uint32_t inflight;
+	size_t reserved;	/* reply bytes its requests in flight may add */
+	size_t buffered;	/* bytes in its input and output buffers */
+	struct evbuffer_cb_entry *input_cb, *output_cb;
 	bool open;		/* false once the socket is gone */
 	bool closing;		/* close as soon as the output has drained */
+	bool half_closed;	/* the client sent EOF: close once answered */
 	bool paused;		/* reading stopped: backpressure */
 	bool in_read;		/* conn_read_cb is running */
 };
@@ -54,19 +56,33 @@ struct server {
 	const struct config *cfg;
 	struct server_handler handler;
 	struct metrics *metrics;
-	struct evconnlistener *listener;	/* plain TCP, or NULL */
-	struct evconnlistener *tls_listener;	/* or NULL */
+	struct listener *listener;	/* plain TCP, or NULL */
+	struct listener *tls_listener;	/* or NULL */
 	SSL_CTX *tls;
 	struct conn_list conns;
 	uint32_t nconns;		/* read by workers: atomic */
+	/* All connections' buffers and reservations ([server]
+	 * buffer_memory); the loop's alone. */
+	size_t buffered, reserved;
 	bool shutting_down;
 	struct event *drain_timer;
-	int drain_polls;
+	uint64_t drain_polls;
+	uint64_t drain_timeout_polls;	/* left for replies to be taken */
 };
 
 static void conn_read_cb(struct bufferevent *bev, void *arg);
 static void conn_write_cb(struct bufferevent *bev, void *arg);
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg);
+
+static struct timeval
+ms_timeval(uint64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000 * 1000);
+	return tv;
+}
 
 static void
 conn_unref(struct conn *c)
@@ -89,6 +105,12 @@ conn_close(struct conn *c)
 	c->open = false;
 	if (c->frame_timer != NULL)
 		evtimer_del(c->frame_timer);
+	/* Its buffers go with it; replies still to come are dropped. */
+	evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->input_cb);
+	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev),
+	    c->output_cb);
+	srv->buffered -= c->buffered;
+	c->buffered = 0;
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	TAILQ_REMOVE(&srv->conns, c, entry);
@@ -112,20 +134,40 @@ conn_close_after_flush(struct conn *c)
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 }
 
+/*
+ * Closes a connection whose client has finished sending once every request
+ * it sent is answered and the answers are sent: a client may shut down its
+ * side of the socket and still read what it is owed.
+ */
+static void
+conn_close_when_answered(struct conn *c)
+{
+	if (c->open && c->half_closed && c->inflight == 0 &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		conn_close(c);
+}
+
+/*
+ * Reading stops while the replies queued and those its requests in flight
+ * may still produce exceed output_high_water: a connection then holds at
+ * most that much plus the largest reply of the request read last, whether
+ * or not its client reads.
+ */
 static bool
 conn_should_pause(const struct conn *c)
 {
 	const struct config *cfg = c->srv->cfg;
 
 	return c->inflight >= cfg->max_inflight ||
-	    evbuffer_get_length(bufferevent_get_output(c->bev)) >
-	    cfg->output_high_water;
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) +
+	    c->reserved > cfg->output_high_water;
 }
 
 static void
 conn_update_reading(struct conn *c)
 {
-	if (!c->open || c->closing || c->srv->shutting_down)
+	if (!c->open || c->closing || c->half_closed ||
+	    c->srv->shutting_down)
 		return;
 	if (conn_should_pause(c)) {
 		if (!c->paused) {
@@ -183,19 +225,38 @@ conn_fail(struct conn *c, Nddd__V1__Code code, const char *message)
 }
 
 void
-conn_hold(struct conn *c)
+conn_hold(struct conn *c, size_t reply_bound)
 {
 	c->refs++;
 	c->inflight++;
+	c->reserved += reply_bound;
+	c->srv->reserved += reply_bound;
 	conn_update_reading(c);
 }
 
 void
-conn_release(struct conn *c)
+conn_release(struct conn *c, size_t reply_bound)
 {
 	c->inflight--;
+	c->reserved -= reply_bound;
+	c->srv->reserved -= reply_bound;
 	conn_update_reading(c);
+	conn_close_when_answered(c);
 	conn_unref(c);
+}
+
+bool
+conn_buffers_full(const struct conn *c)
+{
+	const struct server *srv = c->srv;
+
+	return srv->buffered + srv->reserved > srv->cfg->buffer_memory;
+}
+
+size_t
+server_buffered(const struct server *srv)
+{
+	return srv->buffered + srv->reserved;
 }
 
 static void
@@ -236,11 +297,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	if (c->open && !c->closing && !c->paused && c->frame_timer != NULL &&
 	    evbuffer_get_length(in) > 0 &&
 	    !evtimer_pending(c->frame_timer, NULL)) {
-		struct timeval tv;
+		struct timeval tv = ms_timeval(c->srv->cfg->frame_timeout_ms);
 
-		tv.tv_sec = (time_t)(c->srv->cfg->frame_timeout_ms / 1000);
-		tv.tv_usec = (suseconds_t)(c->srv->cfg->frame_timeout_ms %
-		    1000 * 1000);
 		evtimer_add(c->frame_timer, &tv);
 	}
 	c->in_read = false;
@@ -269,6 +327,20 @@ conn_write_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	conn_update_reading(c);
+	conn_close_when_answered(c);
+}
+
+/* The client sent EOF: nothing more will come, but it is owed replies. */
+static void
+conn_half_close(struct conn *c)
+{
+	c->half_closed = true;
+	bufferevent_disable(c->bev, EV_READ);
+	if (c->frame_timer != NULL)
+		evtimer_del(c->frame_timer);
+	log_debug("%s: %s: end of its requests (%u in flight)", __func__,
+	    c->peer, c->inflight);
+	conn_close_when_answered(c);
 }
 
 static void
@@ -277,6 +349,15 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn *c = arg;
 	unsigned long tls_err;
 
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_WRITING)) {
+		/* Not a byte of its replies taken for write_timeout. */
+		log_info("%s: %s: takes no replies (%zu bytes waiting); "
+		    "closing", __func__, c->peer,
+		    evbuffer_get_length(bufferevent_get_output(bev)));
+		c->srv->metrics->connections_failed++;
+		conn_close(c);
+		return;
+	}
 	if (what & BEV_EVENT_TIMEOUT) {
 		/* Silent for idle_timeout.  Still owed replies, or held back by
 		 * us: not idle. */
@@ -296,8 +377,25 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		log_debug("%s: %s: %s", __func__, c->peer,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	}
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
+	    !c->closing) {
+		conn_half_close(c);
+		return;
+	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
 		conn_close(c);
+}
+
+/* Keeps the connection's and the server's count of buffered bytes. */
+static void
+conn_buffer_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct conn *c = arg;
+
+	(void)buf;
+	c->buffered = c->buffered + info->n_added - info->n_deleted;
+	c->srv->buffered = c->srv->buffered + info->n_added - info->n_deleted;
 }
 
 static void
@@ -322,10 +420,11 @@ format_peer(const struct sockaddr *sa, char *buf, size_t size)
 }
 
 static void
-accept_conn(struct server *srv, evutil_socket_t fd, struct sockaddr *sa,
+accept_conn(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
     SSL *ssl)
 {
 	struct conn *c;
+	struct timeval idle, write;
 	int one = 1;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
@@ -347,6 +446,12 @@ accept_conn(struct server *srv, evutil_socket_t fd, struct sockaddr *sa,
 		bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
 	if (srv->cfg->frame_timeout_ms > 0)
 		c->frame_timer = evtimer_new(srv->base, frame_timeout_cb, c);
+	c->input_cb = evbuffer_add_cb(bufferevent_get_input(c->bev),
+	    conn_buffer_cb, c);
+	c->output_cb = evbuffer_add_cb(bufferevent_get_output(c->bev),
+	    conn_buffer_cb, c);
+	if (c->input_cb == NULL || c->output_cb == NULL)
+		goto err_bev;
 	c->open = true;
 	TAILQ_INSERT_TAIL(&srv->conns, c, entry);
 	__atomic_fetch_add(&srv->nconns, 1, __ATOMIC_RELAXED);
@@ -356,14 +461,13 @@ accept_conn(struct server *srv, evutil_socket_t fd, struct sockaddr *sa,
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	bufferevent_setwatermark(c->bev, EV_WRITE,
 	    srv->cfg->output_high_water / 2, 0);
-	if (srv->cfg->idle_timeout_ms > 0) {
-		struct timeval tv;
-
-		tv.tv_sec = (time_t)(srv->cfg->idle_timeout_ms / 1000);
-		tv.tv_usec = (suseconds_t)(srv->cfg->idle_timeout_ms % 1000 *
-		    1000);
-		bufferevent_set_timeouts(c->bev, &tv, NULL);
-	}
+	/* Reading: silence (idle_timeout).  Writing: a socket that takes no
+	 * byte while replies wait (write_timeout). */
+	idle = ms_timeval(srv->cfg->idle_timeout_ms);
+	write = ms_timeval(srv->cfg->write_timeout_ms);
+	bufferevent_set_timeouts(c->bev,
+	    srv->cfg->idle_timeout_ms > 0 ? &idle : NULL,
+	    srv->cfg->write_timeout_ms > 0 ? &write : NULL);
 	if (srv->nconns > srv->cfg->max_connections) {
 		log_warnx("%s: %s refused: %u connections open", __func__,
 		    c->peer, srv->nconns - 1);
@@ -377,6 +481,14 @@ accept_conn(struct server *srv, evutil_socket_t fd, struct sockaddr *sa,
 	log_debug("%s: %s connected%s", __func__, c->peer,
 	    ssl ? " (TLS)" : "");
 	return;
+err_bev:
+	/* The bufferevent owns the socket (and the SSL) now. */
+	if (c->input_cb != NULL)
+		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev),
+		    c->input_cb);
+	bufferevent_free(c->bev);
+	free(c);
+	return;
 err:
 	if (c != NULL && c->bev == NULL && ssl != NULL)
 		SSL_free(ssl);
@@ -385,37 +497,22 @@ err:
 }
 
 static void
-accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-    int salen, void *arg)
+accept_cb(void *arg, evutil_socket_t fd, const struct sockaddr *sa)
 {
-	(void)l;
-	(void)salen;
 	accept_conn(arg, fd, sa, NULL);
 }
 
 static void
-accept_tls_cb(struct evconnlistener *l, evutil_socket_t fd,
-    struct sockaddr *sa, int salen, void *arg)
+accept_tls_cb(void *arg, evutil_socket_t fd, const struct sockaddr *sa)
 {
 	struct server *srv = arg;
 	SSL *ssl = SSL_new(srv->tls);
 
-	(void)l;
-	(void)salen;
 	if (ssl == NULL) {
 		evutil_closesocket(fd);
 		return;
 	}
 	accept_conn(srv, fd, sa, ssl);
-}
-
-static void
-accept_error_cb(struct evconnlistener *l, void *arg)
-{
-	(void)l;
-	(void)arg;
-	/* Usually EMFILE: the listener retries on the next event. */
-	log_warn("%s: accept", __func__);
 }
 
 static char *
@@ -469,33 +566,6 @@ err:
 	return NULL;
 }
 
-static struct evconnlistener *
-listen_on(struct server *srv, const char *address, evconnlistener_cb cb,
-    char **cause)
-{
-	struct sockaddr_storage ss;
-	struct evconnlistener *l;
-
-	if (config_parse_address(address, &ss) == -1) {
-		if (asprintf(cause, "listen address %s is not HOST:PORT",
-		    address) == -1)
-			*cause = NULL;
-		return NULL;
-	}
-	l = evconnlistener_new_bind(srv->base, cb, srv, LEV_OPT_CLOSE_ON_FREE |
-	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
-	    (struct sockaddr *)&ss, ss.ss_family == AF_INET6 ?
-	    (int)sizeof(struct sockaddr_in6) : (int)sizeof(struct sockaddr_in));
-	if (l == NULL) {
-		if (asprintf(cause, "cannot listen on %s: %s", address,
-		    strerror(errno)) == -1)
-			*cause = NULL;
-		return NULL;
-	}
-	evconnlistener_set_error_cb(l, accept_error_cb);
-	return l;
-}
-
 struct server *
 server_new(struct event_base *base, const struct config *cfg,
     const struct server_handler *h, struct metrics *m, char **cause)
@@ -510,13 +580,13 @@ server_new(struct event_base *base, const struct config *cfg,
 	srv->handler = *h;
 	srv->metrics = m;
 	TAILQ_INIT(&srv->conns);
-	if (cfg->listen != NULL && (srv->listener = listen_on(srv,
-	    cfg->listen, accept_cb, cause)) == NULL)
+	if (cfg->listen != NULL && (srv->listener = listener_new(base,
+	    "listener", cfg->listen, accept_cb, srv, cause)) == NULL)
 		goto err;
 	if (cfg->tls_listen != NULL) {
 		if ((srv->tls = tls_context(cfg, cause)) == NULL ||
-		    (srv->tls_listener = listen_on(srv, cfg->tls_listen,
-		    accept_tls_cb, cause)) == NULL)
+		    (srv->tls_listener = listener_new(base, "TLS listener",
+		    cfg->tls_listen, accept_tls_cb, srv, cause)) == NULL)
 			goto err;
 	}
 	return srv;
@@ -534,10 +604,8 @@ server_free(struct server *srv)
 		return;
 	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
 		conn_close(c);
-	if (srv->listener != NULL)
-		evconnlistener_free(srv->listener);
-	if (srv->tls_listener != NULL)
-		evconnlistener_free(srv->tls_listener);
+	listener_free(srv->listener);
+	listener_free(srv->tls_listener);
 	if (srv->drain_timer != NULL)
 		event_free(srv->drain_timer);
 	SSL_CTX_free(srv->tls);
@@ -556,36 +624,50 @@ server_connections(const struct server *srv)
 	return __atomic_load_n(&srv->nconns, __ATOMIC_RELAXED);
 }
 
+/* Replies not yet taken by their clients. */
 static bool
-server_drained(struct server *srv)
+server_replies_queued(struct server *srv)
 {
 	struct conn *c;
 
-	if (srv->handler.pending(srv->handler.arg) > 0)
-		return false;
-	TAILQ_FOREACH(c, &srv->conns, entry) {
-		if (c->inflight > 0 ||
-		    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
-			return false;
-	}
-	return true;
+	TAILQ_FOREACH(c, &srv->conns, entry)
+		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+			return true;
+	return false;
 }
 
+/*
+ * Every request accepted is finished, however long the disk takes: its
+ * jobs touch the store, the writers and the accelerator, which are freed
+ * only after the loop ends.  What a shutdown gives up after
+ * shutdown_timeout is only the delivery of replies that clients are slow
+ * to take.
+ */
 static void
 drain_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
+	size_t pending = srv->handler.pending(srv->handler.arg);
 	struct conn *c;
 
 	(void)fd;
 	(void)what;
-	srv->drain_polls++;
-	if (!server_drained(srv) && srv->drain_polls <
-	    SERVER_DRAIN_LIMIT_S * 1000 / SERVER_DRAIN_POLL_MS)
+	if (pending > 0) {
+		/* Every ten seconds, say what it waits for. */
+		if (++srv->drain_polls % (10000 / SERVER_DRAIN_POLL_MS) == 0)
+			log_info("%s: %zu requests still in progress",
+			    __func__, pending);
 		return;
-	if (!server_drained(srv))
-		log_warnx("%s: replies still queued after %d s; closing",
-		    __func__, SERVER_DRAIN_LIMIT_S);
+	}
+	TAILQ_FOREACH(c, &srv->conns, entry)
+		if (c->inflight > 0)
+			return;		/* its reply is on its way */
+	if (server_replies_queued(srv) &&
+	    srv->drain_timeout_polls-- > 0)
+		return;
+	if (server_replies_queued(srv))
+		log_warnx("%s: replies still queued after shutdown_timeout; "
+		    "closing", __func__);
 	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
 		conn_close(c);
 	event_del(srv->drain_timer);
@@ -601,19 +683,16 @@ server_shutdown(struct server *srv)
 	if (srv->shutting_down)
 		return;
 	srv->shutting_down = true;
-	if (srv->listener != NULL) {
-		evconnlistener_free(srv->listener);
-		srv->listener = NULL;
-	}
-	if (srv->tls_listener != NULL) {
-		evconnlistener_free(srv->tls_listener);
-		srv->tls_listener = NULL;
-	}
+	listener_free(srv->listener);
+	listener_free(srv->tls_listener);
+	srv->listener = srv->tls_listener = NULL;
 	TAILQ_FOREACH(c, &srv->conns, entry) {
 		bufferevent_disable(c->bev, EV_READ);
 		if (c->frame_timer != NULL)
 			evtimer_del(c->frame_timer);
 	}
+	srv->drain_timeout_polls = srv->cfg->shutdown_timeout_ms /
+	    SERVER_DRAIN_POLL_MS;
 	srv->drain_timer = event_new(srv->base, -1, EV_PERSIST, drain_cb, srv);
 	event_add(srv->drain_timer, &tv);
 	log_info("%s: no longer accepting; finishing %u connections",

@@ -2,22 +2,31 @@
  * server: the TCP front end on libevent.
  *
  * Accepts connections, cuts their input into frames, hands each frame to the
- * layer above (a struct server_handler) and writes replies.  Per connection, memory is bounded: a frame
- * longer than [server] max_frame is refused before it is read; reading stops
- * while more than max_inflight requests await replies or more than
- * output_high_water bytes of replies wait for the client, and resumes when
- * it drains.  A connection beyond max_connections is told
- * RESOURCE_EXHAUSTED and closed; so is one whose frame does not arrive
- * whole within frame_timeout.  A connection idle for idle_timeout, with
- * nothing in flight, is closed.
+ * layer above (a struct server_handler) and writes replies.
+ *
+ * Memory is bounded per connection and in total.  A frame longer than
+ * [server] max_frame is refused before it is read.  Each request in flight
+ * reserves the bytes its reply may take (conn_hold), and reading stops
+ * while more than max_inflight requests await replies or while the replies
+ * queued plus those reserved exceed output_high_water; it resumes as the
+ * client takes them.  A connection thus holds at most output_high_water,
+ * one reply's bound and one frame, whether its client reads or not; one
+ * that takes no reply bytes for write_timeout is closed.  All connections'
+ * buffers and reservations together are counted against buffer_memory:
+ * beyond it the layer above refuses new requests (conn_buffers_full).
+ * A connection beyond max_connections is told RESOURCE_EXHAUSTED and
+ * closed; so is one whose frame does not arrive whole within
+ * frame_timeout.  A connection idle for idle_timeout, with nothing in
+ * flight, is closed.  A client that shuts down its sending side still gets
+ * the replies to what it sent; the connection closes once they are sent.
  *
  * Two listeners speak the same protocol: plain TCP ([server] listen) and
  * TLS ([tls] listen, OpenSSL through bufferevent_openssl, optionally
  * requiring client certificates).
  *
- * Shutdown (server_shutdown): stop accepting and reading, let requests in
- * flight finish and their replies drain, then close every connection and
- * leave the loop.
+ * Shutdown (server_shutdown): stop accepting and reading, let every request
+ * in flight finish (however long that takes), give clients shutdown_timeout
+ * to take their replies, then close every connection and leave the loop.
  *
  * Threads: everything here runs in the event loop thread.
  */
@@ -81,9 +90,18 @@ void conn_send_error(struct conn *c, uint64_t id, Nddd__V1__Code code,
 void conn_fail(struct conn *c, Nddd__V1__Code code, const char *message);
 /*
  * A request of c continues asynchronously: c stays allocated and counts it
- * in flight until conn_release.
+ * in flight until conn_release, and reply_bound bytes (the most its reply
+ * may take) are reserved for it meanwhile.  conn_release is given the same
+ * bound.
  */
-void conn_hold(struct conn *c);
-void conn_release(struct conn *c);
+void conn_hold(struct conn *c, size_t reply_bound);
+void conn_release(struct conn *c, size_t reply_bound);
+/*
+ * True when all connections' buffers and reservations exceed
+ * [server] buffer_memory: new requests are then to be refused.
+ */
+bool conn_buffers_full(const struct conn *c);
+/* Bytes of all connections' buffers and reservations (the gauge). */
+size_t server_buffered(const struct server *srv);
 
 #endif

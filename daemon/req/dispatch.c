@@ -48,6 +48,7 @@ struct req_task {
 	struct worker_task wt;
 	struct dispatch *d;
 	struct reply reply;
+	bool buffers_full;		/* refuse it: [server] buffer_memory */
 	bool close;			/* undecodable: close the connection */
 	Nddd__V1__Code close_code;
 	const char *close_why;
@@ -138,6 +139,12 @@ run_request(struct req_task *t, struct worker_ctx *ctx)
 	op = operation_of(req);
 	t->reply.id = req->id;
 	t->reply.op = operation_index(op);
+	if (t->buffers_full) {
+		reply_error(&t->reply, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
+		    "the server's connection buffers are full "
+		    "([server] buffer_memory); retry later");
+		return;
+	}
 	call.req = req;
 	call.role = authorize(d, req, &msg);
 	if (call.role < operation_role(op, req)) {
@@ -203,7 +210,11 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 		.docs = &d->docs,
 		.durability = cfg->sync == STORE_SYNC_FULL ? URLSET_DURABLE :
 		    URLSET_RELAXED,
-		.limits = { .max_batch = cfg->max_batch },
+		.limits = {
+			.max_batch = cfg->max_batch,
+			.doc_reply_max = cfg->max_frame < DOCREQ_REPLY_MAX ?
+			    cfg->max_frame : DOCREQ_REPLY_MAX,
+		},
 		.started = time(NULL),
 	};
 	d->metrics = deps->metrics;
@@ -278,6 +289,8 @@ dispatch_frame(void *arg, struct conn *c, const uint8_t *payload, size_t len)
 {
 	struct dispatch *d = arg;
 	struct req_task *t = malloc(sizeof(*t) + len);
+	Nddd__V1__Request__OpCase op_case;
+	size_t items, bound;
 
 	if (t == NULL) {
 		/* Its id is unknown: only closing tells the client. */
@@ -288,8 +301,19 @@ dispatch_frame(void *arg, struct conn *c, const uint8_t *payload, size_t len)
 	memset(t, 0, sizeof(*t));
 	t->wt.ops = &req_task_ops;
 	t->d = d;
+	/* Over the budget, a request is only answered that it is refused:
+	 * a short reply.  Otherwise its reply's bound is held for it. */
+	t->buffers_full = conn_buffers_full(c);
+	if (t->buffers_full)
+		bound = REPLY_SMALL_MAX;
+	else if (request_peek(payload, len, &op_case, &items))
+		bound = operation_reply_bound(op_case, items, &d->svc.limits);
+	else
+		bound = operation_reply_bound(NDDD__V1__REQUEST__OP__NOT_SET, 0,
+		    &d->svc.limits);
 	reply_start(&t->reply, c, d->metrics,
-	    operation_index(operation_invalid()), d->svc.cfg->max_frame);
+	    operation_index(operation_invalid()), d->svc.cfg->max_frame,
+	    bound);
 	t->len = len;
 	memcpy(t->payload, payload, len);
 	workers_submit(d->svc.workers, &t->wt);

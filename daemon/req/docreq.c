@@ -75,6 +75,44 @@ neighbour_messages(const struct docset_neighbour *nb, size_t n,
 	return v;
 }
 
+/* Bytes of a varint holding v. */
+static size_t
+varint_size(size_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * How many of the n neighbours (nearest first) fit r's bound when the rest
+ * of its Response takes base bytes.  A neighbour's URL may be 16 KiB: a
+ * long list is cut here, and near_total still tells the client how many
+ * there are.
+ */
+static size_t
+neighbours_that_fit(const struct reply *r, Nddd__V1__Neighbour **v,
+    size_t n, size_t base)
+{
+	/* Room for the frame's header and the lengths of the messages
+	 * around the list, which grow with it. */
+	size_t budget = (r->bound < r->max_frame ? r->bound : r->max_frame);
+	size_t size = base + 16;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t one = nddd__v1__neighbour__get_packed_size(v[i]);
+
+		size += 1 + varint_size(one) + one;
+		if (size > budget)
+			return i;
+	}
+	return n;
+}
+
 /* Appends a DocResult reply to r. */
 static void
 write_doc(struct reply *r, uint64_t doc_id, uint64_t fp,
@@ -93,7 +131,6 @@ write_doc(struct reply *r, uint64_t doc_id, uint64_t fp,
 	res.doc_id = doc_id;
 	res.simhash = fp;
 	res.group = group;
-	res.n_near = n;
 	res.near_total = total;
 	res.url.data = (uint8_t *)url;
 	res.url.len = url_len;
@@ -101,6 +138,8 @@ write_doc(struct reply *r, uint64_t doc_id, uint64_t fp,
 	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC;
 	resp.doc = &res;
+	res.n_near = neighbours_that_fit(r, res.near, n,
+	    nddd__v1__response__get_packed_size(&resp));
 	reply_message(r, &resp.base);
 	free(res.near);
 	free(msgs);
@@ -121,11 +160,12 @@ write_query(struct reply *r, uint64_t fp,
 		return;
 	}
 	res.simhash = fp;
-	res.n_near = n;
 	res.near_total = total;
 	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_QUERY;
 	resp.doc_query = &res;
+	res.n_near = neighbours_that_fit(r, res.near, n,
+	    nddd__v1__response__get_packed_size(&resp));
 	reply_message(r, &resp.base);
 	free(res.near);
 	free(msgs);

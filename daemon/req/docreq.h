@@ -30,6 +30,15 @@ struct event_base;
 struct workers;
 struct writer;
 
+/*
+ * The longest document reply (or [server] max_frame if less): about a
+ * hundred neighbours with URLs of 2 KiB, or ten with the longest URLs.
+ * Neighbours past it are left out, nearest kept; near_total counts them
+ * all.  Small enough that a connection may have many documents in flight
+ * within output_high_water.
+ */
+#define DOCREQ_REPLY_MAX (256 * 1024)
+
 /* What the document operations work with; owned by the dispatcher. */
 struct docreq_env {
 	struct docset *ds;

@@ -32,6 +32,9 @@ struct writer;
 /* The server's limits on requests, as validation needs them. */
 struct request_limits {
 	uint64_t max_batch;
+	/* The longest document reply: neighbours past it are left out
+	 * (near_total still counts them). */
+	size_t doc_reply_max;
 };
 
 struct req_services {

@@ -52,28 +52,28 @@ role_of_doc_submit(const Nddd__V1__Request *req)
 
 /* In the order the metrics list them; "invalid" last. */
 static const struct operation operations[] = {
-	{ "url_submit", NDDD__V1__REQUEST__OP_URL_SUBMIT, ROLE_WRITE, NULL,
-	    validate_url_submit, urlreq_submit },
-	{ "url_check", NDDD__V1__REQUEST__OP_URL_CHECK, ROLE_READ, NULL,
-	    validate_url_check, urlreq_check },
-	{ "url_delete", NDDD__V1__REQUEST__OP_URL_DELETE, ROLE_ADMIN, NULL,
-	    validate_url_delete, urlreq_delete },
-	{ "stats", NDDD__V1__REQUEST__OP_STATS, ROLE_READ, NULL, NULL,
-	    statsreq_run },
-	{ "verify", NDDD__V1__REQUEST__OP_VERIFY, ROLE_ADMIN, NULL, NULL,
-	    verifyreq_start },
-	{ "doc_submit", NDDD__V1__REQUEST__OP_DOC_SUBMIT, ROLE_WRITE,
-	    role_of_doc_submit, NULL, docreq_submit },
-	{ "doc_query", NDDD__V1__REQUEST__OP_DOC_QUERY, ROLE_READ, NULL, NULL,
-	    docreq_query },
-	{ "doc_get", NDDD__V1__REQUEST__OP_DOC_GET, ROLE_READ, NULL, NULL,
-	    docreq_get },
-	{ "doc_delete", NDDD__V1__REQUEST__OP_DOC_DELETE, ROLE_ADMIN, NULL,
-	    NULL, docreq_delete },
+	{ "url_submit", NDDD__V1__REQUEST__OP_URL_SUBMIT, REPLY_PER_ITEM,
+	    ROLE_WRITE, NULL, validate_url_submit, urlreq_submit },
+	{ "url_check", NDDD__V1__REQUEST__OP_URL_CHECK, REPLY_PER_ITEM,
+	    ROLE_READ, NULL, validate_url_check, urlreq_check },
+	{ "url_delete", NDDD__V1__REQUEST__OP_URL_DELETE, REPLY_PER_ITEM,
+	    ROLE_ADMIN, NULL, validate_url_delete, urlreq_delete },
+	{ "stats", NDDD__V1__REQUEST__OP_STATS, REPLY_SMALL,
+	    ROLE_READ, NULL, NULL, statsreq_run },
+	{ "verify", NDDD__V1__REQUEST__OP_VERIFY, REPLY_SMALL,
+	    ROLE_ADMIN, NULL, NULL, verifyreq_start },
+	{ "doc_submit", NDDD__V1__REQUEST__OP_DOC_SUBMIT, REPLY_DOCUMENT,
+	    ROLE_WRITE, role_of_doc_submit, NULL, docreq_submit },
+	{ "doc_query", NDDD__V1__REQUEST__OP_DOC_QUERY, REPLY_DOCUMENT,
+	    ROLE_READ, NULL, NULL, docreq_query },
+	{ "doc_get", NDDD__V1__REQUEST__OP_DOC_GET, REPLY_DOCUMENT,
+	    ROLE_READ, NULL, NULL, docreq_get },
+	{ "doc_delete", NDDD__V1__REQUEST__OP_DOC_DELETE, REPLY_SMALL,
+	    ROLE_ADMIN, NULL, NULL, docreq_delete },
 	/* Undecodable, or naming nothing known: who may learn that is the
 	 * same as who may do anything. */
-	{ "invalid", NDDD__V1__REQUEST__OP__NOT_SET, ROLE_ADMIN, NULL,
-	    validate_nothing_known, NULL },
+	{ "invalid", NDDD__V1__REQUEST__OP__NOT_SET, REPLY_SMALL,
+	    ROLE_ADMIN, NULL, validate_nothing_known, NULL },
 };
 
 #define NOPS (sizeof(operations) / sizeof(operations[0]))
@@ -116,6 +116,31 @@ enum role
 operation_role(const struct operation *op, const Nddd__V1__Request *req)
 {
 	return op->role_of != NULL ? op->role_of(req) : op->role;
+}
+
+size_t
+operation_reply_bound(Nddd__V1__Request__OpCase op_case, size_t items,
+    const struct request_limits *lim)
+{
+	size_t batch = REPLY_SMALL_MAX + (size_t)lim->max_batch * REPLY_ITEM_MAX;
+
+	for (size_t i = 0; i < NOPS - 1; i++) {
+		if (operations[i].op_case != op_case)
+			continue;
+		switch (operations[i].reply_size) {
+		case REPLY_SMALL:
+			return REPLY_SMALL_MAX;
+		case REPLY_PER_ITEM:
+			/* A batch over the limit is refused whole. */
+			return items > lim->max_batch ? REPLY_SMALL_MAX :
+			    REPLY_SMALL_MAX + items * REPLY_ITEM_MAX;
+		case REPLY_DOCUMENT:
+			return REPLY_SMALL_MAX + lim->doc_reply_max;
+		}
+	}
+	/* Unknown until decoded: whatever it turns out to be. */
+	return batch > REPLY_SMALL_MAX + lim->doc_reply_max ? batch :
+	    REPLY_SMALL_MAX + lim->doc_reply_max;
 }
 
 Nddd__V1__Code

@@ -16,9 +16,29 @@
 #include "nddd.pb-c.h"
 #include "opcall.h"
 
+/*
+ * How long an operation's reply may grow.  The server reserves that much
+ * for a request while it is in flight, so a connection's memory is bounded
+ * before its replies exist (server.h).
+ */
+enum reply_size {
+	REPLY_SMALL,		/* a status, or a fixed set of figures */
+	REPLY_PER_ITEM,		/* a result for each item of a batch */
+	REPLY_DOCUMENT,		/* a document and its neighbours, at most
+				   request_limits.doc_reply_max */
+};
+
+/* The most a REPLY_SMALL reply or an error takes (verify's detail is
+ * 256 bytes, stats' strings under 200). */
+#define REPLY_SMALL_MAX 4096
+/* The most one item of a batch adds: its count (10 bytes) and, if it
+ * failed, its error (index, code and a message under 64 bytes). */
+#define REPLY_ITEM_MAX 96
+
 struct operation {
 	const char *name;
 	Nddd__V1__Request__OpCase op_case;
+	enum reply_size reply_size;
 	enum role role;			/* the least role that may ask */
 	/* The role of a request that asks for less (NULL: role). */
 	enum role (*role_of)(const Nddd__V1__Request *req);
@@ -45,6 +65,13 @@ const struct operation *operation_at(unsigned i);
 /* The least role that may carry out req. */
 enum role operation_role(const struct operation *op,
     const Nddd__V1__Request *req);
+/*
+ * The most bytes the reply to a request of op_case with items batch items
+ * may take (request_peek tells both); for a frame that cannot be peeked
+ * at, op_case NOT_SET: the most any reply may take.
+ */
+size_t operation_reply_bound(Nddd__V1__Request__OpCase op_case, size_t items,
+    const struct request_limits *lim);
 /* OK, or the code refusing req as a whole and a static *message. */
 Nddd__V1__Code operation_validate(const struct operation *op,
     const Nddd__V1__Request *req, const struct request_limits *lim,

@@ -17,7 +17,7 @@ bool (*reply_fault_hook)(void);
 
 void
 reply_start(struct reply *r, struct conn *c, struct metrics *m, unsigned op,
-    size_t max_frame)
+    size_t max_frame, size_t bound)
 {
 	*r = (struct reply){
 		.conn = c,
@@ -25,8 +25,9 @@ reply_start(struct reply *r, struct conn *c, struct metrics *m, unsigned op,
 		.op = op,
 		.t0_ns = metrics_now_ns(),
 		.max_frame = max_frame,
+		.bound = bound,
 	};
-	conn_hold(c);
+	conn_hold(c, bound);
 }
 
 void
@@ -116,7 +117,7 @@ static void
 reply_done(struct reply *r)
 {
 	metrics_observe(r->metrics, r->op, r->t0_ns, r->refused);
-	conn_release(r->conn);
+	conn_release(r->conn, r->bound);
 	r->conn = NULL;
 }
 

@@ -40,6 +40,8 @@ struct reply {
 	uint64_t t0_ns;			/* when its frame arrived */
 	uint64_t id;			/* the request's id, once decoded */
 	size_t max_frame;		/* the longest frame a client takes */
+	size_t bound;			/* the most its frames may take: held
+					   for it on the connection */
 	struct evbuffer *frames;	/* NULL until the first one */
 	bool refused;			/* answered with an error status */
 	bool lost;			/* a frame could not be written */
@@ -47,10 +49,11 @@ struct reply {
 
 /*
  * Loop thread: the reply to a frame just read from c, which is held (in
- * flight) until the reply is finished.
+ * flight, with bound bytes reserved: see conn_hold) until the reply is
+ * finished.
  */
 void reply_start(struct reply *r, struct conn *c, struct metrics *m,
-    unsigned op, size_t max_frame);
+    unsigned op, size_t max_frame, size_t bound);
 
 /* Appends msg as the reply's frame. */
 void reply_message(struct reply *r, const ProtobufCMessage *msg);

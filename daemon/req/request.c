@@ -28,6 +28,111 @@ request_free(void *data, void *p)
 	(void)p;	/* released with the arena */
 }
 
+/* Reads a base-128 varint; false past end or beyond 64 bits. */
+static bool
+wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if ((b & 0x80) == 0) {
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Steps over one field at *p: its number, and for a length-delimited one
+ * its bytes (*value, *vlen; otherwise *value is NULL).
+ */
+static bool
+wire_field(const uint8_t **p, const uint8_t *end, uint64_t *field,
+    const uint8_t **value, size_t *vlen)
+{
+	uint64_t key, n;
+
+	*value = NULL;
+	if (!wire_varint(p, end, &key))
+		return false;
+	*field = key >> 3;
+	switch (key & 7) {
+	case 0:
+		return wire_varint(p, end, &n);
+	case 1:
+		n = 8;
+		break;
+	case 2:
+		if (!wire_varint(p, end, &n) || n > (uint64_t)(end - *p))
+			return false;
+		*value = *p;
+		*vlen = (size_t)n;
+		break;
+	case 5:
+		n = 4;
+		break;
+	default:
+		return false;	/* groups: protobuf-c refuses them too */
+	}
+	if (n > (uint64_t)(end - *p))
+		return false;
+	*p += n;
+	return true;
+}
+
+/* The items of a UrlBatch: its urls and its digests (16 bytes each). */
+static bool
+batch_items(const uint8_t *p, const uint8_t *end, size_t *items)
+{
+	const uint8_t *value;
+	uint64_t field;
+	size_t vlen;
+
+	while (p < end) {
+		if (!wire_field(&p, end, &field, &value, &vlen))
+			return false;
+		if (field == 1 && value != NULL)
+			(*items)++;
+		else if (field == 3 && value != NULL)
+			*items += vlen / 16;
+	}
+	return true;
+}
+
+bool
+request_peek(const uint8_t *payload, size_t len,
+    Nddd__V1__Request__OpCase *op_case, size_t *items)
+{
+	const uint8_t *p = payload, *end = payload + len, *value;
+	size_t per_op[NDDD__V1__REQUEST__OP_DOC_GET + 1] = { 0 };
+	uint64_t field;
+	size_t vlen;
+
+	*op_case = NDDD__V1__REQUEST__OP__NOT_SET;
+	*items = 0;
+	if (len == 0)
+		return true;	/* an empty Request: no operation */
+	while (p < end) {
+		if (!wire_field(&p, end, &field, &value, &vlen))
+			return false;
+		/* The oneof's cases are its fields' numbers. */
+		if (field < NDDD__V1__REQUEST__OP_URL_SUBMIT ||
+		    field > NDDD__V1__REQUEST__OP_DOC_GET)
+			continue;
+		*op_case = (Nddd__V1__Request__OpCase)field;
+		/* A message field given twice is merged: its items add up. */
+		if (field <= NDDD__V1__REQUEST__OP_URL_DELETE && value != NULL &&
+		    !batch_items(value, value + vlen, &per_op[field]))
+			return false;
+	}
+	*items = per_op[*op_case];
+	return true;
+}
+
 size_t
 request_decode_budget(size_t len, const struct request_limits *lim)
 {

@@ -12,6 +12,7 @@
 #ifndef NDDD_REQUEST_H
 #define NDDD_REQUEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,15 @@ struct arena;
  * for max_batch items' descriptors, plus a little for the message itself.
  */
 size_t request_decode_budget(size_t len, const struct request_limits *lim);
+
+/*
+ * Loop thread, before the frame is decoded: which operation payload asks
+ * for (its last op field, as decoding takes it) and, for a URL batch, how
+ * many items it holds, by walking the wire format without allocating.
+ * False if the bytes are not well-formed protobuf.
+ */
+bool request_peek(const uint8_t *payload, size_t len,
+    Nddd__V1__Request__OpCase *op_case, size_t *items);
 
 /*
  * Decodes payload[0..len) into *out, allocated in arena a.  Returns OK;

@@ -46,7 +46,7 @@ statsreq_pending(const struct req_services *svc)
 
 	urlset_stats(svc->us, &us);
 	return workers_pending(svc->workers) + writer_pending(svc->w) +
-	    us.pending + svc->docs->in_accel;
+	    us.pending + svc->docs->npending + svc->docs->in_accel;
 }
 
 void
