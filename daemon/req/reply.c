@@ -74,7 +74,7 @@ reply_error(struct reply *r, Nddd__V1__Code code, const char *message)
 void
 reply_store_error(struct reply *r, int store_status)
 {
-	reply_error(r, store_status == STORE_FULL ||
+	reply_error(r, store_status_full(store_status) ||
 	    store_status == STORE_TXN_FULL ?
 	    NDDD__V1__CODE__RESOURCE_EXHAUSTED : NDDD__V1__CODE__INTERNAL,
 	    store_strstatus(store_status));

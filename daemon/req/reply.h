@@ -61,7 +61,9 @@ void reply_message(struct reply *r, const ProtobufCMessage *msg);
 void reply_error(struct reply *r, Nddd__V1__Code code, const char *message);
 /*
  * Appends the error of a store status (store.h): RESOURCE_EXHAUSTED when
- * the store is full, INTERNAL otherwise.
+ * the write found no room (the disk, the map, a transaction's size), with
+ * the status's message ("disk full: ...", "store full: ..."), INTERNAL
+ * otherwise.
  */
 void reply_store_error(struct reply *r, int store_status);
 

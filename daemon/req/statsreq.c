@@ -36,6 +36,7 @@ statsreq_gather(const struct req_services *svc, struct store_txn *rd,
 	out->filter_saturated = cbf_stat_saturated(f);
 	out->filter_bytes = cbf_stat_bytes(f);
 	out->store_bytes = store_bytes_used(svc->st);
+	out->store_full = store_full_state(svc->st, &out->store_refused_full);
 	out->connections = svc->srv != NULL ? server_connections(svc->srv) : 0;
 }
 
@@ -232,6 +233,14 @@ statsreq_render_gauges(const struct req_services *svc,
 	    (double)s->writer.failed_txns);
 	metrics_render_value(out, "nddd_store_bytes", "gauge",
 	    "Bytes of the store in use.", (double)s->store_bytes);
+	metrics_render_value(out, "nddd_store_full", "gauge",
+	    "Whether writes are refused for want of room: 0 no, 1 the store "
+	    "reached map_size, 2 the disk is full.",
+	    s->store_full == STORE_NOSPACE ? 2.0 : s->store_full != 0 ? 1.0 :
+	    0.0);
+	metrics_render_value(out, "nddd_store_refused_full_total", "counter",
+	    "Store writes refused for want of room (disk or map_size).",
+	    (double)s->store_refused_full);
 	metrics_render_value(out, "nddd_connections", "gauge",
 	    "Client connections open.", (double)s->connections);
 	metrics_render_value(out, "nddd_requests_pending", "gauge",

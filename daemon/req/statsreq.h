@@ -33,6 +33,8 @@ struct daemon_stats {
 	uint64_t filter_counters, filter_nonzero, filter_saturated;
 	uint64_t filter_bytes;
 	uint64_t store_bytes;
+	int store_full;			/* 0, or why writes are refused now */
+	uint64_t store_refused_full;	/* writes refused for want of room */
 	uint32_t connections;
 };
 

@@ -35,11 +35,12 @@ verify_reply(struct verify_job *j, int status)
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__VerifyResult res = NDDD__V1__VERIFY_RESULT__INIT;
 
-	if (status != STORE_OK)
+	if (status != STORE_OK && (j->urls.detail[0] || j->docs.detail[0]))
 		reply_error(&j->reply, NDDD__V1__CODE__INTERNAL,
-		    j->urls.detail[0] ? j->urls.detail :
-		    j->docs.detail[0] ? j->docs.detail :
-		    store_strstatus(status));
+		    j->urls.detail[0] ? j->urls.detail : j->docs.detail);
+	else if (status != STORE_OK)
+		/* A full disk refuses the flush verify begins with. */
+		reply_store_error(&j->reply, status);
 	else {
 		res.consistent = j->urls.counter_mismatches == 0 &&
 		    j->urls.index_mismatches == 0 &&

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include <lmdb.h>
 
+#include "clock.h"
 #include "log.h"
 
 static const char *const store_table_names[STORE_NTABLES] = {
@@ -29,6 +32,13 @@ static const char *const store_table_names[STORE_NTABLES] = {
 
 /* Free space below which a failed write is taken for a full disk. */
 #define STORE_FULL_BELOW	(16ull << 20)
+/* While writes are refused for want of room, the log says so at most this
+ * often (a writer may retry many times a second). */
+#define STORE_FULL_LOG_MS	60000
+/* LMDB's lock file, in the data directory, and the part of it that holds
+ * its header (written when LMDB creates the file). */
+#define STORE_LOCK_FILE		"lock.mdb"
+#define STORE_LOCK_HEADER	4096
 
 /* Tables keyed by a native unsigned integer (LMDB compares them as such). */
 static const unsigned store_table_flags[STORE_NTABLES] = {
@@ -41,11 +51,22 @@ struct store {
 	MDB_dbi dbi[STORE_NTABLES];
 	int lock_fd;
 	uint64_t map_size;
+
+	/* Writes refused for want of room: both writers note them, so
+	 * full_lock guards the episode (full is also read without it). */
+	pthread_mutex_t full_lock;
+	int full;			/* 0, STORE_FULL or STORE_NOSPACE */
+	uint64_t full_since_ms;		/* the episode began (monotonic) */
+	uint64_t full_logged_ms;	/* the last message about it, or 0 */
+	uint64_t full_refused;		/* in this episode */
+	bool full_told;			/* its beginning was logged */
+	uint64_t refused_total;		/* atomic */
 };
 
 struct store_txn {
 	struct store *st;
 	MDB_txn *txn;
+	bool wrote;			/* a put, delete or reserve succeeded */
 };
 
 const char *
@@ -55,10 +76,12 @@ store_strstatus(int status)
 	case STORE_OK: return "ok";
 	case STORE_NOTFOUND: return "not found";
 	case STORE_EXISTS: return "exists";
-	case STORE_FULL: return "the store is full (raise [store] map_size, "
-	    "or free disk space)";
+	case STORE_FULL: return "store full: the store reached [store] "
+	    "map_size (raise it and restart nddd)";
 	case STORE_TXN_FULL: return "transaction too large";
 	case STORE_FAILED: return "store failure (see the daemon's log)";
+	case STORE_NOSPACE: return "disk full: no space left on the data "
+	    "directory's file system (writes resume once there is room)";
 	}
 	return "unknown store status";
 }
@@ -82,12 +105,176 @@ store_status(int rc, const char *what)
 		return STORE_TXN_FULL;
 	case ENOSPC:
 	case EDQUOT:
-		log_warnx("store: %s: %s", what, mdb_strerror(rc));
-		return STORE_FULL;
+		return STORE_NOSPACE;
 	default:
 		log_warnx("store: %s: %s", what, mdb_strerror(rc));
 		return STORE_FAILED;
 	}
+}
+
+/* Whether the store's file system has next to no room left. */
+static bool
+store_disk_nearly_full(struct store *st, uint64_t *free_bytes,
+    uint64_t *size)
+{
+	struct statvfs vfs;
+
+	if (fstatvfs(st->lock_fd, &vfs) == -1)
+		return false;
+	*free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	*size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+	return *free_bytes < STORE_FULL_BELOW;
+}
+
+void
+store_note_full(struct store *st, int status)
+{
+	uint64_t now = clock_mono_ms(), refused = 0, secs = 0;
+	bool begins, tell;
+
+	__atomic_fetch_add(&st->refused_total, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&st->full_lock);
+	begins = st->full != status;
+	if (st->full == 0) {
+		st->full_since_ms = now;
+		st->full_refused = 0;
+		st->full_told = false;
+	}
+	__atomic_store_n(&st->full, status, __ATOMIC_RELAXED);
+	st->full_refused++;
+	/* An episode that begins is told unless one was told within the
+	 * last minute (writes that find room now and then would make a
+	 * message of each); one that goes on is recalled once a minute. */
+	tell = st->full_logged_ms == 0 ||
+	    now - st->full_logged_ms >= STORE_FULL_LOG_MS;
+	if (tell) {
+		st->full_logged_ms = now;
+		st->full_told = true;
+		refused = st->full_refused;
+		secs = (now - st->full_since_ms) / 1000;
+	}
+	pthread_mutex_unlock(&st->full_lock);
+	if (!tell)
+		return;
+	if (begins)
+		log_warnx("store: %s; writes that need room are refused with "
+		    "RESOURCE_EXHAUSTED, reads go on (said again once a minute "
+		    "while it lasts)", store_strstatus(status));
+	else
+		log_warnx("store: %s: still, for %" PRIu64 " s; %" PRIu64
+		    " writes refused", status == STORE_NOSPACE ? "disk full" :
+		    "store full", secs, refused);
+}
+
+bool
+store_disk_has_room(struct store *st)
+{
+	uint64_t free_bytes, size;
+
+	return !store_disk_nearly_full(st, &free_bytes, &size) ||
+	    free_bytes >= size / 8;
+}
+
+/*
+ * A transaction that wrote committed.  A full disk's episode ends once the
+ * file system has room again (a small commit may fit in pages LMDB freed
+ * earlier while the disk stays full); a full map's at once.
+ */
+static void
+store_note_room(struct store *st)
+{
+	uint64_t now = clock_mono_ms(), refused, since;
+	int full = __atomic_load_n(&st->full, __ATOMIC_RELAXED);
+	bool told;
+
+	if (full == 0)
+		return;
+	if (full == STORE_NOSPACE && !store_disk_has_room(st))
+		return;
+	pthread_mutex_lock(&st->full_lock);
+	told = st->full != 0 && st->full_told;
+	refused = st->full_refused;
+	since = st->full_since_ms;
+	if (told)
+		st->full_logged_ms = now;
+	__atomic_store_n(&st->full, 0, __ATOMIC_RELAXED);
+	st->full_told = false;
+	pthread_mutex_unlock(&st->full_lock);
+	if (told)
+		log_info("store: room again after %.1f s: writes go through "
+		    "(%" PRIu64 " were refused)", (double)(now - since) / 1000,
+		    refused);
+}
+
+int
+store_full_state(struct store *st, uint64_t *refused)
+{
+	if (refused != NULL)
+		*refused = __atomic_load_n(&st->refused_total,
+		    __ATOMIC_RELAXED);
+	return __atomic_load_n(&st->full, __ATOMIC_RELAXED);
+}
+
+/* A write's status: a refusal for want of room is noted. */
+static int
+store_write_status(struct store_txn *txn, int rc, const char *what)
+{
+	int status = store_status(rc, what);
+
+	if (store_status_full(status))
+		store_note_full(txn->st, status);
+	else if (status == STORE_OK)
+		txn->wrote = true;
+	return status;
+}
+
+/*
+ * Allocates the blocks of LMDB's lock file, at least its header's: LMDB
+ * maps it writable after making it with ftruncate, and a reader taking a
+ * slot on a page never written would get SIGBUS if the disk were full
+ * then.  Before the environment opens (the file may be new: its header),
+ * and after (all of it, before any reader).
+ */
+static int
+store_alloc_lock(const char *dir, char **cause)
+{
+	char *path = NULL;
+	struct stat sb;
+	int fd = -1, rc;
+
+	if (asprintf(&path, "%s/%s", dir, STORE_LOCK_FILE) == -1) {
+		path = NULL;
+		goto nomem;
+	}
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640)) == -1 ||
+	    fstat(fd, &sb) == -1) {
+		rc = errno;
+		goto err;
+	}
+	rc = posix_fallocate(fd, 0, sb.st_size > STORE_LOCK_HEADER ?
+	    sb.st_size : STORE_LOCK_HEADER);
+	if (rc == EOPNOTSUPP || rc == EINVAL) {
+		/* Nothing to fear where blocks are not allocated ahead. */
+		log_debug("%s: %s: %s", __func__, path, strerror(rc));
+		rc = 0;
+	}
+	if (rc != 0)
+		goto err;
+	close(fd);
+	free(path);
+	return 0;
+err:
+	if (asprintf(cause, "data directory %s: %s%s: %s", dir, rc == ENOSPC ||
+	    rc == EDQUOT ? "disk full: cannot allocate " : "", path,
+	    strerror(rc)) == -1)
+		*cause = NULL;
+	if (fd != -1)
+		close(fd);
+	free(path);
+	return -1;
+nomem:
+	*cause = NULL;
+	return -1;
 }
 
 static int
@@ -170,8 +357,10 @@ store_open(const struct store_options *opts, char **cause)
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return NULL;
 	st->lock_fd = -1;
+	pthread_mutex_init(&st->full_lock, NULL);
 	if (store_mkdirs(opts->dir, cause) == -1 ||
-	    store_lock(st, opts->dir, cause) == -1)
+	    store_lock(st, opts->dir, cause) == -1 ||
+	    store_alloc_lock(opts->dir, cause) == -1)
 		goto err;
 	if (opts->sync == STORE_SYNC_NONE)
 		flags |= MDB_NOSYNC;
@@ -200,6 +389,8 @@ store_open(const struct store_options *opts, char **cause)
 	}
 	if ((rc = mdb_txn_commit(txn)) != 0)
 		goto lmdb_err;
+	if (store_alloc_lock(opts->dir, cause) == -1)
+		goto err;
 	st->map_size = opts->map_size;
 	return st;
 lmdb_err:
@@ -220,6 +411,7 @@ store_close(struct store *st)
 		mdb_env_close(st->env);
 	if (st->lock_fd != -1)
 		close(st->lock_fd);
+	pthread_mutex_destroy(&st->full_lock);
 	free(st);
 }
 
@@ -234,38 +426,35 @@ store_write_begin(struct store *st, struct store_txn **out)
 	txn->st = st;
 	if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn->txn)) != 0) {
 		free(txn);
-		return store_status(rc, "begin");
+		rc = store_status(rc, "begin");
+		if (store_status_full(rc))
+			store_note_full(st, rc);
+		return rc;
 	}
 	*out = txn;
 	return STORE_OK;
-}
-
-/*
- * LMDB reports a short write as EIO, which is what a full disk gives when
- * part of a commit's pages fit: with next to no room left on the store's
- * file system, that EIO means "full".
- */
-static bool
-store_disk_full(struct store *st)
-{
-	struct statvfs vfs;
-
-	return fstatvfs(st->lock_fd, &vfs) == 0 &&
-	    (uint64_t)vfs.f_bavail * vfs.f_frsize < STORE_FULL_BELOW;
 }
 
 int
 store_commit(struct store_txn *txn)
 {
 	struct store *st = txn->st;
+	bool wrote = txn->wrote;
+	uint64_t free_bytes, size;
 	int rc = mdb_txn_commit(txn->txn);
 
 	free(txn);
-	if (rc == EIO && store_disk_full(st)) {
-		log_warnx("store: commit: the disk is full");
-		return STORE_FULL;
-	}
-	return store_status(rc, "commit");
+	/* LMDB reports a short write as EIO, which is what a full disk gives
+	 * when part of a commit's pages fit: with next to no room left on
+	 * the store's file system, that EIO means "full". */
+	if (rc == EIO && store_disk_nearly_full(st, &free_bytes, &size))
+		rc = ENOSPC;
+	rc = store_status(rc, "commit");
+	if (store_status_full(rc))
+		store_note_full(st, rc);
+	else if (rc == STORE_OK && wrote)
+		store_note_room(st);
+	return rc;
 }
 
 void
@@ -340,7 +529,7 @@ store_put(struct store_txn *txn, enum store_table t, const void *key,
 		existing->data = v.mv_data;
 		existing->len = v.mv_size;
 	}
-	return store_status(rc, "put");
+	return store_write_status(txn, rc, "put");
 }
 
 int
@@ -349,8 +538,8 @@ store_del(struct store_txn *txn, enum store_table t, const void *key,
 {
 	MDB_val k = { klen, (void *)key };
 
-	return store_status(mdb_del(txn->txn, txn->st->dbi[t], &k, NULL),
-	    "del");
+	return store_write_status(txn, mdb_del(txn->txn, txn->st->dbi[t], &k,
+	    NULL), "del");
 }
 
 int
@@ -362,13 +551,14 @@ store_reserve(struct store_txn *txn, enum store_table t, const void *key,
 
 	if (rc == 0)
 		*out = v.mv_data;
-	return store_status(rc, "reserve");
+	return store_write_status(txn, rc, "reserve");
 }
 
 int
 store_drop(struct store_txn *txn, enum store_table t)
 {
-	return store_status(mdb_drop(txn->txn, txn->st->dbi[t], 0), "drop");
+	return store_write_status(txn, mdb_drop(txn->txn, txn->st->dbi[t], 0),
+	    "drop");
 }
 
 uint64_t

@@ -8,10 +8,25 @@
  * formats belong to the modules that store them (urlset for URLs, docset
  * for documents).
  *
- * Dirty pages are written with pwrite at commit (no MDB_WRITEMAP): a full
- * disk then fails the commit with STORE_FULL instead of killing the process
- * with SIGBUS when a page of the map cannot be allocated, and a page is
- * written without being read first.
+ * A full disk.  Nothing nddd writes goes through a mapping of a file whose
+ * blocks are not allocated yet, because a write fault on such a page when
+ * the file system has no room kills the process with SIGBUS:
+ *
+ *   - dirty pages are written with pwrite at commit (no MDB_WRITEMAP), so
+ *     a full disk fails the commit with STORE_NOSPACE, and a page is
+ *     written without being read first;
+ *   - LMDB's lock file (lock.mdb), which it maps writable and sizes with
+ *     ftruncate (leaving holes), has its blocks allocated (fallocate) when
+ *     the store opens, before any reader takes a slot in it: a reader slot
+ *     on a page never written before (more workers than in any earlier
+ *     run) would otherwise fault on a full disk.
+ *
+ * A write refused for want of room (STORE_FULL: the map, STORE_NOSPACE:
+ * the disk) changes nothing in the store, and the next write is tried
+ * afresh: writes resume by themselves once there is room.  This module
+ * says so in the log once when it starts and once when it ends (and at
+ * most once a minute in between), for both writers: callers need not
+ * log these statuses themselves.
  *
  * Threads: one write transaction at a time (LMDB serializes them), begun,
  * used and ended by one thread (the store writer for documents, the URL
@@ -22,6 +37,7 @@
 #ifndef NDDD_STORE_H
 #define NDDD_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,10 +62,18 @@ enum store_status {
 	STORE_OK = 0,
 	STORE_NOTFOUND,		/* no such key */
 	STORE_EXISTS,		/* put with STORE_NOOVERWRITE on a present key */
-	STORE_FULL,		/* the map or the disk is full */
+	STORE_FULL,		/* the map is full ([store] map_size) */
 	STORE_TXN_FULL,		/* the transaction touched too many pages */
 	STORE_FAILED,		/* I/O or internal error; see the log */
+	STORE_NOSPACE,		/* the disk is full (ENOSPC, EDQUOT) */
 };
+
+/* Whether status refused a write for want of room: the map or the disk. */
+static inline int
+store_status_full(int status)
+{
+	return status == STORE_FULL || status == STORE_NOSPACE;
+}
 
 #define STORE_NOOVERWRITE 0x1
 
@@ -77,6 +101,25 @@ void store_close(struct store *st);
 
 /* A short description of a status, for error replies and logs. */
 const char *store_strstatus(int status);
+
+/*
+ * Any thread: notes a write refused for want of room (status STORE_FULL or
+ * STORE_NOSPACE) that did not come from this module (the URL journal's
+ * file), so that it is logged and counted with the store's own.
+ */
+void store_note_full(struct store *st, int status);
+/*
+ * Any thread: 0 while writes go through, else the status (STORE_FULL or
+ * STORE_NOSPACE) that refused the last write since; *refused (if non-NULL)
+ * counts the writes refused for want of room since the store opened.
+ */
+int store_full_state(struct store *st, uint64_t *refused);
+/*
+ * Whether the data directory's file system has room again after a write
+ * was refused for want of it: at least 16 MiB, or an eighth of it, free.
+ * One statvfs.
+ */
+bool store_disk_has_room(struct store *st);
 
 /* Begins the write transaction.  Returns STORE_OK or STORE_FAILED. */
 int store_write_begin(struct store *st, struct store_txn **out);

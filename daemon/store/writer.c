@@ -128,28 +128,38 @@ aborted:
 	return rc;
 }
 
+/* Logs a failed transaction, unless it was refused for want of room:
+ * the store tells of that once, not once per transaction. */
+static void
+log_failure(const char *func, const char *what, int rc)
+{
+	if (!store_status_full(rc))
+		log_warnx("%s: %s failed: %s", func, what,
+		    store_strstatus(rc));
+}
+
 static void
 run_group(struct writer *w, struct writer_job *list)
 {
 	struct writer_job *job, *next;
 	int rc = run_txn(w, list);
 
-	if ((rc == STORE_FULL || rc == STORE_TXN_FULL) && list->next != NULL) {
+	if ((store_status_full(rc) || rc == STORE_TXN_FULL) &&
+	    list->next != NULL) {
 		/* Let what still fits through, one job at a time. */
 		for (job = list; job != NULL; job = next) {
 			next = job->next;
 			job->next = NULL;
 			if ((job->status = run_txn(w, job)) != STORE_OK)
-				log_warnx("%s: %s", __func__,
-				    store_strstatus(job->status));
+				log_failure(__func__, "a job's transaction",
+				    job->status);
 			finish(w, job);
 		}
 		return;
 	}
 	if (rc != STORE_OK)
-		log_warnx("%s: transaction of %s failed: %s", __func__,
-		    list->next ? "several jobs" : "one job",
-		    store_strstatus(rc));
+		log_failure(__func__, list->next ? "a transaction of several "
+		    "jobs" : "a job's transaction", rc);
 	for (job = list; job != NULL; job = next) {
 		next = job->next;
 		job->status = rc;

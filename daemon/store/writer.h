@@ -8,10 +8,13 @@
  * their replies are sent.  So no reply to a mutation leaves before the
  * mutation is durable, and a burst of requests costs one sync.
  *
- * If a transaction fails because the store is full (or the transaction too
- * large), its jobs are retried one per transaction, so that what still fits
- * (deletes, in particular) goes through; the others fail with STORE_FULL.
- * Any other failure fails every job of the transaction.
+ * If a transaction fails because the store or the disk is full (or the
+ * transaction is too large), its jobs are retried one per transaction, so
+ * that what still fits (deletes, in particular) goes through; the others
+ * fail with that status (STORE_FULL, STORE_NOSPACE).  Any other failure
+ * fails every job of the transaction.  Nothing waits for room: the next
+ * job tries afresh, so writes resume as soon as there is room, and the
+ * store logs the episode (store.h), not each refusal.
  *
  * Threads: writer_submit from any thread (the loop, request workers, the
  * URL writer's callbacks: it takes the queue's lock); writer_stop from the

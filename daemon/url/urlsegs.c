@@ -325,7 +325,9 @@ urlset_flush(struct urlset *us, bool checkpoint)
 	}
 	txnid = store_txn_id(txn);
 	if ((rc = store_commit(txn)) != STORE_OK) {
-		log_warnx("%s: %s", __func__, store_strstatus(rc));
+		/* The store tells of a full disk or map, once. */
+		if (!store_status_full(rc))
+			log_warnx("%s: %s", __func__, store_strstatus(rc));
 		give_back_ids(us, &ids);
 		goto out;
 	}
@@ -384,7 +386,7 @@ urlset_flush(struct urlset *us, bool checkpoint)
 abort:
 	store_abort(txn);
 	give_back_ids(us, &ids);
-	if (rc == STORE_FULL || rc == STORE_TXN_FULL)
+	if (rc == STORE_TXN_FULL)
 		log_warnx("%s: %s", __func__, store_strstatus(rc));
 out:
 	free(ids.ids);

@@ -236,11 +236,12 @@ urlset_replay(struct urlset *us, char **cause)
 	case STORE_OK:
 		return 0;
 	case STORE_FULL:
+	case STORE_NOSPACE:
 	case STORE_TXN_FULL:
-		log_warnx("%s: the store is full: %zu URL changes stay in the "
-		    "journal, and submits and deletes are refused until it "
-		    "has room (raise [store] map_size, or free disk space)",
-		    __func__, urlmem_count(us->mem));
+		log_warnx("%s: %s: %zu URL changes stay in the journal, and "
+		    "submits and deletes are refused once its table is full, "
+		    "until the store has room", __func__, store_strstatus(rc),
+		    urlmem_count(us->mem));
 		return 0;
 	default:
 		if (asprintf(cause, "cannot flush the replayed URL journal "

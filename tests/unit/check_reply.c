@@ -165,6 +165,7 @@ END_TEST
 START_TEST(test_store_errors)
 {
 	struct reply full = new_reply(1, 1 << 20), io = new_reply(2, 1 << 20);
+	struct reply disk = new_reply(3, 1 << 20);
 
 	reply_store_error(&full, STORE_FULL);
 	assert_status(only_response(reply_take_frames(&full)), 1,
@@ -172,7 +173,10 @@ START_TEST(test_store_errors)
 	reply_store_error(&io, EIO);
 	assert_status(only_response(reply_take_frames(&io)), 2,
 	    NDDD__V1__CODE__INTERNAL);
-	ck_assert(full.refused && io.refused);
+	reply_store_error(&disk, STORE_NOSPACE);
+	assert_status(only_response(reply_take_frames(&disk)), 3,
+	    NDDD__V1__CODE__RESOURCE_EXHAUSTED);
+	ck_assert(full.refused && io.refused && disk.refused);
 }
 END_TEST
 

@@ -163,7 +163,61 @@ START_TEST(test_full_map)
 		    sizeof(val), 0, NULL);
 	}
 	ck_assert_int_eq(rc, STORE_FULL);
+	ck_assert_int_eq(store_full_state(st, NULL), STORE_FULL);
 	store_abort(txn);
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/*
+ * LMDB's lock file, mapped writable, has every block allocated: a reader
+ * slot on a page never written would fault (SIGBUS) on a full disk.
+ */
+START_TEST(test_lock_file_allocated)
+{
+	char *dir = tu_tmpdir(), *path;
+	struct store *st = open_store(dir);
+	struct stat sb;
+
+	ck_assert_int_ne(asprintf(&path, "%s/lock.mdb", dir), -1);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_gt(sb.st_size, 0);
+	ck_assert_int_ge((long long)sb.st_blocks * 512, (long long)sb.st_size);
+	store_close(st);
+	tu_rmtree(dir);
+	free(path);
+	free(dir);
+}
+END_TEST
+
+/*
+ * A write refused for want of room begins an episode, which a commit that
+ * wrote ends (the temporary directory's file system has room); the
+ * refusals are counted, and a commit that wrote nothing ends nothing.
+ */
+START_TEST(test_full_episode)
+{
+	char *dir = tu_tmpdir();
+	struct store *st = open_store(dir);
+	struct store_txn *txn;
+	uint64_t refused;
+
+	ck_assert_int_eq(store_full_state(st, &refused), 0);
+	ck_assert_uint_eq(refused, 0);
+	store_note_full(st, STORE_NOSPACE);
+	store_note_full(st, STORE_NOSPACE);
+	ck_assert_int_eq(store_full_state(st, &refused), STORE_NOSPACE);
+	ck_assert_uint_eq(refused, 2);
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	ck_assert_int_eq(store_full_state(st, NULL), STORE_NOSPACE);
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	ck_assert_int_eq(store_meta_put(txn, "k", "v"), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	ck_assert_int_eq(store_full_state(st, &refused), 0);
+	ck_assert_uint_eq(refused, 2);
 	store_close(st);
 	tu_rmtree(dir);
 	free(dir);
@@ -310,6 +364,8 @@ store_suite(void)
 	tcase_add_test(tc, test_one_daemon_per_directory);
 	tcase_add_test(tc, test_creates_nested_directory);
 	tcase_add_test(tc, test_full_map);
+	tcase_add_test(tc, test_lock_file_allocated);
+	tcase_add_test(tc, test_full_episode);
 	tcase_add_test(tc, test_writer_abort_order_and_retries);
 	suite_add_tcase(s, tc);
 	return s;
