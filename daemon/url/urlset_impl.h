@@ -118,6 +118,11 @@ struct urlset {
 	uint64_t seg_dead;
 	uint64_t unsynced_since_ms;	/* a relaxed frame awaits fdatasync
 					 * (monotonic) */
+	int full;			/* why the last flush or merge was
+					   refused for want of room; 0: it
+					   was not */
+	uint64_t full_retry_ms;		/* none is tried before (monotonic) */
+	uint64_t full_wait_ms;		/* the wait before the next try */
 
 	/* The transaction of the last flush, published before the journal's
 	 * table is cleared (acquire, release). */

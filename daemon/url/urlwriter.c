@@ -17,6 +17,18 @@
  * changed.  A failed fdatasync leaves nothing certain about what is on the
  * disk: the daemon stops, and a restart replays what the journal holds.
  *
+ * A full disk or store.  The journal file is allocated once, so groups go
+ * on into it while the store has no room; what cannot go on is the flush
+ * that empties the journal's table into segments.  A flush (or merge)
+ * refused for want of room is not tried again before a wait that doubles
+ * from URLSET_FULL_WAIT_MIN_MS to URLSET_FULL_WAIT_MAX_MS, whoever asks
+ * (a group that needs room, the idle flush, a merge): meanwhile a group
+ * that needs room is refused at once with the same status, and a full
+ * disk costs at most one failed transaction a second.  The wait is cut
+ * short when the file system has room again (one statvfs per group that
+ * needs room), so the next write after space is freed goes through, with
+ * no restart; the store logs the episode (store.h).
+ *
  * Between groups it flushes the journal's table into segments when it is
  * full (or the writer has been idle a while), merges segments when some
  * are small or sparse (first, holding the next group back, when the
@@ -24,6 +36,7 @@
  * relaxed_sync_ms.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,6 +51,11 @@
 #define URLSET_GROUP_MAX	8192
 /* Idle this long with changes in memory, the writer flushes them. */
 #define URLSET_IDLE_FLUSH_MS	1000
+/* The waits between tries of a flush or merge refused for want of room:
+ * short at first (a merge's pages may be freed by the next commit), then
+ * a second, within which writes resume once the disk has room. */
+#define URLSET_FULL_WAIT_MIN_MS	50
+#define URLSET_FULL_WAIT_MAX_MS	1000
 
 static void
 urlset_deliver(struct mailbox_msg *msg, void *arg)
@@ -240,6 +258,53 @@ changed(const struct stage_entry *e)
 	    e->last_seen_ms != e->base.last_seen_ms);
 }
 
+/*
+ * Whether a flush or merge may be tried now: not while the wait after one
+ * refused for want of room runs, unless that was the disk and it has room
+ * now (freed space is then used at once); else *rc is that refusal's
+ * status.
+ */
+static bool
+room_may_try(const struct urlset *us, int *rc)
+{
+	if (us->full == 0 || clock_mono_ms() >= us->full_retry_ms ||
+	    (us->full == STORE_NOSPACE && store_disk_has_room(us->st)))
+		return true;
+	*rc = us->full;
+	return false;
+}
+
+/* Notes how a flush or merge went, and returns rc. */
+static int
+room_tried(struct urlset *us, int rc)
+{
+	if (store_status_full(rc) || rc == STORE_TXN_FULL) {
+		us->full_wait_ms = us->full == 0 ? URLSET_FULL_WAIT_MIN_MS :
+		    us->full_wait_ms * 2;
+		if (us->full_wait_ms > URLSET_FULL_WAIT_MAX_MS)
+			us->full_wait_ms = URLSET_FULL_WAIT_MAX_MS;
+		us->full = rc;
+		us->full_retry_ms = clock_mono_ms() + us->full_wait_ms;
+		log_debug("%s: %s; the next try in %" PRIu64 " ms", __func__,
+		    store_strstatus(rc), us->full_wait_ms);
+	} else if (rc == STORE_OK && us->full != 0) {
+		log_debug("%s: the store has room again", __func__);
+		us->full = 0;
+	}
+	return rc;
+}
+
+/* Flushes the journal's table, unless a refused flush's wait runs. */
+static int
+flush_if_room(struct urlset *us)
+{
+	int rc;
+
+	if (!room_may_try(us, &rc))
+		return rc;
+	return room_tried(us, urlset_flush(us, true));
+}
+
 /* Makes room in the journal's table and file for a group of n URLs. */
 static int
 make_room(struct urlset *us, size_t n)
@@ -247,7 +312,7 @@ make_room(struct urlset *us, size_t n)
 	if (urlmem_count(us->mem) + n <= urlmem_capacity(us->mem) &&
 	    urljournal_frame_len(n) <= urljournal_room(us->journal))
 		return STORE_OK;
-	return urlset_flush(us, true);
+	return flush_if_room(us);
 }
 
 void
@@ -323,10 +388,16 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 	}
 	if (nframe > 0) {
 		if (urljournal_append(us->journal, us->frame, nframe) == -1) {
-			rc = errno == ENOSPC || errno == EDQUOT ? STORE_FULL :
-			    STORE_FAILED;
-			log_warnx("%s: cannot write the URL journal: %s",
-			    __func__, strerror(errno));
+			/* Only where writing in place takes new blocks (a
+			 * copy-on-write file system): the store logs it. */
+			if (errno == ENOSPC || errno == EDQUOT) {
+				rc = STORE_NOSPACE;
+				store_note_full(us->st, rc);
+			} else {
+				rc = STORE_FAILED;
+				log_warnx("%s: cannot write the URL journal: %s",
+				    __func__, strerror(errno));
+			}
 			finish_all(us, list, rc);
 			return;
 		}
@@ -383,7 +454,7 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 static void
 run_verify(struct urlset *us, struct urlset_job *job)
 {
-	int rc = urlset_flush(us, true);
+	int rc = flush_if_room(us);
 
 	memset(job->verify, 0, sizeof(*job->verify));
 	if (rc == STORE_OK)
@@ -422,9 +493,15 @@ after_group(struct urlset *us)
 	/* The backlog holds the next group back until it is below the
 	 * bounds again: the store cannot grow without bound behind it. */
 	while (urlset_merge_due(us, &forced) && forced) {
-		if (urlset_merge_step(us, &did, true) != STORE_OK) {
-			log_warnx("%s: a merge failed; the writer goes on",
-			    __func__);
+		int rc;
+
+		if (!room_may_try(us, &rc))
+			break;
+		if ((rc = room_tried(us, urlset_merge_step(us, &did,
+		    true))) != STORE_OK) {
+			if (!store_status_full(rc) && rc != STORE_TXN_FULL)
+				log_warnx("%s: a merge failed; the writer "
+				    "goes on", __func__);
 			break;
 		}
 		if (!did)
@@ -461,19 +538,21 @@ idle_work(struct urlset *us, uint64_t idle_since)
 {
 	bool forced, did = false, quiet;
 	uint64_t now = clock_mono_ms();
+	int rc;
 
 	quiet = now - idle_since >= URLSET_IDLE_FLUSH_MS;
 	if (relaxed_sync_due(us, now)) {
 		relaxed_sync(us);
 		return true;
 	}
-	if (urlmem_count(us->mem) > 0 && quiet) {
-		if (urlset_flush(us, true) != STORE_OK)
-			return false;
-		return true;
-	}
+	/* While a refused flush or merge waits, so does the rest. */
+	if (!room_may_try(us, &rc))
+		return false;
+	if (urlmem_count(us->mem) > 0 && quiet)
+		return room_tried(us, urlset_flush(us, true)) == STORE_OK;
 	if (urlmem_count(us->mem) == 0 && urlset_merge_due(us, &forced) &&
-	    urlset_merge_step(us, &did, forced) == STORE_OK && did)
+	    room_tried(us, urlset_merge_step(us, &did, forced)) == STORE_OK &&
+	    did)
 		return true;
 	if (quiet && us->stage_cap > 0)
 		urlset_release_scratch(us);
