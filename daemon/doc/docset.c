@@ -282,6 +282,7 @@ docset_put(struct docset *ds, struct store_txn *txn,
 			return STORE_FULL;
 		}
 		id = ds->next_id++;
+		undo->new_id = id;
 		*created = true;
 		r.created_ms = now_ms;
 		id_key(id, idk);
@@ -343,6 +344,9 @@ docset_delete(struct docset *ds, struct store_txn *txn,
 void
 docset_undo(struct docset *ds, const struct doc_undo *undo)
 {
+	/* Undone the last first: the earliest id taken is the next. */
+	if (undo->new_id != 0)
+		ds->next_id = undo->new_id;
 	if (undo->inserted && nearidx_delete(ds->idx, undo->ins_fp,
 	    undo->ins_id) != 1)
 		fatalx("%s: cannot take back document %" PRIu64, __func__,

@@ -59,6 +59,9 @@ struct doc_undo {
 	uint64_t ins_fp, ins_id;
 	bool removed;
 	uint64_t rem_fp, rem_id;
+	uint64_t new_id;	/* the id a put took for a new document, 0:
+				   none; it is given out again (a full disk
+				   must not use ids up) */
 };
 
 struct docset_stats {

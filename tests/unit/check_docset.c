@@ -318,6 +318,15 @@ START_TEST(test_abort_is_taken_back)
 	ck_assert_uint_eq(hits[0].doc_id, 1);
 	ck_assert_int_eq(docset_near(fx.ds, 300, 0, 0, 0, hits, 8), 0);
 	ck_assert_int_eq(docset_near(fx.ds, 200, 0, 0, 0, hits, 8), 0);
+	/* y's id was given back: a full disk refusing new documents over
+	 * and over must not use ids up. */
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	ck_assert_int_eq(docset_put(fx.ds, txn, key, "y", 1, 100, 1, &r,
+	    &created, &undo[2].u), STORE_OK);
+	ck_assert(created);
+	ck_assert_uint_eq(r.id, 2);
+	store_abort(txn);
+	docset_undo(fx.ds, &undo[2].u);
 	/* A delete taken back, too. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 	key_of("x", key);
