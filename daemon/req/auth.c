@@ -116,9 +116,18 @@ auth_load(const char *path, char **errors)
 			    path, lineno);
 			continue;
 		}
+		/* The fields' text stays out of the message, which goes to
+		 * the log: in a line whose columns are swapped, the "role"
+		 * is the token. */
 		if (parse_role(role_s, &e.role) == -1) {
-			add_error(errors, &errlen, "%s:%d: unknown role '%s' "
-			    "(read, write or admin)", path, lineno, role_s);
+			if (parse_role(tok, &e.role) == 0)
+				add_error(errors, &errlen, "%s:%d: the role "
+				    "comes first: want TOKEN ROLE", path,
+				    lineno);
+			else
+				add_error(errors, &errlen, "%s:%d: unknown "
+				    "role in the second field (read, write or "
+				    "admin)", path, lineno);
 			continue;
 		}
 		if (strlen(tok) < AUTH_MIN_TOKEN_LEN) {

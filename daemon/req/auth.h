@@ -27,7 +27,9 @@ struct auth;
 /*
  * Reads a token file.  Returns NULL with *errors set (caller frees) to
  * "file:line: reason" lines when the file cannot be read or a line is bad
- * (unknown role, short or duplicate token).
+ * (unknown role, columns swapped, short or duplicate token).  The reasons
+ * never quote a line's fields: they are logged, and a field in the wrong
+ * column may be a token.
  */
 struct auth *auth_load(const char *path, char **errors);
 void auth_free(struct auth *a);
