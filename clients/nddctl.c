@@ -7,11 +7,13 @@
  * arguments.  The commands that talk to a daemon share the options before
  * the command name.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,8 +56,9 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-	    "usage: nddctl [-H HOST:PORT] [--json] [--token TOKEN] [--tls]\n"
-	    "              [--ca FILE] [--cert FILE] [--key FILE] "
+	    "usage: nddctl [-H HOST:PORT] [--json] [--token TOKEN | "
+	    "--token-file FILE]\n"
+	    "              [--tls] [--ca FILE] [--cert FILE] [--key FILE] "
 	    "[--timeout MS]\n"
 	    "              [--batch N] [--window N] [--relaxed|--durable] "
 	    "[--digests]\n"
@@ -72,7 +75,12 @@ usage(FILE *out)
 	    "  -H, --host HOST:PORT  daemon address (default 127.0.0.1:%d)\n"
 	    "  --json                one JSON object per result line\n"
 	    "  --token TOKEN         send TOKEN with every request (default: "
-	    "$NDDD_TOKEN)\n"
+	    "$NDDD_TOKEN);\n"
+	    "                        other users see it in ps: prefer "
+	    "--token-file\n"
+	    "  --token-file FILE     send the token on FILE's first line "
+	    "(warns if group or\n"
+	    "                        others may read FILE)\n"
 	    "  --tls                 speak TLS; the server's certificate must "
 	    "verify\n"
 	    "  --ca FILE             CA certificates for --tls (default: the "
@@ -98,6 +106,71 @@ usage(FILE *out)
 	    "\nexit status: 0 success, 1 some items failed, 2 usage error, "
 	    "3 daemon unreachable\nor connection lost, 4 the output could not "
 	    "be written.\n", NDDD_DEFAULT_PORT);
+}
+
+/*
+ * The token on the first line of path, blanks around it stripped, for
+ * --token-file: a token in the arguments is shown to every user by ps.
+ * Returns NULL, having said why, when the file cannot be read or its first
+ * line is empty or more than one word.  A file that others may read is
+ * used, with a warning: nddd warns the same of its own tokens file, and a
+ * group sharing a token is a choice an operator may make.  The caller
+ * frees the token.
+ */
+static char *
+read_token_file(const char *path)
+{
+	FILE *f;
+	struct stat sb;
+	char *line = NULL, *tok;
+	size_t cap = 0, len;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		fprintf(stderr, "nddctl: --token-file %s: %s\n", path,
+		    strerror(errno));
+		return NULL;
+	}
+	if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & (S_IRGRP | S_IROTH)))
+		fprintf(stderr, "nddctl: warning: --token-file %s is readable "
+		    "by group or others (mode %04o): a token is a secret\n",
+		    path, (unsigned)(sb.st_mode & 07777));
+	if (getline(&line, &cap, f) == -1) {
+		if (ferror(f))
+			fprintf(stderr, "nddctl: --token-file %s: %s\n", path,
+			    strerror(errno));
+		else
+			fprintf(stderr, "nddctl: --token-file %s: empty\n",
+			    path);
+		goto err;
+	}
+	tok = line;
+	while (isspace((unsigned char)*tok))
+		tok++;
+	len = strlen(tok);
+	while (len > 0 && isspace((unsigned char)tok[len - 1]))
+		len--;
+	if (len == 0) {
+		fprintf(stderr, "nddctl: --token-file %s: no token on its "
+		    "first line\n", path);
+		goto err;
+	}
+	tok[len] = '\0';
+	/* Tokens have no blanks: this may be a line of nddd's own tokens
+	 * file, "TOKEN ROLE". */
+	if (strpbrk(tok, " \t\v\f\r") != NULL) {
+		fprintf(stderr, "nddctl: --token-file %s: its first line is "
+		    "more than a token (blanks inside)\n", path);
+		goto err;
+	}
+	memmove(line, tok, len + 1);
+	fclose(f);
+	return line;
+err:
+	if (line != NULL)
+		explicit_bzero(line, cap);
+	free(line);
+	fclose(f);
+	return NULL;
 }
 
 /*
@@ -129,6 +202,7 @@ main(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "no-progress", no_argument, NULL, 'P' },
 		{ "token", required_argument, NULL, 'T' },
+		{ "token-file", required_argument, NULL, 'F' },
 		{ "tls", no_argument, NULL, 'S' },
 		{ "ca", required_argument, NULL, 'A' },
 		{ "cert", required_argument, NULL, 'C' },
@@ -149,7 +223,9 @@ main(int argc, char **argv)
 		.window = 8,
 		.progress = isatty(STDERR_FILENO),
 	};
-	char *end;
+	const char *token_file = NULL;
+	char *end, *file_token = NULL;
+	bool token_given = false;
 	long v;
 	int ch, status;
 
@@ -184,6 +260,10 @@ main(int argc, char **argv)
 			break;
 		case 'T':
 			co.conn.token = optarg;
+			token_given = true;
+			break;
+		case 'F':
+			token_file = optarg;
 			break;
 		case 'S':
 			co.conn.tls = 1;
@@ -218,16 +298,29 @@ main(int argc, char **argv)
 		usage(stderr);
 		return NDDCTL_EXIT_USAGE;
 	}
+	if (token_given && token_file != NULL) {
+		fprintf(stderr, "nddctl: --token and --token-file: give one\n");
+		return NDDCTL_EXIT_USAGE;
+	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		const struct command *cmd = &commands[i];
 
 		if (strcmp(argv[optind], cmd->name) != 0)
 			continue;
+		if (cmd->daemon_cmd != NULL && token_file != NULL) {
+			if ((file_token = read_token_file(token_file)) == NULL)
+				return NDDCTL_EXIT_USAGE;
+			co.conn.token = file_token;
+		}
 		argc -= optind;
 		argv += optind;
 		optind = 0;	/* the command's getopt starts afresh */
 		status = cmd->local_cmd != NULL ? cmd->local_cmd(argc, argv) :
 		    cmd->daemon_cmd(&co, argc, argv);
+		if (file_token != NULL) {
+			explicit_bzero(file_token, strlen(file_token));
+			free(file_token);
+		}
 		return output_written() ? status : NDDCTL_EXIT_OUTPUT;
 	}
 	fprintf(stderr, "nddctl: unknown command '%s'\n", argv[optind]);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <jansson.h>
@@ -23,32 +24,49 @@ nddctl_bin(void)
 }
 
 /*
- * Runs nddctl with args (a shell word list) and input on its standard
- * input; returns its exit status and its standard output in *out.
+ * Runs nddctl with args (a shell word list), with env (shell assignments,
+ * or NULL) in its environment and input on its standard input; returns
+ * its exit status, its standard output in *out and, if err is not NULL,
+ * its standard error in *err.
  */
 static int
-run(const char *args, const char *input, char **out)
+run_with(const char *env, const char *args, const char *input, char **out,
+    char **err)
 {
-	char *cmd, *dir = tu_tmpdir(), *in_path, *out_path;
+	char *cmd, *dir = tu_tmpdir(), *in_path, *out_path, *err_path;
 	FILE *f;
 	int status;
 
 	ck_assert_int_ne(asprintf(&in_path, "%s/in", dir), -1);
 	ck_assert_int_ne(asprintf(&out_path, "%s/out", dir), -1);
+	ck_assert_int_ne(asprintf(&err_path, "%s/err", dir), -1);
 	f = fopen(in_path, "w");
 	fputs(input ? input : "", f);
 	fclose(f);
-	ck_assert_int_ne(asprintf(&cmd, "%s %s < %s > %s", nddctl_bin(), args,
-	    in_path, out_path), -1);
+	ck_assert_int_ne(asprintf(&cmd, "%s %s %s < %s > %s%s%s",
+	    env ? env : "", nddctl_bin(), args, in_path, out_path,
+	    err ? " 2> " : "", err ? err_path : ""), -1);
 	status = system(cmd);
 	*out = tu_read_file(out_path, NULL);
 	ck_assert_ptr_nonnull(*out);
+	if (err != NULL) {
+		*err = tu_read_file(err_path, NULL);
+		ck_assert_ptr_nonnull(*err);
+	}
 	free(cmd);
 	free(in_path);
 	free(out_path);
+	free(err_path);
 	tu_rmtree(dir);
 	free(dir);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* run_with, without environment, and with standard error left alone. */
+static int
+run(const char *args, const char *input, char **out)
+{
+	return run_with(NULL, args, input, out, NULL);
 }
 
 START_TEST(test_json_lines)
@@ -419,7 +437,128 @@ START_TEST(test_option_usage)
 	ck_assert_ptr_nonnull(strstr(out, "--relaxed"));
 	ck_assert_ptr_nonnull(strstr(out, "--durable"));
 	ck_assert_ptr_nonnull(strstr(out, "--digests"));
+	ck_assert_ptr_nonnull(strstr(out, "--token-file"));
 	free(out);
+}
+END_TEST
+
+#define WRITE_TOKEN "write-token-0123456789"
+
+/* Writes text to dir/name with mode; returns the path (caller frees). */
+static char *
+write_mode(const char *dir, const char *name, const char *text, int mode)
+{
+	char *path;
+	FILE *f;
+
+	ck_assert_int_ne(asprintf(&path, "%s/%s", dir, name), -1);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	ck_assert_int_eq(chmod(path, (mode_t)mode), 0);
+	return path;
+}
+
+/*
+ * --token-file: the token comes from a file, out of ps; it wins over
+ * $NDDD_TOKEN; a file others may read is used with a warning; a file
+ * that is missing, empty or not one token is a usage error that never
+ * reaches the daemon.
+ */
+START_TEST(test_token_file)
+{
+	struct harness h;
+	char conf[512], *args, *out, *err, *tf, *path;
+
+	harness_init(&h, NULL);
+	path = write_mode(h.dir, "tokens", WRITE_TOKEN " write\n", 0600);
+	free(path);
+	snprintf(conf, sizeof(conf), "[auth]\ntokens_file = %s/tokens", h.dir);
+	harness_add_conf(&h, conf);
+	harness_start(&h);
+
+	/* Without a token: refused. */
+	ck_assert_int_ne(asprintf(&args, "-H %s url-submit http://tf.example/",
+	    h.address), -1);
+	ck_assert_int_eq(run_with("NDDD_TOKEN=", args, NULL, &out, NULL), 1);
+	ck_assert_msg(strstr(out, "PERMISSION_DENIED") != NULL, "%s", out);
+	free(out);
+	free(args);
+
+	/* From the file, trailing blanks and newline stripped, over a wrong
+	 * $NDDD_TOKEN; a private file gets no warning. */
+	tf = write_mode(h.dir, "tf", WRITE_TOKEN " \t\r\n\nnext line\n",
+	    0600);
+	ck_assert_int_ne(asprintf(&args, "-H %s --token-file %s url-submit "
+	    "http://tf.example/", h.address, tf), -1);
+	ck_assert_int_eq(run_with("NDDD_TOKEN=not-the-right-token-at-all",
+	    args, NULL, &out, &err), 0);
+	ck_assert_str_eq(out, "new\t1\thttp://tf.example/\n");
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+	free(tf);
+	free(args);
+
+	/* Readable by others: used, with a warning. */
+	tf = write_mode(h.dir, "tf-open", WRITE_TOKEN "\n", 0644);
+	ck_assert_int_ne(asprintf(&args, "-H %s --token-file %s url-check "
+	    "http://tf.example/", h.address, tf), -1);
+	ck_assert_int_eq(run_with(NULL, args, NULL, &out, &err), 0);
+	ck_assert_str_eq(out, "seen\t1\thttp://tf.example/\n");
+	ck_assert_msg(strstr(err, "readable by group or others") != NULL,
+	    "%s", err);
+	free(out);
+	free(err);
+	free(tf);
+	free(args);
+
+	/* Missing, empty, blank, "TOKEN ROLE": each said, exit 2, and the
+	 * token never in the message. */
+	{
+		static const struct {
+			const char *name, *text, *says;
+		} bad[] = {
+			{ "missing", NULL, "No such file" },
+			{ "empty", "", "empty" },
+			{ "blank", "  \n" WRITE_TOKEN "\n", "no token" },
+			{ "two-words", WRITE_TOKEN " write\n", "more than a "
+			  "token" },
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			if (bad[i].text != NULL)
+				tf = write_mode(h.dir, bad[i].name,
+				    bad[i].text, 0600);
+			else
+				ck_assert_int_ne(asprintf(&tf, "%s/%s", h.dir,
+				    bad[i].name), -1);
+			ck_assert_int_ne(asprintf(&args, "-H %s --token-file "
+			    "%s url-check http://tf.example/", h.address, tf),
+			    -1);
+			ck_assert_int_eq(run_with(NULL, args, NULL, &out,
+			    &err), 2);
+			ck_assert_str_eq(out, "");
+			ck_assert_msg(strstr(err, tf) != NULL &&
+			    strstr(err, bad[i].says) != NULL &&
+			    strstr(err, WRITE_TOKEN) == NULL, "%s: %s",
+			    bad[i].name, err);
+			free(out);
+			free(err);
+			free(tf);
+			free(args);
+		}
+	}
+	/* Both --token and --token-file: which one? A usage error. */
+	ck_assert_int_ne(asprintf(&args, "-H %s --token x --token-file %s/tf "
+	    "url-check http://tf.example/", h.address, h.dir), -1);
+	ck_assert_int_eq(run_with(NULL, args, NULL, &out, &err), 2);
+	ck_assert_msg(strstr(err, "--token-file") != NULL, "%s", err);
+	free(out);
+	free(err);
+	free(args);
+	harness_cleanup(&h);
 }
 END_TEST
 
@@ -573,6 +712,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_url_options_same_output);
 	tcase_add_test(tc, test_stats_url_store_and_verify);
 	tcase_add_test(tc, test_option_usage);
+	tcase_add_test(tc, test_token_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
