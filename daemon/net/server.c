@@ -25,6 +25,7 @@
 #include "listener.h"
 #include "log.h"
 #include "metrics.h"
+#include "tls.h"
 
 /* Bytes read from a socket per callback: several batches at a time. */
 #define SERVER_READ_CHUNK (256 * 1024)
@@ -515,57 +516,6 @@ accept_tls_cb(void *arg, evutil_socket_t fd, const struct sockaddr *sa)
 	accept_conn(srv, fd, sa, ssl);
 }
 
-static char *
-tls_error(const char *what, const char *path)
-{
-	char buf[256], *cause;
-
-	ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
-	if (asprintf(&cause, "TLS: %s %s: %s", what, path ? path : "",
-	    buf) == -1)
-		return NULL;
-	return cause;
-}
-
-static SSL_CTX *
-tls_context(const struct config *cfg, char **cause)
-{
-	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-
-	if (ctx == NULL) {
-		*cause = tls_error("cannot create a context", NULL);
-		return NULL;
-	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1) {
-		*cause = tls_error("cannot load the certificate", cfg->tls_cert);
-		goto err;
-	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key,
-	    SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
-		*cause = tls_error("cannot load the key", cfg->tls_key);
-		goto err;
-	}
-	if (cfg->tls_client_ca != NULL) {
-		STACK_OF(X509_NAME) *names;
-
-		if (SSL_CTX_load_verify_locations(ctx, cfg->tls_client_ca,
-		    NULL) != 1 || (names = SSL_load_client_CA_file(
-		    cfg->tls_client_ca)) == NULL) {
-			*cause = tls_error("cannot load the client CA",
-			    cfg->tls_client_ca);
-			goto err;
-		}
-		SSL_CTX_set_client_CA_list(ctx, names);
-		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
-		    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-	}
-	return ctx;
-err:
-	SSL_CTX_free(ctx);
-	return NULL;
-}
-
 struct server *
 server_new(struct event_base *base, const struct config *cfg,
     const struct server_handler *h, struct metrics *m, char **cause)
@@ -584,7 +534,7 @@ server_new(struct event_base *base, const struct config *cfg,
 	    "listener", cfg->listen, accept_cb, srv, cause)) == NULL)
 		goto err;
 	if (cfg->tls_listen != NULL) {
-		if ((srv->tls = tls_context(cfg, cause)) == NULL ||
+		if ((srv->tls = tls_context_new(cfg, cause)) == NULL ||
 		    (srv->tls_listener = listener_new(base, "TLS listener",
 		    cfg->tls_listen, accept_tls_cb, srv, cause)) == NULL)
 			goto err;

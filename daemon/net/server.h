@@ -22,7 +22,7 @@
  *
  * Two listeners speak the same protocol: plain TCP ([server] listen) and
  * TLS ([tls] listen, OpenSSL through bufferevent_openssl, optionally
- * requiring client certificates).
+ * requiring client certificates; its context is made by tls.h).
  *
  * Shutdown (server_shutdown): stop accepting and reading, let every request
  * in flight finish (however long that takes), give clients shutdown_timeout

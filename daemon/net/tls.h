@@ -1,0 +1,28 @@
+/*
+ * tls: the OpenSSL context of the TLS listener ([tls] listen), built from
+ * the [tls] keys: TLS 1.2 or later, the server's certificate chain and
+ * key, and, with [tls] client_ca, client certificates required and
+ * verified against those CAs.
+ *
+ * The server (server.c) makes one context at start-up and an SSL from it
+ * per accepted connection; libevent's bufferevent_openssl drives the
+ * handshakes.
+ *
+ * Threads: the loop thread.
+ */
+#ifndef NDDD_TLS_H
+#define NDDD_TLS_H
+
+#include <openssl/ssl.h>
+
+struct config;
+
+/*
+ * The context for cfg's [tls] keys (cert and key must be set).  Returns
+ * NULL with *cause (caller frees; NULL if out of memory) when the
+ * certificate, the key or the client CAs cannot be loaded.  Free with
+ * SSL_CTX_free.
+ */
+SSL_CTX *tls_context_new(const struct config *cfg, char **cause);
+
+#endif
