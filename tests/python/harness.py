@@ -43,6 +43,44 @@ def free_port():
         return s.getsockname()[1]
 
 
+def make_certs(directory):
+    """Certificates for TLS tests, made with the openssl command in
+    directory: a CA (ca.pem), a server certificate for 127.0.0.1 and
+    localhost (server.pem, server.key), client certificates of that CA for
+    the subjects CN=crawler and CN=intruder (crawler.pem, .key, ...), and
+    another CA (other.pem) with a client of its own (stranger.pem, .key).
+    Returns a function from a file name to its path."""
+    def openssl(*args):
+        subprocess.run(["openssl"] + list(args), cwd=directory, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def key_and_csr(name, subject):
+        openssl("req", "-newkey", "ec", "-pkeyopt",
+                "ec_paramgen_curve:prime256v1", "-nodes", "-subj", subject,
+                "-keyout", name + ".key", "-out", name + ".csr")
+
+    def sign(name, ca, ext=None):
+        openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem",
+                "-CAkey", ca + ".key", "-CAcreateserial", "-days", "2",
+                "-out", name + ".pem", *(["-extfile", ext] if ext else []))
+
+    for ca in ("ca", "other"):
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt",
+                "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                "-subj", "/CN=test-%s" % ca, "-keyout", ca + ".key",
+                "-out", ca + ".pem")
+    with open(os.path.join(directory, "server.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    key_and_csr("server", "/CN=localhost")
+    sign("server", "ca", "server.ext")
+    for name in ("crawler", "intruder"):
+        key_and_csr(name, "/O=nddd tests/CN=%s" % name)
+        sign(name, "ca")
+    key_and_csr("stranger", "/CN=crawler")
+    sign("stranger", "other")
+    return lambda name: os.path.join(directory, name)
+
+
 class Daemon:
     """One nddd: Daemon(extra_conf).start(), .stop(), .cleanup()."""
 

@@ -2,8 +2,11 @@
 daemon does not send on demand, a scripted server)."""
 
 import os
+import shutil
 import socket
+import ssl
 import struct
+import tempfile
 import threading
 import time
 import unittest
@@ -469,6 +472,141 @@ class TestTokens(unittest.TestCase):
                 del os.environ["NDDD_TOKEN"]
             else:
                 os.environ["NDDD_TOKEN"] = old
+
+
+class TLSTest(unittest.TestCase):
+    """A daemon with a TLS listener beside its plain one, and certificates
+    made for the tests (harness.make_certs)."""
+    client_ca = False       # require client certificates of the test CA
+    extra_tls = ""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cert_dir = tempfile.mkdtemp(prefix="nddd-py-certs-")
+        cls.path = staticmethod(harness.make_certs(cls.cert_dir))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.cert_dir, ignore_errors=True)
+
+    def setUp(self):
+        port = harness.free_port()
+        self.tls_address = "127.0.0.1:%d" % port
+        conf = ("[tls]\nlisten = %s\ncert = %s\nkey = %s\n"
+                % (self.tls_address, self.path("server.pem"),
+                   self.path("server.key")))
+        if self.client_ca:
+            conf += "client_ca = %s\n" % self.path("ca.pem")
+        self.daemon = harness.Daemon(conf + self.extra_tls)
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+
+    def tls_client(self, **kw):
+        kw.setdefault("ca_file", self.path("ca.pem"))
+        c = nddd.Client(self.tls_address, timeout=10, **kw)
+        self.addCleanup(c.close)
+        return c
+
+
+class TestTLS(TLSTest):
+    def test_round_trip(self):
+        c = self.tls_client()
+        self.assertTrue(c.tls)
+        self.assertIn("(TLS)", repr(c))
+        self.assertTrue(c.submit_url("http://tls.example/a").new)
+        self.assertEqual(c.submit_docs([("http://tls.example/d",
+                                         "a story told over TLS")])[0].doc_id,
+                         1)
+        # Many batches in flight, in larger frames than a TLS record.
+        urls = ["http://tls.example/%d/%s" % (i, "x" * 200)
+                for i in range(20000)]
+        self.assertTrue(all(r.new for r in c.submit_urls(urls)))
+        self.assertTrue(all(r.seen for r in c.check_urls(urls)))
+        # The plain listener sees the same data.
+        with nddd.Client(self.daemon.address) as plain:
+            self.assertTrue(plain.check_url("http://tls.example/a").seen)
+        # An SSLContext of the caller's making.
+        ctx = ssl.create_default_context(cafile=self.path("ca.pem"))
+        c2 = self.tls_client(ca_file=None, ssl_context=ctx)
+        self.assertEqual(c2.check_url("http://tls.example/a").count, 1)
+        # Idle between calls (the daemon's session tickets come then), and
+        # after a restart: the calls go through.
+        time.sleep(0.2)
+        self.assertEqual(c.stats().urls, 20001)
+        self.daemon.stop()
+        self.daemon.start()
+        self.assertTrue(c.check_url("http://tls.example/a").seen)
+
+    def test_certificate_does_not_verify(self):
+        issuer = "unable to get local issuer certificate"
+        for kw, says in (
+                ({"ca_file": self.path("other.pem")},
+                 "against %s: %s" % (self.path("other.pem"), issuer)),
+                ({"ca_file": None, "tls": True},
+                 "against the system's CAs: %s" % issuer),
+                ({"server_hostname": "nddd.example"}, "Hostname mismatch")):
+            c = self.tls_client(**kw)
+            with self.assertRaises(nddd.NdddConnectionError) as cm:
+                c.check_url("http://tls.example/")
+            e = cm.exception
+            self.assertFalse(e.sent)
+            self.assertIn("nddd at %s: its TLS certificate does not verify"
+                          % self.tls_address, str(e))
+            self.assertIn(says, str(e))
+            self.assertFalse(c.connected)
+
+    def test_options(self):
+        with self.assertRaises(ValueError) as cm:
+            nddd.Client(self.tls_address, ca_file="/nonexistent/ca.pem")
+        self.assertIn("/nonexistent/ca.pem", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            nddd.Client(self.tls_address, cert_file=self.path("crawler.pem"),
+                        key_file=self.path("intruder.key"))
+        self.assertIn("crawler.pem", str(cm.exception))
+        with self.assertRaises(ValueError):
+            nddd.Client(self.tls_address, key_file=self.path("crawler.key"))
+        with self.assertRaises(ValueError):
+            nddd.Client(self.tls_address, ca_file=self.path("ca.pem"),
+                        ssl_context=ssl.create_default_context())
+        self.assertFalse(nddd.Client(self.daemon.address).tls)
+        # A plain client at the TLS listener: no answer it can read.
+        with nddd.Client(self.tls_address, timeout=2) as c:
+            with self.assertRaises(nddd.NdddConnectionError):
+                c.stats()
+
+
+class TestTLSClientCertificates(TLSTest):
+    client_ca = True
+
+    def cert(self, name):
+        return {"cert_file": self.path(name + ".pem"),
+                "key_file": self.path(name + ".key")}
+
+    def test_required_and_given(self):
+        c = self.tls_client(**self.cert("crawler"))
+        self.assertTrue(c.submit_url("http://certs.example/").new)
+        self.assertEqual(c.stats().urls, 1)
+        # A key in the certificate's file.
+        both = os.path.join(self.cert_dir, "crawler-both.pem")
+        with open(both, "w") as f:
+            for name in ("crawler.pem", "crawler.key"):
+                with open(self.path(name)) as part:
+                    f.write(part.read())
+        c2 = self.tls_client(cert_file=both)
+        self.assertTrue(c2.check_url("http://certs.example/").seen)
+
+    def test_refused_without_or_with_another(self):
+        for kw in ({}, self.cert("stranger")):
+            c = self.tls_client(**kw)
+            # Refused in the handshake (TLS 1.2) or, as TLS 1.3 ends the
+            # client's side first, at the first request.
+            with self.assertRaises(nddd.NdddConnectionError) as cm:
+                c.submit_url("http://certs.example/refused")
+            self.assertIn("TLS", str(cm.exception))
+            self.assertFalse(c.connected)
+        with nddd.Client(self.daemon.address) as plain:
+            self.assertFalse(plain.check_url(
+                "http://certs.example/refused").seen)
 
 
 class TestLimits(DaemonTest):

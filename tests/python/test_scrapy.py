@@ -473,6 +473,45 @@ class TestFilterInProcess(unittest.TestCase):
             self.make(NDDD_DURABILITY="maybe")
         self.assertIn("NDDD_DURABILITY", str(cm.exception))
 
+    def test_tls_settings(self):
+        from scrapy import Request
+        certs = tempfile.mkdtemp(prefix="nddd-py-certs-")
+        self.addCleanup(shutil.rmtree, certs, True)
+        path = harness.make_certs(certs)
+        tls_address = "127.0.0.1:%d" % harness.free_port()
+        daemon = harness.Daemon(
+            "[tls]\nlisten = %s\ncert = %s\nkey = %s\nclient_ca = %s\n"
+            % (tls_address, path("server.pem"), path("server.key"),
+               path("ca.pem")))
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        df, spider, stats = self.make(
+            NDDD_ADDRESS=tls_address, NDDD_TLS_CA=path("ca.pem"),
+            NDDD_TLS_CERT=path("crawler.pem"),
+            NDDD_TLS_KEY=path("crawler.key"))
+        self.assertTrue(df.client.tls)
+        self.assertTrue(self.schedule(df, spider, Request("http://t.test/x")))
+        self.assertFalse(self.schedule(df, spider,
+                                       Request("http://T.TEST:80/x")))
+        self.assertEqual(stats.get_value("nddd/new"), 1)
+        self.assertEqual(stats.get_value("nddd/duplicate"), 1)
+        with nddd.Client(daemon.address) as c:
+            self.assertEqual(c.check_url("http://t.test/x").count, 2)
+        # Without a client certificate nddd refuses the crawler: an
+        # outage, decided by NDDD_UNREACHABLE, its reason logged.
+        with self.assertLogs("nddd.scrapy", logging.ERROR) as logs:
+            df, spider, stats = self.make(
+                NDDD_ADDRESS=tls_address, NDDD_TLS=True,
+                NDDD_TLS_CA=path("ca.pem"), NDDD_UNREACHABLE="closed")
+            self.assertFalse(self.schedule(df, spider,
+                                           Request("http://t.test/y")))
+        self.assertIn("is unreachable (TLS", logs.output[0])
+        self.assertEqual(stats.get_value("nddd/dropped"), 1)
+        # A file that cannot be loaded stops the filter at once.
+        with self.assertRaises(ValueError) as cm:
+            self.make(NDDD_TLS_CA="/nonexistent/ca.pem")
+        self.assertIn("/nonexistent/ca.pem", str(cm.exception))
+
     def test_durability_and_digests(self):
         from scrapy import Request
         df, spider, stats = self.make()

@@ -44,6 +44,17 @@ client asks (``durability``, per client or per call): "durable" (on disk),
 of nddd, not of the machine) or None (the daemon's default, durable unless
 its ``[store] sync`` is none).
 
+TLS: with ``tls=True`` (or any of ``ca_file``, ``cert_file``, ``key_file``,
+``server_hostname``, ``ssl_context``) the connection is a TLS one, to the
+daemon's ``[tls] listen``.  The daemon's certificate must verify against
+``ca_file`` (default: the system's CAs) and name the host of the address
+(or ``server_hostname``); ``cert_file`` and ``key_file`` are the client's
+certificate, for a daemon with ``[tls] client_ca``.  The handshake is
+part of connecting: a certificate that does not verify raises
+NdddConnectionError with ``sent`` False.  A daemon that refuses the
+client's certificate may only say so once the first request is sent (TLS
+1.3 finishes the client's side of the handshake first).
+
 Digests: with ``digests=True`` URLs are canonicalized and hashed here with
 the daemon's own code (libnddd.so, see nddd._canon), with the options the
 daemon's stats name (asked once per connection), and only the 16-byte
@@ -58,6 +69,7 @@ import math
 import os
 import select
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -112,6 +124,62 @@ def _durability(value) -> int:
                          % (value,)) from None
 
 Address = Union[str, Tuple[str, int]]
+
+
+def _tls_context(tls: bool, ssl_context: Optional[ssl.SSLContext],
+                 ca_file: Optional[str], cert_file: Optional[str],
+                 key_file: Optional[str],
+                 server_hostname: Optional[str]) -> Optional[ssl.SSLContext]:
+    """The SSLContext of a client's TLS options, or None for plain TCP.
+    Raises ValueError, naming the file that cannot be loaded."""
+    if ssl_context is not None:
+        if ca_file or cert_file or key_file:
+            raise ValueError("give ssl_context, or ca_file, cert_file and "
+                             "key_file, not both")
+        return ssl_context
+    if not (tls or ca_file or cert_file or key_file or server_hostname):
+        return None
+    if key_file and not cert_file:
+        raise ValueError("key_file needs cert_file")
+    try:
+        ctx = ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as e:
+        raise ValueError("cannot load the CA file %s: %s"
+                         % (ca_file, e.strerror or e)) from e
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2   # nddd's own minimum
+    if cert_file:
+        try:
+            ctx.load_cert_chain(cert_file, key_file)
+        except (OSError, ssl.SSLError) as e:
+            raise ValueError("cannot load the client certificate %s%s: %s"
+                             % (cert_file, " with the key %s" % key_file
+                                if key_file else "",
+                                e.strerror or e)) from e
+    return ctx
+
+
+def _tls_failure(e: OSError) -> str:
+    """What an ssl exception says, without the ssl module's source line."""
+    if isinstance(e, ssl.SSLCertVerificationError) and e.verify_message:
+        return e.verify_message
+    text = str(e.strerror or e)
+    end = text.rfind(" (_ssl.c:")
+    return text[:end] if end > 0 else text
+
+
+def _read_some(sock: socket.socket) -> Optional[bytes]:
+    """What sock has to read: bytes, b"" once the daemon closed it, or None
+    when what came carried no data (a TLS record of the handshake, such as
+    a session ticket).  Raises OSError (ssl.SSLError for TLS alerts)."""
+    try:
+        data = sock.recv(_RECV_CHUNK)
+    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+        return None
+    if data and isinstance(sock, ssl.SSLSocket):
+        # Data OpenSSL has already decrypted wakes no poll: take it now.
+        while sock.pending():
+            data += sock.recv(_RECV_CHUNK)
+    return data
 
 
 def parse_address(address: Address) -> Tuple[str, int]:
@@ -179,6 +247,18 @@ class Client:
     send their digests (raises NdddLibraryError at once if libnddd.so
     cannot be loaded).
 
+    TLS (to the daemon's ``[tls] listen``): ``tls``: speak TLS; any of the
+    following turns it on too.  ``ca_file``: the CA certificates (PEM) the
+    daemon's certificate must verify against (default: the system's).
+    ``cert_file``, ``key_file``: the client's certificate chain and its
+    key (PEM, unencrypted; the key may be in cert_file), for a daemon that
+    requires client certificates ([tls] client_ca).  ``server_hostname``:
+    the name the daemon's certificate must carry (default: the host of
+    ``address``, a name or an IP address).  ``ssl_context``: an
+    ``ssl.SSLContext`` of the caller's making instead of ca_file,
+    cert_file and key_file (its own verification settings apply).  Files
+    that cannot be loaded raise ValueError here.
+
     Use as a context manager, or call :meth:`close`.
     """
 
@@ -190,7 +270,13 @@ class Client:
                  max_frame: int = DEFAULT_MAX_FRAME,
                  token: Optional[str] = None,
                  durability: Optional[str] = None,
-                 digests: bool = False):
+                 digests: bool = False,
+                 tls: bool = False,
+                 ca_file: Optional[str] = None,
+                 cert_file: Optional[str] = None,
+                 key_file: Optional[str] = None,
+                 server_hostname: Optional[str] = None,
+                 ssl_context: Optional[ssl.SSLContext] = None):
         self._host, self._port = parse_address(address)
         if token is None:
             token = os.environ.get("NDDD_TOKEN") or None
@@ -220,6 +306,13 @@ class Client:
         self.digests = bool(digests)
         if self.digests:
             _canon.load_library()
+        self._ssl_context = _tls_context(tls, ssl_context, ca_file,
+                                         cert_file, key_file, server_hostname)
+        self.tls = self._ssl_context is not None
+        # Against what the daemon's certificate is verified, for errors.
+        self._tls_cas = ca_file or ("the ssl_context's CAs" if ssl_context
+                                    else "the system's CAs")
+        self.server_hostname = server_hostname or self._host
         # The daemon's canonicalizer, and the connection it was asked on.
         self._canon: Optional[_canon.Canon] = None
         self._canon_sock: Optional[socket.socket] = None
@@ -229,8 +322,9 @@ class Client:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return "<nddd.Client %s%s>" % (
-            self.address, "" if self._sock else " (not connected)")
+        return "<nddd.Client %s%s%s>" % (
+            self.address, " (TLS)" if self.tls else "",
+            "" if self._sock else " (not connected)")
 
     def __enter__(self) -> "Client":
         return self
@@ -629,6 +723,8 @@ class Client:
                 address=self.address) from e
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._ssl_context is not None:
+                sock = self._handshake(sock)
             sock.setblocking(False)
             poll = select.poll()
             poll.register(sock, select.POLLIN)
@@ -638,11 +734,47 @@ class Client:
         self._sock, self._poll = sock, poll
         return sock
 
+    def _handshake(self, sock: socket.socket) -> ssl.SSLSocket:
+        """The TLS connection over sock, its handshake done within the
+        connect timeout; sock is closed if it fails."""
+        try:
+            return self._ssl_context.wrap_socket(
+                sock, server_hostname=self.server_hostname)
+        except ssl.SSLCertVerificationError as e:
+            sock.close()
+            raise NdddConnectionError(
+                "nddd at %s: its TLS certificate does not verify against "
+                "%s: %s" % (self.address, self._tls_cas, _tls_failure(e)),
+                address=self.address) from e
+        except TimeoutError as e:
+            sock.close()
+            raise NdddTimeoutError(
+                "TLS handshake with nddd at %s timed out after %g s"
+                % (self.address, self.connect_timeout),
+                address=self.address) from e
+        except OSError as e:
+            sock.close()
+            raise NdddConnectionError(
+                "TLS handshake with nddd at %s failed: %s"
+                % (self.address, _tls_failure(e)),
+                address=self.address) from e
+
+    def _idle_alive(self) -> bool:
+        """Whether the connection, readable between calls, is still open.
+        Nothing is due from the daemon then: a plain socket that is
+        readable was closed (a restart, a refusal).  Over TLS, the daemon's
+        session tickets come after the handshake and are no close."""
+        if not isinstance(self._sock, ssl.SSLSocket):
+            return False
+        try:
+            return _read_some(self._sock) is None
+        except OSError:
+            return False
+
     def _ready_socket(self) -> socket.socket:
         """The connection, made or remade if needed."""
-        if self._sock is not None and self._poll.poll(0):
-            # Between calls nothing is due from the daemon: a readable
-            # socket means it closed the connection (a restart, a refusal).
+        if (self._sock is not None and self._poll.poll(0)
+                and not self._idle_alive()):
             self._drop()
         if self._sock is None:
             return self._connect()
@@ -692,7 +824,10 @@ class Client:
                 if out:
                     try:
                         n = sock.send(out)
-                    except BlockingIOError:
+                    except (BlockingIOError, ssl.SSLWantWriteError,
+                            ssl.SSLWantReadError):
+                        # (OpenSSL is then sent the same bytes again, and
+                        # more: it keeps its place.)
                         n = 0
                     except OSError as e:
                         # The daemon is gone or closing; what it said last
@@ -720,7 +855,9 @@ class Client:
                 events = poll.poll(wait_ms)
                 if not events or not events[0][1] & _POLLIN_ANY:
                     continue
-                chunk = sock.recv(_RECV_CHUNK)
+                chunk = _read_some(sock)
+                if chunk is None:
+                    continue
                 if not chunk:
                     raise NdddConnectionError(
                         "nddd at %s closed the connection with %d "
@@ -764,6 +901,12 @@ class Client:
             self._drop()
             raise NdddProtocolError(
                 "undecodable reply from nddd at %s: %s" % (self.address, e),
+                address=self.address, sent=sent) from e
+        except ssl.SSLError as e:
+            self._drop()
+            raise NdddConnectionError(
+                "TLS connection to nddd at %s failed: %s"
+                % (self.address, _tls_failure(e)),
                 address=self.address, sent=sent) from e
         except OSError as e:
             self._drop()

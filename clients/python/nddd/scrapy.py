@@ -45,8 +45,23 @@ Settings:
     source tree's build/release, or in the system's library path), and
     send its digest: less work for nddd.  Without libnddd.so the filter
     cannot start.
+``NDDD_TLS`` (default False)
+    speak TLS to nddd's ``[tls] listen``, verifying its certificate and
+    its name; any of the NDDD_TLS_* settings below turns it on too.
+``NDDD_TLS_CA`` (default: the system's CAs)
+    the CA certificates (PEM) nddd's certificate must verify against.
+``NDDD_TLS_CERT``, ``NDDD_TLS_KEY`` (default: none)
+    the crawler's client certificate and key (PEM), for an nddd that
+    requires client certificates (``[tls] client_ca``).
+``NDDD_TLS_SERVER_HOSTNAME`` (default: the host of NDDD_ADDRESS)
+    the name nddd's certificate must carry.
 ``DUPEFILTER_DEBUG`` (default False)
     log every filtered duplicate, not only the first.
+
+A token, for an nddd with ``[auth] tokens_file``, comes from the
+environment variable NDDD_TOKEN (as for nddd.Client).  A certificate
+that does not verify, or one nddd refuses, counts as nddd being
+unreachable (NDDD_UNREACHABLE decides), and its reason is logged.
 
 Requests with ``dont_filter=True`` are never filtered and not recorded:
 Scrapy's scheduler does not call the filter for them, and the filter
@@ -69,7 +84,7 @@ from scrapy.dupefilters import BaseDupeFilter
 from scrapy.http import Request
 from scrapy.utils.request import RequestFingerprinter, referer_str
 
-from .client import DEFAULT_ADDRESS, Client
+from .client import DEFAULT_ADDRESS, Client, _durability
 from .errors import NdddConnectionError, NdddRequestError
 from .results import Code
 
@@ -91,6 +106,10 @@ class NdddDupeFilter(BaseDupeFilter):
                  retry_interval: float = DEFAULT_RETRY_INTERVAL,
                  methods=DEFAULT_METHODS, debug: bool = False, *,
                  durability: Optional[str] = None, digests: bool = False,
+                 tls: bool = False, tls_ca: Optional[str] = None,
+                 tls_cert: Optional[str] = None,
+                 tls_key: Optional[str] = None,
+                 tls_server_hostname: Optional[str] = None,
                  stats=None, fingerprinter=None, spider_source=None):
         unreachable = str(unreachable).strip().lower()
         if unreachable not in UNREACHABLE_CHOICES:
@@ -99,10 +118,19 @@ class NdddDupeFilter(BaseDupeFilter):
         if isinstance(durability, str) and not durability.strip():
             durability = None
         try:
-            self.client = Client(address, timeout=timeout,
-                                 durability=durability, digests=digests)
+            _durability(durability)
         except ValueError as e:
             raise ValueError("NDDD_DURABILITY: %s" % e) from None
+        try:
+            self.client = Client(address, timeout=timeout,
+                                 durability=durability, digests=digests,
+                                 tls=tls, ca_file=tls_ca or None,
+                                 cert_file=tls_cert or None,
+                                 key_file=tls_key or None,
+                                 server_hostname=tls_server_hostname or None)
+        except ValueError as e:
+            raise ValueError("nddd settings (NDDD_ADDRESS, NDDD_TIMEOUT, "
+                             "NDDD_TLS_*): %s" % e) from None
         self.address = self.client.address
         self.fail_open = unreachable == "open"
         self.retry_interval = retry_interval
@@ -131,6 +159,11 @@ class NdddDupeFilter(BaseDupeFilter):
             debug=settings.getbool("DUPEFILTER_DEBUG"),
             durability=settings.get("NDDD_DURABILITY"),
             digests=settings.getbool("NDDD_DIGESTS", False),
+            tls=settings.getbool("NDDD_TLS", False),
+            tls_ca=settings.get("NDDD_TLS_CA"),
+            tls_cert=settings.get("NDDD_TLS_CERT"),
+            tls_key=settings.get("NDDD_TLS_KEY"),
+            tls_server_hostname=settings.get("NDDD_TLS_SERVER_HOSTNAME"),
             fingerprinter=fingerprinter, stats=stats,
             spider_source=spider_source)
 
@@ -150,8 +183,9 @@ class NdddDupeFilter(BaseDupeFilter):
         except NdddConnectionError as e:
             self._went_down(e)
             return
-        logger.info("Checking request URLs with nddd at %s (unreachable: "
+        logger.info("Checking request URLs with nddd at %s%s (unreachable: "
                     "%s, durability: %s%s)", self.address,
+                    " over TLS" if self.client.tls else "",
                     "open" if self.fail_open else "closed",
                     self.client.durability or "the daemon's",
                     ", as digests" if self.client.digests else "",
