@@ -10,6 +10,15 @@
 
 #include "config.h"
 
+/*
+ * The id of the sessions this context makes.  With client certificates,
+ * OpenSSL fails every resumption ("session id context uninitialized")
+ * unless the context has one, lest a session verified elsewhere resume
+ * here; with one context per process (and its own ticket keys), a
+ * constant tells enough.
+ */
+#define TLS_SESSION_ID_CONTEXT "nddd"
+
 static char *
 tls_error(const char *what, const char *path)
 {
@@ -54,6 +63,13 @@ tls_context_new(const struct config *cfg, char **cause)
 		SSL_CTX_set_client_CA_list(ctx, names);
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
 		    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+		if (SSL_CTX_set_session_id_context(ctx, (const unsigned char *)
+		    TLS_SESSION_ID_CONTEXT, sizeof(TLS_SESSION_ID_CONTEXT) -
+		    1) != 1) {
+			*cause = tls_error("cannot set the session id context",
+			    NULL);
+			goto err;
+		}
 	}
 	return ctx;
 err:

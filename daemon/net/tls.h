@@ -2,7 +2,9 @@
  * tls: the OpenSSL context of the TLS listener ([tls] listen), built from
  * the [tls] keys: TLS 1.2 or later, the server's certificate chain and
  * key, and, with [tls] client_ca, client certificates required and
- * verified against those CAs.
+ * verified against those CAs.  Clients may resume their sessions (TLS 1.3
+ * tickets, TLS 1.2 session ids and tickets), with client certificates as
+ * without: the certificate verified by the full handshake stands.
  *
  * The server (server.c) makes one context at start-up and an SSL from it
  * per accepted connection; libevent's bufferevent_openssl drives the

@@ -595,6 +595,27 @@ class TestTLSClientCertificates(TLSTest):
         c2 = self.tls_client(cert_file=both)
         self.assertTrue(c2.check_url("http://certs.example/").seen)
 
+    def test_session_resumed(self):
+        # With client certificates OpenSSL resumes a session only if the
+        # daemon's context has a session id context; the client offers
+        # its last session when it connects again.  TLS 1.3 and 1.2.
+        ctx12 = ssl.create_default_context(cafile=self.path("ca.pem"))
+        ctx12.maximum_version = ssl.TLSVersion.TLSv1_2
+        ctx12.load_cert_chain(self.path("crawler.pem"),
+                              self.path("crawler.key"))
+        for n, kw in enumerate((self.cert("crawler"),
+                                {"ca_file": None, "ssl_context": ctx12})):
+            c = self.tls_client(**kw)
+            url = "http://certs.example/%d/" % n
+            self.assertTrue(c.submit_url(url + "0").new)
+            self.assertFalse(c._sock.session_reused)
+            for i in range(1, 3):
+                c.close()
+                self.assertTrue(c.submit_url(url + str(i)).new)
+                self.assertTrue(c._sock.session_reused)
+                self.assertEqual(c._sock.version(),
+                                 "TLSv1.2" if n else "TLSv1.3")
+
     def test_refused_without_or_with_another(self):
         for kw in ({}, self.cert("stranger")):
             c = self.tls_client(**kw)

@@ -49,11 +49,13 @@ TLS: with ``tls=True`` (or any of ``ca_file``, ``cert_file``, ``key_file``,
 daemon's ``[tls] listen``.  The daemon's certificate must verify against
 ``ca_file`` (default: the system's CAs) and name the host of the address
 (or ``server_hostname``); ``cert_file`` and ``key_file`` are the client's
-certificate, for a daemon with ``[tls] client_ca``.  The handshake is
-part of connecting: a certificate that does not verify raises
-NdddConnectionError with ``sent`` False.  A daemon that refuses the
-client's certificate may only say so once the first request is sent (TLS
-1.3 finishes the client's side of the handshake first).
+certificate, for a daemon with ``[tls] client_ca``.  A reconnection
+offers the last connection's TLS session, which the daemon resumes
+without a full handshake.  The handshake is part of connecting: a
+certificate that does not verify raises NdddConnectionError with ``sent``
+False.  A daemon that refuses the client's certificate may only say so
+once the first request is sent (TLS 1.3 finishes the client's side of the
+handshake first).
 
 Digests: with ``digests=True`` URLs are canonicalized and hashed here with
 the daemon's own code (libnddd.so, see nddd._canon), with the options the
@@ -313,6 +315,8 @@ class Client:
         self._tls_cas = ca_file or ("the ssl_context's CAs" if ssl_context
                                     else "the system's CAs")
         self.server_hostname = server_hostname or self._host
+        # The last connection's TLS session, offered by the next one.
+        self._tls_session: Optional[ssl.SSLSession] = None
         # The daemon's canonicalizer, and the connection it was asked on.
         self._canon: Optional[_canon.Canon] = None
         self._canon_sock: Optional[socket.socket] = None
@@ -702,6 +706,9 @@ class Client:
     def _drop(self) -> None:
         if self._sock is not None:
             try:
+                if isinstance(self._sock, ssl.SSLSocket):
+                    self._tls_session = (self._sock.session
+                                         or self._tls_session)
                 self._sock.close()
             finally:
                 self._sock = None
@@ -739,7 +746,8 @@ class Client:
         connect timeout; sock is closed if it fails."""
         try:
             return self._ssl_context.wrap_socket(
-                sock, server_hostname=self.server_hostname)
+                sock, server_hostname=self.server_hostname,
+                session=self._tls_session)
         except ssl.SSLCertVerificationError as e:
             sock.close()
             raise NdddConnectionError(
