@@ -100,6 +100,9 @@ static const struct key keys[] = {
 	{ "tls", "cert", KEY_OPT_STRING, F(tls_cert), 0, 0, "" },
 	{ "tls", "key", KEY_OPT_STRING, F(tls_key), 0, 0, "" },
 	{ "tls", "client_ca", KEY_OPT_STRING, F(tls_client_ca), 0, 0, "" },
+	/* Any certificate of the client CAs, until names are given: a CA of
+	 * one's own signs only one's own clients. */
+	{ "tls", "client_cn", KEY_OPT_STRING, F(tls_client_cn), 0, 0, "" },
 	{ "auth", "tokens_file", KEY_OPT_STRING, F(tokens_file), 0, 0, "" },
 	/* Listening beyond loopback without tokens or client certificates
 	 * must be asked for in so many words. */
@@ -264,6 +267,23 @@ config_is_loopback(const char *address)
 		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
 	}
 	return 0;
+}
+
+const char *
+config_list_next(const char **list, size_t *len)
+{
+	const char *name = *list, *end;
+
+	if (name == NULL)
+		return NULL;
+	end = name + strcspn(name, ",");
+	*list = *end == ',' ? end + 1 : NULL;
+	while (name < end && isblank((unsigned char)*name))
+		name++;
+	while (end > name && isblank((unsigned char)end[-1]))
+		end--;
+	*len = (size_t)(end - name);
+	return name;
 }
 
 static int
@@ -542,6 +562,21 @@ config_validate(struct config *cfg, const char **cause)
 	    cfg->tls_client_ca != NULL)) {
 		*cause = "[tls] cert or client_ca set without [tls] listen";
 		return -1;
+	}
+	if (cfg->tls_client_cn != NULL) {
+		const char *list = cfg->tls_client_cn;
+		size_t len;
+
+		if (cfg->tls_client_ca == NULL) {
+			*cause = "[tls] client_cn needs [tls] client_ca";
+			return -1;
+		}
+		while (config_list_next(&list, &len) != NULL)
+			if (len == 0) {
+				*cause = "[tls] client_cn has an empty name "
+				    "(names are separated by commas)";
+				return -1;
+			}
 	}
 	if (cfg->journal_entries < cfg->max_batch) {
 		/* A batch is applied whole, so it must fit. */

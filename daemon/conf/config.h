@@ -11,6 +11,7 @@
 #define NDDD_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "log.h"
@@ -46,6 +47,8 @@ struct config {
 	char *tls_cert;
 	char *tls_key;
 	char *tls_client_ca;		/* NULL: client certificates unasked */
+	char *tls_client_cn;		/* the subject common names allowed,
+					   comma-separated; NULL: any */
 	/* [auth] */
 	char *tokens_file;		/* NULL: no tokens, everyone is admin */
 	bool allow_unauthenticated;
@@ -119,6 +122,13 @@ struct sockaddr_storage;
 int config_parse_address(const char *address, struct sockaddr_storage *out);
 /* 1 if address is on the loopback network (127/8 or ::1), else 0. */
 int config_is_loopback(const char *address);
+
+/*
+ * Walks a comma-separated list of names ([tls] client_cn): returns the
+ * next name, *len its length without the blanks around it (0: an empty
+ * name), and moves *list past it; NULL after the last.
+ */
+const char *config_list_next(const char **list, size_t *len);
 
 /*
  * Checks relations between keys and resolves automatic values (workers = 0

@@ -334,6 +334,14 @@ make_certs(const char *dir)
 	    "-keyout client.key -out client.csr 2>/dev/null && "
 	    "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key "
 	    "-CAcreateserial -days 2 -out client.pem 2>/dev/null", dir);
+	/* Other subjects of the same CA: another client, and one whose
+	 * subject has two common names. */
+	sh("cd %s && for s in intruder:/O=nddd/CN=intruder "
+	    "twice:/CN=intruder/CN=crawler; do n=${s%%%%:*}; "
+	    "openssl req -newkey rsa:2048 -nodes -subj ${s#*:} -keyout $n.key "
+	    "-out $n.csr 2>/dev/null && openssl x509 -req -in $n.csr "
+	    "-CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out $n.pem "
+	    "2>/dev/null || exit 1; done", dir);
 	/* A second CA the server does not trust. */
 	sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -days 2 "
 	    "-subj /CN=other-ca -keyout other.key -out other.pem 2>/dev/null "
@@ -442,6 +450,93 @@ START_TEST(test_tls)
 }
 END_TEST
 
+/*
+ * [tls] client_cn: of the clients of the CA, only those whose subject's
+ * common name is listed are served; the log names the subjects refused.
+ * A client served may connect again (a new handshake each time: libnddd
+ * keeps no session).
+ */
+START_TEST(test_tls_client_cn)
+{
+	struct harness h;
+	char conf[1024], addr[64], *ca, *cert, *key, *log;
+	int tls_port = harness_free_port();
+	struct nddd_options o = { .timeout_ms = 10000, .tls = 1 };
+	struct nddd_url_result res[1];
+	const char *u[] = { "http://cn.example/" };
+	nddd_client *c;
+
+	harness_init(&h, NULL);
+	make_certs(h.dir);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", tls_port);
+	snprintf(conf, sizeof(conf), "[tls]\nlisten = %s\ncert = %s/server.pem\n"
+	    "key = %s/server.key\nclient_ca = %s/ca.pem\n"
+	    "client_cn = ops, crawler\n", addr, h.dir, h.dir, h.dir);
+	harness_add_conf(&h, conf);
+	harness_start(&h);
+	ca = in_dir(h.dir, "ca.pem");
+	o.tls_ca = ca;
+
+	/* crawler is listed: served, twice. */
+	cert = in_dir(h.dir, "client.pem");
+	key = in_dir(h.dir, "client.key");
+	o.tls_cert = cert;
+	o.tls_key = key;
+	for (int i = 0; i < 2; i++) {
+		c = harness_client_opts(addr, &o);
+		ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, u, 1, res, 1, 1,
+		    NULL, NULL), 0);
+		ck_assert_uint_eq(res[0].count, (uint64_t)i + 1);
+		nddd_close(c);
+	}
+	free(cert);
+	free(key);
+
+	/* intruder, of the same CA, is not; nor a subject of two CNs. */
+	cert = in_dir(h.dir, "intruder.pem");
+	key = in_dir(h.dir, "intruder.key");
+	o.tls_cert = cert;
+	o.tls_key = key;
+	assert_cert_refused(addr, &o);
+	log = wait_for_log(&h, "client certificate 'CN=intruder,O=nddd' is "
+	    "not one of [tls] client_cn; refused");
+	free(log);
+	free(cert);
+	free(key);
+	cert = in_dir(h.dir, "twice.pem");
+	key = in_dir(h.dir, "twice.key");
+	o.tls_cert = cert;
+	o.tls_key = key;
+	assert_cert_refused(addr, &o);
+	log = wait_for_log(&h, "client certificate 'CN=crawler,CN=intruder' "
+	    "is not one of [tls] client_cn");
+	free(log);
+	free(cert);
+	free(key);
+
+	/* Nothing the refused clients sent was carried out. */
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK, u, 1, res, 1, 1, NULL,
+	    NULL), 0);
+	ck_assert_uint_eq(res[0].count, 2);
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+
+	/* A list without client_ca is refused at start-up. */
+	harness_init(&h, NULL);
+	snprintf(conf, sizeof(conf), "[tls]\nlisten = %s\ncert = %s/server.pem\n"
+	    "key = %s/server.key\nclient_cn = crawler\n", addr, h.dir, h.dir);
+	harness_add_conf(&h, conf);
+	ck_assert_int_ne(harness_start_failing(&h, &log), 0);
+	ck_assert_msg(strstr(log, "client_cn needs [tls] client_ca") != NULL,
+	    "%s", log);
+	free(log);
+	free(ca);
+	harness_cleanup(&h);
+}
+END_TEST
+
 START_TEST(test_refuses_root)
 {
 	struct harness h;
@@ -482,6 +577,7 @@ security_suite(void)
 	tcase_add_test(tc, test_token_never_logged);
 	tcase_add_test(tc, test_open_listener_needs_authentication);
 	tcase_add_test(tc, test_tls);
+	tcase_add_test(tc, test_tls_client_cn);
 	tcase_add_test(tc, test_refuses_root);
 	suite_add_tcase(s, tc);
 	return s;

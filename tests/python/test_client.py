@@ -630,6 +630,24 @@ class TestTLSClientCertificates(TLSTest):
                 "http://certs.example/refused").seen)
 
 
+class TestTLSClientNames(TLSTest):
+    client_ca = True
+    extra_tls = "client_cn = ops, crawler\n"
+
+    def test_listed_or_refused(self):
+        c = self.tls_client(cert_file=self.path("crawler.pem"),
+                            key_file=self.path("crawler.key"))
+        self.assertTrue(c.submit_url("http://names.example/").new)
+        c = self.tls_client(cert_file=self.path("intruder.pem"),
+                            key_file=self.path("intruder.key"))
+        with self.assertRaises(nddd.NdddConnectionError) as cm:
+            c.submit_url("http://names.example/intruder")
+        self.assertIn("bad certificate", str(cm.exception))
+        self.assertIn("client certificate 'CN=intruder,O=nddd tests' is "
+                      "not one of [tls] client_cn; refused",
+                      self.daemon.log())
+
+
 class TestLimits(DaemonTest):
     extra_conf = "[server]\nmax_batch = 100\nmax_frame = 64K\n"
 

@@ -192,6 +192,49 @@ START_TEST(test_every_error_with_its_line)
 }
 END_TEST
 
+/* [tls] client_cn: a list of names, checked against client_ca and for
+ * empty names; config_list_next walks it. */
+START_TEST(test_client_cn)
+{
+	static const char *const want[] = { "crawler-1", "Ops Team", "x" };
+	struct config cfg;
+	const char *cause, *list = " crawler-1 ,Ops Team,\tx", *name;
+	size_t len, n = 0;
+
+	while ((name = config_list_next(&list, &len)) != NULL) {
+		ck_assert_uint_lt(n, 3);
+		ck_assert_uint_eq(len, strlen(want[n]));
+		ck_assert(memcmp(name, want[n], len) == 0);
+		n++;
+	}
+	ck_assert_uint_eq(n, 3);
+	config_defaults(&cfg);
+	ck_assert_ptr_null(cfg.tls_client_cn);
+	ck_assert_int_eq(config_set(&cfg, "tls", "listen", "127.0.0.1:6465",
+	    &cause), 0);
+	ck_assert_int_eq(config_set(&cfg, "tls", "cert", "c.pem", &cause), 0);
+	ck_assert_int_eq(config_set(&cfg, "tls", "key", "k.pem", &cause), 0);
+	ck_assert_int_eq(config_set(&cfg, "tls", "client_cn", "crawler",
+	    &cause), 0);
+	ck_assert_int_eq(config_validate(&cfg, &cause), -1);
+	ck_assert_str_eq(cause, "[tls] client_cn needs [tls] client_ca");
+	ck_assert_int_eq(config_set(&cfg, "tls", "client_ca", "ca.pem",
+	    &cause), 0);
+	ck_assert_int_eq(config_validate(&cfg, &cause), 0);
+	ck_assert_int_eq(config_set(&cfg, "tls", "client_cn", "a,, b",
+	    &cause), 0);
+	ck_assert_int_eq(config_validate(&cfg, &cause), -1);
+	ck_assert_msg(strstr(cause, "empty name") != NULL, "%s", cause);
+	ck_assert_int_eq(config_set(&cfg, "tls", "client_cn", "a, b,",
+	    &cause), 0);
+	ck_assert_int_eq(config_validate(&cfg, &cause), -1);
+	ck_assert_int_eq(config_set(&cfg, "tls", "client_cn", "", &cause), 0);
+	ck_assert_ptr_null(cfg.tls_client_cn);
+	ck_assert_int_eq(config_validate(&cfg, &cause), 0);
+	config_clear(&cfg);
+}
+END_TEST
+
 Suite *config_suite(void);
 
 Suite *
@@ -203,6 +246,7 @@ config_suite(void)
 	tcase_add_test(tc, test_shipped_file_states_the_defaults);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_every_error_with_its_line);
+	tcase_add_test(tc, test_client_cn);
 	suite_add_tcase(s, tc);
 	return s;
 }
