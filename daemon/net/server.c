@@ -349,6 +349,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
 	unsigned long tls_err;
+	char why[256];
 
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_WRITING)) {
 		/* Not a byte of its replies taken for write_timeout. */
@@ -372,9 +373,11 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
-		while ((tls_err = bufferevent_get_openssl_error(bev)) != 0)
-			log_info("%s: %s: TLS: %s", __func__, c->peer,
-			    ERR_reason_error_string(tls_err));
+		while ((tls_err = bufferevent_get_openssl_error(bev)) != 0) {
+			/* Never NULL, unlike the reason string alone. */
+			ERR_error_string_n(tls_err, why, sizeof(why));
+			log_info("%s: %s: TLS: %s", __func__, c->peer, why);
+		}
 		log_debug("%s: %s: %s", __func__, c->peer,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	}
