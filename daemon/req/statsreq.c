@@ -243,6 +243,12 @@ statsreq_render_gauges(const struct req_services *svc,
 	    (double)s->store_refused_full);
 	metrics_render_value(out, "nddd_connections", "gauge",
 	    "Client connections open.", (double)s->connections);
+	/* The loop's own count: gauges are rendered in the loop. */
+	if (svc->srv != NULL)
+		metrics_render_value(out, "nddd_connection_buffer_bytes",
+		    "gauge", "Connections' buffers and the replies reserved "
+		    "for requests in flight ([server] buffer_memory bounds "
+		    "them).", (double)server_buffered(svc->srv));
 	metrics_render_value(out, "nddd_requests_pending", "gauge",
 	    "Requests accepted and not yet answered.",
 	    (double)statsreq_pending(svc));

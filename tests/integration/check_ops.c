@@ -119,6 +119,9 @@ START_TEST(test_metrics_and_health)
 	ck_assert_double_eq(sample(text, "nddd_url_merges_forced_total"), 0);
 	ck_assert_double_eq(sample(text, "nddd_url_writes_pending"), 0);
 	ck_assert_double_eq(sample(text, "nddd_connections_accepted_total"), 1);
+	/* Its client gone, nothing is buffered or reserved any more: the
+	 * budget's count gives back all it took. */
+	ck_assert_double_eq(sample(text, "nddd_connection_buffer_bytes"), 0);
 	ck_assert(sample(text, "nddd_store_bytes") > 0);
 	free(text);
 
