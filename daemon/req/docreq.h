@@ -31,13 +31,14 @@ struct workers;
 struct writer;
 
 /*
- * The longest document reply (or [server] max_frame if less): about a
- * hundred neighbours with URLs of 2 KiB, or ten with the longest URLs.
- * Neighbours past it are left out, nearest kept; near_total counts them
- * all.  Small enough that a connection may have many documents in flight
- * within output_high_water.
+ * The longest document reply (or [server] max_frame if less): the default
+ * max_results of 1,000 neighbours with URLs of 100 bytes, 60 with URLs of
+ * 2 KiB, 8 with the longest URLs.  Neighbours past it are left out,
+ * nearest kept; near_total counts them all.  Each document in flight
+ * reserves this much of its connection's output_high_water: 4 MiB lets a
+ * client keep 30 in flight.
  */
-#define DOCREQ_REPLY_MAX (256 * 1024)
+#define DOCREQ_REPLY_MAX (128 * 1024)
 
 /* What the document operations work with; owned by the dispatcher. */
 struct docreq_env {
