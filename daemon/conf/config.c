@@ -68,9 +68,12 @@ static const struct key keys[] = {
 	 * client cannot queue unbounded work. */
 	{ "server", "max_inflight", KEY_UINT, F(max_inflight), 1, 65536,
 	  "64" },
-	/* A client that stops reading holds at most this much output. */
+	/* Replies queued for a client plus the room its requests in flight
+	 * hold for theirs.  16M keeps a pipelined client's 64 documents in
+	 * flight (128 KiB of room each), which a store's group commit needs
+	 * to be large; buffer_memory bounds all connections together. */
 	{ "server", "output_high_water", KEY_SIZE, F(output_high_water), 4096,
-	  GiB, "4M" },
+	  GiB, "16M" },
 	/* Canonicalizing, hashing and reading the store are CPU work that
 	 * scales with cores; the event loop itself only moves bytes. */
 	{ "server", "workers", KEY_UINT, F(workers), 0, 256, "0" },

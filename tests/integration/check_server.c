@@ -869,7 +869,7 @@ START_TEST(test_clients_that_do_not_read_are_bounded_and_closed)
 {
 	/* Twenty connections send checks of 10,000 invalid URLs (30 KB
 	 * asked, 310 KB answered) and read nothing.  Each may hold
-	 * output_high_water (4 MiB) plus the bound of one reply in the
+	 * output_high_water (4 MiB here) plus the bound of one reply in the
 	 * making (10,000 items: under 1 MiB) plus a frame being read:
 	 * about 6 MiB, 120 MiB for twenty.  Before the replies' bounds were
 	 * counted, every request in flight (max_inflight: 64) queued its
@@ -881,7 +881,8 @@ START_TEST(test_clients_that_do_not_read_are_bounded_and_closed)
 	int fds[20];
 	long before, after, closed_at = 0;
 
-	harness_init(&h, "[server]\nworkers = 2\nwrite_timeout = 15s");
+	harness_init(&h, "[server]\nworkers = 2\nwrite_timeout = 15s\n"
+	    "output_high_water = 4M");
 	harness_start(&h);
 	assert_serving(&h);
 	before = harness_anon_bytes(&h);
