@@ -366,7 +366,7 @@ install: all
 	install -D -m 0644 build/release/libnddd.so \
 		$(DESTDIR)$(PREFIX)/lib/libnddd.so
 	install -d $(DESTDIR)$(PREFIX)/lib/nddd/accel
-	for p in build/release/accel/*.so; do \
+	for p in build/release/accel/nddd-accel-*.so; do \
 		[ -e "$$p" ] || continue; \
 		install -m 0755 "$$p" $(DESTDIR)$(PREFIX)/lib/nddd/accel/; \
 	done
@@ -421,28 +421,37 @@ $(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
+# nddd loads a plugin only from a file and a directory that no one but
+# root and its own user may write (daemon/accel/accel.h): a plugin is made
+# so, and its directory, whatever the umask of the build.
+PLUGIN_TRUST = chmod go-w $(dir $@) $@
+
 # Accelerator plugins for the unit tests: shared objects built against
 # daemon/accel/accel_abi.h alone, linking nothing of nddd; the tests load
 # them from $(B)/plugins.
 TEST_PLUGIN_SRCS := $(wildcard tests/plugins/accel_*.c)
-TEST_PLUGINS := $(TEST_PLUGIN_SRCS:tests/plugins/accel_%.c=$(B)/plugins/%.so)
-$(B)/plugins/%.so: tests/plugins/accel_%.c daemon/accel/accel_abi.h \
-	tests/plugins/accel_test.c
+TEST_PLUGINS := $(TEST_PLUGIN_SRCS:tests/plugins/accel_%.c=\
+	$(B)/plugins/nddd-accel-%.so)
+$(B)/plugins/nddd-accel-%.so: tests/plugins/accel_%.c \
+	daemon/accel/accel_abi.h tests/plugins/accel_test.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
 		-Idaemon/accel -fPIC -shared $(LDFLAGS_$(VARIANT)) -o $@ $<
+	$(PLUGIN_TRUST)
 # The unit tests also run nddctl simhash.
 $(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl
+$(B)/bin/integration-tests: | $(TEST_PLUGINS)
 # ----------------------------------------------------------------------------
 
 # --- accelerator plugins ------------------------------------------------------
-# make builds the plugins whose toolchains are here into $(B)/accel/NAME.so
-# (point [accel] plugin_dir, or nddctl --accel-dir, at that directory) and
-# says why it skips the others.  Each is built against accel_abi.h (and
-# plugin_params.h) alone, plus its own toolkit:
-#   opencl.so    the OpenCL ICD loader (-lOpenCL) and OpenCL headers;
-#   fpga-sim.so  the Verilator model of daemon/accel/fpga/rtl and a C++
-#                compiler.
+# make builds the plugins whose toolchains are here into
+# $(B)/accel/nddd-accel-NAME.so (point [accel] plugin_dir, or nddctl
+# --accel-dir, at that directory) and says why it skips the others.  Each
+# is built against accel_abi.h (and plugin_params.h) alone, plus its own
+# toolkit:
+#   opencl      the OpenCL ICD loader (-lOpenCL) and OpenCL headers;
+#   fpga-sim    the Verilator model of daemon/accel/fpga/rtl and a C++
+#               compiler.
 # Neither toolkit is needed for nddd itself.
 ACCEL_DIR := $(B)/accel
 HASH := \#
@@ -466,8 +475,8 @@ FPGA_SKIP := $(or $(FPGA_SKIP),$(if $(shell command -v $(CXX) 2>/dev/null),,no \
 YOSYS_SKIP := $(if $(shell command -v yosys 2>/dev/null),,no yosys \
 	(Debian: yosys))
 
-ACCEL_PLUGINS := $(if $(OPENCL_SKIP),,$(ACCEL_DIR)/opencl.so) \
-	$(if $(FPGA_SKIP),,$(ACCEL_DIR)/fpga-sim.so)
+ACCEL_PLUGINS := $(if $(OPENCL_SKIP),,$(ACCEL_DIR)/nddd-accel-opencl.so) \
+	$(if $(FPGA_SKIP),,$(ACCEL_DIR)/nddd-accel-fpga-sim.so)
 
 .PHONY: accel-plugins check-accel-hw bench-accel
 all: accel-plugins
@@ -483,12 +492,14 @@ endif
 $(B)/gen/opencl_kernel.h: daemon/accel/opencl/simhash.cl tools/embed-file
 	@mkdir -p $(dir $@)
 	tools/embed-file opencl_kernel_source $< > $@.tmp && mv $@.tmp $@
-$(ACCEL_DIR)/opencl.so: daemon/accel/opencl/opencl.c $(B)/gen/opencl_kernel.h \
-	daemon/accel/accel_abi.h daemon/accel/plugin_params.h
+$(ACCEL_DIR)/nddd-accel-opencl.so: daemon/accel/opencl/opencl.c \
+	$(B)/gen/opencl_kernel.h daemon/accel/accel_abi.h \
+	daemon/accel/plugin_params.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
 		-Idaemon/accel -I$(B)/gen $(OPENCL_CFLAGS) -fPIC -shared \
 		$(LDFLAGS_$(VARIANT)) -o $@ $< $(OPENCL_LIBS)
+	$(PLUGIN_TRUST)
 
 # FPGA: the RTL, verilated with the parameters below, is compiled once for
 # every variant into build/fpga-model/CONFIG (the generated code is
@@ -547,9 +558,10 @@ $(FPGA_OBJ)/fpga-sim.so: daemon/accel/fpga/fpga_sim.c $(FPGA_OBJ)/fpga_drv.o \
 	$(CXX) -shared -fPIC -pthread $(LDFLAGS_$(VARIANT)) -o $@ \
 		$(FPGA_OBJ)/fpga_sim.o $(FPGA_OBJ)/fpga_drv.o $(FPGA_MODEL) \
 		$(FPGA_VLT_OBJS)
-$(ACCEL_DIR)/fpga-sim.so: $(FPGA_OBJ)/fpga-sim.so $(B)/fpga/config
+$(ACCEL_DIR)/nddd-accel-fpga-sim.so: $(FPGA_OBJ)/fpga-sim.so $(B)/fpga/config
 	@mkdir -p $(dir $@)
 	cp $< $@
+	$(PLUGIN_TRUST)
 
 # The test bench of the RTL (tests/fpga/simhash_tb.cpp), on the same model
 # and driver, with nddd's preprocessing and the naive reference.

@@ -20,13 +20,17 @@
  */
 #include "accel.h"
 
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mailbox.h"
@@ -166,26 +170,108 @@ accel_unload(struct accel_backend_run *r)
 }
 
 /*
- * Loads dir/name.so and checks its table.  Returns 0, or -1 with the
- * reason in why.
+ * Plugin files.  A plugin runs inside the process with all its rights, so
+ * only what no one but root and this process's own user could have put
+ * there is loaded: the plugin directory and the plugin must be owned by
+ * root or by the effective user and writable by neither group nor others,
+ * and the plugin must be a regular file.  A symbolic link is refused, not
+ * followed: what is checked is then the very file dlopen maps, since no
+ * one else may write the directory to put another in its place between the
+ * check and the load.  (plugin_dir itself may be reached through links;
+ * the directories above it are the operator's to protect, as for every
+ * path of the configuration.)  A file that fails is refused: under "auto"
+ * it is skipped, saying why; named as the accelerator, accel_new fails.
+ */
+#define ACCEL_REFUSED	(-2)
+
+/* Whether an owner and a mode may be trusted; if not, why, in why. */
+static int
+accel_trusted(const struct stat *sb, const char *path, char *why,
+    size_t whylen)
+{
+	uid_t me = geteuid();
+
+	if (sb->st_uid != 0 && sb->st_uid != me) {
+		snprintf(why, whylen, "%s is owned by uid %u, neither root nor "
+		    "this process's user (uid %u)", path, (unsigned)sb->st_uid,
+		    (unsigned)me);
+		return -1;
+	}
+	if (sb->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen, "%s is writable by %s (mode %04o)", path,
+		    (sb->st_mode & S_IWOTH) ? "others" : "its group",
+		    (unsigned)(sb->st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Opens the plugin directory.  Returns its descriptor, or -1 (it cannot be
+ * opened) or ACCEL_REFUSED (it may not be trusted) with the reason in why.
  */
 static int
-accel_load(struct accel_backend_run *r, const char *dir, const char *name,
-    char *why, size_t whylen)
+accel_dir_open(const char *dir, char *why, size_t whylen)
 {
-	const struct accel_backend *be;
-	char path[PATH_MAX + 80];
-	void *dl;
+	struct stat sb;
+	int fd;
 
 	if (dir[0] == '\0') {
 		snprintf(why, whylen, "no plugin directory is configured");
 		return -1;
 	}
-	if (strchr(name, '/') != NULL || name[0] == '.') {
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fstat(fd, &sb) == -1) {
+		snprintf(why, whylen, "plugin directory %s: %s", dir,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	if (accel_trusted(&sb, dir, why, whylen) == -1) {
+		close(fd);
+		return ACCEL_REFUSED;
+	}
+	return fd;
+}
+
+/*
+ * Loads the plugin name from the directory dir, open as dfd, and checks
+ * its file and its table.  Returns 0, or -1 (it cannot be used) or
+ * ACCEL_REFUSED (its file may not be trusted) with the reason in why.
+ */
+static int
+accel_load(struct accel_backend_run *r, int dfd, const char *dir,
+    const char *name, char *why, size_t whylen)
+{
+	const struct accel_backend *be;
+	char path[PATH_MAX + NAME_MAX + 2], file[NAME_MAX + 1];
+	struct stat sb;
+	void *dl;
+
+	if (strchr(name, '/') != NULL || name[0] == '.' ||
+	    (size_t)snprintf(file, sizeof(file), "%s%s%s", ACCEL_PLUGIN_PREFIX,
+	    name, ACCEL_PLUGIN_SUFFIX) >= sizeof(file)) {
 		snprintf(why, whylen, "\"%s\" is not a backend name", name);
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/%s.so", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (fstatat(dfd, file, &sb, AT_SYMLINK_NOFOLLOW) == -1) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(sb.st_mode)) {
+		snprintf(why, whylen, "%s is a symbolic link (plugins are "
+		    "loaded from regular files only: install the file itself)",
+		    path);
+		return ACCEL_REFUSED;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(why, whylen, "%s is not a regular file", path);
+		return ACCEL_REFUSED;
+	}
+	if (accel_trusted(&sb, path, why, whylen) == -1)
+		return ACCEL_REFUSED;
 	if ((dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL) {
 		snprintf(why, whylen, "%s", dlerror());
 		return -1;
@@ -262,42 +348,75 @@ accel_name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* "auto": the first plugin with a device, by file name. */
+/*
+ * "auto": the first plugin with a device, by file name.  Only files named
+ * as plugins are looked at: a directory of shared objects may hold others,
+ * whose constructors must not run in nddd.
+ */
 static void
 accel_auto(struct accel *acc, const struct accel_options *opts,
     enum simhash_term_hash th)
 {
+	const size_t plen = strlen(ACCEL_PLUGIN_PREFIX);
+	const size_t slen = strlen(ACCEL_PLUGIN_SUFFIX);
 	char **names = NULL, why[PATH_MAX + 512];
 	size_t n = 0, i, len;
 	struct dirent *de;
-	DIR *d;
+	DIR *d = NULL;
+	int dfd, lfd;
 
-	if (opts->plugin_dir[0] == '\0' ||
-	    (d = opendir(opts->plugin_dir)) == NULL) {
-		if (opts->plugin_dir[0] != '\0')
-			log_info("%s: plugin directory %s: %s", __func__,
-			    opts->plugin_dir, strerror(errno));
+	if (opts->plugin_dir[0] == '\0')
+		return;
+	if ((dfd = accel_dir_open(opts->plugin_dir, why, sizeof(why))) < 0) {
+		if (dfd == ACCEL_REFUSED)
+			log_warnx("%s: refusing the plugin directory: %s; no "
+			    "plugin is loaded", __func__, why);
+		else
+			log_info("%s: %s", __func__, why);
+		return;
+	}
+	if ((lfd = dup(dfd)) == -1 || (d = fdopendir(lfd)) == NULL) {
+		log_warn("%s: plugin directory %s", __func__, opts->plugin_dir);
+		if (lfd != -1)
+			close(lfd);
+		close(dfd);
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
 		char **nn;
 
 		len = strlen(de->d_name);
-		if (len <= 3 || strcmp(de->d_name + len - 3, ".so") != 0 ||
-		    de->d_name[0] == '.')
+		if (len <= slen || strcmp(de->d_name + len - slen,
+		    ACCEL_PLUGIN_SUFFIX) != 0 || de->d_name[0] == '.')
 			continue;
+		if (len <= plen + slen || strncmp(de->d_name,
+		    ACCEL_PLUGIN_PREFIX, plen) != 0) {
+			log_info("%s: ignoring %s/%s: plugins are named "
+			    "%sNAME%s", __func__, opts->plugin_dir, de->d_name,
+			    ACCEL_PLUGIN_PREFIX, ACCEL_PLUGIN_SUFFIX);
+			continue;
+		}
 		if ((nn = realloc(names, (n + 1) * sizeof(*names))) == NULL)
 			break;
 		names = nn;
-		if ((names[n] = strndup(de->d_name, len - 3)) == NULL)
+		if ((names[n] = strndup(de->d_name + plen,
+		    len - plen - slen)) == NULL)
 			break;
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), accel_name_cmp);
+	if (n > 0)
+		qsort(names, n, sizeof(*names), accel_name_cmp);
 	for (i = 0; i < n && acc->plugin.be == NULL; i++) {
-		if (accel_load(&acc->plugin, opts->plugin_dir, names[i], why,
-		    sizeof(why)) == -1) {
+		int rc = accel_load(&acc->plugin, dfd, opts->plugin_dir,
+		    names[i], why, sizeof(why));
+
+		if (rc == ACCEL_REFUSED) {
+			log_warnx("%s: refusing %s: %s", __func__, names[i],
+			    why);
+			continue;
+		}
+		if (rc == -1) {
 			log_info("%s: skipping %s: %s", __func__, names[i], why);
 			continue;
 		}
@@ -307,9 +426,47 @@ accel_auto(struct accel *acc, const struct accel_options *opts,
 			accel_unload(&acc->plugin);
 		}
 	}
+	close(dfd);
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+/*
+ * The plugin named by the configuration.  Returns 0 (started, or cpu with
+ * the reason kept in acc->fallback), or -1 when its directory or file was
+ * refused, with *cause set.
+ */
+static int
+accel_named(struct accel *acc, const struct accel_options *opts,
+    enum simhash_term_hash th, char **cause)
+{
+	char why[PATH_MAX + 512] = "";
+	int dfd, rc = -1;
+
+	if ((dfd = accel_dir_open(opts->plugin_dir, why, sizeof(why))) >= 0) {
+		rc = accel_load(&acc->plugin, dfd, opts->plugin_dir,
+		    opts->accelerator, why, sizeof(why));
+		close(dfd);
+	} else
+		rc = dfd;
+	if (rc == ACCEL_REFUSED) {
+		if (asprintf(cause, "refusing to load the plugin \"%s\": %s",
+		    opts->accelerator, why) == -1)
+			*cause = NULL;
+		return -1;
+	}
+	if (rc == 0) {
+		accel_config_init(acc, &acc->plugin, opts, th, opts->params);
+		if (accel_start(&acc->plugin, 0, why, sizeof(why)) == -1)
+			accel_unload(&acc->plugin);
+	}
+	if (acc->plugin.be == NULL) {
+		snprintf(acc->fallback, sizeof(acc->fallback), "%.255s", why);
+		log_warnx("%s: accelerator %s cannot start (%s); using cpu",
+		    __func__, opts->accelerator, why);
+	}
+	return 0;
 }
 
 static void
@@ -339,7 +496,7 @@ accel_new(struct event_base *base, const struct accel_options *opts,
     enum simhash_term_hash th, const struct stopwords *sw, char **cause)
 {
 	struct accel *acc;
-	char why[PATH_MAX + 512] = "", err[256] = "";
+	char err[256] = "";
 	int want_plugin;
 
 	if ((acc = calloc(1, sizeof(*acc))) == NULL) {
@@ -377,21 +534,8 @@ accel_new(struct event_base *base, const struct accel_options *opts,
 		if (acc->plugin.be == NULL)
 			log_info("%s: auto: no accelerator device found; using "
 			    "cpu", __func__);
-	} else if (want_plugin) {
-		if (accel_load(&acc->plugin, opts->plugin_dir,
-		    opts->accelerator, why, sizeof(why)) == 0) {
-			accel_config_init(acc, &acc->plugin, opts, th,
-			    opts->params);
-			if (accel_start(&acc->plugin, 0, why, sizeof(why)) == -1)
-				accel_unload(&acc->plugin);
-		}
-		if (acc->plugin.be == NULL) {
-			snprintf(acc->fallback, sizeof(acc->fallback), "%.255s",
-			    why);
-			log_warnx("%s: accelerator %s cannot start (%s); using "
-			    "cpu", __func__, opts->accelerator, why);
-		}
-	}
+	} else if (want_plugin && accel_named(acc, opts, th, cause) == -1)
+		goto err;
 	if (acc->plugin.be != NULL) {
 		log_info("%s: using %s (%s): %s%s", __func__,
 		    acc->plugin.be->name, acc->plugin.be->description != NULL ?

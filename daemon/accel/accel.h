@@ -10,14 +10,23 @@
  * (mailbox.h).
  *
  * Backends.  "cpu" is built in and always started: it is the fallback.
- * "auto" takes the first plugin in the plugin directory (by file name)
- * whose probe finds an accelerator device and that is not a simulation, or
- * else cpu.  Any other name loads NAME.so from the plugin directory.  A
- * plugin that cannot start (no such file, no entry symbol, another ABI
- * version, no device, init error) is logged with the reason, and cpu is
- * used instead.  A batch a plugin fails or refuses is redone on cpu, so no
+ * The plugin NAME is the file nddd-accel-NAME.so (ACCEL_PLUGIN_PREFIX,
+ * NAME, ACCEL_PLUGIN_SUFFIX) in the plugin directory.  "auto" takes the
+ * first plugin there (by file name) whose probe finds an accelerator
+ * device and that is not a simulation, or else cpu; files not named as
+ * plugins are left alone.  Any other name loads that plugin.  A plugin
+ * that cannot start (no such file, no entry symbol, another ABI version,
+ * no device, init error) is logged with the reason, and cpu is used
+ * instead.  A batch a plugin fails or refuses is redone on cpu, so no
  * document goes unanswered; after max_failures failed batches in a row the
  * plugin is dropped for cpu.
+ *
+ * Plugin files are checked before they are loaded: the directory and the
+ * file must be owned by root or by the process's effective user and
+ * writable by neither group nor others, and the file must be a regular
+ * file (a symbolic link is refused).  "auto" skips a plugin that fails,
+ * and every plugin of a directory that fails, with a warning; a named
+ * plugin that fails makes accel_new fail.
  *
  * Threads: accel_new, accel_submit, accel_free and the job functions in the
  * loop thread; done callbacks run there too.
@@ -35,13 +44,17 @@
 struct event_base;
 struct stopwords;
 
+/* A plugin's file name: prefix, backend name, suffix. */
+#define ACCEL_PLUGIN_PREFIX	"nddd-accel-"
+#define ACCEL_PLUGIN_SUFFIX	".so"
+
 /* The built-in backend (accel/cpu/cpu.c). */
 extern const struct accel_backend accel_cpu_backend;
 
 /* The [accel] options; see accel_options_defaults for the defaults. */
 struct accel_options {
 	char accelerator[64];		/* auto | cpu | NAME */
-	char plugin_dir[PATH_MAX];	/* where NAME.so is; "": none */
+	char plugin_dir[PATH_MAX];	/* where the plugins are; "": none */
 	char params[256];		/* handed to the plugin verbatim */
 	unsigned threads;		/* cpu workers; 0: one per online CPU */
 	unsigned batch_docs;		/* documents per backend batch, at most */
@@ -76,7 +89,8 @@ typedef void (*accel_done_fn)(struct accel_job *job, void *arg);
  * Starts the backends the options ask for, fingerprinting with the term
  * hash th and the stop words sw (NULL: none; must outlive the accel).
  * Falls back to cpu as described above, logging why.  Returns NULL with
- * *cause set (the caller frees it) only when cpu itself cannot start.
+ * *cause set (the caller frees it) only when cpu itself cannot start, or
+ * when the plugin the options name was refused by the checks of its file.
  */
 struct accel *accel_new(struct event_base *base,
     const struct accel_options *opts, enum simhash_term_hash th,

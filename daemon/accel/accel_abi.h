@@ -8,9 +8,10 @@
  * built-in cpu backend.
  *
  * A backend is one table of operations, struct accel_backend.  The cpu
- * backend is compiled into nddd.  Any other is a shared object NAME.so in
- * the configured plugin directory that exports the table as the data
- * symbol named by ACCEL_ENTRY:
+ * backend is compiled into nddd.  Any other is a shared object
+ * nddd-accel-NAME.so in the configured plugin directory (a regular file
+ * that only root or nddd's user may write; accel.h) that exports the
+ * table as the data symbol named by ACCEL_ENTRY:
  *
  *	#include "accel_abi.h"
  *

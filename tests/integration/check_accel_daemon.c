@@ -3,14 +3,21 @@
  * CPU device, the RTL's Verilator model): documents submitted over the
  * protocol get exactly the fingerprints the reference engine computes, and
  * stats name the backend (and say "simulation" for fpga-sim).  A plugin
- * that was not built is skipped with its reason.
+ * that was not built is skipped with its reason.  A plugin file that
+ * others may write keeps the daemon from starting when it is the one
+ * configured, and is passed over by "auto".
  */
+#include <sys/stat.h>
+
 #include <check.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "accel.h"
 #include "corpus.h"
 #include "harness.h"
 #include "simhash.h"
@@ -31,7 +38,8 @@ run_backend(const char *name, int simulation)
 	nddd_client *c;
 	size_t n;
 
-	ck_assert_int_ne(asprintf(&so, "%s/%s.so", dir ? dir : "", name), -1);
+	ck_assert_int_ne(asprintf(&so, "%s/%s%s%s", dir ? dir : "",
+	    ACCEL_PLUGIN_PREFIX, name, ACCEL_PLUGIN_SUFFIX), -1);
 	if (dir == NULL || access(so, R_OK) != 0) {
 		printf("accel %s: SKIPPED: %s was not built (its toolchain is "
 		    "missing; make says why)\n", name, so);
@@ -104,6 +112,114 @@ START_TEST(test_fpga_sim)
 }
 END_TEST
 
+/*
+ * A directory of the harness holding the test plugin from (built next to
+ * this program, in ../plugins) as nddd-accel-NAME.so, with mode.
+ */
+static char *
+plugin_dir_with(struct harness *h, const char *from, const char *name,
+    mode_t mode)
+{
+	char exe[4096], src[4200], *dir, *dst, *data;
+	ssize_t n;
+	size_t len;
+	int fd;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ck_assert_int_gt(n, 0);
+	exe[n] = '\0';
+	snprintf(src, sizeof(src), "%s/../plugins/%s%s%s", dirname(exe),
+	    ACCEL_PLUGIN_PREFIX, from, ACCEL_PLUGIN_SUFFIX);
+	ck_assert_int_ne(asprintf(&dir, "%s/plugins", h->dir), -1);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ck_assert_int_ne(asprintf(&dst, "%s/%s%s%s", dir, ACCEL_PLUGIN_PREFIX,
+	    name, ACCEL_PLUGIN_SUFFIX), -1);
+	ck_assert_msg((data = tu_read_file(src, &len)) != NULL, "%s", src);
+	fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	ck_assert_int_ne(fd, -1);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_int_eq(chmod(dst, mode), 0);
+	free(data);
+	free(dst);
+	return dir;
+}
+
+/* The configured plugin is group-writable: nddd says so and stops. */
+START_TEST(test_unsafe_plugin_refused)
+{
+	struct harness h;
+	struct nddd_stats st;
+	nddd_client *c;
+	char *dir, *out = NULL, conf[4600], path[4400];
+
+	harness_init(&h, NULL);
+	dir = plugin_dir_with(&h, "test", "test", 0775);
+	snprintf(conf, sizeof(conf), "[simhash]\nstopwords = none\n"
+	    "[accel]\naccelerator = test\nplugin_dir = %s\n", dir);
+	harness_add_conf(&h, conf);
+	ck_assert_int_eq(harness_start_failing(&h, &out), 1);
+	ck_assert_msg(out != NULL && strstr(out, "refusing to load the plugin "
+	    "\"test\"") != NULL && strstr(out, "nddd-accel-test.so is "
+	    "writable by its group (mode 0775)") != NULL,
+	    "the daemon's output does not say why: %s", out ? out : "");
+	free(out);
+	/* Made safe, it is loaded. */
+	snprintf(path, sizeof(path), "%s/nddd-accel-test.so", dir);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_str_eq(st.accel_backend, "test");
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+	free(dir);
+}
+END_TEST
+
+/*
+ * auto passes over a world-writable plugin directory and runs on cpu; a
+ * device plugin in a proper one is taken.
+ */
+START_TEST(test_auto_unsafe_dir)
+{
+	struct harness h;
+	struct nddd_stats st;
+	nddd_client *c;
+	char *dir, conf[4600], *log;
+
+	harness_init(&h, NULL);
+	dir = plugin_dir_with(&h, "testdev", "testdev", 0755);
+	snprintf(conf, sizeof(conf), "[simhash]\nstopwords = none\n"
+	    "[accel]\naccelerator = auto\nplugin_dir = %s\n", dir);
+	harness_add_conf(&h, conf);
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_str_eq(st.accel_backend, "cpu");
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	log = tu_read_file(h.log_path, NULL);
+	ck_assert_msg(log != NULL && strstr(log, "refusing the plugin "
+	    "directory") != NULL && strstr(log, "is writable by others "
+	    "(mode 0777)") != NULL, "the log does not say why: %s",
+	    log ? log : "");
+	free(log);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_str_eq(st.accel_backend, "testdev");
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+	free(dir);
+}
+END_TEST
+
 Suite *accel_daemon_suite(void);
 
 Suite *
@@ -115,6 +231,8 @@ accel_daemon_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_opencl);
 	tcase_add_test(tc, test_fpga_sim);
+	tcase_add_test(tc, test_unsafe_plugin_refused);
+	tcase_add_test(tc, test_auto_unsafe_dir);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,10 +10,10 @@
  *   fail_every=N                 every Nth batch fails half-way through
  *   reject_every=N               submit refuses every Nth batch
  *
- * Built as test.so (a simulation, preprocessed text only) and, with
- * ACCEL_TEST_DEVICE, testdev.so, which presents itself as hardware and also
- * takes raw plain text, preprocessing it itself (folding, separators, the
- * stop words of its configuration).
+ * Built as nddd-accel-test.so (a simulation, preprocessed text only) and,
+ * with ACCEL_TEST_DEVICE, nddd-accel-testdev.so, which presents itself as
+ * hardware and also takes raw plain text, preprocessing it itself (folding,
+ * separators, the stop words of its configuration).
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -5,9 +5,13 @@
  * ABI version, one without the entry symbol, one without its device, one
  * whose init fails, and ones that fail or refuse batches, whose documents
  * the host redoes on cpu.  Every fingerprint is checked against the naive
- * reference.
+ * reference.  Plugin files that others could have written, symbolic links
+ * and files not named as plugins are not loaded.
  */
+#include <sys/stat.h>
+
 #include <check.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,7 +232,7 @@ START_TEST(test_fallbacks)
 	check_fallback("badabi", "", "built for accelerator ABI version 2, "
 	    "this nddd speaks version 1");
 	check_fallback("nosym", "", "no symbol nddd_accel_backend");
-	check_fallback("nosuch", "", "nosuch.so: cannot open shared object");
+	check_fallback("nosuch", "", "nddd-accel-nosuch.so: No such file");
 	check_fallback("test", "probe=absent", "no test device "
 	    "(/dev/nddd-test0 is missing)");
 	check_fallback("test", "init=fail", "init failed: test init failure");
@@ -299,6 +303,176 @@ START_TEST(test_auto)
 }
 END_TEST
 
+/* Copies the test plugin from into dir as file, with mode. */
+static void
+plugin_copy(const char *dir, const char *from, const char *file, mode_t mode)
+{
+	char src[4200], dst[4200];
+	char *data;
+	size_t len;
+	int fd;
+
+	snprintf(src, sizeof(src), "%s/nddd-accel-%s.so", plugin_dir, from);
+	snprintf(dst, sizeof(dst), "%s/%s", dir, file);
+	ck_assert_ptr_nonnull(data = tu_read_file(src, &len));
+	fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	ck_assert_int_ne(fd, -1);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_int_eq(chmod(dst, mode), 0);
+	free(data);
+}
+
+/* Starts name from dir, expecting a refusal that says why. */
+static void
+check_refused(const char *dir, const char *name, const char *why)
+{
+	struct event_base *base = event_base_new();
+	struct accel_options o;
+	struct accel *acc;
+	char *cause = NULL;
+
+	accel_options_defaults(&o);
+	snprintf(o.accelerator, sizeof(o.accelerator), "%s", name);
+	snprintf(o.plugin_dir, sizeof(o.plugin_dir), "%s", dir);
+	acc = accel_new(base, &o, SIMHASH_TERM_HASH_SDBM_FMIX64, sw, &cause);
+	ck_assert_msg(acc == NULL, "%s from %s was loaded; want refused (%s)",
+	    name, dir, why);
+	ck_assert_msg(cause != NULL && strstr(cause, why) != NULL,
+	    "refusal \"%s\" lacks \"%s\"", cause ? cause : "", why);
+	free(cause);
+	event_base_free(base);
+}
+
+/* The backend auto picks from dir. */
+static void
+check_auto_picks(const char *dir, const char *want)
+{
+	struct event_base *base = event_base_new();
+	struct accel_options o;
+	struct accel *acc;
+	char *cause = NULL;
+
+	accel_options_defaults(&o);
+	snprintf(o.plugin_dir, sizeof(o.plugin_dir), "%s", dir);
+	acc = accel_new(base, &o, SIMHASH_TERM_HASH_SDBM_FMIX64, sw, &cause);
+	ck_assert_msg(acc != NULL, "%s", cause);
+	ck_assert_str_eq(accel_backend_name(acc), want);
+	if (strcmp(want, "cpu") != 0)
+		check_jobs(acc, base, reuters, 100, 100, SIMHASH_INPUT_TEXT, 0);
+	accel_free(acc);
+	event_base_free(base);
+}
+
+/*
+ * A plugin named by the configuration is loaded only from a file and a
+ * directory that no one but root and this user may write, and not through
+ * a symbolic link; otherwise nddd refuses to start, saying why.
+ */
+START_TEST(test_named_plugin_checks)
+{
+	char *dir = tu_tmpdir(), *dir2 = tu_tmpdir();
+	char path[4200], target[4200];
+	struct event_base *base = event_base_new();
+	struct accel_options o;
+	struct accel *acc;
+	char *cause = NULL;
+
+	/* A proper plugin: owned by this user, mode 0755. */
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	plugin_copy(dir, "test", "nddd-accel-test.so", 0755);
+	accel_options_defaults(&o);
+	snprintf(o.accelerator, sizeof(o.accelerator), "test");
+	snprintf(o.plugin_dir, sizeof(o.plugin_dir), "%s", dir);
+	acc = accel_new(base, &o, SIMHASH_TERM_HASH_SDBM_FMIX64, sw, &cause);
+	ck_assert_msg(acc != NULL, "%s", cause);
+	ck_assert_str_eq(accel_backend_name(acc), "test");
+	check_jobs(acc, base, reuters, 100, 100, SIMHASH_INPUT_TEXT, 0);
+	accel_free(acc);
+	/* Group- or world-writable files. */
+	snprintf(path, sizeof(path), "%s/nddd-accel-test.so", dir);
+	ck_assert_int_eq(chmod(path, 0775), 0);
+	check_refused(dir, "test", "nddd-accel-test.so is writable by its "
+	    "group (mode 0775)");
+	ck_assert_int_eq(chmod(path, 0757), 0);
+	check_refused(dir, "test", "is writable by others (mode 0757)");
+	/* A world-writable directory, even with a proper file in it. */
+	ck_assert_int_eq(chmod(path, 0755), 0);
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	check_refused(dir, "test", "is writable by others (mode 0777)");
+	ck_assert_int_eq(chmod(dir, 01777), 0);
+	check_refused(dir, "test", "is writable by others (mode 1777)");
+	ck_assert_int_eq(chmod(dir, 0775), 0);
+	check_refused(dir, "test", "is writable by its group (mode 0775)");
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	/* A symbolic link, even to a proper plugin. */
+	ck_assert_int_eq(chmod(dir2, 0755), 0);
+	snprintf(target, sizeof(target), "%s/nddd-accel-test.so", dir);
+	snprintf(path, sizeof(path), "%s/nddd-accel-test.so", dir2);
+	ck_assert_int_eq(symlink(target, path), 0);
+	check_refused(dir2, "test", "is a symbolic link");
+	/* Not a regular file. */
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	check_refused(dir2, "test", "is not a regular file");
+	/* Another user's file (only root can make one). */
+	snprintf(path, sizeof(path), "%s/nddd-accel-test.so", dir);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		check_refused(dir, "test", "is owned by uid 65534, neither "
+		    "root nor this process's user");
+		ck_assert_int_eq(chown(path, 0, 0), 0);
+		ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+		check_refused(dir, "test", "is owned by uid 65534");
+		ck_assert_int_eq(chown(dir, 0, 0), 0);
+	}
+	/* Still a proper plugin after all that. */
+	acc = accel_new(base, &o, SIMHASH_TERM_HASH_SDBM_FMIX64, sw, &cause);
+	ck_assert_msg(acc != NULL, "%s", cause);
+	ck_assert_str_eq(accel_backend_name(acc), "test");
+	accel_free(acc);
+	event_base_free(base);
+	tu_rmtree(dir2);
+	tu_rmtree(dir);
+	free(dir2);
+	free(dir);
+}
+END_TEST
+
+/*
+ * "auto" looks only at files named as plugins, and skips, without failing,
+ * those that others could have written, and every plugin of a directory
+ * that others may write.
+ */
+START_TEST(test_auto_plugin_checks)
+{
+	char *dir = tu_tmpdir(), path[4200];
+
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	/* Shared objects not named nddd-accel-NAME.so are left alone, even
+	 * one with a device behind it. */
+	plugin_copy(dir, "testdev", "testdev.so", 0755);
+	plugin_copy(dir, "testdev", "libtestdev.so", 0755);
+	plugin_copy(dir, "testdev", "nddd-accel-.so", 0755);
+	check_auto_picks(dir, "cpu");
+	/* The same file named as a plugin is taken. */
+	plugin_copy(dir, "testdev", "nddd-accel-testdev.so", 0755);
+	check_auto_picks(dir, "testdev");
+	/* Group-writable: skipped. */
+	snprintf(path, sizeof(path), "%s/nddd-accel-testdev.so", dir);
+	ck_assert_int_eq(chmod(path, 0775), 0);
+	check_auto_picks(dir, "cpu");
+	/* A world-writable directory: nothing is loaded from it. */
+	ck_assert_int_eq(chmod(path, 0755), 0);
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	check_auto_picks(dir, "cpu");
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	check_auto_picks(dir, "testdev");
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_free_delivers)
 {
 	struct event_base *base = event_base_new();
@@ -336,6 +510,8 @@ accel_suite(void)
 	tcase_add_test(tc, test_fallbacks);
 	tcase_add_test(tc, test_failed_batches);
 	tcase_add_test(tc, test_auto);
+	tcase_add_test(tc, test_named_plugin_checks);
+	tcase_add_test(tc, test_auto_plugin_checks);
 	tcase_add_test(tc, test_free_delivers);
 	suite_add_tcase(s, tc);
 	return s;

@@ -168,7 +168,8 @@ backend_runs(const char *name, char *why, size_t whylen)
 
 	if (strcmp(name, "cpu") == 0)
 		return 1;
-	snprintf(path, sizeof(path), "%s/%s.so", plugin_dir, name);
+	snprintf(path, sizeof(path), "%s/%s%s%s", plugin_dir,
+	    ACCEL_PLUGIN_PREFIX, name, ACCEL_PLUGIN_SUFFIX);
 	if (access(path, F_OK) != 0) {
 		snprintf(why, whylen, "%.400s was not built (make says why)",
 		    path);

@@ -8,8 +8,8 @@
  * the daemon on the hardware design itself, bit for bit, and to measure
  * the design's cycles; the simulation is far slower than the cpu backend.
  *
- * Built as fpga-sim.so from this file, fpga_drv.cpp and the model; it
- * links the C++ runtime and Verilator's, nothing of nddd.
+ * Built as nddd-accel-fpga-sim.so from this file, fpga_drv.cpp and the
+ * model; it links the C++ runtime and Verilator's, nothing of nddd.
  *
  * params (plugin_params.h syntax):
  *   fail_batch=N   testing aid: the Nth batch submitted fails as if the

@@ -1,9 +1,10 @@
 /*
  * opencl: an accelerator plugin (accel_abi.h) that computes fingerprints
  * with one OpenCL kernel, simhash.cl, on any OpenCL 1.2 device: a GPU, an
- * accelerator card, or a CPU runtime such as PoCL.  Built as opencl.so
- * against accel_abi.h and the OpenCL ICD loader (-lOpenCL); the kernel's
- * source is compiled into the plugin and built for the device at init.
+ * accelerator card, or a CPU runtime such as PoCL.  Built as
+ * nddd-accel-opencl.so against accel_abi.h and the OpenCL ICD loader
+ * (-lOpenCL); the kernel's source is compiled into the plugin and built for
+ * the device at init.
  * docs/accelerators.md describes it for operators, params included.
  *
  * Transfers.  The plugin packs the documents of the batches it holds into

@@ -1,7 +1,7 @@
 /*
  * simhash.cl: nddd's fingerprint kernel, OpenCL C 1.2, for any OpenCL
  * device.  The opencl plugin (opencl.c) builds it from the copy embedded in
- * opencl.so; an FPGA toolchain compiles this file offline
+ * nddd-accel-opencl.so; an FPGA toolchain compiles this file offline
  * (docs/accelerators.md).
  *
  * One work-group per piece: a piece is a whole document, or a part of one
