@@ -339,6 +339,7 @@ open_everything(struct daemon *d)
 		.dir = d->cfg.data_dir,
 		.map_size = d->cfg.map_size,
 		.sync = d->cfg.sync,
+		.max_readers = config_store_readers(&d->cfg),
 	};
 	struct urlset_options uo = {
 		.capacity = d->cfg.capacity,

@@ -538,6 +538,34 @@ config_load(struct config *cfg, const char *path, char **errors)
 	return ld.errors ? -1 : 0;
 }
 
+/*
+ * Read transactions of the store held at once.  With MDB_NOTLS each holds
+ * a reader slot from its creation to its end (store.c), and the daemon
+ * creates them once per thread, so the count is fixed by the configuration:
+ * two per request worker (its URL reader and its store reader; dispatch.c),
+ * one of the event loop (dispatch.c), two of the URL writer (its reader,
+ * and one while it rebuilds, grows or verifies the URL index; urlset.c,
+ * urlsegs.c) and one of the store writer (while it verifies the documents;
+ * docset.c).  The accelerator's threads read nothing of the store.  The
+ * margin covers start-up's short-lived readers and one added without
+ * counting here; a slot is 64 bytes of lock.mdb.  Never fewer than LMDB's
+ * default.
+ */
+#define CONFIG_READERS_PER_WORKER	2
+#define CONFIG_READERS_FIXED		(1 + 2 + 1)
+#define CONFIG_READERS_MARGIN		32
+#define CONFIG_READERS_LMDB_DEFAULT	126
+
+unsigned
+config_store_readers(const struct config *cfg)
+{
+	uint64_t n = cfg->workers * CONFIG_READERS_PER_WORKER +
+	    CONFIG_READERS_FIXED + CONFIG_READERS_MARGIN;
+
+	return n < CONFIG_READERS_LMDB_DEFAULT ? CONFIG_READERS_LMDB_DEFAULT :
+	    (unsigned)n;
+}
+
 int
 config_validate(struct config *cfg, const char **cause)
 {

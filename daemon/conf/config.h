@@ -136,4 +136,10 @@ const char *config_list_next(const char **list, size_t *len);
  */
 int config_validate(struct config *cfg, const char **cause);
 
+/*
+ * The store's reader slots (struct store_options max_readers) for cfg, once
+ * validated: every read transaction the daemon holds at once, with a margin.
+ */
+unsigned config_store_readers(const struct config *cfg);
+
 #endif

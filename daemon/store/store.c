@@ -364,9 +364,18 @@ store_open(const struct store_options *opts, char **cause)
 		goto err;
 	if (opts->sync == STORE_SYNC_NONE)
 		flags |= MDB_NOSYNC;
+	/*
+	 * With MDB_NOTLS a read transaction keeps its reader slot from its
+	 * creation to its end, reset or not (store_reader_new): every reader
+	 * the daemon holds needs a slot of its own, or it fails to begin with
+	 * MDB_READERS_FULL.  We hold the lock of the directory, so LMDB sizes
+	 * the table of lock.mdb anew.
+	 */
 	if ((rc = mdb_env_create(&st->env)) != 0 ||
 	    (rc = mdb_env_set_maxdbs(st->env, STORE_NTABLES)) != 0 ||
 	    (rc = mdb_env_set_mapsize(st->env, opts->map_size)) != 0 ||
+	    (opts->max_readers > 0 && (rc = mdb_env_set_maxreaders(st->env,
+	    opts->max_readers)) != 0) ||
 	    (rc = mdb_env_open(st->env, opts->dir, flags, 0640)) != 0) {
 		if (asprintf(cause, "data directory %s: %s", opts->dir,
 		    mdb_strerror(rc)) == -1)
@@ -400,6 +409,16 @@ lmdb_err:
 err:
 	store_close(st);
 	return NULL;
+}
+
+unsigned
+store_max_readers(struct store *st)
+{
+	unsigned n = 0;
+
+	if (mdb_env_get_maxreaders(st->env, &n) != 0)
+		return 0;
+	return n;
 }
 
 void

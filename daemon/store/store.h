@@ -81,6 +81,9 @@ struct store_options {
 	const char *dir;
 	uint64_t map_size;
 	enum store_sync sync;
+	unsigned max_readers;	/* read transactions held at once, at most
+				   (store_reader_new); 0: LMDB's default,
+				   126 */
 };
 
 struct store_val {
@@ -98,6 +101,11 @@ struct store_txn;
  */
 struct store *store_open(const struct store_options *opts, char **cause);
 void store_close(struct store *st);
+/*
+ * The reader slots of the environment: readers beyond them fail to begin
+ * (at least max_readers; more when an earlier run left a larger table).
+ */
+unsigned store_max_readers(struct store *st);
 
 /* A short description of a status, for error replies and logs. */
 const char *store_strstatus(int status);

@@ -1,9 +1,10 @@
 /*
  * Integration tests of what operators rely on: the metrics and health
- * endpoints (scraped over real HTTP), idle and slow-frame timeouts, and
- * the verify operation.
+ * endpoints (scraped over real HTTP), idle and slow-frame timeouts, the
+ * verify operation, and the most request workers the configuration allows.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -285,6 +286,82 @@ START_TEST(test_verify_after_mixed_load)
 }
 END_TEST
 
+/*
+ * The most request workers [server] workers allows: each holds read
+ * transactions of the store, and the store's reader table must have a slot
+ * for every one of them, the writers' and the loop's (LMDB's default, 126,
+ * does not: such a daemon would not start).  Checks, submits, document
+ * queries and verify, from several clients at once, all read.
+ */
+START_TEST(test_most_workers)
+{
+	enum { NURLS = 20000, NCLIENTS = 4, NDOCS = 200 };
+	struct harness h;
+	nddd_client *c[NCLIENTS];
+	struct nddd_url_result *res;
+	struct nddd_verify v;
+	struct nddd_reply *r;
+	char **urls = malloc(NURLS * sizeof(*urls)), body[128], url[64];
+	uint64_t id;
+	int i, k;
+
+	harness_init(&h, "[server]\nworkers = 256");
+	harness_start(&h);
+	for (i = 0; i < NURLS; i++)
+		ck_assert_int_ne(asprintf(&urls[i], "http://w.example/%d", i),
+		    -1);
+	res = calloc(NURLS, sizeof(*res));
+	for (k = 0; k < NCLIENTS; k++)
+		c[k] = harness_client(&h);
+	ck_assert_int_eq(nddd_urls(c[0], NDDD_URL_SUBMIT,
+	    (const char *const *)urls, NURLS, res, 50, 64, NULL, NULL), 0);
+	nddd_urls_results_free(res, NURLS);
+	/* Many requests in flight on every connection, then every reply. */
+	for (i = 0; i < NDOCS; i++) {
+		snprintf(url, sizeof(url), "http://w.example/doc/%d", i);
+		snprintf(body, sizeof(body), "worker %d reads the store %d "
+		    "times over", i, i * 7);
+		ck_assert_int_eq(nddd_send_doc_submit(c[i % NCLIENTS], url,
+		    strlen(url), body, strlen(body), NDDD_TEXT, 0, &id), 0);
+	}
+	for (k = 0; k < NCLIENTS; k++) {
+		for (i = 0; i < 64; i++) {
+			ck_assert_int_eq(nddd_send_urls(c[k], NDDD_URL_CHECK,
+			    (const char *const *)urls + (size_t)(i * 300),
+			    NULL, 300, &id), 0);
+			snprintf(body, sizeof(body), "worker %d reads the "
+			    "store %d times over", i, i * 7);
+			ck_assert_int_eq(nddd_send_doc_query(c[k], body,
+			    strlen(body), NDDD_TEXT, -1, &id), 0);
+		}
+	}
+	for (k = 0; k < NCLIENTS; k++) {
+		while (nddd_outstanding(c[k]) > 0) {
+			ck_assert_int_eq(nddd_recv(c[k], &r), 0);
+			ck_assert_msg(r->code == NDDD_OK, "reply %" PRIu64
+			    ": code %d: %s", r->id, (int)r->code,
+			    r->message ? r->message : "");
+			if (r->kind == NDDD_REPLY_URLS)
+				for (size_t j = 0; j < r->nresults; j++)
+					ck_assert_uint_eq(r->results[j].count,
+					    1);
+			nddd_reply_free(r);
+		}
+	}
+	ck_assert_int_eq(nddd_verify(c[0], &v), 0);
+	ck_assert_msg(v.consistent, "%s", v.detail);
+	ck_assert_uint_eq(v.urls, NURLS);
+	for (k = 0; k < NCLIENTS; k++)
+		nddd_close(c[k]);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	for (i = 0; i < NURLS; i++)
+		free(urls[i]);
+	free(urls);
+	free(res);
+	harness_cleanup(&h);
+}
+END_TEST
+
 Suite *ops_suite(void);
 
 Suite *
@@ -298,6 +375,7 @@ ops_suite(void)
 	tcase_add_test(tc, test_metrics_listener_limits);
 	tcase_add_test(tc, test_idle_and_slow_frame_timeouts);
 	tcase_add_test(tc, test_verify_after_mixed_load);
+	tcase_add_test(tc, test_most_workers);
 	suite_add_tcase(s, tc);
 	return s;
 }

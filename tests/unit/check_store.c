@@ -1,7 +1,7 @@
 /*
  * Tests for store: records, counts, deletes, metadata, scans, reopening,
- * and the data directory's lock, on real LMDB files in a temporary
- * directory.
+ * the data directory's lock, and reader slots for the most workers the
+ * configuration allows, on real LMDB files in a temporary directory.
  */
 #include <check.h>
 #include <pthread.h>
@@ -13,6 +13,7 @@
 
 #include <event2/event.h>
 
+#include "config.h"
 #include "store.h"
 #include "testutil.h"
 #include "writer.h"
@@ -124,6 +125,62 @@ START_TEST(test_one_daemon_per_directory)
 	/* Released when the first closes. */
 	st = open_store(dir);
 	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/*
+ * With the most request workers [server] workers allows, every read
+ * transaction the daemon then holds begins at once: two per worker, the
+ * loop's, the URL writer's two and the store writer's (config.c).  Also
+ * on a directory whose lock file an earlier run made for LMDB's default of
+ * 126 slots, which fell short of them.
+ */
+START_TEST(test_readers_cover_workers)
+{
+	char *dir = tu_tmpdir(), *err = NULL;
+	struct store_options o = { .dir = dir, .map_size = 64 << 20,
+	    .sync = STORE_SYNC_FULL };
+	const unsigned held = 256 * 2 + 1 + 2 + 1;
+	struct store_txn **rd;
+	struct config cfg;
+	struct store *st;
+	const char *cause = NULL;
+	uint64_t n;
+
+	config_defaults(&cfg);
+	ck_assert_int_eq(config_set(&cfg, "server", "workers", "257", &cause),
+	    -1);
+	ck_assert_int_eq(config_set(&cfg, "server", "workers", "256", &cause),
+	    0);
+	ck_assert_msg(config_validate(&cfg, &cause) == 0, "%s", cause);
+	store_close(open_store(dir));
+	o.max_readers = config_store_readers(&cfg);
+	ck_assert_uint_ge(o.max_readers, held);
+	st = store_open(&o, &err);
+	ck_assert_msg(st != NULL, "store_open: %s", err);
+	ck_assert_uint_ge(store_max_readers(st), held);
+	ck_assert_ptr_nonnull(rd = calloc(held, sizeof(*rd)));
+	for (unsigned i = 0; i < held; i++) {
+		ck_assert_msg((rd[i] = store_reader_new(st)) != NULL,
+		    "reader %u of %u: no slot", i + 1, held);
+		ck_assert_int_eq(store_reader_begin(rd[i]), STORE_OK);
+		ck_assert_int_eq(store_count(rd[i], STORE_URLS, &n), STORE_OK);
+	}
+	for (unsigned i = 0; i < held; i++) {
+		store_reader_end(rd[i]);
+		store_reader_free(rd[i]);
+	}
+	free(rd);
+	store_close(st);
+	/* The default, for a configuration of few workers. */
+	config_clear(&cfg);
+	config_defaults(&cfg);
+	ck_assert_int_eq(config_set(&cfg, "server", "workers", "1", &cause),
+	    0);
+	ck_assert_uint_eq(config_store_readers(&cfg), 126);
+	config_clear(&cfg);
 	tu_rmtree(dir);
 	free(dir);
 }
@@ -362,6 +419,7 @@ store_suite(void)
 
 	tcase_add_test(tc, test_records_and_reopen);
 	tcase_add_test(tc, test_one_daemon_per_directory);
+	tcase_add_test(tc, test_readers_cover_workers);
 	tcase_add_test(tc, test_creates_nested_directory);
 	tcase_add_test(tc, test_full_map);
 	tcase_add_test(tc, test_lock_file_allocated);
