@@ -27,7 +27,25 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARNINGS := -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wvla
-CFLAGS_release := -O2 -g
+# The release build is hardened: the C library's checking variants of the
+# string, memory and printf functions where the compiler knows a buffer's
+# size (_FORTIFY_SOURCE, which needs the optimizer: -O2), canaries on the
+# stack of functions with arrays or addresses taken, position-independent
+# executables (so that address-space randomization moves them too), and
+# relocations all resolved at start-up, then made read-only (full RELRO),
+# in the programs, the plugins and libnddd.so.  tests/hardening-check.sh
+# (make test) checks nddd and nddctl for each.  The sanitizer and fuzzing
+# builds go without: AddressSanitizer intercepts the functions fortify
+# would check, and finds more.
+HARDEN_CFLAGS_release := -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 \
+	-fstack-protector-strong
+CFLAGS_release := -O2 -g $(HARDEN_CFLAGS_release)
+LDFLAGS_release := -Wl,-z,relro,-z,now
+# Executables only: shared objects are built -fPIC -shared.
+PIE_CFLAGS_release := -fPIE
+PIE_LDFLAGS_release := -pie
+PIE_CFLAGS := $(PIE_CFLAGS_$(VARIANT))
+PIE_LDFLAGS := $(PIE_LDFLAGS_$(VARIANT))
 CFLAGS_asan := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 LDFLAGS_asan := -fsanitize=address,undefined
@@ -40,8 +58,8 @@ CC := clang
 endif
 
 CFLAGS ?= $(CFLAGS_$(VARIANT))
-BASE_CFLAGS := -std=c11 -pthread $(WARNINGS) $(CFLAGS) $(PKG_CFLAGS) \
-	-D_GNU_SOURCE -MMD -MP
+BASE_CFLAGS := -std=c11 -pthread $(WARNINGS) $(CFLAGS) $(PIE_CFLAGS) \
+	$(PKG_CFLAGS) -D_GNU_SOURCE -MMD -MP
 
 # The daemon's layers, each a folder, lowest first.  A layer's code sees
 # its own headers and those of the layers below it, and no others: the
@@ -86,7 +104,7 @@ inc_of = $(if $(call layer_of,$(1)),$(addprefix -I,$(LAYER_$(call \
 ALL_CFLAGS = $(BASE_CFLAGS) $(call inc_of,$<)
 LAYERS := daemon/lib daemon/text daemon/store daemon/url daemon/doc \
 	daemon/accel daemon/conf daemon/net daemon/req daemon
-ALL_LDFLAGS := -pthread $(LDFLAGS_$(VARIANT)) $(LDFLAGS)
+ALL_LDFLAGS := -pthread $(LDFLAGS_$(VARIANT)) $(PIE_LDFLAGS) $(LDFLAGS)
 LIBS := $(PKG_LIBS) -ldl -lm
 
 # Protocol code generated from proto/nddd.proto.
@@ -169,7 +187,8 @@ python: $(PY_GEN)
 
 # Generated code is not ours to warn about.
 $(GEN_O): $(GEN_C)
-	$(CC) -std=c11 $(CFLAGS) $(PKG_CFLAGS) -I$(B)/gen -c -o $@ $<
+	$(CC) -std=c11 $(CFLAGS) $(PIE_CFLAGS) $(PKG_CFLAGS) -I$(B)/gen -c \
+		-o $@ $<
 
 $(B)/gen/%_suites.h: $(wildcard tests/unit/check_*.c tests/integration/check_*.c)
 	@mkdir -p $(dir $@)
@@ -201,13 +220,15 @@ $(CLIENT_LIB): $(CLIENT_OBJS) $(GEN_O)
 # It exports the nddd_* functions only (not nddd__v1__*: the protocol code,
 # nor urlcanon_*), so that it clashes with nothing of the process loading
 # it.  In the asan variant it keeps UBSan but not ASan, whose runtime must
-# be the first library of the process, which an interpreter's is not.
+# be the first library of the process, which an interpreter's is not; in
+# the release variant it is linked with full RELRO like the programs.
 SO_SRCS := $(CLIENT_SRCS) daemon/url/urlcanon.c daemon/lib/arena.c
 SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o) $(B)/pic/gen/nddd.pb-c.o
 SO_SAN := $(if $(filter asan,$(VARIANT)),-fsanitize=undefined \
 	-fno-sanitize-recover=undefined)
-SO_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=%,\
+SO_CFLAGS = $(filter-out -fsanitize=% -fno-sanitize-recover=% -fPIE,\
 	$(ALL_CFLAGS)) $(SO_SAN) -fPIC
+SO_LDFLAGS := $(filter-out -fsanitize=%,$(LDFLAGS_$(VARIANT)))
 SO_LIBS := $(shell pkg-config --libs libprotobuf-c liburiparser openssl \
 	2>/dev/null)
 all: $(B)/libnddd.so
@@ -222,8 +243,8 @@ $(B)/pic/libnddd.map:
 	@mkdir -p $(dir $@)
 	printf '{\n  global: nddd_[a-z]*;\n  local: *;\n};\n' > $@
 $(B)/libnddd.so: $(SO_OBJS) $(B)/pic/libnddd.map
-	$(CC) -shared -pthread $(SO_SAN) $(LDFLAGS) -Wl,--no-undefined \
-		-Wl,-soname,libnddd.so \
+	$(CC) -shared -pthread $(SO_SAN) $(SO_LDFLAGS) $(LDFLAGS) \
+		-Wl,--no-undefined -Wl,-soname,libnddd.so \
 		-Wl,--version-script=$(B)/pic/libnddd.map -o $@ $(SO_OBJS) \
 		$(SO_LIBS)
 
@@ -252,8 +273,8 @@ $(B)/bin/%: $(B)/tests/bench/%.o $(CLIENT_LIB) $(CORE_LIB)
 FAISS_LIBS := -lfaiss -fopenmp -lblas -llapack
 $(B)/tests/bench/%.o: tests/bench/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++17 -pthread -fopenmp $(CFLAGS) -Wall -Wextra \
-		-Itests/bench -MMD -MP -c -o $@ $<
+	$(CXX) -std=c++17 -pthread -fopenmp $(CFLAGS) $(PIE_CFLAGS) -Wall \
+		-Wextra -Itests/bench -MMD -MP -c -o $@ $<
 $(B)/bin/nearidx_bench: $(B)/tests/bench/nearidx_bench.o \
 		$(B)/tests/bench/nearidx_faiss.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -311,6 +332,7 @@ test-python: all $(PY_GEN)
 test: deps-test
 	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=release check
 	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=release test-python
+	tests/hardening-check.sh build/release
 	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=asan check
 	$(MAKE) WARNINGS="$(WARNINGS) -Werror" VARIANT=asan test-python \
 		PY_TESTS=test_client.py
@@ -547,7 +569,7 @@ $(FPGA_OBJ)/fpga_drv.o: daemon/accel/fpga/fpga_drv.cpp \
 	daemon/accel/fpga/fpga_drv.h $(FPGA_MODEL_DIR)/Vsimhash_top.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(FPGA_CXXFLAGS) $(if $(filter asan,$(VARIANT)),$(CFLAGS_asan)) \
-		-c -o $@ $<
+		$(HARDEN_CFLAGS_$(VARIANT)) -c -o $@ $<
 $(FPGA_OBJ)/fpga-sim.so: daemon/accel/fpga/fpga_sim.c $(FPGA_OBJ)/fpga_drv.o \
 	$(FPGA_MODEL) $(FPGA_VLT_OBJS) daemon/accel/accel_abi.h \
 	daemon/accel/plugin_params.h
