@@ -1,11 +1,21 @@
 #!/bin/sh
 # Checks systemd/nddd.service with systemd-analyze verify, against the
 # daemon just built (the unit names the installed path, which may not
-# exist here).  Skips, saying so, where systemd-analyze is absent.
+# exist here), after checking that it sets the resource ceilings README
+# documents.  Skips the verification, saying so, where systemd-analyze is
+# absent.
 set -eu
 
 unit=systemd/nddd.service
 bin=${NDDD_BIN:-$(pwd)/daemon/nddd}
+
+for key in MemoryMax TasksMax; do
+	if ! grep -Eq "^$key=[^[:space:]]+" "$unit"; then
+		echo "systemd-verify: $unit sets no $key="
+		echo "systemd-verify: FAILED"
+		exit 1
+	fi
+done
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
 	echo "systemd-verify: SKIPPED: systemd-analyze is not installed"
