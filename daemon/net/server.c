@@ -31,6 +31,14 @@
 #define SERVER_READ_CHUNK (256 * 1024)
 /* How often a shutdown looks whether the last replies have drained. */
 #define SERVER_DRAIN_POLL_MS 20
+/*
+ * Past buffer_memory, a connection holding more than this (buffered and
+ * reserved) is not read until there is room again, looked at every
+ * SERVER_BUDGET_POLL_MS; one holding less is, and its requests are refused
+ * in a few bytes each.
+ */
+#define SERVER_BUDGET_SLACK (64 * 1024)
+#define SERVER_BUDGET_POLL_MS 100
 
 struct conn {
 	struct server *srv;
@@ -65,6 +73,7 @@ struct server {
 	/* All connections' buffers and reservations ([server]
 	 * buffer_memory); the loop's alone. */
 	size_t buffered, reserved;
+	struct event *budget_timer;	/* resumes reading once there is room */
 	bool shutting_down;
 	struct event *drain_timer;
 	uint64_t drain_polls;
@@ -159,9 +168,15 @@ conn_should_pause(const struct conn *c)
 {
 	const struct config *cfg = c->srv->cfg;
 
-	return c->inflight >= cfg->max_inflight ||
+	if (c->inflight >= cfg->max_inflight ||
 	    evbuffer_get_length(bufferevent_get_output(c->bev)) +
-	    c->reserved > cfg->output_high_water;
+	    c->reserved > cfg->output_high_water)
+		return true;
+	/* Otherwise a client that does not read would fill its
+	 * output_high_water with refusals, and all of them together would
+	 * pass buffer_memory after all. */
+	return conn_buffers_full(c) &&
+	    c->buffered + c->reserved > SERVER_BUDGET_SLACK;
 }
 
 static void
@@ -177,6 +192,13 @@ conn_update_reading(struct conn *c)
 			/* A frame stalled by us is not the client's delay. */
 			if (c->frame_timer != NULL)
 				evtimer_del(c->frame_timer);
+		}
+		/* Room may come from other connections: look again. */
+		if (conn_buffers_full(c) &&
+		    !evtimer_pending(c->srv->budget_timer, NULL)) {
+			struct timeval tv = ms_timeval(SERVER_BUDGET_POLL_MS);
+
+			evtimer_add(c->srv->budget_timer, &tv);
 		}
 	} else if (c->paused) {
 		c->paused = false;
@@ -244,6 +266,22 @@ conn_release(struct conn *c, size_t reply_bound)
 	conn_update_reading(c);
 	conn_close_when_answered(c);
 	conn_unref(c);
+}
+
+/* Connections paused while buffers were full: read those that may be now. */
+static void
+budget_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct conn *c, *next;
+
+	(void)fd;
+	(void)what;
+	for (c = TAILQ_FIRST(&srv->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->paused)
+			conn_update_reading(c);	/* re-arms the timer if need be */
+	}
 }
 
 bool
@@ -533,6 +571,8 @@ server_new(struct event_base *base, const struct config *cfg,
 	srv->handler = *h;
 	srv->metrics = m;
 	TAILQ_INIT(&srv->conns);
+	if ((srv->budget_timer = evtimer_new(base, budget_cb, srv)) == NULL)
+		goto err;
 	if (cfg->listen != NULL && (srv->listener = listener_new(base,
 	    "listener", cfg->listen, accept_cb, srv, cause)) == NULL)
 		goto err;
@@ -561,6 +601,8 @@ server_free(struct server *srv)
 	listener_free(srv->tls_listener);
 	if (srv->drain_timer != NULL)
 		event_free(srv->drain_timer);
+	if (srv->budget_timer != NULL)
+		event_free(srv->budget_timer);
 	SSL_CTX_free(srv->tls);
 	free(srv);
 }

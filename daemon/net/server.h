@@ -13,7 +13,10 @@
  * one reply's bound and one frame, whether its client reads or not; one
  * that takes no reply bytes for write_timeout is closed.  All connections'
  * buffers and reservations together are counted against buffer_memory:
- * beyond it the layer above refuses new requests (conn_buffers_full).
+ * beyond it the layer above refuses new requests (conn_buffers_full), and
+ * only connections holding less than 64 KiB are read until there is room
+ * again, so that the total stays within buffer_memory plus 64 KiB and a
+ * refusal per connection.
  * A connection beyond max_connections is told RESOURCE_EXHAUSTED and
  * closed; so is one whose frame does not arrive whole within
  * frame_timeout.  A connection idle for idle_timeout, with nothing in
