@@ -450,6 +450,10 @@ wait_port "$dport"
 kill -TERM "$nddd"
 wait "$nddd"
 
+echo "== clients that send and never read (tests/bench/slow_clients_bench.py)"
+PYTHONPATH="$root/clients/python" /usr/bin/python3 \
+	"$root/tests/bench/slow_clients_bench.py" --bin "$bin" --clients 20
+
 echo "== python client (tests/bench/python_bench.py)"
 PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 	"$root/tests/bench/python_bench.py" --bin "$bin" \
