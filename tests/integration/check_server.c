@@ -499,17 +499,61 @@ START_TEST(test_connection_limit)
 }
 END_TEST
 
+/*
+ * A whole frame (header included) of a URL batch request: op (url_submit
+ * or url_check) with request id id, of n URLs: prefix followed by the
+ * item's index when numbered, prefix alone otherwise.
+ */
+static uint8_t *
+url_batch_frame(Nddd__V1__Request__OpCase op, uint64_t id, const char *prefix,
+    bool numbered, size_t n, size_t *framelen)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
+	ProtobufCBinaryData *items = calloc(n, sizeof(*items));
+	uint8_t *buf;
+	size_t len;
+
+	for (size_t i = 0; i < n; i++) {
+		char *u;
+
+		if (numbered)
+			ck_assert_int_ne(asprintf(&u, "%s%zu", prefix, i), -1);
+		else
+			u = strdup(prefix);
+		items[i].data = (uint8_t *)u;
+		items[i].len = strlen(u);
+	}
+	batch.n_urls = n;
+	batch.urls = items;
+	req.id = id;
+	req.op_case = op;
+	if (op == NDDD__V1__REQUEST__OP_URL_SUBMIT)
+		req.url_submit = &batch;
+	else
+		req.url_check = &batch;
+	len = nddd__v1__request__get_packed_size(&req);
+	buf = malloc(len + 4);
+	buf[0] = (uint8_t)(len >> 24);
+	buf[1] = (uint8_t)(len >> 16);
+	buf[2] = (uint8_t)(len >> 8);
+	buf[3] = (uint8_t)len;
+	nddd__v1__request__pack(&req, buf + 4);
+	for (size_t i = 0; i < n; i++)
+		free(items[i].data);
+	free(items);
+	*framelen = len + 4;
+	return buf;
+}
+
 START_TEST(test_backpressure_on_a_client_that_does_not_read)
 {
 	struct harness h;
-	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
-	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
-	ProtobufCBinaryData items[1000];
 	uint8_t *buf;
 	size_t len, sent_frames = 0, replies = 0, off = 0;
 	struct pending pend = { 0 };
 	int fd, flags;
-	char url[64], asan[256], *saved_asan;
+	char asan[256], *saved_asan;
 	long before, after;
 
 	harness_init(&h, "[server]\noutput_high_water = 64K\n"
@@ -528,22 +572,10 @@ START_TEST(test_backpressure_on_a_client_that_does_not_read)
 	else
 		unsetenv("ASAN_OPTIONS");
 	free(saved_asan);
-	for (int i = 0; i < 1000; i++) {
-		snprintf(url, sizeof(url), "http://bp.example/%d", i);
-		items[i].data = (uint8_t *)strdup(url);
-		items[i].len = strlen(url);
-	}
-	batch.n_urls = 1000;
-	batch.urls = items;
-	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
-	req.url_check = &batch;
-	len = nddd__v1__request__get_packed_size(&req);
-	buf = malloc(len + 4);
-	buf[0] = (uint8_t)(len >> 24);
-	buf[1] = (uint8_t)(len >> 16);
-	buf[2] = (uint8_t)(len >> 8);
-	buf[3] = (uint8_t)len;
-	nddd__v1__request__pack(&req, buf + 4);
+	/* The frame's length, header included, is len + 4 below. */
+	buf = url_batch_frame(NDDD__V1__REQUEST__OP_URL_CHECK, 0,
+	    "http://bp.example/", true, 1000, &len);
+	len -= 4;
 
 	fd = raw_connect(&h);
 	flags = 4096;
@@ -615,8 +647,6 @@ START_TEST(test_backpressure_on_a_client_that_does_not_read)
 	}
 	free(pend.data);
 	close(fd);
-	for (int i = 0; i < 1000; i++)
-		free(items[i].data);
 	free(buf);
 	harness_cleanup(&h);
 }
@@ -787,40 +817,6 @@ START_TEST(test_full_store_answers_resource_exhausted)
 END_TEST
 
 /*
- * A frame (header included) of a url_check batch of n copies of url:
- * with "x", 3 bytes a URL asked and about 30 bytes of error answered.
- */
-static uint8_t *
-url_check_frame(const char *url, size_t n, size_t *framelen)
-{
-	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
-	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
-	ProtobufCBinaryData *items = calloc(n, sizeof(*items));
-	uint8_t *buf;
-	size_t len;
-
-	for (size_t i = 0; i < n; i++) {
-		items[i].data = (uint8_t *)url;
-		items[i].len = strlen(url);
-	}
-	batch.n_urls = n;
-	batch.urls = items;
-	req.id = 1;
-	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
-	req.url_check = &batch;
-	len = nddd__v1__request__get_packed_size(&req);
-	buf = malloc(len + 4);
-	buf[0] = (uint8_t)(len >> 24);
-	buf[1] = (uint8_t)(len >> 16);
-	buf[2] = (uint8_t)(len >> 8);
-	buf[3] = (uint8_t)len;
-	nddd__v1__request__pack(&req, buf + 4);
-	free(items);
-	*framelen = len + 4;
-	return buf;
-}
-
-/*
  * A connection that sends frame over and over and never reads, until the
  * daemon stops reading it (sends stall for 300 ms).  Returns its socket.
  */
@@ -877,7 +873,8 @@ START_TEST(test_clients_that_do_not_read_are_bounded_and_closed)
 	 * closes them all, and their memory goes back. */
 	struct harness h;
 	size_t len;
-	uint8_t *frame = url_check_frame("x", 10000, &len);
+	uint8_t *frame = url_batch_frame(NDDD__V1__REQUEST__OP_URL_CHECK, 1, "x",
+	    false, 10000, &len);
 	int fds[20];
 	long before, after, closed_at = 0;
 
@@ -936,7 +933,8 @@ START_TEST(test_buffer_memory_budget_refuses_new_requests)
 	static const char *const url[] = { "http://budget.example/" };
 	struct harness h;
 	size_t len;
-	uint8_t *frame = url_check_frame("x", 10000, &len);
+	uint8_t *frame = url_batch_frame(NDDD__V1__REQUEST__OP_URL_CHECK, 1, "x",
+	    false, 10000, &len);
 	struct nddd_url_result res[1];
 	nddd_client *c;
 	int fds[3], rc = 0;
@@ -978,34 +976,19 @@ START_TEST(test_half_closed_client_gets_its_replies)
 	 * reads: the submits are committed and every reply arrives. */
 	struct harness h;
 	size_t len, replies = 0;
-	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
-	Nddd__V1__UrlBatch batch = NDDD__V1__URL_BATCH__INIT;
-	ProtobufCBinaryData items[1000];
-	char url[64];
-	uint8_t *buf;
+	uint8_t *frame;
 	Nddd__V1__Response *r;
 	struct pending pend = { 0 };
 	int fd;
 
 	harness_init(&h, NULL);
 	harness_start(&h);
-	for (int i = 0; i < 1000; i++) {
-		snprintf(url, sizeof(url), "http://half.example/%d", i);
-		items[i].data = (uint8_t *)strdup(url);
-		items[i].len = strlen(url);
-	}
-	batch.n_urls = 1000;
-	batch.urls = items;
-	req.op_case = NDDD__V1__REQUEST__OP_URL_SUBMIT;
-	req.url_submit = &batch;
 	fd = raw_connect(&h);
 	for (uint64_t id = 1; id <= 5; id++) {
-		req.id = id;
-		len = nddd__v1__request__get_packed_size(&req);
-		buf = malloc(len);
-		nddd__v1__request__pack(&req, buf);
-		raw_frame(fd, buf, (uint32_t)len);
-		free(buf);
+		frame = url_batch_frame(NDDD__V1__REQUEST__OP_URL_SUBMIT, id,
+		    "http://half.example/", true, 1000, &len);
+		raw_send(fd, frame, len);
+		free(frame);
 	}
 	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
 	while ((r = pending_recv(&pend, fd)) != NULL) {
@@ -1019,8 +1002,6 @@ START_TEST(test_half_closed_client_gets_its_replies)
 	ck_assert_uint_eq(replies, 5);
 	free(pend.data);
 	close(fd);
-	for (int i = 0; i < 1000; i++)
-		free(items[i].data);
 	harness_cleanup(&h);
 }
 END_TEST
