@@ -571,7 +571,9 @@ op_new(struct docreq_env *env, enum doc_kind kind,
 		free(op);
 		return NULL;
 	}
-	memcpy(op->body, body->data, body->len);
+	/* An empty body has no buffer (protobuf-c leaves it NULL). */
+	if (body->len > 0)
+		memcpy(op->body, body->data, body->len);
 	return op;
 }
 
