@@ -143,6 +143,7 @@ docset_near(struct docset *ds, uint64_t fp, unsigned kq, uint64_t exclude,
 {
 	int64_t total;
 	size_t n;
+	bool found = false;
 
 	if (kq > ds->k)
 		return -1;
@@ -151,13 +152,17 @@ docset_near(struct docset *ds, uint64_t fp, unsigned kq, uint64_t exclude,
 	if (total < 0 || exclude == 0)
 		return total;
 	n = (size_t)total < max + 1 ? (size_t)total : max + 1;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !found; i++) {
 		if (out[i].doc_id != exclude)
 			continue;
 		memmove(&out[i], &out[i + 1], (n - i - 1) * sizeof(*out));
-		break;
+		found = true;
 	}
-	if ((unsigned)__builtin_popcountll(fp ^ exclude_fp) <= kq)
+	/* Not among all the hits: not in the tables within kq, whatever its
+	 * record said (the writer may be moving it to a new fingerprint).
+	 * Beyond the hits returned, its fingerprint tells. */
+	if (found || ((size_t)total > n &&
+	    (unsigned)__builtin_popcountll(fp ^ exclude_fp) <= kq))
 		total--;
 	return total;
 }
