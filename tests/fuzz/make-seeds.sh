@@ -34,3 +34,99 @@ for i, u in enumerate(sorted(urls)):
     with open(os.path.join(out, "seed%03d" % i), "wb") as f:
         f.write(bytes([i % 8]) + u.encode())
 PY
+# fuzz_dispatch: request sequences in its input format (see the comment at
+# the top of fuzz_dispatch.c and its gen_* functions).
+out=tests/fuzz/corpus/dispatch
+mkdir -p "$out"
+python3 - "$out" <<'PY'
+import os, sys
+out = sys.argv[1]
+# Operations: the index into fz_op_of.
+OP = dict(url_submit=0, url_check=2, url_delete=4, stats=5, verify=6,
+          doc_submit=7, would_join=9, query_body=10, query_fp=11,
+          doc_get=12, doc_delete=13, no_op=14, raw=15)
+TOK = dict(none=0, read=1, write=2, unknown=3, admin=4)
+
+def req(op, tok='admin', end=True):
+    """The byte that starts a request; end: the group ends after it."""
+    return bytes([OP[op] | TOK[tok] << 4 | (0x80 if end else 0)])
+
+def url(path=0, form=0, own=True):
+    """A dictionary URL: fx_paths[path] in spelling form (0-3)."""
+    return bytes([(0 if own else 1) | path << 2 | form << 5])
+
+def raw_url(s, own_host=True):
+    return bytes([2 if own_host else 3, len(s)]) + s
+
+def batch(urls, mode=0, dur=0):
+    """urls: encoded URLs; mode 0 urls, 10 digests, 13 digests of another
+    canonicalization, 14 digests of odd length, 15 both; dur: durability."""
+    return bytes([len(urls), mode | dur << 4]) + b''.join(urls)
+
+def body(text=0, html=False, kind=0):
+    """kind 0: fx_texts[text]; 3: a body without terms."""
+    return bytes([kind | text << 2 | (0x20 if html else 0)])
+
+seeds = {
+    # Submit a URL in two spellings, check, delete, check again.
+    'url-lifecycle':
+        req('url_submit') + batch([url(1, 0), url(1, 1), url(2, 2)]) +
+        req('url_check') + batch([url(1, 3), url(2, 0), url(3, 0)]) +
+        req('url_delete') + batch([url(1, 0), url(1, 2)], dur=1) +
+        req('url_check') + batch([url(1, 0), url(2, 0)]),
+    # URLs shared by every execution, some not URLs at all.
+    'url-shared-and-bad':
+        req('url_check') + batch([url(0, 0, own=False),
+                                  raw_url(b'not a url', own_host=False),
+                                  raw_url(b'a?b#c')]) +
+        req('url_submit', end=False) + batch([url(4, 0, own=False)]) +
+        req('url_check', 'read') + batch([url(5, 1, own=False)]),
+    # Digests: of this server's canonicalization, of another, odd bytes.
+    'url-digests':
+        req('url_submit') + batch([url(3, 0), url(4, 0)]) +
+        req('url_check') + batch([url(3, 0), url(4, 1)], mode=10) +
+        req('url_check') + batch([url(3, 0)], mode=13) +
+        req('url_check') + batch([url(3, 0)], mode=14) +
+        req('url_check') + batch([url(3, 0)], mode=15) +
+        req('url_submit') + batch([url(5, 0)], dur=14) +
+        req('url_check') + bytes([17, 0]),
+    # Documents: two near copies, get, query, would-join, delete, get.
+    'doc-lifecycle':
+        req('doc_submit') + url(1) + body(0) +
+        req('doc_submit') + url(2) + body(1, html=True) +
+        req('doc_get', 'read') + url(1, 1) +
+        req('query_fp', 'read') + bytes([5, 0]) +
+        req('query_body', 'read') + bytes([0]) + body(1) +
+        req('would_join', 'read') + url(3) + body(0) +
+        req('doc_delete') + url(1, 2) +
+        req('doc_get') + url(1) +
+        req('doc_submit') + url(4) + body(0, kind=3),
+    # Pipelined: a re-submit racing queries of the same URL.
+    'doc-pipelined':
+        req('doc_submit') + url(1) + body(0) +
+        req('doc_submit', end=False) + url(1) + body(4, html=True) +
+        req('would_join', 'read', end=False) + url(1) + body(1) +
+        req('doc_get', 'read', end=False) + url(1) +
+        req('query_fp', 'read') + bytes([0, 1]),
+    # Roles: what each token may not do, and a request naming nothing.
+    'roles':
+        req('url_submit', 'read') + batch([url(0)]) +
+        req('url_delete', 'write') + batch([url(0)]) +
+        req('verify', 'write') +
+        req('doc_delete', 'none') + url(0) +
+        req('stats', 'unknown') +
+        req('stats', 'read') + req('stats') +
+        req('no_op', 'read') + req('no_op'),
+    # Frames that are no requests: bytes, a request changed, cut, too long.
+    'raw-bytes': req('url_check') + batch([url(0)]) + req('raw') +
+        bytes([0, 5]) + b'\x08\x01\x12\x03\xff',
+    'raw-changed': req('raw') + bytes([0x41, OP['url_submit']]) +
+        batch([url(0), url(1)]) + bytes([3, 0x7f, 9, 0x01]),
+    'raw-cut': req('raw') + bytes([2, OP['doc_submit']]) + url(0) +
+        body(0) + bytes([20]),
+    'raw-too-long': req('raw') + bytes([3]),
+}
+for name, data in seeds.items():
+    with open(os.path.join(out, name), 'wb') as f:
+        f.write(data)
+PY

@@ -1,0 +1,1769 @@
+/*
+ * fuzz_dispatch: whole sequences of requests through the daemon's request
+ * stack, as a client sees it, with a model of what the answers must be.
+ *
+ * The stack is the daemon's own, opened the way main.c opens it (config,
+ * store, URL set, documents, the cpu accelerator, store writer, request
+ * workers, dispatcher, server), on a temporary data directory (under
+ * /dev/shm when there is one) with [store] sync = none, a tiny filter,
+ * journal and segments (so that counters saturate and flushes and merges
+ * happen), small batch, inflight and near-result limits, and a token file
+ * with a token per role.  The seam is the socket: the fuzzer is a client
+ * on a loopback TCP connection to the real server, a bufferevent on the
+ * same event base, so frames take the server's way (framing, backpressure,
+ * dispatch_frame, the workers, the writers, reply_finish) and the loop is
+ * run until every reply is in.  Every FX_REOPEN_EXECS executions (an epoch)
+ * an admin's verify must find memory and store consistent, then the stack
+ * is closed and opened again on a fresh directory, which bounds the store
+ * (and the time documents' queries take).
+ *
+ * Input: a sequence of requests.  Each starts with a byte choosing the
+ * operation (low 4 bits), the token (read, write, admin, none, unknown)
+ * and whether the requests so far are sent before the next ones are built
+ * (a group: requests of one group are pipelined, and may be answered in
+ * any order); the operation's fields follow (URLs from a small dictionary
+ * in several spellings, or bytes; documents from a few texts, near copies
+ * of each other, or bytes; digests, durability, k, fingerprints).  A raw
+ * frame (arbitrary bytes, or a request with bytes changed or cut, or an
+ * oversized length) ends the sequence.
+ *
+ * What is checked, besides the sanitizers: every request gets exactly one
+ * reply, with its id, that decodes as a Response; errors known in advance
+ * (role, validation, empty documents, k) are the ones answered; a URL
+ * batch has a count per item and an error exactly for the items that are
+ * not URLs; URL counts follow a model (a submit adds one, a delete
+ * forgets, a check sees the count), as do documents (ids, fingerprints
+ * equal to the local simhash, groups, created, not found after a delete);
+ * neighbours are sorted, within k, at the right distance, not the document
+ * itself, and complete when the reply says so; stats tell the role only
+ * what it may know; verify finds memory and store consistent; a frame that
+ * is not a request closes the connection with an error.  URLs of a host
+ * made for the execution start unseen; others are learnt from their first
+ * answer.  Requests of one group that touch the same URL, one of them
+ * changing it, may be applied in either order: their answers are not
+ * checked and the URL is learnt again.  A violation aborts.
+ *
+ * FUZZ_DISPATCH_TRACE=1 in the environment prints each request and its
+ * answer.  A failure of an epoch's verify says so: the input shown is then
+ * only the last of the epoch's.
+ */
+#include <arpa/inet.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <openssl/evp.h>
+
+#include "accel.h"
+#include "arena.h"
+#include "auth.h"
+#include "config.h"
+#include "dispatch.h"
+#include "docset.h"
+#include "frame.h"
+#include "log.h"
+#include "metrics.h"
+#include "nddd.pb-c.h"
+#include "server.h"
+#include "simhash.h"
+#include "store.h"
+#include "urlcanon.h"
+#include "urlset.h"
+#include "writer.h"
+
+/* Executions between reopenings of the stack on a fresh directory. */
+#define FX_REOPEN_EXECS 256
+/* Requests of one execution, at most; items of a batch built from input. */
+#define FX_MAX_REQS 16
+#define FX_MAX_ITEMS 20
+/* The stack's limits (config_set), small enough to be crossed. */
+#define FX_MAX_BATCH 16
+#define FX_MAX_RESULTS 4
+#define FX_K 3
+/* How long a group may wait for its replies before that is a failure. */
+#define FX_REPLY_TIMEOUT_S 60
+/* The sentinel's ids: apart from the requests' own. */
+#define FX_SENTINEL_ID (UINT64_C(1) << 62)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const fx_tokens[] = {
+	[ROLE_READ] = "fuzz-read-token-0123456789",
+	[ROLE_WRITE] = "fuzz-write-token-0123456789",
+	[ROLE_ADMIN] = "fuzz-admin-token-0123456789",
+};
+#define FX_UNKNOWN_TOKEN "fuzz-unknown-token-0123456789"
+
+/* Paths of dictionary URLs; a URL is a host, a spelling and one of these. */
+static const char *const fx_paths[] = {
+	"/", "/a", "/b", "/a/b?x=1", "/%7euser/", "/caf%c3%a9",
+	"/s?utm_source=x&id=2", "/p;jsessionid=1",
+};
+#define FX_NPATHS (sizeof(fx_paths) / sizeof(fx_paths[0]))
+
+/* Documents: two pairs of near copies and one on its own. */
+static const char *const fx_texts[] = {
+	"the quick brown fox jumps over the lazy dog near the river bank "
+	    "while the farmer watches from his tractor in the field",
+	"the quick brown fox jumped over the lazy dog near the river bank "
+	    "while the farmer watches from his tractor in the field",
+	"stock markets fell sharply on tuesday as investors weighed new "
+	    "data on inflation and the central bank held its rates",
+	"stock markets fell sharply on wednesday as investors weighed new "
+	    "data on inflation and the central bank held its rates",
+	"a completely different story about football and the weather in "
+	    "spring with rain expected over the whole weekend",
+};
+#define FX_NTEXTS (sizeof(fx_texts) / sizeof(fx_texts[0]))
+
+enum fz_op {
+	FZ_URL_SUBMIT,
+	FZ_URL_CHECK,
+	FZ_URL_DELETE,
+	FZ_STATS,
+	FZ_VERIFY,
+	FZ_DOC_SUBMIT,
+	FZ_DOC_WOULD_JOIN,
+	FZ_DOC_QUERY_BODY,
+	FZ_DOC_QUERY_FP,
+	FZ_DOC_GET,
+	FZ_DOC_DELETE,
+	FZ_NO_OP,
+	FZ_RAW,
+};
+
+/* The operation of each value of an input byte's low 4 bits. */
+static const enum fz_op fz_op_of[16] = {
+	FZ_URL_SUBMIT, FZ_URL_SUBMIT, FZ_URL_CHECK, FZ_URL_CHECK,
+	FZ_URL_DELETE, FZ_STATS, FZ_VERIFY, FZ_DOC_SUBMIT, FZ_DOC_SUBMIT,
+	FZ_DOC_WOULD_JOIN, FZ_DOC_QUERY_BODY, FZ_DOC_QUERY_FP, FZ_DOC_GET,
+	FZ_DOC_DELETE, FZ_NO_OP, FZ_RAW,
+};
+
+static const char *const fz_op_names[] = {
+	"url_submit", "url_check", "url_delete", "stats", "verify",
+	"doc_submit", "doc_submit query_only", "doc_query body",
+	"doc_query simhash", "doc_get", "doc_delete", "no operation", "raw",
+};
+
+/*
+ * What the model knows of one key (the MD5 of a canonical URL) during an
+ * execution: its URL count and its document, each known or not.
+ */
+struct fz_ent {
+	uint8_t key[16];
+	const char *canon;		/* in the arena */
+	size_t canon_len;
+	int next;			/* the bucket's chain */
+	bool url_known;
+	uint64_t count;
+	bool doc_known;
+	bool doc_present;
+	uint64_t doc_id, doc_fp, doc_group;
+	/* This group's requests that read or change it (not items). */
+	unsigned url_touch, url_mut, doc_touch, doc_mut;
+	int last_req;			/* the request that last counted */
+};
+
+/* One URL of a request: a batch item, or a document's URL. */
+struct fz_item {
+	bool valid;
+	int ent;			/* the model's, when valid */
+};
+
+struct fz_req {
+	uint64_t id;
+	enum fz_op op;
+	enum role role;			/* its token's */
+	Nddd__V1__Code expect;		/* OK, or an error known before */
+	size_t n;			/* items */
+	struct fz_item *items;
+	uint64_t fp;			/* the body's, or the query's */
+	unsigned k;
+	Nddd__V1__Response *resp;	/* the reply, once it is here */
+};
+
+/* The input, read a byte or a string at a time; 0 once it is spent. */
+struct fz_in {
+	const uint8_t *p;
+	size_t n;
+};
+
+struct fx {
+	char *dir;			/* removed when the stack is closed */
+	struct config cfg;
+	struct metrics metrics;
+	struct store *st;
+	struct urlset *us;
+	struct docset *ds;
+	struct accel *acc;
+	struct writer *w;
+	struct dispatch *d;
+	struct server *srv;
+	struct event_base *base;
+	struct event *tick;		/* wakes the loop while waiting */
+	int port;
+	unsigned long execs;		/* since the stack was opened */
+	/* The client's connection. */
+	struct bufferevent *cli;
+	bool cli_eof;
+	bool cli_spent;			/* a raw frame went over it */
+	/* Local oracles: canonical forms, keys, fingerprints. */
+	struct urlcanon *uc;
+	EVP_MD_CTX *md;
+	struct simhash *sh;
+	struct simhash_scratch *sc;
+	/* The execution. */
+	unsigned long nonce;
+	char host[64], host_upper[64];
+	struct arena arena;
+	struct fz_req reqs[FX_MAX_REQS];
+	int nreqs;
+	struct fz_ent ents[FX_MAX_REQS * FX_MAX_ITEMS];
+	int nents;
+	int buckets[256];
+	uint64_t max_doc_id;		/* the largest id answered so far */
+	uint64_t group_max_doc_id;	/* ... before this group */
+	/* A raw frame's phase. */
+	bool raw_sent;
+	bool raw_decodes;		/* as a Request, here */
+	uint64_t raw_id;
+	Nddd__V1__Response *raw_resp;
+	Nddd__V1__Response *conn_error;	/* id 0, before closing */
+	uint64_t sentinel_id;
+	Nddd__V1__Response *sentinel_resp;
+};
+
+static struct fx fx;
+static uint64_t next_id = 1;
+static unsigned long nonce_counter;
+/* Said with a failure that the input alone may not reproduce. */
+static const char *fx_context;
+/* FUZZ_DISPATCH_TRACE set: each request and its answer on stderr. */
+static bool fx_trace;
+
+static void fx_fail(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+fx_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fuzz_dispatch: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	if (fx_context != NULL)
+		fprintf(stderr, "fuzz_dispatch: %s\n", fx_context);
+	abort();
+}
+
+/* ---- The stack. ---- */
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void
+fx_set(const char *section, const char *key, const char *value)
+{
+	const char *cause;
+
+	if (config_set(&fx.cfg, section, key, value, &cause) == -1)
+		fx_fail("[%s] %s = %s: %s", section, key, value, cause);
+}
+
+/* A loopback port nobody listens on now. */
+static int
+free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd, port;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1)
+		fx_fail("no free loopback port");
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+}
+
+/* Opens the stack as daemon/main.c's open_everything does. */
+static void
+fx_open(void)
+{
+	const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	struct dispatch_deps deps;
+	struct server_handler handler;
+	struct docset_options dopts;
+	struct store_options so;
+	struct urlset_options uo;
+	struct accel_options ao;
+	char path[512], buf[64];
+	const char *why;
+	char *cause = NULL, *errors = NULL;
+	FILE *f;
+
+	memset(&fx.cfg, 0, sizeof(fx.cfg));
+	memset(&fx.metrics, 0, sizeof(fx.metrics));
+	snprintf(path, sizeof(path), "%s/nddd-fuzz-XXXXXX", tmp);
+	if ((fx.dir = strdup(path)) == NULL || mkdtemp(fx.dir) == NULL)
+		fx_fail("mkdtemp %s failed", path);
+	snprintf(path, sizeof(path), "%s/tokens", fx.dir);
+	if ((f = fopen(path, "w")) == NULL)
+		fx_fail("cannot write %s", path);
+	fprintf(f, "%s read\n%s write\n%s admin\n", fx_tokens[ROLE_READ],
+	    fx_tokens[ROLE_WRITE], fx_tokens[ROLE_ADMIN]);
+	fclose(f);
+
+	config_defaults(&fx.cfg);
+	fx.port = free_port();
+	snprintf(buf, sizeof(buf), "127.0.0.1:%d", fx.port);
+	fx_set("server", "listen", buf);
+	fx_set("server", "max_frame", "1M");
+	snprintf(buf, sizeof(buf), "%d", FX_MAX_BATCH);
+	fx_set("server", "max_batch", buf);
+	fx_set("server", "max_inflight", "4");
+	fx_set("server", "workers", "2");
+	fx_set("server", "idle_timeout", "0");
+	fx_set("server", "frame_timeout", "0");
+	fx_set("auth", "tokens_file", path);
+	snprintf(path, sizeof(path), "%s/data", fx.dir);
+	fx_set("store", "data_dir", path);
+	fx_set("store", "map_size", "256M");
+	fx_set("store", "sync", "none");
+	fx_set("store", "relaxed_sync_interval", "0");
+	fx_set("urls", "capacity", "1024");
+	fx_set("urls", "journal_entries", "64");
+	fx_set("urls", "segment_records", "8");
+	fx_set("simhash", "stopwords", "none");
+	fx_set("accel", "accelerator", "cpu");
+	fx_set("accel", "threads", "1");
+	fx_set("accel", "batch_docs", "4");
+	snprintf(buf, sizeof(buf), "%d", FX_K);
+	fx_set("near", "k", buf);
+	snprintf(buf, sizeof(buf), "%d", FX_MAX_RESULTS);
+	fx_set("near", "max_results", buf);
+	fx_set("log", "level", "error");
+	if (config_validate(&fx.cfg, &why) == -1)
+		fx_fail("config: %s", why);
+	log_init(fx.cfg.log_level, "fuzz_dispatch");
+
+	so = (struct store_options){
+		.dir = fx.cfg.data_dir,
+		.map_size = fx.cfg.map_size,
+		.sync = fx.cfg.sync,
+	};
+	uo = (struct urlset_options){
+		.capacity = fx.cfg.capacity,
+		.journal_entries = fx.cfg.journal_entries,
+		.segment_records = (uint32_t)fx.cfg.segment_records,
+		.sync = fx.cfg.sync == STORE_SYNC_FULL,
+		.relaxed_sync_ms = fx.cfg.relaxed_sync_interval_ms,
+	};
+	if ((fx.st = store_open(&so, &cause)) == NULL)
+		fx_fail("store: %s", cause ? cause : "?");
+	if ((fx.us = urlset_open(fx.st, fx.cfg.data_dir, &uo, &cause)) ==
+	    NULL)
+		fx_fail("URL set: %s", cause ? cause : "?");
+	if ((fx.base = event_base_new()) == NULL ||
+	    urlset_start(fx.us, fx.base) == -1)
+		fx_fail("cannot start the URL writer");
+	if (simhash_simd_select(fx.cfg.simd, &cause) == -1)
+		fx_fail("simd: %s", cause ? cause : "?");
+	dopts = (struct docset_options){
+		.k = (unsigned)fx.cfg.near_k,
+		.blocks = (unsigned)fx.cfg.near_blocks,
+		.term_hash = fx.cfg.term_hash,
+		.stopwords_digest = "none",
+	};
+	if ((fx.ds = docset_open(fx.st, &dopts, &cause)) == NULL)
+		fx_fail("documents: %s", cause ? cause : "?");
+	accel_options_defaults(&ao);
+	snprintf(ao.accelerator, sizeof(ao.accelerator), "%s",
+	    fx.cfg.accelerator);
+	ao.threads = (unsigned)fx.cfg.accel_threads;
+	ao.batch_docs = (unsigned)fx.cfg.accel_batch_docs;
+	ao.max_failures = (unsigned)fx.cfg.accel_max_failures;
+	if ((fx.acc = accel_new(fx.base, &ao, fx.cfg.term_hash, NULL,
+	    &cause)) == NULL)
+		fx_fail("accelerator: %s", cause ? cause : "?");
+	if ((fx.w = writer_new(fx.st, fx.base)) == NULL)
+		fx_fail("cannot start the store writer");
+	deps = (struct dispatch_deps){
+		.st = fx.st,
+		.us = fx.us,
+		.ds = fx.ds,
+		.w = fx.w,
+		.acc = fx.acc,
+		.metrics = &fx.metrics,
+		.auth = auth_load(fx.cfg.tokens_file, &errors),
+	};
+	if (deps.auth == NULL)
+		fx_fail("tokens: %s", errors ? errors : "?");
+	if ((fx.d = dispatch_new(&fx.cfg, fx.base, &deps)) == NULL)
+		fx_fail("cannot start the request workers");
+	dispatch_server_handler(fx.d, &handler);
+	if ((fx.srv = server_new(fx.base, &fx.cfg, &handler, &fx.metrics,
+	    &cause)) == NULL)
+		fx_fail("server: %s", cause ? cause : "?");
+	dispatch_set_server(fx.d, fx.srv);
+	fx.tick = event_new(fx.base, -1, EV_PERSIST, tick_cb, NULL);
+	if (fx.tick == NULL ||
+	    event_add(fx.tick, &(struct timeval){ 1, 0 }) == -1)
+		fx_fail("cannot arm the loop's timer");
+	fx.execs = 0;
+}
+
+static void
+fx_disconnect(void)
+{
+	if (fx.cli != NULL)
+		bufferevent_free(fx.cli);
+	fx.cli = NULL;
+}
+
+/* Closes the stack as main.c's close_everything does, and its directory. */
+static void
+fx_close(void)
+{
+	time_t t0 = time(NULL);
+
+	fx_disconnect();
+	while (dispatch_pending(fx.d) > 0) {
+		event_base_loop(fx.base, EVLOOP_ONCE);
+		if (time(NULL) - t0 > FX_REPLY_TIMEOUT_S)
+			fx_fail("%zu requests still pending at close",
+			    dispatch_pending(fx.d));
+	}
+	urlset_stop(fx.us);
+	accel_free(fx.acc);
+	dispatch_free(fx.d);
+	writer_stop(fx.w);
+	server_free(fx.srv);
+	writer_free(fx.w);
+	docset_free(fx.ds);
+	event_free(fx.tick);
+	event_base_free(fx.base);
+	urlset_free(fx.us);
+	store_close(fx.st);
+	config_clear(&fx.cfg);
+	nftw(fx.dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(fx.dir);
+	fx.dir = NULL;
+}
+
+static void
+fx_at_exit(void)
+{
+	if (fx.dir != NULL)
+		fx_close();
+}
+
+/* ---- The client. ---- */
+
+/* The request a reply answers, by id; NULL if none of this execution's. */
+static struct fz_req *
+req_of(uint64_t id)
+{
+	for (int i = 0; i < fx.nreqs; i++)
+		if (fx.reqs[i].id == id)
+			return &fx.reqs[i];
+	return NULL;
+}
+
+static void
+take_reply(Nddd__V1__Response *r)
+{
+	struct fz_req *q;
+
+	if (fx.raw_sent) {
+		if (fx.raw_decodes && r->id == fx.raw_id &&
+		    fx.raw_resp == NULL) {
+			fx.raw_resp = r;
+			return;
+		}
+		if (r->id == fx.sentinel_id && fx.sentinel_resp == NULL) {
+			fx.sentinel_resp = r;
+			return;
+		}
+		if (r->id == 0 && fx.conn_error == NULL) {
+			fx.conn_error = r;
+			return;
+		}
+	}
+	if ((q = req_of(r->id)) == NULL)
+		fx_fail("a reply to id %llu, which no request has (or not "
+		    "any more)", (unsigned long long)r->id);
+	if (q->resp != NULL)
+		fx_fail("a second reply to request %llu (%s)",
+		    (unsigned long long)q->id, fz_op_names[q->op]);
+	q->resp = r;
+}
+
+static void
+cli_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	const uint8_t *p;
+	uint32_t len;
+	enum frame_status st;
+
+	(void)arg;
+	while ((st = frame_next(in, 64 << 20, &p, &len)) == FRAME_READY) {
+		Nddd__V1__Response *r = nddd__v1__response__unpack(NULL, len,
+		    p);
+
+		if (r == NULL)
+			fx_fail("a reply of %u bytes is not a Response", len);
+		frame_consume(in, len);
+		take_reply(r);
+	}
+	if (st == FRAME_OVERSIZED)
+		fx_fail("a reply frame of %u bytes", len);
+}
+
+static void
+cli_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)arg;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		fx.cli_eof = true;
+}
+
+static void
+fx_connect(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)fx.port);
+	if ((fx.cli = bufferevent_socket_new(fx.base, -1,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL)
+		fx_fail("bufferevent_socket_new failed");
+	bufferevent_setcb(fx.cli, cli_read_cb, NULL, cli_event_cb, NULL);
+	bufferevent_enable(fx.cli, EV_READ | EV_WRITE);
+	if (bufferevent_socket_connect(fx.cli, (struct sockaddr *)&sin,
+	    sizeof(sin)) == -1)
+		fx_fail("cannot connect to 127.0.0.1:%d", fx.port);
+	fx.cli_eof = false;
+	fx.cli_spent = false;
+}
+
+/* Runs the loop until done() holds, or fails after a long wait. */
+static void
+fx_wait(bool (*done)(void), const char *what)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!done()) {
+		event_base_loop(fx.base, EVLOOP_ONCE);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > FX_REPLY_TIMEOUT_S)
+			fx_fail("no end to waiting for %s", what);
+	}
+}
+
+/* ---- Reading the input. ---- */
+
+static uint8_t
+in_byte(struct fz_in *in)
+{
+	if (in->n == 0)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+/* Up to max bytes of the input, their number given by the input. */
+static size_t
+in_string(struct fz_in *in, size_t max, const uint8_t **out)
+{
+	size_t len = in_byte(in) % (max + 1);
+
+	if (len > in->n)
+		len = in->n;
+	*out = in->p;
+	in->p += len;
+	in->n -= len;
+	return len;
+}
+
+static void *
+fz_alloc(size_t size)
+{
+	void *p = arena_alloc(&fx.arena, size ? size : 1);
+
+	if (p == NULL)
+		fx_fail("out of memory");
+	return p;
+}
+
+/* ---- The model. ---- */
+
+/* The entry of key, made if new: known empty for a URL of this run's
+ * own host, unknown otherwise. */
+static int
+ent_of(const uint8_t key[16], const char *canon, size_t canon_len)
+{
+	struct fz_ent *e;
+	char prefix[80];
+	int i;
+
+	for (i = fx.buckets[key[0]]; i != -1; i = fx.ents[i].next)
+		if (memcmp(fx.ents[i].key, key, 16) == 0)
+			return i;
+	if (fx.nents == (int)(sizeof(fx.ents) / sizeof(fx.ents[0])))
+		fx_fail("too many URLs in one execution");
+	i = fx.nents++;
+	e = &fx.ents[i];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->key, key, 16);
+	e->canon = canon;
+	e->canon_len = canon_len;
+	e->next = fx.buckets[key[0]];
+	e->last_req = -1;
+	fx.buckets[key[0]] = i;
+	snprintf(prefix, sizeof(prefix), "http://%s/", fx.host);
+	if (canon_len >= strlen(prefix) &&
+	    memcmp(canon, prefix, strlen(prefix)) == 0) {
+		e->url_known = e->doc_known = true;
+		e->count = 0;
+		e->doc_present = false;
+	}
+	return i;
+}
+
+/* The key of a canonical URL, as the daemon derives it: its MD5. */
+static void
+md5(const char *s, size_t len, uint8_t out[16])
+{
+	unsigned int mdlen;
+
+	if (!EVP_DigestInit_ex(fx.md, EVP_md5(), NULL) ||
+	    !EVP_DigestUpdate(fx.md, s, len) ||
+	    !EVP_DigestFinal_ex(fx.md, out, &mdlen) || mdlen != 16)
+		fx_fail("MD5 failed");
+}
+
+/* Canonicalizes url[0..len) for item it (valid, and its entry). */
+static void
+key_item(const char *url, size_t len, struct fz_item *it)
+{
+	const char *c, *cause;
+	size_t clen;
+	uint8_t key[16];
+	char *copy;
+
+	it->valid = false;
+	it->ent = -1;
+	if ((c = urlcanon_canonicalize(fx.uc, url, len, &clen, &cause)) ==
+	    NULL)
+		return;
+	copy = fz_alloc(clen + 1);
+	memcpy(copy, c, clen + 1);
+	md5(copy, clen, key);
+	it->valid = true;
+	it->ent = ent_of(key, copy, clen);
+}
+
+/*
+ * One URL from the input: a dictionary URL of this execution's host or of
+ * a shared one, in one of several spellings of the same canonical URL, or
+ * a path of input bytes on this run's host, or input bytes.
+ */
+static void
+gen_url(struct fz_in *in, ProtobufCBinaryData *out, struct fz_item *it)
+{
+	uint8_t b = in_byte(in);
+	const char *path = fx_paths[(b >> 2) % FX_NPATHS];
+	bool own = !(b & 1);
+	const char *host = own ? fx.host : "example.com";
+	const char *upper = own ? fx.host_upper : "EXAMPLE.COM";
+	const uint8_t *raw;
+	size_t len, rawlen;
+	char *s;
+
+	if ((b & 3) == 3) {
+		/* Anything at all. */
+		rawlen = in_string(in, 64, &raw);
+		s = fz_alloc(rawlen);
+		memcpy(s, raw, rawlen);
+		len = rawlen;
+	} else if ((b & 3) == 2) {
+		rawlen = in_string(in, 32, &raw);
+		len = strlen("http://") + strlen(fx.host) + 1 + rawlen;
+		s = fz_alloc(len + 1);
+		snprintf(s, len + 1, "http://%s/", fx.host);
+		memcpy(s + len - rawlen, raw, rawlen);
+	} else {
+		s = fz_alloc(strlen(upper) + strlen(path) + 32);
+		switch ((b >> 5) & 3) {
+		case 0:
+			sprintf(s, "http://%s%s", host, path);
+			break;
+		case 1:
+			sprintf(s, "HTTP://%s:80%s#top", upper, path);
+			break;
+		case 2:
+			sprintf(s, "http://%s/.%s", host, path);
+			break;
+		default:
+			sprintf(s, "  http://%s%s\t", host, path);
+			break;
+		}
+		len = strlen(s);
+	}
+	out->data = (uint8_t *)s;
+	out->len = len;
+	key_item(s, len, it);
+}
+
+/* A document body from the input; *fp and the return value are the
+ * local simhash's. */
+static enum simhash_status
+gen_body(struct fz_in *in, ProtobufCBinaryData *body,
+    Nddd__V1__DocFormat *format, uint64_t *fp)
+{
+	static const char *const empty[] = { "", "  \n ", "<p> </p>" };
+	uint8_t b = in_byte(in);
+	const char *text = fx_texts[(b >> 2) % FX_NTEXTS];
+	bool html = (b >> 5) & 1;
+	const uint8_t *raw;
+	size_t rawlen = 0, len;
+	char *s;
+
+	switch (b & 3) {
+	case 0:
+	case 1:
+		if ((b & 3) == 1)
+			rawlen = in_string(in, 32, &raw);
+		s = fz_alloc(strlen(text) + rawlen + 64);
+		sprintf(s, html ? "<html><body><p>%s</p>" : "%s ", text);
+		len = strlen(s);
+		if (rawlen > 0)
+			memcpy(s + len, raw, rawlen);
+		body->len = len + rawlen;
+		break;
+	case 2:
+		rawlen = in_string(in, 64, &raw);
+		s = fz_alloc(rawlen);
+		memcpy(s, raw, rawlen);
+		body->len = rawlen;
+		break;
+	default:
+		s = (char *)empty[(b >> 2) % 3];
+		body->len = strlen(s);
+		break;
+	}
+	body->data = (uint8_t *)s;
+	*format = html ? NDDD__V1__DOC_FORMAT__HTML :
+	    NDDD__V1__DOC_FORMAT__TEXT;
+	*fp = 0;
+	return simhash_compute(fx.sh, fx.sc, html ? SIMHASH_INPUT_HTML :
+	    SIMHASH_INPUT_TEXT, body->data, body->len, fp);
+}
+
+/* The fingerprint of text i, as plain text. */
+static uint64_t
+text_fp(size_t i)
+{
+	const char *t = fx_texts[i % FX_NTEXTS];
+	uint64_t fp = 0;
+
+	simhash_compute(fx.sh, fx.sc, SIMHASH_INPUT_TEXT, t, strlen(t), &fp);
+	return fp;
+}
+
+/* Counts request q as touching (and maybe changing) each valid item. */
+static void
+touch(struct fz_req *q, bool url, bool mutation)
+{
+	int qi = (int)(q - fx.reqs);
+
+	for (size_t i = 0; i < q->n; i++) {
+		struct fz_ent *e;
+
+		if (!q->items[i].valid)
+			continue;
+		e = &fx.ents[q->items[i].ent];
+		if (e->last_req == qi)
+			continue;
+		e->last_req = qi;
+		if (url) {
+			e->url_touch++;
+			e->url_mut += mutation;
+		} else {
+			e->doc_touch++;
+			e->doc_mut += mutation;
+		}
+	}
+}
+
+static enum role
+role_needed(enum fz_op op)
+{
+	switch (op) {
+	case FZ_URL_SUBMIT:
+	case FZ_DOC_SUBMIT:
+		return ROLE_WRITE;
+	case FZ_URL_DELETE:
+	case FZ_VERIFY:
+	case FZ_DOC_DELETE:
+	case FZ_NO_OP:
+		return ROLE_ADMIN;
+	default:
+		return ROLE_READ;
+	}
+}
+
+/* ---- Building requests. ---- */
+
+/* A URL batch for q from the input, with the error it must get. */
+static Nddd__V1__UrlBatch *
+gen_batch(struct fz_in *in, struct fz_req *q)
+{
+	Nddd__V1__UrlBatch *b = fz_alloc(sizeof(*b));
+	uint8_t nb = in_byte(in), mode = in_byte(in);
+	size_t n = nb % (FX_MAX_ITEMS + 1);
+	unsigned form = mode & 15, dur = mode >> 4;
+	bool digests = form >= 10, wrong_canon = form == 13,
+	    odd_length = form == 14, both = form == 15;
+	ProtobufCBinaryData *urls;
+
+	nddd__v1__url_batch__init(b);
+	q->n = n;
+	q->items = fz_alloc(n * sizeof(*q->items));
+	urls = fz_alloc(n * sizeof(*urls));
+	for (size_t i = 0; i < n; i++) {
+		if (n > FX_MAX_BATCH) {
+			/* Refused whole: no need to spend the input. */
+			urls[i].data = (uint8_t *)"http://example.com/";
+			urls[i].len = strlen("http://example.com/");
+			q->items[i] = (struct fz_item){ false, -1 };
+			continue;
+		}
+		gen_url(in, &urls[i], &q->items[i]);
+	}
+	b->durability = dur < 14 ? (Nddd__V1__Durability)(dur % 3) :
+	    (Nddd__V1__Durability)(dur == 14 ? 3 : 1000);
+	if (!digests || both) {
+		b->n_urls = n;
+		b->urls = urls;
+	}
+	if (digests && n > 0) {
+		/* The items' keys, or input bytes where it is no URL. */
+		uint8_t *d = fz_alloc(n * 16 + 1);
+
+		for (size_t i = 0; i < n; i++) {
+			if (q->items[i].valid)
+				memcpy(d + i * 16,
+				    fx.ents[q->items[i].ent].key, 16);
+			else {
+				uint8_t key[16];
+
+				for (int j = 0; j < 16; j++)
+					key[j] = in_byte(in);
+				memcpy(d + i * 16, key, 16);
+				if (n <= FX_MAX_BATCH) {
+					q->items[i].valid = true;
+					q->items[i].ent = ent_of(key, "", 0);
+				}
+			}
+		}
+		b->digests.data = d;
+		b->digests.len = n * 16 + odd_length;
+		b->canon = (char *)(wrong_canon ? "urlcanon/0 "
+		    "strip_session_ids=no strip_tracking=no sort_query=no" :
+		    urlset_canon_id(fx.us));
+	}
+	/* What urlreq_validate, then the handler, refuse, in their order. */
+	if (b->n_urls > 0 && b->digests.len > 0)
+		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+	else if (b->digests.len % 16 != 0)
+		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+	else if (n > FX_MAX_BATCH)
+		q->expect = NDDD__V1__CODE__RESOURCE_EXHAUSTED;
+	else if (dur >= 14)
+		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+	else if (b->digests.len > 0 && wrong_canon)
+		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+	return b;
+}
+
+/* Builds q's message from the input into *m (its parts in the arena). */
+static void
+gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
+{
+	Nddd__V1__DocSubmit *ds;
+	Nddd__V1__DocQuery *dq;
+	Nddd__V1__DocRef *ref;
+	Nddd__V1__Distance *dist;
+	ProtobufCBinaryData url;
+	enum simhash_status st;
+	uint8_t b;
+
+	q->expect = NDDD__V1__CODE__OK;
+	q->k = FX_K;
+	/* A verify reads all the daemon holds: milliseconds, many times the
+	 * rest of an execution, and inputs that have one would soon fill the
+	 * corpus.  So the slot asks for one only with a token that may not
+	 * (refused), and for stats with an admin's; the admin's verify ends
+	 * every epoch of the stack instead (fx_verify_epoch). */
+	if (q->op == FZ_VERIFY && q->role >= ROLE_ADMIN)
+		q->op = FZ_STATS;
+	switch (q->op) {
+	case FZ_URL_SUBMIT:
+		m->op_case = NDDD__V1__REQUEST__OP_URL_SUBMIT;
+		m->url_submit = gen_batch(in, q);
+		break;
+	case FZ_URL_CHECK:
+		m->op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
+		m->url_check = gen_batch(in, q);
+		break;
+	case FZ_URL_DELETE:
+		m->op_case = NDDD__V1__REQUEST__OP_URL_DELETE;
+		m->url_delete = gen_batch(in, q);
+		break;
+	case FZ_STATS:
+		m->op_case = NDDD__V1__REQUEST__OP_STATS;
+		m->stats = fz_alloc(sizeof(*m->stats));
+		nddd__v1__stats_request__init(m->stats);
+		break;
+	case FZ_VERIFY:
+		m->op_case = NDDD__V1__REQUEST__OP_VERIFY;
+		m->verify = fz_alloc(sizeof(*m->verify));
+		nddd__v1__verify_request__init(m->verify);
+		break;
+	case FZ_DOC_SUBMIT:
+	case FZ_DOC_WOULD_JOIN:
+		ds = fz_alloc(sizeof(*ds));
+		nddd__v1__doc_submit__init(ds);
+		q->n = 1;
+		q->items = fz_alloc(sizeof(*q->items));
+		gen_url(in, &ds->url, &q->items[0]);
+		st = gen_body(in, &ds->body, &ds->format, &q->fp);
+		ds->query_only = q->op == FZ_DOC_WOULD_JOIN;
+		if (!q->items[0].valid)
+			q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+		else if (st == SIMHASH_EMPTY_DOCUMENT)
+			q->expect = NDDD__V1__CODE__EMPTY_DOCUMENT;
+		m->op_case = NDDD__V1__REQUEST__OP_DOC_SUBMIT;
+		m->doc_submit = ds;
+		break;
+	case FZ_DOC_QUERY_BODY:
+	case FZ_DOC_QUERY_FP:
+		dq = fz_alloc(sizeof(*dq));
+		nddd__v1__doc_query__init(dq);
+		b = in_byte(in);
+		if (b % 8 >= 2) {
+			dist = fz_alloc(sizeof(*dist));
+			nddd__v1__distance__init(dist);
+			dist->k = b % 8 < 6 ? b % 8 - 2u :
+			    b % 8 == 6 ? FX_K + 1 : 1000;
+			q->k = dist->k;
+			dq->max_distance = dist;
+		}
+		if (q->op == FZ_DOC_QUERY_BODY) {
+			dq->body = fz_alloc(sizeof(*dq->body));
+			nddd__v1__doc_body__init(dq->body);
+			st = gen_body(in, &dq->body->body, &dq->body->format,
+			    &q->fp);
+			dq->what_case = NDDD__V1__DOC_QUERY__WHAT_BODY;
+			if (q->k > FX_K)
+				q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+			else if (st == SIMHASH_EMPTY_DOCUMENT)
+				q->expect = NDDD__V1__CODE__EMPTY_DOCUMENT;
+		} else {
+			b = in_byte(in);
+			switch (b & 3) {
+			case 0:
+				/* A document stored in this run, if any. */
+				q->fp = text_fp(b >> 2);
+				for (int i = 0; i < fx.nents; i++) {
+					struct fz_ent *e = &fx.ents[(i +
+					    (b >> 2)) % fx.nents];
+
+					if (e->doc_known && e->doc_present) {
+						q->fp = e->doc_fp;
+						break;
+					}
+				}
+				break;
+			case 1:
+				q->fp = text_fp(b >> 2);
+				break;
+			case 2:
+				q->fp = 0;
+				for (int i = 0; i < 8; i++)
+					q->fp = q->fp << 8 | in_byte(in);
+				break;
+			default:
+				q->fp = text_fp(b >> 2) ^
+				    (UINT64_C(1) << (b >> 2));
+				break;
+			}
+			if (b == 0xff) {
+				/* Neither a body nor a fingerprint. */
+				q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+			} else {
+				dq->what_case =
+				    NDDD__V1__DOC_QUERY__WHAT_SIMHASH;
+				dq->simhash = q->fp;
+				if (q->k > FX_K)
+					q->expect =
+					    NDDD__V1__CODE__INVALID_ARGUMENT;
+			}
+		}
+		m->op_case = NDDD__V1__REQUEST__OP_DOC_QUERY;
+		m->doc_query = dq;
+		break;
+	case FZ_DOC_GET:
+	case FZ_DOC_DELETE:
+		ref = fz_alloc(sizeof(*ref));
+		nddd__v1__doc_ref__init(ref);
+		q->n = 1;
+		q->items = fz_alloc(sizeof(*q->items));
+		gen_url(in, &url, &q->items[0]);
+		ref->url = url;
+		if (!q->items[0].valid)
+			q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+		if (q->op == FZ_DOC_GET) {
+			m->op_case = NDDD__V1__REQUEST__OP_DOC_GET;
+			m->doc_get = ref;
+		} else {
+			m->op_case = NDDD__V1__REQUEST__OP_DOC_DELETE;
+			m->doc_delete = ref;
+		}
+		break;
+	case FZ_NO_OP:
+		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+		break;
+	case FZ_RAW:
+		break;
+	}
+	/* The role is checked before anything else. */
+	if (q->role < role_needed(q->op))
+		q->expect = NDDD__V1__CODE__PERMISSION_DENIED;
+	if (q->expect != NDDD__V1__CODE__OK)
+		return;
+	switch (q->op) {
+	case FZ_URL_SUBMIT:
+	case FZ_URL_DELETE:
+		touch(q, true, true);
+		break;
+	case FZ_URL_CHECK:
+		touch(q, true, false);
+		break;
+	case FZ_DOC_SUBMIT:
+	case FZ_DOC_DELETE:
+		touch(q, false, true);
+		break;
+	case FZ_DOC_GET:
+	case FZ_DOC_WOULD_JOIN:
+		touch(q, false, false);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- Checking the replies. ---- */
+
+static bool
+conflicted_url(const struct fz_ent *e)
+{
+	return e->url_mut > 1 || (e->url_mut == 1 && e->url_touch > 1);
+}
+
+static bool
+conflicted_doc(const struct fz_ent *e)
+{
+	return e->doc_mut > 1 || (e->doc_mut == 1 && e->doc_touch > 1);
+}
+
+static void
+check_urls(struct fz_req *q)
+{
+	const Nddd__V1__UrlResults *res = q->resp->urls;
+	size_t e = 0;
+
+	if (q->resp->result_case != NDDD__V1__RESPONSE__RESULT_URLS ||
+	    res == NULL)
+		fx_fail("request %llu (%s): no URL results",
+		    (unsigned long long)q->id, fz_op_names[q->op]);
+	if (res->n_counts != q->n)
+		fx_fail("request %llu (%s): %zu counts for %zu URLs",
+		    (unsigned long long)q->id, fz_op_names[q->op],
+		    res->n_counts, q->n);
+	for (size_t i = 0; i < q->n; i++) {
+		uint64_t c = res->counts[i];
+		struct fz_ent *en;
+
+		if (!q->items[i].valid) {
+			if (e >= res->n_errors || res->errors[e]->index != i ||
+			    res->errors[e]->status == NULL ||
+			    res->errors[e]->status->code !=
+			    NDDD__V1__CODE__INVALID_ARGUMENT || c != 0)
+				fx_fail("request %llu (%s): item %zu is no URL "
+				    "and has no error of its own",
+				    (unsigned long long)q->id,
+				    fz_op_names[q->op], i);
+			e++;
+			continue;
+		}
+		en = &fx.ents[q->items[i].ent];
+		if (conflicted_url(en))
+			continue;
+		switch (q->op) {
+		case FZ_URL_SUBMIT:
+			if (en->url_known && c != en->count + 1)
+				fx_fail("request %llu: url_submit of %.*s "
+				    "counted %llu, not %llu",
+				    (unsigned long long)q->id,
+				    (int)en->canon_len, en->canon,
+				    (unsigned long long)c,
+				    (unsigned long long)en->count + 1);
+			if (c == 0)
+				fx_fail("request %llu: url_submit counted 0",
+				    (unsigned long long)q->id);
+			en->url_known = true;
+			en->count = c;
+			break;
+		case FZ_URL_DELETE:
+			if (en->url_known && c != en->count)
+				fx_fail("request %llu: url_delete of %.*s had "
+				    "%llu, not %llu", (unsigned long long)q->id,
+				    (int)en->canon_len, en->canon,
+				    (unsigned long long)c,
+				    (unsigned long long)en->count);
+			en->url_known = true;
+			en->count = 0;
+			break;
+		default:
+			if (en->url_known && c != en->count)
+				fx_fail("request %llu: url_check of %.*s says "
+				    "%llu, not %llu", (unsigned long long)q->id,
+				    (int)en->canon_len, en->canon,
+				    (unsigned long long)c,
+				    (unsigned long long)en->count);
+			en->url_known = true;
+			en->count = c;
+			break;
+		}
+	}
+	if (e != res->n_errors)
+		fx_fail("request %llu (%s): %zu item errors, not %zu",
+		    (unsigned long long)q->id, fz_op_names[q->op],
+		    res->n_errors, e);
+}
+
+/* The entry of the stored document id, if the model knows it for sure. */
+static const struct fz_ent *
+ent_of_doc(uint64_t id)
+{
+	for (int i = 0; i < fx.nents; i++)
+		if (fx.ents[i].doc_known && fx.ents[i].doc_present &&
+		    fx.ents[i].doc_id == id && fx.ents[i].doc_mut == 0)
+			return &fx.ents[i];
+	return NULL;
+}
+
+/*
+ * Neighbours of fp within k, from a reply: sorted nearest then oldest, at
+ * most max_results, not self, at their true distance where the model
+ * knows the document, and, when the reply holds them all, every document
+ * the model knows within k.
+ */
+static void
+check_near(const struct fz_req *q, Nddd__V1__Neighbour **near, size_t n,
+    uint64_t total, uint64_t fp, unsigned k, uint64_t self)
+{
+	for (size_t i = 0; i < n; i++) {
+		const Nddd__V1__Neighbour *nb = near[i];
+		const struct fz_ent *e = ent_of_doc(nb->doc_id);
+
+		if (nb->distance > k || nb->doc_id == 0 || nb->doc_id == self)
+			fx_fail("request %llu (%s): neighbour %llu at %u, k %u",
+			    (unsigned long long)q->id, fz_op_names[q->op],
+			    (unsigned long long)nb->doc_id, nb->distance, k);
+		if (i > 0 && (near[i - 1]->distance > nb->distance ||
+		    (near[i - 1]->distance == nb->distance &&
+		    near[i - 1]->doc_id >= nb->doc_id)))
+			fx_fail("request %llu (%s): neighbours out of order",
+			    (unsigned long long)q->id, fz_op_names[q->op]);
+		if (e != NULL && ((unsigned)__builtin_popcountll(e->doc_fp ^
+		    fp) != nb->distance || nb->url.len != e->canon_len ||
+		    memcmp(nb->url.data, e->canon, e->canon_len) != 0 ||
+		    nb->group != e->doc_group))
+			fx_fail("request %llu (%s): neighbour %llu is not the "
+			    "document stored", (unsigned long long)q->id,
+			    fz_op_names[q->op], (unsigned long long)nb->doc_id);
+		if (nb->doc_id > fx.max_doc_id)
+			fx.max_doc_id = nb->doc_id;
+	}
+	if (n > FX_MAX_RESULTS || n > total)
+		fx_fail("request %llu (%s): %zu neighbours of %llu",
+		    (unsigned long long)q->id, fz_op_names[q->op], n,
+		    (unsigned long long)total);
+	if (n != total)
+		return;
+	for (int i = 0; i < fx.nents; i++) {
+		const struct fz_ent *e = &fx.ents[i];
+		bool found = false;
+
+		if (!e->doc_known || !e->doc_present || conflicted_doc(e) ||
+		    e->doc_mut > 0 || e->doc_id == self ||
+		    (unsigned)__builtin_popcountll(e->doc_fp ^ fp) > k)
+			continue;
+		for (size_t j = 0; j < n && !found; j++)
+			found = near[j]->doc_id == e->doc_id;
+		if (!found)
+			fx_fail("request %llu (%s): document %llu (%.*s) "
+			    "within k is not among all %zu neighbours",
+			    (unsigned long long)q->id, fz_op_names[q->op],
+			    (unsigned long long)e->doc_id, (int)e->canon_len,
+			    e->canon, n);
+	}
+}
+
+static void
+check_doc(struct fz_req *q)
+{
+	const Nddd__V1__DocResult *r = q->resp->doc;
+	struct fz_ent *e = &fx.ents[q->items[0].ent];
+	bool sure = !conflicted_doc(e);
+
+	if (q->resp->result_case != NDDD__V1__RESPONSE__RESULT_DOC ||
+	    r == NULL)
+		fx_fail("request %llu (%s): no document result",
+		    (unsigned long long)q->id, fz_op_names[q->op]);
+	if (r->url.len != e->canon_len ||
+	    memcmp(r->url.data, e->canon, e->canon_len) != 0)
+		fx_fail("request %llu (%s): URL %.*s, not %.*s",
+		    (unsigned long long)q->id, fz_op_names[q->op],
+		    (int)r->url.len, (const char *)r->url.data,
+		    (int)e->canon_len, e->canon);
+	if (q->op == FZ_DOC_WOULD_JOIN) {
+		if (r->doc_id != 0 || r->simhash != q->fp || r->created ||
+		    r->group != (r->n_near > 0 ? r->near[0]->group : 0))
+			fx_fail("request %llu (doc_submit query_only): id %llu "
+			    "simhash %016llx (not %016llx) group %llu",
+			    (unsigned long long)q->id,
+			    (unsigned long long)r->doc_id,
+			    (unsigned long long)r->simhash,
+			    (unsigned long long)q->fp,
+			    (unsigned long long)r->group);
+		check_near(q, r->near, r->n_near, r->near_total, q->fp, FX_K,
+		    sure && e->doc_known && e->doc_present ? e->doc_id : 0);
+		return;
+	}
+	if (r->doc_id == 0 || r->group == 0)
+		fx_fail("request %llu (%s): document id %llu, group %llu",
+		    (unsigned long long)q->id, fz_op_names[q->op],
+		    (unsigned long long)r->doc_id,
+		    (unsigned long long)r->group);
+	if (q->op == FZ_DOC_SUBMIT) {
+		if (r->simhash != q->fp)
+			fx_fail("request %llu: doc_submit's simhash %016llx, "
+			    "not %016llx", (unsigned long long)q->id,
+			    (unsigned long long)r->simhash,
+			    (unsigned long long)q->fp);
+		/* The group of its nearest neighbour, or its own. */
+		if (r->n_near > 0 ? r->group != r->near[0]->group :
+		    r->near_total == 0 && r->group != r->doc_id)
+			fx_fail("request %llu: doc_submit's group %llu",
+			    (unsigned long long)q->id,
+			    (unsigned long long)r->group);
+		if (sure && e->doc_known && (r->created == e->doc_present ||
+		    (e->doc_present && r->doc_id != e->doc_id) ||
+		    (!e->doc_present && r->doc_id <= fx.group_max_doc_id)))
+			fx_fail("request %llu: doc_submit of %.*s: id %llu "
+			    "created %d; was %s %llu, ids so far up to %llu",
+			    (unsigned long long)q->id, (int)e->canon_len,
+			    e->canon, (unsigned long long)r->doc_id,
+			    r->created, e->doc_present ? "stored as" :
+			    "absent", (unsigned long long)e->doc_id,
+			    (unsigned long long)fx.group_max_doc_id);
+	} else if (sure && e->doc_known && (!e->doc_present ||
+	    r->doc_id != e->doc_id || r->simhash != e->doc_fp ||
+	    r->group != e->doc_group || r->created))
+		fx_fail("request %llu: doc_get of %.*s gives id %llu simhash "
+		    "%016llx group %llu, not %llu %016llx %llu",
+		    (unsigned long long)q->id, (int)e->canon_len, e->canon,
+		    (unsigned long long)r->doc_id,
+		    (unsigned long long)r->simhash,
+		    (unsigned long long)r->group,
+		    (unsigned long long)e->doc_id,
+		    (unsigned long long)e->doc_fp,
+		    (unsigned long long)e->doc_group);
+	check_near(q, r->near, r->n_near, r->near_total, r->simhash, FX_K,
+	    r->doc_id);
+	if (!sure)
+		return;
+	e->doc_known = e->doc_present = true;
+	e->doc_id = r->doc_id;
+	e->doc_fp = r->simhash;
+	e->doc_group = r->group;
+}
+
+static void
+check_reply(struct fz_req *q)
+{
+	const Nddd__V1__Response *r = q->resp;
+	Nddd__V1__Code code = r->status ? r->status->code :
+	    NDDD__V1__CODE__OK;
+	struct fz_ent *e = q->n > 0 && q->items[0].valid ?
+	    &fx.ents[q->items[0].ent] : NULL;
+
+	if (fx_trace)
+		fprintf(stderr, "request %llu %s (role %d, %zu items, expected "
+		    "%d): %s %d%s%s\n", (unsigned long long)q->id,
+		    fz_op_names[q->op], q->role, q->n, q->expect,
+		    r->status ? "error" : "result", r->status ? code :
+		    (int)r->result_case, r->status ? " " : "",
+		    r->status ? r->status->message : "");
+
+	if (r->status != NULL && (r->result_case !=
+	    NDDD__V1__RESPONSE__RESULT__NOT_SET || r->status->message == NULL ||
+	    r->status->message[0] == '\0'))
+		fx_fail("request %llu (%s): an error with a result or without "
+		    "a message", (unsigned long long)q->id,
+		    fz_op_names[q->op]);
+	if (q->expect != NDDD__V1__CODE__OK) {
+		if (code != q->expect)
+			fx_fail("request %llu (%s): answered %d (%s), not %d",
+			    (unsigned long long)q->id, fz_op_names[q->op],
+			    code, r->status ? r->status->message : "a result",
+			    q->expect);
+		return;
+	}
+	/* Data-dependent errors. */
+	if (code == NDDD__V1__CODE__NOT_FOUND && q->op == FZ_DOC_GET) {
+		if (e != NULL && e->doc_known && e->doc_present &&
+		    !conflicted_doc(e))
+			fx_fail("request %llu: doc_get of %.*s, stored as "
+			    "%llu: not found", (unsigned long long)q->id,
+			    (int)e->canon_len, e->canon,
+			    (unsigned long long)e->doc_id);
+		if (e != NULL && !conflicted_doc(e)) {
+			e->doc_known = true;
+			e->doc_present = false;
+		}
+		return;
+	}
+	if (code == NDDD__V1__CODE__RESOURCE_EXHAUSTED) {
+		/* The store is full: what was asked may not have been done. */
+		for (size_t i = 0; i < q->n; i++)
+			if (q->items[i].valid) {
+				fx.ents[q->items[i].ent].url_known = false;
+				fx.ents[q->items[i].ent].doc_known = false;
+			}
+		return;
+	}
+	if (code != NDDD__V1__CODE__OK)
+		fx_fail("request %llu (%s): answered %d (%s)",
+		    (unsigned long long)q->id, fz_op_names[q->op], code,
+		    r->status->message);
+	switch (q->op) {
+	case FZ_URL_SUBMIT:
+	case FZ_URL_CHECK:
+	case FZ_URL_DELETE:
+		check_urls(q);
+		break;
+	case FZ_STATS:
+		if (r->result_case != NDDD__V1__RESPONSE__RESULT_STATS ||
+		    r->stats->version == NULL || r->stats->canon == NULL ||
+		    strcmp(r->stats->canon, urlset_canon_id(fx.us)) != 0 ||
+		    r->stats->near == NULL || r->stats->near->k != FX_K)
+			fx_fail("request %llu: stats without the basic figures",
+			    (unsigned long long)q->id);
+		if ((q->role >= ROLE_ADMIN) != (r->stats->url_store != NULL) ||
+		    (q->role >= ROLE_ADMIN) != (r->stats->cbf != NULL) ||
+		    (q->role >= ROLE_ADMIN) != (r->stats->accel != NULL))
+			fx_fail("request %llu: stats in full for role %d, or "
+			    "not for admin", (unsigned long long)q->id,
+			    q->role);
+		break;
+	case FZ_VERIFY:
+		if (r->result_case != NDDD__V1__RESPONSE__RESULT_VERIFY)
+			fx_fail("request %llu: verify without its result",
+			    (unsigned long long)q->id);
+		if (!r->verify->consistent)
+			fx_fail("verify: memory and store disagree: %s",
+			    r->verify->detail);
+		break;
+	case FZ_DOC_SUBMIT:
+	case FZ_DOC_WOULD_JOIN:
+	case FZ_DOC_GET:
+		check_doc(q);
+		break;
+	case FZ_DOC_DELETE:
+		if (r->result_case != NDDD__V1__RESPONSE__RESULT_DOC_DELETE)
+			fx_fail("request %llu: doc_delete without its result",
+			    (unsigned long long)q->id);
+		if (conflicted_doc(e))
+			break;
+		if (e->doc_known && r->doc_delete->doc_id !=
+		    (e->doc_present ? e->doc_id : 0))
+			fx_fail("request %llu: doc_delete of %.*s deleted "
+			    "%llu, not %llu", (unsigned long long)q->id,
+			    (int)e->canon_len, e->canon,
+			    (unsigned long long)r->doc_delete->doc_id,
+			    (unsigned long long)(e->doc_present ?
+			    e->doc_id : 0));
+		e->doc_known = true;
+		e->doc_present = false;
+		break;
+	case FZ_DOC_QUERY_BODY:
+	case FZ_DOC_QUERY_FP:
+		if (r->result_case != NDDD__V1__RESPONSE__RESULT_DOC_QUERY ||
+		    r->doc_query->simhash != q->fp)
+			fx_fail("request %llu (%s): not the query's result",
+			    (unsigned long long)q->id, fz_op_names[q->op]);
+		check_near(q, r->doc_query->near, r->doc_query->n_near,
+		    r->doc_query->near_total, q->fp, q->k, 0);
+		break;
+	default:
+		fx_fail("request %llu (%s): answered with a result",
+		    (unsigned long long)q->id, fz_op_names[q->op]);
+	}
+}
+
+/* Requests [fx.group_start, fx.nreqs) of the group being waited for. */
+static int group_start;
+
+static bool
+group_answered(void)
+{
+	if (fx.cli_eof)
+		fx_fail("the server closed the connection with requests "
+		    "unanswered");
+	for (int i = group_start; i < fx.nreqs; i++)
+		if (fx.reqs[i].resp == NULL)
+			return false;
+	return true;
+}
+
+/* Sends nothing more: waits for the group's replies and checks them. */
+static void
+end_group(void)
+{
+	if (group_start == fx.nreqs)
+		return;
+	fx.group_max_doc_id = fx.max_doc_id;
+	fx_wait(group_answered, "a group's replies");
+	for (int i = group_start; i < fx.nreqs; i++)
+		check_reply(&fx.reqs[i]);
+	for (int i = 0; i < fx.nents; i++) {
+		struct fz_ent *e = &fx.ents[i];
+
+		if (conflicted_url(e))
+			e->url_known = false;
+		if (conflicted_doc(e))
+			e->doc_known = false;
+		if (e->doc_known && e->doc_present &&
+		    e->doc_id > fx.max_doc_id)
+			fx.max_doc_id = e->doc_id;
+		e->url_touch = e->url_mut = e->doc_touch = e->doc_mut = 0;
+		e->last_req = -1;
+	}
+	for (int i = group_start; i < fx.nreqs; i++)
+		if (fx.reqs[i].resp != NULL &&
+		    fx.reqs[i].resp->result_case ==
+		    NDDD__V1__RESPONSE__RESULT_DOC &&
+		    fx.reqs[i].resp->doc->doc_id > fx.max_doc_id)
+			fx.max_doc_id = fx.reqs[i].resp->doc->doc_id;
+	group_start = fx.nreqs;
+}
+
+/* ---- A raw frame: the last of a sequence. ---- */
+
+static bool
+raw_done(void)
+{
+	if (fx.cli_eof)
+		return true;
+	return fx.raw_decodes && fx.raw_resp != NULL &&
+	    fx.sentinel_resp != NULL;
+}
+
+static void
+send_raw(struct fz_in *in)
+{
+	struct evbuffer *out = bufferevent_get_output(fx.cli);
+	uint8_t kind = in_byte(in), hdr[4];
+	const uint8_t *raw;
+	uint8_t *p = NULL;
+	size_t len = 0;
+	uint32_t wire;
+	Nddd__V1__Request *dec;
+
+	if ((kind & 3) == 1 || (kind & 3) == 2) {
+		/* A request with bytes changed, or cut short. */
+		struct fz_req *q = &fx.reqs[fx.nreqs];
+		Nddd__V1__Request m = NDDD__V1__REQUEST__INIT;
+
+		memset(q, 0, sizeof(*q));
+		q->id = m.id = next_id++;
+		q->op = fz_op_of[in_byte(in) & 15];
+		if (q->op == FZ_RAW)
+			q->op = FZ_URL_SUBMIT;
+		q->role = ROLE_ADMIN;
+		m.token = (char *)fx_tokens[ROLE_ADMIN];
+		gen_request(in, q, &m);
+		len = nddd__v1__request__get_packed_size(&m);
+		p = fz_alloc(len);
+		nddd__v1__request__pack(&m, p);
+		if ((kind & 3) == 1) {
+			for (int i = 0; i < 1 + (kind >> 6); i++) {
+				uint8_t at = in_byte(in), x = in_byte(in);
+
+				p[at % len] ^= x ? x : 0x80;
+			}
+		} else
+			len = in_byte(in) % len;
+		/* Its items are no model's business now. */
+		q->n = 0;
+	} else if ((kind & 3) == 0) {
+		len = in_string(in, 255, &raw);
+		p = fz_alloc(len);
+		memcpy(p, raw, len);
+	}
+	if ((kind & 3) == 3) {
+		/* Longer than the server takes: refused before it is read. */
+		wire = htonl((uint32_t)fx.cfg.max_frame + 1 + kind);
+		memcpy(hdr, &wire, 4);
+		evbuffer_add(out, hdr, 4);
+		fx.raw_decodes = false;
+	} else {
+		wire = htonl((uint32_t)len);
+		memcpy(hdr, &wire, 4);
+		evbuffer_add(out, hdr, 4);
+		evbuffer_add(out, p, len);
+		dec = nddd__v1__request__unpack(NULL, len, p);
+		fx.raw_decodes = dec != NULL;
+		fx.raw_id = dec != NULL ? dec->id : 0;
+		if (dec != NULL)
+			nddd__v1__request__free_unpacked(dec, NULL);
+	}
+	/* Then a request that shows whether the connection lives on. */
+	{
+		Nddd__V1__Request m = NDDD__V1__REQUEST__INIT;
+		Nddd__V1__StatsRequest sr = NDDD__V1__STATS_REQUEST__INIT;
+
+		fx.sentinel_id = m.id = FX_SENTINEL_ID | next_id++;
+		m.op_case = NDDD__V1__REQUEST__OP_STATS;
+		m.stats = &sr;
+		if (frame_write(out, &m.base) != 0)
+			fx_fail("out of memory");
+	}
+	fx.raw_sent = true;
+	fx_wait(raw_done, "the replies to a raw frame");
+	if (fx_trace)
+		fprintf(stderr, "raw frame of %zu bytes (%s): %s%s%s\n", len,
+		    fx.raw_decodes ? "a request" : "no request",
+		    fx.raw_resp ? "answered, " : "",
+		    fx.conn_error ? "error with id 0, " : "",
+		    fx.cli_eof ? "closed" : "open");
+	if (!fx.raw_decodes) {
+		if (fx.raw_resp != NULL || fx.conn_error == NULL ||
+		    fx.conn_error->status == NULL ||
+		    (fx.conn_error->status->code !=
+		    NDDD__V1__CODE__INVALID_ARGUMENT &&
+		    fx.conn_error->status->code !=
+		    NDDD__V1__CODE__RESOURCE_EXHAUSTED))
+			fx_fail("a frame that is no request did not fail the "
+			    "connection with an error");
+	} else if (fx.cli_eof && fx.raw_resp == NULL) {
+		/* Decoding it would take more memory than its size allows. */
+		if (fx.conn_error == NULL || fx.conn_error->status == NULL ||
+		    fx.conn_error->status->code !=
+		    NDDD__V1__CODE__RESOURCE_EXHAUSTED)
+			fx_fail("a request closed the connection without "
+			    "saying why");
+	} else if (fx.cli_eof && !(fx.raw_id == 0 && fx.raw_resp->status))
+		fx_fail("the server closed the connection after answering "
+		    "a request");
+	fx.cli_spent = true;
+}
+
+/* ---- One execution. ---- */
+
+static void
+free_replies(void)
+{
+	for (int i = 0; i < fx.nreqs; i++)
+		if (fx.reqs[i].resp != NULL)
+			nddd__v1__response__free_unpacked(fx.reqs[i].resp,
+			    NULL);
+	if (fx.raw_resp != NULL)
+		nddd__v1__response__free_unpacked(fx.raw_resp, NULL);
+	if (fx.sentinel_resp != NULL)
+		nddd__v1__response__free_unpacked(fx.sentinel_resp, NULL);
+	if (fx.conn_error != NULL)
+		nddd__v1__response__free_unpacked(fx.conn_error, NULL);
+	fx.raw_resp = fx.sentinel_resp = fx.conn_error = NULL;
+}
+
+static void
+fx_reconnect_if_needed(void)
+{
+	if (fx.cli != NULL && (fx.cli_eof || fx.cli_spent))
+		fx_disconnect();
+	if (fx.cli == NULL)
+		fx_connect();
+}
+
+/*
+ * Before the stack is closed: verify what the executions since it was
+ * opened left in it.
+ */
+static void
+fx_verify_epoch(void)
+{
+	Nddd__V1__Request m = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__VerifyRequest v = NDDD__V1__VERIFY_REQUEST__INIT;
+	struct fz_req *q = &fx.reqs[0];
+
+	fx_reconnect_if_needed();
+	memset(q, 0, sizeof(*q));
+	q->id = m.id = next_id++;
+	q->op = FZ_VERIFY;
+	q->role = ROLE_ADMIN;
+	m.token = (char *)fx_tokens[ROLE_ADMIN];
+	m.op_case = NDDD__V1__REQUEST__OP_VERIFY;
+	m.verify = &v;
+	fx.nreqs = 1;
+	fx.nents = 0;
+	fx.raw_sent = false;
+	group_start = 0;
+	if (frame_write(bufferevent_get_output(fx.cli), &m.base) != 0)
+		fx_fail("out of memory");
+	fx_context = "this was the verify after a whole epoch of executions "
+	    "of the stack: the input below is only the last of them";
+	end_group();
+	fx_context = NULL;
+	free_replies();
+}
+
+static void
+fx_init_once(void)
+{
+	struct urlcanon_options o = { false, false, false };
+	char *cause = NULL;
+
+	signal(SIGPIPE, SIG_IGN);
+	fx_trace = getenv("FUZZ_DISPATCH_TRACE") != NULL;
+	arena_init(&fx.arena, 64 * 1024);
+	if ((fx.uc = urlcanon_new(&o)) == NULL ||
+	    (fx.md = EVP_MD_CTX_new()) == NULL ||
+	    (fx.sc = simhash_scratch_new()) == NULL)
+		fx_fail("out of memory");
+	atexit(fx_at_exit);
+	fx_open();
+	if ((fx.sh = simhash_new(fx.cfg.term_hash, NULL, &cause)) == NULL)
+		fx_fail("simhash: %s", cause ? cause : "?");
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz_in in = { data, size };
+
+	if (fx.uc == NULL)
+		fx_init_once();
+	else if (fx.execs >= FX_REOPEN_EXECS) {
+		fx_verify_epoch();
+		fx_close();
+		fx_open();
+	}
+	fx.execs++;
+	fx.nonce = ++nonce_counter;
+	snprintf(fx.host, sizeof(fx.host), "n%lu.example", fx.nonce);
+	snprintf(fx.host_upper, sizeof(fx.host_upper), "N%lu.EXAMPLE",
+	    fx.nonce);
+	fx_reconnect_if_needed();
+	arena_reset(&fx.arena);
+	fx.nreqs = fx.nents = 0;
+	group_start = 0;
+	fx.max_doc_id = 0;
+	fx.raw_sent = fx.raw_decodes = false;
+	memset(fx.buckets, 0xff, sizeof(fx.buckets));
+
+	while (in.n > 0 && fx.nreqs < FX_MAX_REQS) {
+		uint8_t b = in_byte(&in);
+		unsigned tok = (b >> 4) & 7;
+		struct fz_req *q = &fx.reqs[fx.nreqs];
+		Nddd__V1__Request m = NDDD__V1__REQUEST__INIT;
+
+		if (fz_op_of[b & 15] == FZ_RAW) {
+			end_group();
+			send_raw(&in);
+			break;
+		}
+		memset(q, 0, sizeof(*q));
+		q->op = fz_op_of[b & 15];
+		q->id = m.id = next_id++;
+		switch (tok) {
+		case 0:
+			q->role = ROLE_NONE;
+			break;
+		case 1:
+		case 2:
+			q->role = tok == 1 ? ROLE_READ : ROLE_WRITE;
+			m.token = (char *)fx_tokens[q->role];
+			break;
+		case 3:
+			q->role = ROLE_NONE;
+			m.token = (char *)FX_UNKNOWN_TOKEN;
+			break;
+		default:
+			q->role = ROLE_ADMIN;
+			m.token = (char *)fx_tokens[ROLE_ADMIN];
+			break;
+		}
+		gen_request(&in, q, &m);
+		fx.nreqs++;
+		if (frame_write(bufferevent_get_output(fx.cli), &m.base) != 0)
+			fx_fail("out of memory");
+		if (b & 0x80)
+			end_group();
+	}
+	end_group();
+	free_replies();
+	return 0;
+}
