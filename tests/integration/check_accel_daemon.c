@@ -120,10 +120,8 @@ static char *
 plugin_dir_with(struct harness *h, const char *from, const char *name,
     mode_t mode)
 {
-	char exe[4096], src[4200], *dir, *dst, *data;
+	char exe[4096], src[4200], *dir, *dst;
 	ssize_t n;
-	size_t len;
-	int fd;
 
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	ck_assert_int_gt(n, 0);
@@ -135,13 +133,7 @@ plugin_dir_with(struct harness *h, const char *from, const char *name,
 	ck_assert_int_eq(chmod(dir, 0755), 0);
 	ck_assert_int_ne(asprintf(&dst, "%s/%s%s%s", dir, ACCEL_PLUGIN_PREFIX,
 	    name, ACCEL_PLUGIN_SUFFIX), -1);
-	ck_assert_msg((data = tu_read_file(src, &len)) != NULL, "%s", src);
-	fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-	ck_assert_int_ne(fd, -1);
-	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-	ck_assert_int_eq(close(fd), 0);
-	ck_assert_int_eq(chmod(dst, mode), 0);
-	free(data);
+	tu_copy_file(src, dst, mode);
 	free(dst);
 	return dir;
 }

@@ -4,10 +4,12 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +96,23 @@ tu_read_file(const char *path, size_t *len)
 out:
 	fclose(f);
 	return buf;
+}
+
+void
+tu_copy_file(const char *src, const char *dst, unsigned mode)
+{
+	char *data;
+	size_t len;
+	int fd;
+
+	ck_assert_msg((data = tu_read_file(src, &len)) != NULL, "%s", src);
+	fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	ck_assert_msg(fd != -1, "%s", dst);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	ck_assert_int_eq(close(fd), 0);
+	/* After the file is written: the mode may forbid writing it. */
+	ck_assert_int_eq(chmod(dst, (mode_t)mode), 0);
+	free(data);
 }
 
 uint64_t

@@ -26,6 +26,9 @@ double tu_now(void);
 
 /* Reads a whole file, NUL-terminated; NULL if it cannot be read. */
 char *tu_read_file(const char *path, size_t *len);
+/* Copies src to dst (created or truncated), then gives dst mode; fails the
+ * test on any error. */
+void tu_copy_file(const char *src, const char *dst, unsigned mode);
 
 /*
  * Calls fn(arg, s, len) on every line of the URL list rel (relative to the

@@ -308,19 +308,10 @@ static void
 plugin_copy(const char *dir, const char *from, const char *file, mode_t mode)
 {
 	char src[4200], dst[4200];
-	char *data;
-	size_t len;
-	int fd;
 
 	snprintf(src, sizeof(src), "%s/nddd-accel-%s.so", plugin_dir, from);
 	snprintf(dst, sizeof(dst), "%s/%s", dir, file);
-	ck_assert_ptr_nonnull(data = tu_read_file(src, &len));
-	fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-	ck_assert_int_ne(fd, -1);
-	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-	ck_assert_int_eq(close(fd), 0);
-	ck_assert_int_eq(chmod(dst, mode), 0);
-	free(data);
+	tu_copy_file(src, dst, mode);
 }
 
 /* Starts name from dir, expecting a refusal that says why. */
