@@ -341,6 +341,33 @@ START_TEST(test_abort_is_taken_back)
 }
 END_TEST
 
+START_TEST(test_near_excludes_only_what_is_there)
+{
+	/* A query that excludes a document lowers the total only for a
+	 * document the tables hold: one being re-submitted meanwhile (not
+	 * in the tables under the fingerprint its reader saw) must not cut
+	 * a real neighbour off (found by fuzz_dispatch). */
+	struct fixture fx = { .dir = tu_tmpdir() };
+	struct nearidx_hit hits[8];
+	char *cause;
+
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	put(&fx, "x", 100, NULL);	/* id 1 */
+	put(&fx, "y", 101, NULL);	/* id 2, at distance 1 */
+	/* Id 3 is in no table, though its fingerprint is within k. */
+	ck_assert_int_eq(docset_near(fx.ds, 100, 1, 3, 100, hits, 8), 2);
+	/* Excluding a document that is there: the other one is left. */
+	ck_assert_int_eq(docset_near(fx.ds, 100, 1, 1, 100, hits, 8), 1);
+	ck_assert_uint_eq(hits[0].doc_id, 2);
+	/* The excluded one beyond the hits asked for still counts out. */
+	ck_assert_int_eq(docset_near(fx.ds, 100, 1, 2, 101, hits, 1), 1);
+	ck_assert_uint_eq(hits[0].doc_id, 1);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
+
 /* Brute force over the stored fingerprints. */
 struct model {
 	uint64_t fp[3000];
@@ -500,6 +527,7 @@ docset_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_groups);
 	tcase_add_test(tc, test_abort_is_taken_back);
+	tcase_add_test(tc, test_near_excludes_only_what_is_there);
 	tcase_add_test(tc, test_near_and_reopen_against_brute_force);
 	tcase_add_test(tc, test_term_hash_fixed_once_documents_exist);
 	tcase_add_test(tc, test_store_failures_surface);
