@@ -79,13 +79,20 @@ static const struct operation operations[] = {
 #define NOPS (sizeof(operations) / sizeof(operations[0]))
 _Static_assert(NOPS <= METRIC_MAX_OPS, "the metrics count every operation");
 
+/* The row of op_case ("invalid" for none the server knows). */
+static const struct operation *
+row_of_case(Nddd__V1__Request__OpCase op_case)
+{
+	for (size_t i = 0; i < NOPS - 1; i++)
+		if (operations[i].op_case == op_case)
+			return &operations[i];
+	return operation_invalid();
+}
+
 const struct operation *
 operation_of(const Nddd__V1__Request *req)
 {
-	for (size_t i = 0; i < NOPS - 1; i++)
-		if (operations[i].op_case == req->op_case)
-			return &operations[i];
-	return operation_invalid();
+	return row_of_case(req->op_case);
 }
 
 const struct operation *
@@ -122,25 +129,24 @@ size_t
 operation_reply_bound(Nddd__V1__Request__OpCase op_case, size_t items,
     const struct request_limits *lim)
 {
+	const struct operation *op = row_of_case(op_case);
 	size_t batch = REPLY_SMALL_MAX + (size_t)lim->max_batch * REPLY_ITEM_MAX;
+	size_t document = REPLY_SMALL_MAX + lim->doc_reply_max;
 
-	for (size_t i = 0; i < NOPS - 1; i++) {
-		if (operations[i].op_case != op_case)
-			continue;
-		switch (operations[i].reply_size) {
-		case REPLY_SMALL:
-			return REPLY_SMALL_MAX;
-		case REPLY_PER_ITEM:
-			/* A batch over the limit is refused whole. */
-			return items > lim->max_batch ? REPLY_SMALL_MAX :
-			    REPLY_SMALL_MAX + items * REPLY_ITEM_MAX;
-		case REPLY_DOCUMENT:
-			return REPLY_SMALL_MAX + lim->doc_reply_max;
-		}
-	}
 	/* Unknown until decoded: whatever it turns out to be. */
-	return batch > REPLY_SMALL_MAX + lim->doc_reply_max ? batch :
-	    REPLY_SMALL_MAX + lim->doc_reply_max;
+	if (op == operation_invalid())
+		return batch > document ? batch : document;
+	switch (op->reply_size) {
+	case REPLY_PER_ITEM:
+		/* A batch over the limit is refused whole. */
+		return items > lim->max_batch ? REPLY_SMALL_MAX :
+		    REPLY_SMALL_MAX + items * REPLY_ITEM_MAX;
+	case REPLY_DOCUMENT:
+		return document;
+	case REPLY_SMALL:
+		break;
+	}
+	return REPLY_SMALL_MAX;
 }
 
 Nddd__V1__Code
