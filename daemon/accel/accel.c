@@ -594,6 +594,22 @@ accel_backend_name(const struct accel *acc)
 	return accel_use_plugin(acc) ? acc->plugin.be->name : "cpu";
 }
 
+const struct simhash *
+accel_inline_engine(const struct accel *acc)
+{
+	return accel_use_plugin(acc) ? NULL : acc->engine;
+}
+
+void
+accel_count_inline(struct accel *acc, size_t docs, size_t bytes)
+{
+	__atomic_add_fetch(&acc->n.jobs, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&acc->n.docs, docs, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&acc->n.bytes, bytes, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&acc->n.batches, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&acc->n.cpu, 1, __ATOMIC_RELAXED);
+}
+
 void
 accel_stats(const struct accel *acc, struct accel_stats *st)
 {

@@ -29,7 +29,8 @@
  * plugin that fails makes accel_new fail.
  *
  * Threads: accel_new, accel_submit, accel_free and the job functions in the
- * loop thread; done callbacks run there too.
+ * loop thread; done callbacks run there too.  The inline engine and the
+ * statistics from any thread.
  */
 #ifndef NDDD_ACCEL_H
 #define NDDD_ACCEL_H
@@ -105,6 +106,21 @@ void accel_free(struct accel *acc);
 const char *accel_backend_name(const struct accel *acc);
 /* Fills *st. */
 void accel_stats(const struct accel *acc, struct accel_stats *st);
+
+/*
+ * Any thread: the engine, when the backend in use is cpu, so that a caller
+ * holding documents on a thread of its own computes them there, with a
+ * scratch of its own: the cpu backend's pool would cost two hand-overs
+ * between threads and a copy of each body to keep it alive in between,
+ * which take longer than fingerprinting a page.  NULL while a plugin is in
+ * use: documents then go through accel_submit.  A caller that computes
+ * inline counts what it did with accel_count_inline, so the statistics
+ * stay whole.
+ */
+const struct simhash *accel_inline_engine(const struct accel *acc);
+/* Any thread: docs documents of bytes in all, computed inline as one
+ * batch. */
+void accel_count_inline(struct accel *acc, size_t docs, size_t bytes);
 
 /*
  * A job of ndocs documents of one format.  Returns NULL when out of
