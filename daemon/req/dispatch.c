@@ -22,6 +22,7 @@
 #include "reply.h"
 #include "request.h"
 #include "server.h"
+#include "simhash.h"
 #include "statsreq.h"
 #include "store.h"
 #include "urlset.h"
@@ -58,6 +59,19 @@ struct req_task {
 	uint8_t payload[];
 };
 
+static void
+worker_ctx_free(void *arg)
+{
+	struct worker_ctx *ctx = arg;
+
+	urlset_keyer_free(ctx->keyer);
+	urlset_reader_free(ctx->urls);
+	store_reader_free(ctx->reader);
+	simhash_scratch_free(ctx->scratch);
+	arena_release(&ctx->arena);
+	free(ctx);
+}
+
 static void *
 worker_ctx_new(void *arg)
 {
@@ -71,26 +85,13 @@ worker_ctx_new(void *arg)
 	ctx->keyer = urlset_keyer_new(d->svc.us);
 	ctx->urls = urlset_reader_new(d->svc.us);
 	ctx->reader = store_reader_new(d->svc.st);
-	if (ctx->keyer == NULL || ctx->urls == NULL || ctx->reader == NULL) {
-		urlset_keyer_free(ctx->keyer);
-		urlset_reader_free(ctx->urls);
-		store_reader_free(ctx->reader);
-		free(ctx);
+	ctx->scratch = simhash_scratch_new();
+	if (ctx->keyer == NULL || ctx->urls == NULL || ctx->reader == NULL ||
+	    ctx->scratch == NULL) {
+		worker_ctx_free(ctx);
 		return NULL;
 	}
 	return ctx;
-}
-
-static void
-worker_ctx_free(void *arg)
-{
-	struct worker_ctx *ctx = arg;
-
-	urlset_keyer_free(ctx->keyer);
-	urlset_reader_free(ctx->urls);
-	store_reader_free(ctx->reader);
-	arena_release(&ctx->arena);
-	free(ctx);
 }
 
 /*
@@ -212,6 +213,7 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 		    URLSET_RELAXED,
 		.limits = {
 			.max_batch = cfg->max_batch,
+			.max_frame = cfg->max_frame,
 			.doc_reply_max = cfg->max_frame < DOCREQ_REPLY_MAX ?
 			    cfg->max_frame : DOCREQ_REPLY_MAX,
 		},

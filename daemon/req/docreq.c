@@ -1,9 +1,16 @@
 /*
  * docreq: the document operations of the protocol.  See docreq.h.
+ *
+ * doc_submit, doc_query by body and doc_batch are one thing here: a batch
+ * of documents (one, or many), each fingerprinted, then stored or only
+ * answered, in request order.  A batch holds everything its documents
+ * need after the request's memory is gone (their canonical URLs; their
+ * bodies too when they go to a plugin), and its reply.
  */
 #include "docreq.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,41 +19,107 @@
 #include "accel.h"
 #include "docset.h"
 #include "reply.h"
+#include "simhash.h"
 #include "store.h"
 #include "urlset.h"
 #include "workers.h"
 #include "writer.h"
 
-enum doc_kind {
-	DOC_STORE,		/* doc_submit: store it */
-	DOC_WOULD_JOIN,		/* doc_submit with query_only */
-	DOC_QUERY,		/* doc_query by body */
+/* How a batch is answered. */
+enum doc_answer {
+	ANSWER_DOC,		/* doc_submit: a DocResult, or the error */
+	ANSWER_QUERY,		/* doc_query by body: a DocQueryResult */
+	ANSWER_BATCH,		/* doc_batch: DocResults, errors per item */
 };
 
-struct doc_op {
+struct doc_item {
+	uint8_t key[DOCSET_KEY_LEN];
+	size_t url_off, url_len;	/* canonical, in the batch's urls */
+	bool has_url;			/* doc_query has none */
+	bool store;			/* stored; else only answered */
+	enum simhash_input input;
+	const uint8_t *body;		/* the request's, or the batch's copy */
+	size_t body_len;
+	/* OK, or why the document failed (message: static). */
+	Nddd__V1__Code code;
+	const char *message;
+	uint64_t fp;
+	/* The answer. */
+	uint64_t id, group;
+	bool created;
+	struct docset_neighbour *near;
+	size_t nnear;
+	uint64_t near_total;
+	struct doc_undo undo;		/* the store writer's, for an abort */
+};
+
+struct doc_batch {
+	struct writer_job wj;		/* when documents are stored */
+	struct worker_task wt;		/* queries after a plugin */
 	struct docreq_env *env;
 	struct reply reply;
-	enum doc_kind kind;
-	uint8_t key[DOCSET_KEY_LEN];
-	char *url;			/* canonical */
-	size_t url_len;
-	uint8_t *body;
-	size_t body_len;
-	enum simhash_input input;
+	enum doc_answer answer;
 	unsigned k;
-	uint64_t fp;
-	struct doc_op *next;		/* the loop's pending list */
+	size_t max_near;		/* neighbours read per document */
+	size_t nstore;			/* documents to store */
+	char *urls;			/* the canonical URLs */
+	size_t urls_len, urls_cap;
+	uint8_t *bodies;		/* copies for a plugin, or NULL */
+	size_t at_accel;		/* loop: documents not back yet */
+	struct doc_batch *next;		/* loop: the pending list */
+	size_t n;
+	struct doc_item items[];
 };
 
+/* The batch of its worker task. */
+#define BATCH_OF_TASK(t)						\
+	((struct doc_batch *)((char *)(t) - offsetof(struct doc_batch, wt)))
+
 static void
-op_free(struct doc_op *op)
+batch_free(struct doc_batch *b)
 {
-	if (op == NULL)
+	if (b == NULL)
 		return;
-	free(op->url);
-	free(op->body);
-	free(op);
+	for (size_t i = 0; i < b->n; i++)
+		docset_neighbours_free(b->items[i].near, b->items[i].nnear);
+	free(b->urls);
+	free(b->bodies);
+	free(b);
 }
+
+static struct doc_batch *
+batch_new(struct docreq_env *env, enum doc_answer answer, size_t n,
+    unsigned k)
+{
+	struct doc_batch *b;
+
+	if ((b = calloc(1, sizeof(*b) + n * sizeof(b->items[0]))) == NULL)
+		return NULL;
+	b->env = env;
+	b->answer = answer;
+	b->n = n;
+	b->k = k;
+	/* A batch's reply lists a few per document; the rest is counted. */
+	b->max_near = answer == ANSWER_BATCH &&
+	    env->max_results > DOCREQ_BATCH_NEAR_MAX ? DOCREQ_BATCH_NEAR_MAX :
+	    env->max_results;
+	return b;
+}
+
+static const char *
+item_url(const struct doc_batch *b, const struct doc_item *it)
+{
+	return it->has_url ? b->urls + it->url_off : NULL;
+}
+
+static void
+item_fail(struct doc_item *it, Nddd__V1__Code code, const char *message)
+{
+	it->code = code;
+	it->message = message;
+}
+
+/* ---- Replies. ---- */
 
 /* The reply's Neighbour messages, pointing into nb. */
 static Nddd__V1__Neighbour **
@@ -89,18 +162,17 @@ varint_size(size_t v)
 }
 
 /*
- * How many of the n neighbours (nearest first) fit r's bound when the rest
- * of its Response takes base bytes.  A neighbour's URL may be 16 KiB: a
- * long list is cut here, and near_total still tells the client how many
- * there are.
+ * How many of the n neighbours (nearest first) fit in budget bytes when
+ * the rest of the message takes base bytes.  A neighbour's URL may be
+ * 16 KiB: a long list is cut here, and near_total still tells the client
+ * how many there are.
  */
 static size_t
-neighbours_that_fit(const struct reply *r, Nddd__V1__Neighbour **v,
-    size_t n, size_t base)
+neighbours_that_fit(Nddd__V1__Neighbour **v, size_t n, size_t base,
+    size_t budget)
 {
-	/* Room for the frame's header and the lengths of the messages
-	 * around the list, which grow with it. */
-	size_t budget = (r->bound < r->max_frame ? r->bound : r->max_frame);
+	/* Room for the lengths of the messages around the list, which grow
+	 * with it. */
 	size_t size = base + 16;
 
 	for (size_t i = 0; i < n; i++) {
@@ -113,39 +185,59 @@ neighbours_that_fit(const struct reply *r, Nddd__V1__Neighbour **v,
 	return n;
 }
 
-/* Appends a DocResult reply to r. */
+/* The most one reply of r may take. */
+static size_t
+reply_budget(const struct reply *r)
+{
+	return r->bound < r->max_frame ? r->bound : r->max_frame;
+}
+
+/*
+ * Fills res from it, with its neighbours' messages in res->near (and
+ * *msgs: the caller frees both) but none counted yet in res->n_near: the
+ * caller decides how many fit.
+ */
+static int
+doc_result(Nddd__V1__DocResult *res, const struct doc_item *it,
+    Nddd__V1__Neighbour **msgs)
+{
+	nddd__v1__doc_result__init(res);
+	if ((res->near = neighbour_messages(it->near, it->nnear, msgs)) ==
+	    NULL)
+		return -1;
+	res->doc_id = it->id;
+	res->simhash = it->fp;
+	res->group = it->group;
+	res->near_total = it->near_total;
+	res->created = it->created;
+	return 0;
+}
+
+/* Appends doc_submit's DocResult for its one document. */
 static void
-write_doc(struct reply *r, uint64_t doc_id, uint64_t fp,
-    uint64_t group, const char *url, size_t url_len, bool created,
-    const struct docset_neighbour *nb, size_t n, uint64_t total)
+write_doc(struct reply *r, const struct doc_batch *b, const struct doc_item *it)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
-	Nddd__V1__DocResult res = NDDD__V1__DOC_RESULT__INIT;
+	Nddd__V1__DocResult res;
 	Nddd__V1__Neighbour *msgs;
 
-	res.near = neighbour_messages(nb, n, &msgs);
-	if (res.near == NULL) {
+	if (doc_result(&res, it, &msgs) == -1) {
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
-	res.doc_id = doc_id;
-	res.simhash = fp;
-	res.group = group;
-	res.near_total = total;
-	res.url.data = (uint8_t *)url;
-	res.url.len = url_len;
-	res.created = created;
+	res.url.data = (uint8_t *)item_url(b, it);
+	res.url.len = it->url_len;
 	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC;
 	resp.doc = &res;
-	res.n_near = neighbours_that_fit(r, res.near, n,
-	    nddd__v1__response__get_packed_size(&resp));
+	res.n_near = neighbours_that_fit(res.near, it->nnear,
+	    nddd__v1__response__get_packed_size(&resp), reply_budget(r));
 	reply_message(r, &resp.base);
 	free(res.near);
 	free(msgs);
 }
 
-/* Appends a DocQueryResult reply to r. */
+/* Appends a DocQueryResult. */
 static void
 write_query(struct reply *r, uint64_t fp,
     const struct docset_neighbour *nb, size_t n, uint64_t total)
@@ -164,275 +256,404 @@ write_query(struct reply *r, uint64_t fp,
 	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_QUERY;
 	resp.doc_query = &res;
-	res.n_near = neighbours_that_fit(r, res.near, n,
-	    nddd__v1__response__get_packed_size(&resp));
+	res.n_near = neighbours_that_fit(res.near, n,
+	    nddd__v1__response__get_packed_size(&resp), reply_budget(r));
 	reply_message(r, &resp.base);
 	free(res.near);
 	free(msgs);
 }
 
-/* ---- The store writer's side: doc_submit and doc_delete. ---- */
-
-struct doc_job {
-	struct writer_job wj;
-	const struct docreq_env *env;
-	struct reply reply;
-	bool delete;
-	struct doc_op *op;		/* doc_submit */
-	uint8_t key[DOCSET_KEY_LEN];	/* doc_delete */
-	struct doc_undo undo;
-	/* Results, copied out of the transaction. */
-	uint64_t id, group;
-	bool created;
-	struct docset_neighbour *near;
-	size_t nnear;
-	uint64_t near_total;
-};
-
+/*
+ * Appends doc_batch's DocResults: each document's result within
+ * DOCREQ_BATCH_ITEM_MAX bytes (neighbours cut, nearest kept), the errors
+ * of the failed ones.
+ */
 static void
-doc_job_free(struct doc_job *j)
+write_batch(struct reply *r, const struct doc_batch *b)
 {
-	docset_neighbours_free(j->near, j->nnear);
-	op_free(j->op);
-	free(j);
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__DocResults res = NDDD__V1__DOC_RESULTS__INIT;
+	Nddd__V1__DocResult *docs = calloc(b->n + 1, sizeof(*docs));
+	Nddd__V1__DocResult **dv = calloc(b->n + 1, sizeof(*dv));
+	Nddd__V1__Neighbour **msgs = calloc(b->n + 1, sizeof(*msgs));
+	Nddd__V1__ItemError *errs = calloc(b->n + 1, sizeof(*errs));
+	Nddd__V1__ItemError **ev = calloc(b->n + 1, sizeof(*ev));
+	Nddd__V1__Status *sts = calloc(b->n + 1, sizeof(*sts));
+	size_t i, nerr = 0, base;
+	bool oom = docs == NULL || dv == NULL || msgs == NULL ||
+	    errs == NULL || ev == NULL || sts == NULL;
+
+	for (i = 0; !oom && i < b->n; i++) {
+		const struct doc_item *it = &b->items[i];
+
+		dv[i] = &docs[i];
+		if (it->code != NDDD__V1__CODE__OK) {
+			nddd__v1__doc_result__init(&docs[i]);
+			nddd__v1__status__init(&sts[nerr]);
+			sts[nerr].code = it->code;
+			sts[nerr].message = (char *)it->message;
+			nddd__v1__item_error__init(&errs[nerr]);
+			errs[nerr].index = (uint32_t)i;
+			errs[nerr].status = &sts[nerr];
+			ev[nerr] = &errs[nerr];
+			nerr++;
+			continue;
+		}
+		if (doc_result(&docs[i], it, &msgs[i]) == -1) {
+			oom = true;
+			break;
+		}
+		base = nddd__v1__doc_result__get_packed_size(&docs[i]);
+		docs[i].n_near = neighbours_that_fit(docs[i].near, it->nnear,
+		    base, DOCREQ_BATCH_ITEM_MAX);
+	}
+	if (oom)
+		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
+	else {
+		res.n_docs = b->n;
+		res.docs = dv;
+		res.n_errors = nerr;
+		res.errors = ev;
+		resp.id = r->id;
+		resp.result_case = NDDD__V1__RESPONSE__RESULT_DOCS;
+		resp.docs = &res;
+		reply_message(r, &resp.base);
+	}
+	for (i = 0; docs != NULL && i < b->n; i++)
+		free(docs[i].near);
+	for (i = 0; msgs != NULL && i < b->n; i++)
+		free(msgs[i]);
+	free(docs);
+	free(dv);
+	free(msgs);
+	free(errs);
+	free(ev);
+	free(sts);
 }
 
-static int
-doc_job_apply(struct writer_job *wj, struct store_txn *txn)
+/* Answers b into r, as its operation answers. */
+static void
+batch_answer(struct doc_batch *b, struct reply *r)
 {
-	struct doc_job *j = (struct doc_job *)wj;
-	struct doc_op *op = j->op;
+	const struct doc_item *it = &b->items[0];
+
+	switch (b->answer) {
+	case ANSWER_BATCH:
+		write_batch(r, b);
+		return;
+	case ANSWER_QUERY:
+		if (it->code != NDDD__V1__CODE__OK)
+			reply_error(r, it->code, it->message);
+		else
+			write_query(r, it->fp, it->near, it->nnear,
+			    it->near_total);
+		return;
+	case ANSWER_DOC:
+		if (it->code != NDDD__V1__CODE__OK)
+			reply_error(r, it->code, it->message);
+		else
+			write_doc(r, b, it);
+		return;
+	}
+}
+
+/* ---- Neighbours and the store. ---- */
+
+/*
+ * The neighbours of a document only answered, read through txn: a URL
+ * already stored is not its own neighbour; a submit with query_only is
+ * told the group it would join (its nearest, then oldest, neighbour's).
+ */
+static int
+item_query(struct doc_batch *b, struct doc_item *it, struct store_txn *txn)
+{
+	struct docreq_env *env = b->env;
+	struct doc_record self;
+	uint64_t exclude = 0, exclude_fp = 0;
+	int rc;
+
+	if (it->has_url && docset_get(env->ds, txn, it->key, &self) ==
+	    STORE_OK) {
+		exclude = self.id;
+		exclude_fp = self.fp;
+	}
+	rc = docset_neighbours(env->ds, txn, it->fp, b->k, exclude,
+	    exclude_fp, b->max_near, &it->near, &it->nnear, &it->near_total);
+	if (rc == STORE_OK && it->nnear > 0)
+		it->group = it->near[0].group;
+	return rc;
+}
+
+/* Forgets the answers of every document (a retried transaction). */
+static void
+batch_clear_answers(struct doc_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct doc_item *it = &b->items[i];
+
+		docset_neighbours_free(it->near, it->nnear);
+		it->near = NULL;
+		it->nnear = 0;
+		it->near_total = 0;
+		it->id = it->group = 0;
+		it->created = false;
+		memset(&it->undo, 0, sizeof(it->undo));
+	}
+}
+
+/*
+ * Writer thread: every document in request order, so that each sees the
+ * ones before it: stored ones put, then their neighbours and group read
+ * in the transaction; the others only answered.
+ */
+static int
+batch_apply(struct writer_job *wj, struct store_txn *txn)
+{
+	struct doc_batch *b = (struct doc_batch *)wj;
+	struct docset *ds = b->env->ds;
 	struct doc_record r;
 	int rc;
 
-	/* A retried job starts afresh. */
-	docset_neighbours_free(j->near, j->nnear);
-	j->near = NULL;
-	j->nnear = 0;
-	if (j->delete)
-		return docset_delete(j->env->ds, txn, j->key, &j->id,
-		    &j->undo);
-	rc = docset_put(j->env->ds, txn, op->key, op->url, op->url_len,
-	    op->fp, wj->now_ms, &r, &j->created, &j->undo);
-	if (rc != STORE_OK)
-		return rc;
-	j->id = r.id;
-	j->group = r.group;
-	return docset_neighbours(j->env->ds, txn, op->fp, op->k, r.id, r.fp,
-	    j->env->max_results, &j->near, &j->nnear, &j->near_total);
+	batch_clear_answers(b);
+	for (size_t i = 0; i < b->n; i++) {
+		struct doc_item *it = &b->items[i];
+
+		if (it->code != NDDD__V1__CODE__OK)
+			continue;
+		if (!it->store) {
+			if ((rc = item_query(b, it, txn)) != STORE_OK)
+				return rc;
+			continue;
+		}
+		rc = docset_put(ds, txn, it->key, item_url(b, it),
+		    it->url_len, it->fp, wj->now_ms, &r, &it->created,
+		    &it->undo);
+		if (rc != STORE_OK)
+			return rc;
+		it->id = r.id;
+		it->group = r.group;
+		rc = docset_neighbours(ds, txn, it->fp, b->k, r.id, r.fp,
+		    b->max_near, &it->near, &it->nnear, &it->near_total);
+		if (rc != STORE_OK)
+			return rc;
+	}
+	return STORE_OK;
 }
 
 static void
-doc_job_committed(struct writer_job *wj)
+batch_committed(struct writer_job *wj)
 {
 	(void)wj;	/* the tables changed with the transaction */
 }
 
+/* Writer thread: the tables take back what the documents did, last first. */
 static void
-doc_job_aborted(struct writer_job *wj)
+batch_aborted(struct writer_job *wj)
 {
-	struct doc_job *j = (struct doc_job *)wj;
+	struct doc_batch *b = (struct doc_batch *)wj;
 
-	docset_undo(j->env->ds, &j->undo);
-	memset(&j->undo, 0, sizeof(j->undo));
+	for (size_t i = b->n; i-- > 0;) {
+		docset_undo(b->env->ds, &b->items[i].undo);
+		memset(&b->items[i].undo, 0, sizeof(b->items[i].undo));
+	}
 }
 
 static void
-doc_job_done(struct writer_job *wj)
+batch_stored(struct writer_job *wj)
 {
-	struct doc_job *j = (struct doc_job *)wj;
+	struct doc_batch *b = (struct doc_batch *)wj;
 
 	if (wj->status != STORE_OK)
-		reply_store_error(&j->reply, wj->status);
-	else if (j->delete) {
-		Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
-		Nddd__V1__DocDeleteResult res =
-		    NDDD__V1__DOC_DELETE_RESULT__INIT;
-
-		res.doc_id = j->id;
-		resp.id = j->reply.id;
-		resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_DELETE;
-		resp.doc_delete = &res;
-		reply_message(&j->reply, &resp.base);
-	} else
-		write_doc(&j->reply, j->id, j->op->fp, j->group, j->op->url,
-		    j->op->url_len, j->created, j->near, j->nnear,
-		    j->near_total);
-	reply_finish(&j->reply);
-	doc_job_free(j);
+		reply_store_error(&b->reply, wj->status);
+	else
+		batch_answer(b, &b->reply);
+	reply_finish(&b->reply);
+	batch_free(b);
 }
 
-static const struct writer_job_ops doc_job_ops = {
-	.apply = doc_job_apply,
-	.committed = doc_job_committed,
-	.aborted = doc_job_aborted,
-	.done = doc_job_done,
+static const struct writer_job_ops batch_job_ops = {
+	.apply = batch_apply,
+	.committed = batch_committed,
+	.aborted = batch_aborted,
+	.done = batch_stored,
 };
 
-/* ---- A worker's side: queries, once the fingerprint is known. ---- */
-
-struct query_task {
-	struct worker_task wt;
-	struct doc_op *op;
-};
-
+/*
+ * Answers a batch with nothing to store, through the reader rd (a
+ * worker's): reads every document's neighbours, then the reply.
+ */
 static void
-query_task_run(struct worker_task *wt, void *arg)
+batch_answer_queries(struct doc_batch *b, struct reply *r,
+    struct store_txn *rd)
 {
-	struct query_task *t = (struct query_task *)wt;
-	struct worker_ctx *ctx = arg;
-	struct doc_op *op = t->op;
-	const struct docreq_env *env = op->env;
-	struct docset_neighbour *nb = NULL;
-	struct doc_record self;
-	uint64_t total, exclude = 0, exclude_fp = 0, group = 0;
-	size_t n = 0;
 	int rc;
 
-	if ((rc = store_reader_begin(ctx->reader)) != STORE_OK) {
-		reply_store_error(&op->reply, rc);
+	if ((rc = store_reader_begin(rd)) != STORE_OK) {
+		reply_store_error(r, rc);
 		return;
 	}
-	/* A URL already stored is not its own neighbour. */
-	if (op->kind == DOC_WOULD_JOIN && docset_get(env->ds, ctx->reader,
-	    op->key, &self) == STORE_OK) {
-		exclude = self.id;
-		exclude_fp = self.fp;
+	for (size_t i = 0; i < b->n; i++) {
+		struct doc_item *it = &b->items[i];
+
+		if (it->code == NDDD__V1__CODE__OK &&
+		    (rc = item_query(b, it, rd)) != STORE_OK)
+			break;
 	}
-	if ((rc = docset_neighbours(env->ds, ctx->reader, op->fp, op->k,
-	    exclude, exclude_fp, env->max_results, &nb, &n, &total)) !=
-	    STORE_OK)
-		reply_store_error(&op->reply, rc);
-	else if (op->kind == DOC_WOULD_JOIN) {
-		/* Sorted nearest, then oldest: the group it would join. */
-		group = n > 0 ? nb[0].group : 0;
-		write_doc(&op->reply, 0, op->fp, group, op->url, op->url_len,
-		    false, nb, n, total);
-	} else
-		write_query(&op->reply, op->fp, nb, n, total);
-	store_reader_end(ctx->reader);
-	docset_neighbours_free(nb, n);
+	if (rc != STORE_OK)
+		reply_store_error(r, rc);
+	else
+		batch_answer(b, r);
+	store_reader_end(rd);
+}
+
+/* A worker, after a plugin computed the fingerprints: the neighbours. */
+static void
+queries_run(struct worker_task *wt, void *arg)
+{
+	struct doc_batch *b = BATCH_OF_TASK(wt);
+	struct worker_ctx *ctx = arg;
+
+	batch_answer_queries(b, &b->reply, ctx->reader);
 }
 
 static void
-query_task_done(struct worker_task *wt)
+queries_done(struct worker_task *wt)
 {
-	struct query_task *t = (struct query_task *)wt;
+	struct doc_batch *b = BATCH_OF_TASK(wt);
 
-	reply_finish(&t->op->reply);
-	op_free(t->op);
-	free(t);
+	reply_finish(&b->reply);
+	batch_free(b);
 }
 
-static const struct worker_task_ops query_task_ops = {
-	.run = query_task_run,
-	.done = query_task_done,
+static const struct worker_task_ops queries_task_ops = {
+	.run = queries_run,
+	.done = queries_done,
 };
 
-/* ---- The loop's side: the accelerator. ---- */
-
-static void
-finish_error(struct doc_op *op, Nddd__V1__Code code, const char *message)
+/* Whether a single document's request has nothing left to do. */
+static bool
+batch_failed_whole(const struct doc_batch *b)
 {
-	reply_error(&op->reply, code, message);
-	reply_finish(&op->reply);
-	op_free(op);
+	return b->answer != ANSWER_BATCH &&
+	    b->items[0].code != NDDD__V1__CODE__OK;
 }
 
-/* A document's fingerprint is known: where it goes next. */
+/* The store writer takes b, and its reply. */
 static void
-route(struct doc_op *op, enum simhash_status st)
+batch_to_writer(struct doc_batch *b)
 {
-	struct query_task *t;
-
-	/* The body is no longer needed. */
-	free(op->body);
-	op->body = NULL;
-	if (st == SIMHASH_EMPTY_DOCUMENT) {
-		finish_error(op, NDDD__V1__CODE__EMPTY_DOCUMENT,
-		    "the document has no terms");
-		return;
-	}
-	if (op->kind == DOC_STORE) {
-		struct doc_job *j = calloc(1, sizeof(*j));
-
-		if (j == NULL) {
-			finish_error(op, NDDD__V1__CODE__INTERNAL,
-			    "out of memory");
-			return;
-		}
-		j->wj.ops = &doc_job_ops;
-		j->wj.cost = 1;
-		j->env = op->env;
-		reply_move(&j->reply, &op->reply);
-		j->op = op;
-		writer_submit(op->env->w, &j->wj);
-		return;
-	}
-	if ((t = calloc(1, sizeof(*t))) == NULL) {
-		finish_error(op, NDDD__V1__CODE__INTERNAL, "out of memory");
-		return;
-	}
-	t->wt.ops = &query_task_ops;
-	t->op = op;
-	workers_submit(op->env->workers, &t->wt);
+	b->wj.ops = &batch_job_ops;
+	b->wj.cost = b->n;
+	writer_submit(b->env->w, &b->wj);
 }
 
-/* The documents of one accelerator job, in job order. */
-struct fp_batch {
-	struct doc_op **ops;
+/* ---- Fingerprints on a plugin, through the loop. ---- */
+
+/* A document of a job and where it goes back to. */
+struct job_ref {
+	struct doc_batch *b;
+	size_t i;
+};
+
+struct fp_job {
+	struct job_ref *refs;
 	size_t n;
 };
 
 static void
-on_fingerprints(struct accel_job *job, void *arg)
+empty_document(struct doc_item *it)
 {
-	struct fp_batch *b = arg;
-
-	for (size_t i = 0; i < b->n; i++) {
-		enum simhash_status st = accel_job_result(job, i,
-		    &b->ops[i]->fp);
-
-		b->ops[i]->env->in_accel--;
-		route(b->ops[i], st);
-	}
-	accel_job_free(job);
-	free(b->ops);
-	free(b);
+	item_fail(it, NDDD__V1__CODE__EMPTY_DOCUMENT,
+	    "the document has no terms");
 }
 
-/* Hands the n documents of list, all of one input format, over as one job. */
+/* Loop thread: every fingerprint of b is known: where it goes next. */
 static void
-submit_job(struct docreq_env *env, struct doc_op **list, size_t n,
+batch_fingerprinted(struct doc_batch *b)
+{
+	struct docreq_env *env = b->env;
+
+	free(b->bodies);
+	b->bodies = NULL;
+	if (batch_failed_whole(b)) {
+		batch_answer(b, &b->reply);
+		reply_finish(&b->reply);
+		batch_free(b);
+	} else if (b->nstore > 0)
+		batch_to_writer(b);
+	else {
+		b->wt.ops = &queries_task_ops;
+		workers_submit(env->workers, &b->wt);
+	}
+}
+
+static void
+on_fingerprints(struct accel_job *job, void *arg)
+{
+	struct fp_job *fj = arg;
+
+	for (size_t j = 0; j < fj->n; j++) {
+		struct doc_batch *b = fj->refs[j].b;
+		struct doc_item *it = &b->items[fj->refs[j].i];
+
+		if (accel_job_result(job, j, &it->fp) == SIMHASH_EMPTY_DOCUMENT)
+			empty_document(it);
+		else if (it->store)
+			b->nstore++;
+		b->env->in_accel--;
+		if (--b->at_accel == 0)
+			batch_fingerprinted(b);
+	}
+	accel_job_free(job);
+	free(fj->refs);
+	free(fj);
+}
+
+/* Fails every document of the n refs (the job could not be made). */
+static void
+refs_fail(struct job_ref *refs, size_t n, const char *message)
+{
+	for (size_t j = 0; j < n; j++) {
+		struct doc_batch *b = refs[j].b;
+
+		item_fail(&b->items[refs[j].i], NDDD__V1__CODE__INTERNAL,
+		    message);
+		b->env->in_accel--;
+		if (--b->at_accel == 0)
+			batch_fingerprinted(b);
+	}
+}
+
+/* Hands the n documents of refs, all of input, over as one job. */
+static void
+submit_job(struct docreq_env *env, struct job_ref *refs, size_t n,
     enum simhash_input input)
 {
 	struct accel_job *job = accel_job_new(n, input);
-	struct fp_batch *b = calloc(1, sizeof(*b));
+	struct fp_job *fj = calloc(1, sizeof(*fj));
 
-	if (job == NULL || b == NULL) {
-		free(b);
+	env->in_accel += (unsigned)n;
+	if (job == NULL || fj == NULL) {
+		free(fj);
 		if (job != NULL)
 			accel_job_free(job);
-		for (size_t i = 0; i < n; i++)
-			finish_error(list[i], NDDD__V1__CODE__INTERNAL,
-			    "out of memory");
-		free(list);
+		refs_fail(refs, n, "out of memory");
+		free(refs);
 		return;
 	}
-	b->ops = list;
-	b->n = n;
-	for (size_t i = 0; i < n; i++)
-		accel_job_set(job, i, list[i]->body, list[i]->body_len);
-	if (accel_submit(env->acc, job, on_fingerprints, b) == -1) {
+	fj->refs = refs;
+	fj->n = n;
+	for (size_t j = 0; j < n; j++) {
+		const struct doc_item *it = &refs[j].b->items[refs[j].i];
+
+		accel_job_set(job, j, it->body, it->body_len);
+	}
+	if (accel_submit(env->acc, job, on_fingerprints, fj) == -1) {
 		accel_job_free(job);
-		for (size_t i = 0; i < n; i++)
-			finish_error(list[i], NDDD__V1__CODE__INTERNAL,
-			    "cannot submit to the accelerator");
-		free(list);
-		free(b);
-		return;
+		free(fj);
+		refs_fail(refs, n, "cannot submit to the accelerator");
+		free(refs);
 	}
-	env->in_accel += (unsigned)n;
 }
 
 /*
@@ -444,35 +665,40 @@ static void
 flush_pending(evutil_socket_t fd, short what, void *arg)
 {
 	struct docreq_env *env = arg;
-	struct doc_op *op, *next;
-	struct doc_op **by[3] = { NULL, NULL, NULL };
+	struct job_ref *by[3] = { NULL, NULL, NULL };
 	size_t n[3] = { 0, 0, 0 };
+	struct doc_batch *b, *next, *list = env->pending;
+	bool oom = false;
 
 	(void)fd;
 	(void)what;
-	if (env->npending == 0)
+	if (list == NULL)
 		return;
-	for (int f = 0; f < 3; f++)
-		if ((by[f] = calloc(env->npending, sizeof(*by[f]))) == NULL) {
-			for (op = env->pending; op != NULL; op = next) {
-				next = op->next;
-				finish_error(op, NDDD__V1__CODE__INTERNAL,
-				    "out of memory");
-			}
-			env->pending = NULL;
-			env->pending_tail = &env->pending;
-			env->npending = 0;
-			for (int g = 0; g < 3; g++)
-				free(by[g]);
-			return;
-		}
-	for (op = env->pending; op != NULL; op = next) {
-		next = op->next;
-		by[op->input][n[op->input]++] = op;
-	}
 	env->pending = NULL;
 	env->pending_tail = &env->pending;
+	for (int f = 0; f < 3; f++)
+		if ((by[f] = calloc(env->npending, sizeof(*by[f]))) == NULL)
+			oom = true;
 	env->npending = 0;
+	for (b = list; b != NULL; b = next) {
+		next = b->next;
+		for (size_t i = 0; i < b->n; i++) {
+			struct doc_item *it = &b->items[i];
+
+			if (it->code != NDDD__V1__CODE__OK)
+				continue;
+			if (oom) {
+				item_fail(it, NDDD__V1__CODE__INTERNAL,
+				    "out of memory");
+				continue;
+			}
+			by[it->input][n[it->input]].b = b;
+			by[it->input][n[it->input]++].i = i;
+			b->at_accel++;
+		}
+		if (b->at_accel == 0)
+			batch_fingerprinted(b);
+	}
 	for (int f = 0; f < 3; f++) {
 		if (n[f] > 0)
 			submit_job(env, by[f], n[f], (enum simhash_input)f);
@@ -482,22 +708,23 @@ flush_pending(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Loop thread: op's body goes to the accelerator, together with the other
- * documents of this turn of the loop; the request is finished from there
- * on (answered, or failed with INTERNAL).
+ * Loop thread: b's documents go to the accelerator, together with the
+ * other documents of this turn of the loop; the request is finished from
+ * there on.
  */
 static void
-fingerprint_in_loop(void *arg)
+batch_to_accel(void *arg)
 {
-	struct doc_op *op = arg;
-	struct docreq_env *env = op->env;
+	struct doc_batch *b = arg;
+	struct docreq_env *env = b->env;
 
 	/* Kept in arrival order (replies and stores follow it). */
-	op->next = NULL;
-	*env->pending_tail = op;
-	env->pending_tail = &op->next;
-	if (env->npending++ == 0)
+	b->next = NULL;
+	*env->pending_tail = b;
+	env->pending_tail = &b->next;
+	if (env->npending == 0)
 		event_active(env->flush, EV_TIMEOUT, 1);
+	env->npending += (unsigned)b->n;
 	if (env->npending >= env->batch_docs)
 		flush_pending(-1, 0, env);
 }
@@ -520,7 +747,7 @@ docreq_env_clear(struct docreq_env *env)
 	env->flush = NULL;
 }
 
-/* ---- The first worker: decoding what each operation needs. ---- */
+/* ---- The first worker: decoding, keys, and fingerprints inline. ---- */
 
 static enum simhash_input
 input_of(Nddd__V1__DocFormat f)
@@ -532,7 +759,7 @@ input_of(Nddd__V1__DocFormat f)
 /* Canonical URL and key; -1 with a static *cause if it is not a URL. */
 static int
 doc_key(struct worker_ctx *ctx, const ProtobufCBinaryData *url,
-    uint8_t key[DOCSET_KEY_LEN], char **canon, size_t *canon_len,
+    uint8_t key[DOCSET_KEY_LEN], const char **canon, size_t *canon_len,
     const char **cause)
 {
 	struct url_key k;
@@ -542,48 +769,153 @@ doc_key(struct worker_ctx *ctx, const ProtobufCBinaryData *url,
 	    &k, &c, canon_len, cause) == -1)
 		return -1;
 	memcpy(key, k.fp, DOCSET_KEY_LEN);
-	if (canon == NULL)
-		return 0;
-	if ((*canon = malloc(*canon_len + 1)) == NULL) {
-		*cause = "out of memory";
-		return -1;
-	}
-	memcpy(*canon, c, *canon_len);
-	(*canon)[*canon_len] = '\0';
+	if (canon != NULL)
+		*canon = c;
 	return 0;
 }
 
-static struct doc_op *
-op_new(struct docreq_env *env, enum doc_kind kind,
-    const ProtobufCBinaryData *body, Nddd__V1__DocFormat format, unsigned k)
+/* Keeps a canonical URL in b's memory; -1 when out of memory. */
+static int
+batch_keep_url(struct doc_batch *b, struct doc_item *it, const char *url,
+    size_t len)
 {
-	struct doc_op *op = calloc(1, sizeof(*op));
+	if (b->urls_len + len + 1 > b->urls_cap) {
+		size_t cap = b->urls_cap ? b->urls_cap : 256;
+		char *grown;
 
-	if (op == NULL)
-		return NULL;
-	op->env = env;
-	op->kind = kind;
-	op->input = input_of(format);
-	op->k = k;
-	op->body_len = body->len;
-	/* The request's memory is the worker's, for this request only. */
-	if ((op->body = malloc(body->len + 1)) == NULL) {
-		free(op);
-		return NULL;
+		while (cap < b->urls_len + len + 1)
+			cap *= 2;
+		if ((grown = realloc(b->urls, cap)) == NULL)
+			return -1;
+		b->urls = grown;
+		b->urls_cap = cap;
 	}
-	/* An empty body has no buffer (protobuf-c leaves it NULL). */
-	if (body->len > 0)
-		memcpy(op->body, body->data, body->len);
-	return op;
+	memcpy(b->urls + b->urls_len, url, len);
+	b->urls[b->urls_len + len] = '\0';
+	it->url_off = b->urls_len;
+	it->url_len = len;
+	it->has_url = true;
+	b->urls_len += len + 1;
+	return 0;
 }
 
-/* The worker is done with op: its body goes on in the loop thread. */
+/* Document i of b from a DocSubmit: its key and canonical URL. */
 static void
-to_accelerator(struct op_call *call, struct doc_op *op)
+item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
+    const Nddd__V1__DocSubmit *s)
 {
-	reply_move(&op->reply, call->reply);
-	call->then_in_loop = fingerprint_in_loop;
-	call->then_arg = op;
+	struct doc_item *it = &b->items[i];
+	const char *canon, *cause;
+	size_t len;
+
+	it->store = !s->query_only;
+	it->input = input_of(s->format);
+	/* An empty body has no buffer (protobuf-c leaves it NULL). */
+	it->body = s->body.len > 0 ? s->body.data : (const uint8_t *)"";
+	it->body_len = s->body.len;
+	if (doc_key(ctx, &s->url, it->key, &canon, &len, &cause) == -1)
+		item_fail(it, NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+	else if (batch_keep_url(b, it, canon, len) == -1)
+		item_fail(it, NDDD__V1__CODE__INTERNAL, "out of memory");
+}
+
+/* Computes every document's fingerprint on this worker. */
+static void
+batch_fingerprint_inline(struct doc_batch *b, const struct simhash *sh,
+    struct worker_ctx *ctx)
+{
+	size_t docs = 0, bytes = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct doc_item *it = &b->items[i];
+
+		if (it->code != NDDD__V1__CODE__OK)
+			continue;
+		if (i + 1 < b->n)
+			simhash_prefetch(it[1].body, it[1].body_len);
+		if (simhash_compute(sh, ctx->scratch, it->input, it->body,
+		    it->body_len, &it->fp) == SIMHASH_EMPTY_DOCUMENT)
+			empty_document(it);
+		else if (it->store)
+			b->nstore++;
+		docs++;
+		bytes += it->body_len;
+		/* The request's memory is gone after this worker. */
+		it->body = NULL;
+	}
+	if (docs > 0)
+		accel_count_inline(b->env->acc, docs, bytes);
+}
+
+/* Copies the bodies of the documents still to compute into b's memory. */
+static int
+batch_keep_bodies(struct doc_batch *b)
+{
+	size_t total = 0, off = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->items[i].code == NDDD__V1__CODE__OK)
+			total += b->items[i].body_len;
+	if ((b->bodies = malloc(total + 1)) == NULL)
+		return -1;
+	for (size_t i = 0; i < b->n; i++) {
+		struct doc_item *it = &b->items[i];
+
+		if (it->code != NDDD__V1__CODE__OK)
+			continue;
+		memcpy(b->bodies + off, it->body, it->body_len);
+		it->body = b->bodies + off;
+		off += it->body_len;
+	}
+	return 0;
+}
+
+/*
+ * Carries b out from the first worker: fingerprints here when the engine
+ * is this process's (then a batch with nothing to store is answered here
+ * too), else through the loop to the plugin.  b is taken over.
+ */
+static void
+batch_run(struct op_call *call, struct doc_batch *b)
+{
+	const struct simhash *sh = accel_inline_engine(call->svc->acc);
+	bool todo = false;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->items[i].code == NDDD__V1__CODE__OK)
+			todo = true;
+	if (sh != NULL && todo)
+		batch_fingerprint_inline(b, sh, call->ctx);
+	if (batch_failed_whole(b)) {
+		batch_answer(b, call->reply);
+		batch_free(b);
+		return;
+	}
+	if (b->nstore == 0 && (sh != NULL || !todo)) {
+		batch_answer_queries(b, call->reply, call->ctx->reader);
+		batch_free(b);
+		return;
+	}
+	if (sh == NULL && batch_keep_bodies(b) == -1) {
+		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		batch_free(b);
+		return;
+	}
+	reply_move(&b->reply, call->reply);
+	if (sh != NULL)
+		batch_to_writer(b);
+	else {
+		/* accel_submit is the loop's. */
+		call->then_in_loop = batch_to_accel;
+		call->then_arg = b;
+	}
+}
+
+static void
+reply_oom(struct op_call *call)
+{
+	reply_error(call->reply, NDDD__V1__CODE__INTERNAL, "out of memory");
 }
 
 void
@@ -591,24 +923,55 @@ docreq_submit(struct op_call *call)
 {
 	const Nddd__V1__DocSubmit *s = call->req->doc_submit;
 	struct docreq_env *env = call->svc->docs;
-	struct doc_op *op;
-	const char *cause;
+	struct doc_batch *b;
 
-	op = op_new(env, s->query_only ? DOC_WOULD_JOIN : DOC_STORE, &s->body,
-	    s->format, docset_k(env->ds));
-	if (op == NULL) {
-		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
-		    "out of memory");
+	if ((b = batch_new(env, ANSWER_DOC, 1, docset_k(env->ds))) == NULL) {
+		reply_oom(call);
 		return;
 	}
-	if (doc_key(call->ctx, &s->url, op->key, &op->url, &op->url_len,
-	    &cause) == -1) {
-		reply_error(call->reply, NDDD__V1__CODE__INVALID_ARGUMENT,
-		    cause);
-		op_free(op);
+	item_from_submit(call->ctx, b, 0, s);
+	batch_run(call, b);
+}
+
+void
+docreq_batch(struct op_call *call)
+{
+	const Nddd__V1__DocBatch *db = call->req->doc_batch;
+	struct docreq_env *env = call->svc->docs;
+	struct doc_batch *b;
+
+	if ((b = batch_new(env, ANSWER_BATCH, db->n_docs,
+	    docset_k(env->ds))) == NULL) {
+		reply_oom(call);
 		return;
 	}
-	to_accelerator(call, op);
+	for (size_t i = 0; i < db->n_docs; i++)
+		item_from_submit(call->ctx, b, i, db->docs[i]);
+	batch_run(call, b);
+}
+
+Nddd__V1__Code
+docreq_batch_validate(const Nddd__V1__DocBatch *db,
+    const struct request_limits *lim, const char **message)
+{
+	if (db->n_docs > DOCREQ_BATCH_MAX) {
+		*message = "a batch holds at most 4,096 documents";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	if (docreq_batch_reply_bound(db->n_docs) > lim->max_frame) {
+		*message = "the reply to this many documents could exceed the "
+		    "server's max_frame: send fewer per batch";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	return NDDD__V1__CODE__OK;
+}
+
+size_t
+docreq_batch_reply_bound(size_t docs)
+{
+	/* Each result, and the error of each that failed. */
+	return DOCREQ_BATCH_BASE_MAX + docs * (DOCREQ_BATCH_ITEM_MAX +
+	    DOCREQ_BATCH_ERROR_MAX);
 }
 
 void
@@ -620,7 +983,7 @@ docreq_query(struct op_call *call)
 	struct reply *r = call->reply;
 	unsigned k = q->max_distance ? q->max_distance->k : docset_k(env->ds);
 	struct docset_neighbour *nb;
-	struct doc_op *op;
+	struct doc_batch *b;
 	uint64_t total;
 	size_t n;
 	int rc;
@@ -632,13 +995,15 @@ docreq_query(struct op_call *call)
 	}
 	switch (q->what_case) {
 	case NDDD__V1__DOC_QUERY__WHAT_BODY:
-		op = op_new(env, DOC_QUERY, &q->body->body, q->body->format,
-		    k);
-		if (op == NULL)
-			reply_error(r, NDDD__V1__CODE__INTERNAL,
-			    "out of memory");
-		else
-			to_accelerator(call, op);
+		if ((b = batch_new(env, ANSWER_QUERY, 1, k)) == NULL) {
+			reply_oom(call);
+			return;
+		}
+		b->items[0].input = input_of(q->body->format);
+		b->items[0].body = q->body->body.len > 0 ?
+		    q->body->body.data : (const uint8_t *)"";
+		b->items[0].body_len = q->body->body.len;
+		batch_run(call, b);
 		return;
 	case NDDD__V1__DOC_QUERY__WHAT_SIMHASH:
 		if ((rc = store_reader_begin(rd)) != STORE_OK) {
@@ -665,55 +1030,126 @@ void
 docreq_get(struct op_call *call)
 {
 	const Nddd__V1__DocRef *ref = call->req->doc_get;
-	const struct docreq_env *env = call->svc->docs;
+	struct docreq_env *env = call->svc->docs;
 	struct store_txn *rd = call->ctx->reader;
 	struct reply *r = call->reply;
-	uint8_t key[DOCSET_KEY_LEN];
+	struct doc_batch *b;
+	struct doc_item *it;
 	struct doc_record rec;
-	struct docset_neighbour *nb;
 	const char *cause;
-	uint64_t total;
-	size_t n, len;
+	size_t len;
 	int rc;
 
-	if (doc_key(call->ctx, &ref->url, key, NULL, &len, &cause) == -1) {
+	if ((b = batch_new(env, ANSWER_DOC, 1, docset_k(env->ds))) == NULL) {
+		reply_oom(call);
+		return;
+	}
+	it = &b->items[0];
+	if (doc_key(call->ctx, &ref->url, it->key, NULL, &len, &cause) == -1) {
 		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+		batch_free(b);
 		return;
 	}
 	if ((rc = store_reader_begin(rd)) != STORE_OK) {
 		reply_store_error(r, rc);
+		batch_free(b);
 		return;
 	}
-	rc = docset_get(env->ds, rd, key, &rec);
+	rc = docset_get(env->ds, rd, it->key, &rec);
 	if (rc == STORE_NOTFOUND)
 		reply_error(r, NDDD__V1__CODE__NOT_FOUND,
 		    "no document has this URL");
 	else if (rc != STORE_OK)
 		reply_store_error(r, rc);
+	else if (batch_keep_url(b, it, rec.url, rec.url_len) == -1)
+		reply_oom(call);
 	else if ((rc = docset_neighbours(env->ds, rd, rec.fp,
-	    docset_k(env->ds), rec.id, rec.fp, env->max_results, &nb, &n,
-	    &total)) != STORE_OK)
+	    docset_k(env->ds), rec.id, rec.fp, env->max_results, &it->near,
+	    &it->nnear, &it->near_total)) != STORE_OK)
 		reply_store_error(r, rc);
 	else {
-		write_doc(r, rec.id, rec.fp, rec.group, rec.url, rec.url_len,
-		    false, nb, n, total);
-		docset_neighbours_free(nb, n);
+		it->id = rec.id;
+		it->fp = rec.fp;
+		it->group = rec.group;
+		write_doc(r, b, it);
 	}
 	store_reader_end(rd);
+	batch_free(b);
 }
+
+/* ---- doc_delete: from the first worker to the store writer. ---- */
+
+struct delete_job {
+	struct writer_job wj;
+	struct docset *ds;
+	struct reply reply;
+	uint8_t key[DOCSET_KEY_LEN];
+	uint64_t id;
+	struct doc_undo undo;
+};
+
+static int
+delete_apply(struct writer_job *wj, struct store_txn *txn)
+{
+	struct delete_job *j = (struct delete_job *)wj;
+
+	memset(&j->undo, 0, sizeof(j->undo));
+	return docset_delete(j->ds, txn, j->key, &j->id, &j->undo);
+}
+
+static void
+delete_committed(struct writer_job *wj)
+{
+	(void)wj;
+}
+
+static void
+delete_aborted(struct writer_job *wj)
+{
+	struct delete_job *j = (struct delete_job *)wj;
+
+	docset_undo(j->ds, &j->undo);
+	memset(&j->undo, 0, sizeof(j->undo));
+}
+
+static void
+delete_done(struct writer_job *wj)
+{
+	struct delete_job *j = (struct delete_job *)wj;
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__DocDeleteResult res = NDDD__V1__DOC_DELETE_RESULT__INIT;
+
+	if (wj->status != STORE_OK)
+		reply_store_error(&j->reply, wj->status);
+	else {
+		res.doc_id = j->id;
+		resp.id = j->reply.id;
+		resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_DELETE;
+		resp.doc_delete = &res;
+		reply_message(&j->reply, &resp.base);
+	}
+	reply_finish(&j->reply);
+	free(j);
+}
+
+static const struct writer_job_ops delete_job_ops = {
+	.apply = delete_apply,
+	.committed = delete_committed,
+	.aborted = delete_aborted,
+	.done = delete_done,
+};
 
 void
 docreq_delete(struct op_call *call)
 {
 	const Nddd__V1__DocRef *ref = call->req->doc_delete;
 	const struct docreq_env *env = call->svc->docs;
-	struct doc_job *j;
+	struct delete_job *j;
 	const char *cause;
 	size_t len;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL) {
-		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
-		    "out of memory");
+		reply_oom(call);
 		return;
 	}
 	if (doc_key(call->ctx, &ref->url, j->key, NULL, &len, &cause) == -1) {
@@ -722,10 +1158,9 @@ docreq_delete(struct op_call *call)
 		free(j);
 		return;
 	}
-	j->wj.ops = &doc_job_ops;
+	j->wj.ops = &delete_job_ops;
 	j->wj.cost = 1;
-	j->env = env;
-	j->delete = true;
+	j->ds = env->ds;
 	reply_move(&j->reply, call->reply);
 	writer_submit(env->w, &j->wj);
 }

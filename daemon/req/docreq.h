@@ -2,21 +2,31 @@
  * docreq: the document operations of the protocol (doc_submit, doc_query,
  * doc_get, doc_delete) on top of docset and the accelerator.
  *
- * A request's way through the daemon:
- *   worker:  decode, canonicalize the URL, copy the body;
- *   loop:    hand the body to the accelerator (accel_submit is the loop's),
- *            with the other documents of the same turn of the loop;
- *   loop:    the fingerprint is back: an empty document is answered
- *            EMPTY_DOCUMENT; a submit becomes a store-writer job (its
- *            neighbours and group decided in the writer, answered after the
- *            commit); a query goes back to a worker, which reads the
- *            neighbours and answers.
+ * doc_submit, doc_query by body and doc_batch carry a batch of documents
+ * (one, or up to DOCREQ_BATCH_MAX), each fingerprinted, then stored or only
+ * answered, in request order.  Their way through the daemon:
+ *   worker:  decode, canonicalize the URLs; with the cpu backend in use
+ *            (accel_inline_engine), fingerprint them right here, from the
+ *            request's own memory: a page takes less time to fingerprint
+ *            than two hand-overs between threads;
+ *   then:    nothing to store: the worker reads the neighbours and answers
+ *            (two hops in all, as url_check); else the batch is one
+ *            store-writer job (every document put or answered in request
+ *            order, neighbours and groups decided in the transaction,
+ *            answered after the commit: three hops).
+ * With a plugin, the worker copies the bodies and the loop hands them to
+ * the accelerator (accel_submit is the loop's) with the other documents of
+ * the same turn of the loop; once the fingerprints are back, the batch goes
+ * to the store writer, or to a worker for the neighbours.  An empty
+ * document is EMPTY_DOCUMENT: the request's status for a single one, an
+ * item error in a batch.
  * doc_get, and doc_query by fingerprint, are answered by the first worker;
  * doc_delete goes from it straight to the writer.
  */
 #ifndef NDDD_DOCREQ_H
 #define NDDD_DOCREQ_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nddd.pb-c.h"
@@ -24,7 +34,7 @@
 
 struct accel;
 struct docset;
-struct doc_op;
+struct doc_batch;
 struct event;
 struct event_base;
 struct workers;
@@ -40,6 +50,22 @@ struct writer;
  */
 #define DOCREQ_REPLY_MAX (128 * 1024)
 
+/*
+ * doc_batch: at most this many documents; each one's result takes at most
+ * DOCREQ_BATCH_ITEM_MAX bytes of the reply (ids, fingerprint, group and
+ * the nearest neighbours that fit: ten with URLs of 80 bytes; near_total
+ * counts them all), and neighbours past DOCREQ_BATCH_NEAR_MAX are not even
+ * read.  A full batch reserves 4.6 MiB of its connection's
+ * output_high_water.
+ */
+#define DOCREQ_BATCH_MAX 4096
+#define DOCREQ_BATCH_ITEM_MAX 1024
+#define DOCREQ_BATCH_NEAR_MAX 64
+/* An item error (index, code, a message under 64 bytes); the reply's own
+ * fields. */
+#define DOCREQ_BATCH_ERROR_MAX 96
+#define DOCREQ_BATCH_BASE_MAX 4096
+
 /* What the document operations work with; owned by the dispatcher. */
 struct docreq_env {
 	struct docset *ds;
@@ -50,9 +76,9 @@ struct docreq_env {
 	unsigned batch_docs;		/* [accel] batch_docs */
 	/* Loop thread: documents gathered for the accelerator during one
 	 * turn of the loop, handed over together at its end. */
-	struct doc_op *pending;
-	struct doc_op **pending_tail;
-	unsigned npending;
+	struct doc_batch *pending;
+	struct doc_batch **pending_tail;
+	unsigned npending;		/* their documents */
 	struct event *flush;
 	unsigned in_accel;		/* documents there now */
 };
@@ -66,5 +92,12 @@ void docreq_submit(struct op_call *call);
 void docreq_query(struct op_call *call);
 void docreq_get(struct op_call *call);
 void docreq_delete(struct op_call *call);
+void docreq_batch(struct op_call *call);
+
+/* doc_batch's checks: the count of documents, its reply's bound. */
+Nddd__V1__Code docreq_batch_validate(const Nddd__V1__DocBatch *db,
+    const struct request_limits *lim, const char **message);
+/* The most the reply to a doc_batch of docs documents takes. */
+size_t docreq_batch_reply_bound(size_t docs);
 
 #endif

@@ -22,6 +22,7 @@ struct docreq_env;
 struct docset;
 struct reply;
 struct server;
+struct simhash_scratch;
 struct store;
 struct store_txn;
 struct url_keyer;
@@ -32,6 +33,7 @@ struct writer;
 /* The server's limits on requests, as validation needs them. */
 struct request_limits {
 	uint64_t max_batch;
+	size_t max_frame;		/* [server] max_frame */
 	/* The longest document reply: neighbours past it are left out
 	 * (near_total still counts them). */
 	size_t doc_reply_max;
@@ -57,6 +59,7 @@ struct worker_ctx {
 	struct url_keyer *keyer;
 	struct urlset_reader *urls;	/* URL checks */
 	struct store_txn *reader;	/* a read transaction, renewed per use */
+	struct simhash_scratch *scratch;	/* fingerprints computed inline */
 	struct arena arena;		/* one request's memory */
 };
 

@@ -42,12 +42,31 @@ validate_nothing_known(const Nddd__V1__Request *req,
 	return NDDD__V1__CODE__INVALID_ARGUMENT;
 }
 
+static Nddd__V1__Code
+validate_doc_batch(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	return docreq_batch_validate(req->doc_batch, lim, message);
+}
+
 /* Asking which story a page would join changes nothing. */
 static enum role
 role_of_doc_submit(const Nddd__V1__Request *req)
 {
 	return req->doc_submit != NULL && req->doc_submit->query_only ?
 	    ROLE_READ : ROLE_WRITE;
+}
+
+/* A batch of such questions neither. */
+static enum role
+role_of_doc_batch(const Nddd__V1__Request *req)
+{
+	const Nddd__V1__DocBatch *db = req->doc_batch;
+
+	for (size_t i = 0; db != NULL && i < db->n_docs; i++)
+		if (!db->docs[i]->query_only)
+			return ROLE_WRITE;
+	return ROLE_READ;
 }
 
 /* In the order the metrics list them; "invalid" last. */
@@ -70,6 +89,8 @@ static const struct operation operations[] = {
 	    ROLE_READ, NULL, NULL, docreq_get },
 	{ "doc_delete", NDDD__V1__REQUEST__OP_DOC_DELETE, REPLY_SMALL,
 	    ROLE_ADMIN, NULL, NULL, docreq_delete },
+	{ "doc_batch", NDDD__V1__REQUEST__OP_DOC_BATCH, REPLY_PER_DOCUMENT,
+	    ROLE_WRITE, role_of_doc_batch, validate_doc_batch, docreq_batch },
 	/* Undecodable, or naming nothing known: who may learn that is the
 	 * same as who may do anything. */
 	{ "invalid", NDDD__V1__REQUEST__OP__NOT_SET, REPLY_SMALL,
@@ -132,10 +153,13 @@ operation_reply_bound(Nddd__V1__Request__OpCase op_case, size_t items,
 	const struct operation *op = row_of_case(op_case);
 	size_t batch = REPLY_SMALL_MAX + (size_t)lim->max_batch * REPLY_ITEM_MAX;
 	size_t document = REPLY_SMALL_MAX + lim->doc_reply_max;
+	size_t docs = docreq_batch_reply_bound(DOCREQ_BATCH_MAX), most;
 
 	/* Unknown until decoded: whatever it turns out to be. */
-	if (op == operation_invalid())
-		return batch > document ? batch : document;
+	if (op == operation_invalid()) {
+		most = batch > document ? batch : document;
+		return most > docs ? most : docs;
+	}
 	switch (op->reply_size) {
 	case REPLY_PER_ITEM:
 		/* A batch over the limit is refused whole. */
@@ -143,6 +167,9 @@ operation_reply_bound(Nddd__V1__Request__OpCase op_case, size_t items,
 		    REPLY_SMALL_MAX + items * REPLY_ITEM_MAX;
 	case REPLY_DOCUMENT:
 		return document;
+	case REPLY_PER_DOCUMENT:
+		return items > DOCREQ_BATCH_MAX ? REPLY_SMALL_MAX :
+		    docreq_batch_reply_bound(items);
 	case REPLY_SMALL:
 		break;
 	}

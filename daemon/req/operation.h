@@ -26,6 +26,8 @@ enum reply_size {
 	REPLY_PER_ITEM,		/* a result for each item of a batch */
 	REPLY_DOCUMENT,		/* a document and its neighbours, at most
 				   request_limits.doc_reply_max */
+	REPLY_PER_DOCUMENT,	/* a result for each document of a batch
+				   (docreq_batch_reply_bound) */
 };
 
 /* The most a REPLY_SMALL reply or an error takes (verify's detail is

@@ -4,6 +4,7 @@
 #include "request.h"
 
 #include "arena.h"
+#include "docreq.h"
 
 /*
  * What protobuf-c allocates per repeated item beyond its bytes, at most:
@@ -13,6 +14,9 @@
  * 82 per 1-byte URL.
  */
 #define REQUEST_ITEM_OVERHEAD 128
+/* The same for a document of a doc_batch: its DocSubmit message (72) and
+ * two fields of bytes. */
+#define REQUEST_DOC_OVERHEAD 256
 #define REQUEST_MESSAGE_OVERHEAD (64 * 1024)
 
 static void *
@@ -84,6 +88,23 @@ wire_field(const uint8_t **p, const uint8_t *end, uint64_t *field,
 	return true;
 }
 
+/* The documents of a DocBatch. */
+static bool
+doc_batch_items(const uint8_t *p, const uint8_t *end, size_t *items)
+{
+	const uint8_t *value;
+	uint64_t field;
+	size_t vlen;
+
+	while (p < end) {
+		if (!wire_field(&p, end, &field, &value, &vlen))
+			return false;
+		if (field == 1 && value != NULL)
+			(*items)++;
+	}
+	return true;
+}
+
 /* The items of a UrlBatch: its urls and its digests (16 bytes each). */
 static bool
 batch_items(const uint8_t *p, const uint8_t *end, size_t *items)
@@ -108,7 +129,7 @@ request_peek(const uint8_t *payload, size_t len,
     Nddd__V1__Request__OpCase *op_case, size_t *items)
 {
 	const uint8_t *p = payload, *end = payload + len, *value;
-	size_t per_op[NDDD__V1__REQUEST__OP_DOC_GET + 1] = { 0 };
+	size_t per_op[NDDD__V1__REQUEST__OP_DOC_BATCH + 1] = { 0 };
 	uint64_t field;
 	size_t vlen;
 
@@ -121,12 +142,15 @@ request_peek(const uint8_t *payload, size_t len,
 			return false;
 		/* The oneof's cases are its fields' numbers. */
 		if (field < NDDD__V1__REQUEST__OP_URL_SUBMIT ||
-		    field > NDDD__V1__REQUEST__OP_DOC_GET)
+		    field > NDDD__V1__REQUEST__OP_DOC_BATCH)
 			continue;
 		*op_case = (Nddd__V1__Request__OpCase)field;
 		/* A message field given twice is merged: its items add up. */
 		if (field <= NDDD__V1__REQUEST__OP_URL_DELETE && value != NULL &&
 		    !batch_items(value, value + vlen, &per_op[field]))
+			return false;
+		if (field == NDDD__V1__REQUEST__OP_DOC_BATCH && value != NULL &&
+		    !doc_batch_items(value, value + vlen, &per_op[field]))
 			return false;
 	}
 	*items = per_op[*op_case];
@@ -136,8 +160,10 @@ request_peek(const uint8_t *payload, size_t len,
 size_t
 request_decode_budget(size_t len, const struct request_limits *lim)
 {
-	return 2 * len + (size_t)lim->max_batch * REQUEST_ITEM_OVERHEAD +
-	    REQUEST_MESSAGE_OVERHEAD;
+	size_t urls = (size_t)lim->max_batch * REQUEST_ITEM_OVERHEAD;
+	size_t docs = (size_t)DOCREQ_BATCH_MAX * REQUEST_DOC_OVERHEAD;
+
+	return 2 * len + (urls > docs ? urls : docs) + REQUEST_MESSAGE_OVERHEAD;
 }
 
 Nddd__V1__Code

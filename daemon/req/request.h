@@ -24,14 +24,16 @@ struct arena;
 /*
  * The most arena memory decoding a payload of len bytes may take: twice
  * its bytes (copies of them and the arrays that point at them), plus room
- * for max_batch items' descriptors, plus a little for the message itself.
+ * for the descriptors of max_batch URLs or of a doc_batch's most
+ * documents, plus a little for the message itself.
  */
 size_t request_decode_budget(size_t len, const struct request_limits *lim);
 
 /*
  * Loop thread, before the frame is decoded: which operation payload asks
- * for (its last op field, as decoding takes it) and, for a URL batch, how
- * many items it holds, by walking the wire format without allocating.
+ * for (its last op field, as decoding takes it) and, for a URL batch or a
+ * doc_batch, how many items it holds, by walking the wire format without
+ * allocating.
  * False if the bytes are not well-formed protobuf.
  */
 bool request_peek(const uint8_t *payload, size_t len,
