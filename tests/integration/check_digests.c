@@ -355,46 +355,6 @@ START_TEST(test_canon_digests_batch)
 }
 END_TEST
 
-/* Sends req on a connection of its own; returns the reply. */
-static Nddd__V1__Response *
-raw_call(const struct harness *h, Nddd__V1__Request *req)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	unsigned char hdr[4], *buf;
-	Nddd__V1__Response *resp;
-	size_t size = nddd__v1__request__get_packed_size(req), got;
-	uint32_t len;
-	int fd;
-
-	sin.sin_port = htons((uint16_t)h->port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_ne(fd = socket(AF_INET, SOCK_STREAM, 0), -1);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	buf = malloc(size + 4);
-	buf[0] = (unsigned char)(size >> 24);
-	buf[1] = (unsigned char)(size >> 16);
-	buf[2] = (unsigned char)(size >> 8);
-	buf[3] = (unsigned char)size;
-	nddd__v1__request__pack(req, buf + 4);
-	ck_assert_int_eq(write(fd, buf, size + 4), (ssize_t)(size + 4));
-	free(buf);
-	ck_assert_int_eq(recv(fd, hdr, 4, MSG_WAITALL), 4);
-	len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
-	    (uint32_t)hdr[2] << 8 | hdr[3];
-	buf = malloc(len + 1);
-	for (got = 0; got < len;) {
-		ssize_t r = recv(fd, buf + got, len - got, 0);
-
-		ck_assert_int_gt(r, 0);
-		got += (size_t)r;
-	}
-	resp = nddd__v1__response__unpack(NULL, len, buf);
-	ck_assert_ptr_nonnull(resp);
-	free(buf);
-	close(fd);
-	return resp;
-}
-
 /* Refused whole, INVALID_ARGUMENT, with a message naming what. */
 static void
 assert_refused(Nddd__V1__Response *resp, uint64_t id, const char *what)
@@ -480,14 +440,14 @@ START_TEST(test_bad_batches_refused)
 	req.id = 7;
 	req.op_case = NDDD__V1__REQUEST__OP_URL_SUBMIT;
 	req.url_submit = &batch;
-	assert_refused(raw_call(&h, &req), 7, "not both");
+	assert_refused(harness_raw_call(&h, &req), 7, "not both");
 	batch.n_urls = 0;
 	batch.urls = NULL;
 	batch.digests.len = NDDD_DIGEST_LEN + 1;
 	req.id = 8;
 	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
 	req.url_check = &batch;
-	assert_refused(raw_call(&h, &req), 8, "16 bytes");
+	assert_refused(harness_raw_call(&h, &req), 8, "16 bytes");
 	nddd_canon_free(k);
 
 	/* Still the one submit that went through. */

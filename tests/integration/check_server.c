@@ -37,82 +37,6 @@ fcntl_block(int fd)
 	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 }
 
-static int
-raw_connect(const struct harness *h)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	sin.sin_port = htons((uint16_t)h->port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	return fd;
-}
-
-static void
-raw_send(int fd, const void *buf, size_t len)
-{
-	ck_assert_int_eq(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
-}
-
-static void
-raw_frame(int fd, const void *payload, uint32_t len)
-{
-	uint8_t hdr[4] = { len >> 24, len >> 16, len >> 8, len };
-
-	raw_send(fd, hdr, 4);
-	if (len > 0)
-		raw_send(fd, payload, len);
-}
-
-/*
- * Reads one response frame (10 s at most).  Returns NULL if the connection
- * closed first.
- */
-static Nddd__V1__Response *
-raw_recv(int fd)
-{
-	uint8_t hdr[4], *buf;
-	uint32_t len;
-	size_t got = 0;
-	Nddd__V1__Response *r;
-
-	while (got < 4) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		ck_assert_msg(poll(&pfd, 1, 10000) == 1, "no reply in 10 s");
-		n = recv(fd, hdr + got, 4 - got, 0);
-		if (n <= 0)
-			return NULL;
-		got += (size_t)n;
-	}
-	len = (uint32_t)hdr[0] << 24 | hdr[1] << 16 | hdr[2] << 8 | hdr[3];
-	buf = malloc(len + 1);
-	for (got = 0; got < len;) {
-		ssize_t n = recv(fd, buf + got, len - got, MSG_WAITALL);
-
-		ck_assert_int_gt(n, 0);
-		got += (size_t)n;
-	}
-	r = nddd__v1__response__unpack(NULL, len, buf);
-	free(buf);
-	ck_assert_ptr_nonnull(r);
-	return r;
-}
-
-/* True when the peer has closed: recv sees EOF within 10 s. */
-static bool
-raw_closed(int fd)
-{
-	char c;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-	if (poll(&pfd, 1, 10000) != 1)
-		return false;
-	return recv(fd, &c, 1, 0) <= 0;
-}
-
 /* Bytes received ahead of parsing, and frames cut from them. */
 struct pending {
 	uint8_t *data;
@@ -185,15 +109,15 @@ START_TEST(test_garbage_frame_closes_only_that_connection)
 	harness_init(&h, NULL);
 	harness_start(&h);
 	other = harness_client(&h);
-	fd = raw_connect(&h);
-	raw_frame(fd, garbage, sizeof(garbage));
-	r = raw_recv(fd);
+	fd = harness_raw_connect(&h);
+	harness_raw_frame(fd, garbage, sizeof(garbage));
+	r = harness_raw_recv(fd);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(r->id, 0);
 	ck_assert_ptr_nonnull(r->status);
 	ck_assert_int_eq(r->status->code, NDDD__V1__CODE__INVALID_ARGUMENT);
 	nddd__v1__response__free_unpacked(r, NULL);
-	ck_assert(raw_closed(fd));
+	ck_assert(harness_raw_closed(fd));
 	close(fd);
 	/* A client connected before, and one connecting after, both work. */
 	ck_assert_int_eq(nddd_send_stats(other, NULL), 0);
@@ -214,13 +138,13 @@ START_TEST(test_oversized_frame_refused_unread)
 	 * to it. */
 	harness_init(&h, "[server]\nmax_frame = 64K\nmax_batch = 1000");
 	harness_start(&h);
-	fd = raw_connect(&h);
-	raw_send(fd, hdr, 4);
-	r = raw_recv(fd);
+	fd = harness_raw_connect(&h);
+	harness_raw_send(fd, hdr, 4);
+	r = harness_raw_recv(fd);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(r->status->code, NDDD__V1__CODE__RESOURCE_EXHAUSTED);
 	nddd__v1__response__free_unpacked(r, NULL);
-	ck_assert(raw_closed(fd));
+	ck_assert(harness_raw_closed(fd));
 	close(fd);
 	assert_serving(&h);
 	ck_assert_int_eq(harness_stop(&h), 0);
@@ -240,11 +164,11 @@ START_TEST(test_zero_length_and_truncated_frames)
 
 	harness_init(&h, NULL);
 	harness_start(&h);
-	fd = raw_connect(&h);
+	fd = harness_raw_connect(&h);
 	/* An empty frame is an empty Request: no operation, refused, but the
 	 * framing is intact and the connection stays. */
-	raw_frame(fd, NULL, 0);
-	r = raw_recv(fd);
+	harness_raw_frame(fd, NULL, 0);
+	r = harness_raw_recv(fd);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(r->status->code, NDDD__V1__CODE__INVALID_ARGUMENT);
 	nddd__v1__response__free_unpacked(r, NULL);
@@ -252,28 +176,28 @@ START_TEST(test_zero_length_and_truncated_frames)
 	req.op_case = NDDD__V1__REQUEST__OP_STATS;
 	req.stats = &stats;
 	len = nddd__v1__request__pack(&req, buf);
-	raw_frame(fd, buf, (uint32_t)len);
-	r = raw_recv(fd);
+	harness_raw_frame(fd, buf, (uint32_t)len);
+	r = harness_raw_recv(fd);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(r->id, 77);
 	ck_assert_int_eq(r->result_case, NDDD__V1__RESPONSE__RESULT_STATS);
 	nddd__v1__response__free_unpacked(r, NULL);
 	/* A frame cut short, then the client goes away. */
-	raw_send(fd, "\0\0\1\0abc", 7);
+	harness_raw_send(fd, "\0\0\1\0abc", 7);
 	close(fd);
 	/* A frame delivered a byte at a time is still one frame. */
-	fd = raw_connect(&h);
+	fd = harness_raw_connect(&h);
 	{
 		uint8_t hdr[4] = { 0, 0, 0, (uint8_t)len };
 
 		for (int i = 0; i < 4; i++)
-			raw_send(fd, hdr + i, 1);
+			harness_raw_send(fd, hdr + i, 1);
 		for (size_t i = 0; i < len; i++) {
-			raw_send(fd, buf + i, 1);
+			harness_raw_send(fd, buf + i, 1);
 			usleep(1000);
 		}
 	}
-	r = raw_recv(fd);
+	r = harness_raw_recv(fd);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(r->id, 77);
 	nddd__v1__response__free_unpacked(r, NULL);
@@ -363,16 +287,16 @@ assert_flood_refused(const struct harness *h, const uint8_t *payload,
     size_t len)
 {
 	Nddd__V1__Response *r;
-	int fd = raw_connect(h);
+	int fd = harness_raw_connect(h);
 
-	raw_frame(fd, payload, (uint32_t)len);
-	r = raw_recv(fd);
+	harness_raw_frame(fd, payload, (uint32_t)len);
+	r = harness_raw_recv(fd);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(r->id, 0);
 	ck_assert_ptr_nonnull(r->status);
 	ck_assert_int_eq(r->status->code, NDDD__V1__CODE__RESOURCE_EXHAUSTED);
 	nddd__v1__response__free_unpacked(r, NULL);
-	ck_assert(raw_closed(fd));
+	ck_assert(harness_raw_closed(fd));
 	close(fd);
 }
 
@@ -392,9 +316,9 @@ START_TEST(test_unknown_field_flood_refused_before_decoding_it)
 	harness_start(&h);
 	assert_flood_refused(&h, buf, len);
 	/* The same request with a few unknown fields is answered. */
-	fd = raw_connect(&h);
-	raw_frame(fd, buf, (uint32_t)head + 64);
-	r = raw_recv(fd);
+	fd = harness_raw_connect(&h);
+	harness_raw_frame(fd, buf, (uint32_t)head + 64);
+	r = harness_raw_recv(fd);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(r->id, 5);
 	ck_assert_int_eq(r->result_case, NDDD__V1__RESPONSE__RESULT_URLS);
@@ -577,7 +501,7 @@ START_TEST(test_backpressure_on_a_client_that_does_not_read)
 	    "http://bp.example/", true, 1000, &len);
 	len -= 4;
 
-	fd = raw_connect(&h);
+	fd = harness_raw_connect(&h);
 	flags = 4096;
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &flags, sizeof(flags));
 	before = harness_anon_bytes(&h);
@@ -824,7 +748,7 @@ static int
 flood_without_reading(const struct harness *h, const uint8_t *frame,
     size_t len)
 {
-	int fd = raw_connect(h), small = 4096;
+	int fd = harness_raw_connect(h), small = 4096;
 	size_t off = 0, frames = 0;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -983,11 +907,11 @@ START_TEST(test_half_closed_client_gets_its_replies)
 
 	harness_init(&h, NULL);
 	harness_start(&h);
-	fd = raw_connect(&h);
+	fd = harness_raw_connect(&h);
 	for (uint64_t id = 1; id <= 5; id++) {
 		frame = url_batch_frame(NDDD__V1__REQUEST__OP_URL_SUBMIT, id,
 		    "http://half.example/", true, 1000, &len);
-		raw_send(fd, frame, len);
+		harness_raw_send(fd, frame, len);
 		free(frame);
 	}
 	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
@@ -1070,7 +994,7 @@ START_TEST(test_out_of_descriptors_neither_spins_nor_floods_the_log)
 	low.rlim_max = old.rlim_max;
 	ck_assert_int_eq(prlimit(h.pid, RLIMIT_NOFILE, &low, NULL), 0);
 	for (int i = 0; i < 40; i++)
-		fds[i] = raw_connect(&h);
+		fds[i] = harness_raw_connect(&h);
 	cpu0 = cpu_seconds(h.pid);
 	sleep(2);
 	cpu1 = cpu_seconds(h.pid);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nddd.pb-c.h"
 #include "testutil.h"
 
 int
@@ -249,4 +250,95 @@ harness_anon_bytes(const struct harness *h)
 			break;
 	fclose(f);
 	return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Raw protocol frames, for what the client library does not send. */
+
+int
+harness_raw_connect(const struct harness *h)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_port = htons((uint16_t)h->port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+void
+harness_raw_send(int fd, const void *buf, size_t len)
+{
+	ck_assert_int_eq(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+void
+harness_raw_frame(int fd, const void *payload, uint32_t len)
+{
+	uint8_t hdr[4] = { len >> 24, len >> 16, len >> 8, len };
+
+	harness_raw_send(fd, hdr, 4);
+	if (len > 0)
+		harness_raw_send(fd, payload, len);
+}
+
+Nddd__V1__Response *
+harness_raw_recv(int fd)
+{
+	uint8_t hdr[4], *buf;
+	uint32_t len;
+	size_t got = 0;
+	Nddd__V1__Response *r;
+
+	while (got < 4) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		ck_assert_msg(poll(&pfd, 1, 10000) == 1, "no reply in 10 s");
+		n = recv(fd, hdr + got, 4 - got, 0);
+		if (n <= 0)
+			return NULL;
+		got += (size_t)n;
+	}
+	len = (uint32_t)hdr[0] << 24 | hdr[1] << 16 | hdr[2] << 8 | hdr[3];
+	buf = malloc(len + 1);
+	for (got = 0; got < len;) {
+		ssize_t n = recv(fd, buf + got, len - got, MSG_WAITALL);
+
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+	r = nddd__v1__response__unpack(NULL, len, buf);
+	free(buf);
+	ck_assert_ptr_nonnull(r);
+	return r;
+}
+
+bool
+harness_raw_closed(int fd)
+{
+	char c;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, 10000) != 1)
+		return false;
+	return recv(fd, &c, 1, 0) <= 0;
+}
+
+Nddd__V1__Response *
+harness_raw_call(const struct harness *h, const Nddd__V1__Request *req)
+{
+	size_t size = nddd__v1__request__get_packed_size(req);
+	uint8_t *buf = malloc(size + 1);
+	Nddd__V1__Response *r;
+	int fd = harness_raw_connect(h);
+
+	ck_assert_ptr_nonnull(buf);
+	nddd__v1__request__pack(req, buf);
+	harness_raw_frame(fd, buf, (uint32_t)size);
+	free(buf);
+	r = harness_raw_recv(fd);
+	close(fd);
+	ck_assert_ptr_nonnull(r);
+	return r;
 }

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "nddd.h"
+#include "nddd.pb-c.h"
 
 struct harness {
 	char *dir;		/* temporary directory, removed at the end */
@@ -58,5 +59,20 @@ void harness_add_conf(struct harness *h, const char *text);
 
 /* The daemon's resident anonymous memory in bytes (from smaps_rollup). */
 long harness_anon_bytes(const struct harness *h);
+
+/*
+ * Raw protocol frames, for what the client library does not send: a
+ * connection to h's daemon, bytes and frames sent on it (the test fails
+ * if they cannot be), one response frame read (10 s at most; NULL if the
+ * connection closed first), whether the peer closed (EOF within 10 s),
+ * and one request answered on a connection of its own.
+ */
+int harness_raw_connect(const struct harness *h);
+void harness_raw_send(int fd, const void *buf, size_t len);
+void harness_raw_frame(int fd, const void *payload, uint32_t len);
+Nddd__V1__Response *harness_raw_recv(int fd);
+bool harness_raw_closed(int fd);
+Nddd__V1__Response *harness_raw_call(const struct harness *h,
+    const Nddd__V1__Request *req);
 
 #endif
