@@ -170,8 +170,7 @@ docset_near(struct docset *ds, uint64_t fp, unsigned kq, uint64_t exclude,
 void
 docset_neighbours_free(struct docset_neighbour *nb, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		free(nb[i].url);
+	(void)n;	/* one allocation holds the list and its URLs */
 	free(nb);
 }
 
@@ -181,8 +180,10 @@ docset_neighbours(struct docset *ds, struct store_txn *txn, uint64_t fp,
     struct docset_neighbour **out, size_t *n, uint64_t *total)
 {
 	struct nearidx_hit *hits = malloc((max + 1) * sizeof(*hits));
+	struct doc_record *recs = NULL;
 	struct docset_neighbour *nb = NULL;
-	size_t got;
+	size_t got, found = 0, bytes = 0;
+	char *urls;
 	int64_t t;
 	int rc = STORE_FAILED;
 
@@ -196,39 +197,49 @@ docset_neighbours(struct docset *ds, struct store_txn *txn, uint64_t fp,
 		goto fail;
 	}
 	got = (size_t)t < max ? (size_t)t : max;
-	if (got > 0 && (nb = calloc(got, sizeof(*nb))) == NULL)
+	if (got > 0 && (recs = malloc(got * sizeof(*recs))) == NULL)
 		goto nomem;
+	/* The records first (their URLs stay valid in txn), then one
+	 * allocation for the list and every URL. */
 	for (size_t i = 0; i < got; i++) {
-		struct doc_record r;
-
-		rc = docset_record(ds, txn, hits[i].doc_id, &r);
+		rc = docset_record(ds, txn, hits[i].doc_id, &recs[found]);
 		if (rc == STORE_NOTFOUND) {
 			t--;	/* not committed yet: not a neighbour yet */
 			continue;
 		}
 		if (rc != STORE_OK)
 			goto fail;	/* the store said why */
-		nb[*n].id = r.id;
-		nb[*n].group = r.group;
-		nb[*n].distance = hits[i].distance;
-		nb[*n].url_len = r.url_len;
-		if ((nb[*n].url = malloc(r.url_len + 1)) == NULL)
-			goto nomem;
-		memcpy(nb[*n].url, r.url, r.url_len);
-		nb[*n].url[r.url_len] = '\0';
-		(*n)++;
+		hits[found].distance = hits[i].distance;
+		bytes += recs[found].url_len + 1;
+		found++;
 	}
+	if (found > 0) {
+		if ((nb = malloc(found * sizeof(*nb) + bytes)) == NULL)
+			goto nomem;
+		urls = (char *)(nb + found);
+		for (size_t i = 0; i < found; i++) {
+			nb[i].id = recs[i].id;
+			nb[i].group = recs[i].group;
+			nb[i].distance = hits[i].distance;
+			nb[i].url = urls;
+			nb[i].url_len = recs[i].url_len;
+			memcpy(urls, recs[i].url, recs[i].url_len);
+			urls[recs[i].url_len] = '\0';
+			urls += recs[i].url_len + 1;
+		}
+	}
+	free(recs);
 	free(hits);
 	*out = nb;
+	*n = found;
 	*total = (uint64_t)t;
 	return STORE_OK;
 nomem:
 	log_warnx("%s: out of memory", __func__);
 	rc = STORE_FAILED;
 fail:
-	docset_neighbours_free(nb, *n);
+	free(recs);
 	free(hits);
-	*n = 0;
 	return rc;
 }
 

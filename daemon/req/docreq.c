@@ -150,7 +150,7 @@ neighbour_messages(const struct docset_neighbour *nb, size_t n,
 
 /* Bytes of a varint holding v. */
 static size_t
-varint_size(size_t v)
+varint_size(uint64_t v)
 {
 	size_t n = 1;
 
@@ -159,6 +159,23 @@ varint_size(size_t v)
 		n++;
 	}
 	return n;
+}
+
+/* Bytes of a field of varint v with a one-byte tag; proto3 leaves 0 out. */
+static size_t
+varint_field_size(uint64_t v)
+{
+	return v != 0 ? 1 + varint_size(v) : 0;
+}
+
+/* Bytes of a Neighbour message, as protobuf-c packs it (without asking it:
+ * this runs for every neighbour of every reply). */
+static size_t
+neighbour_size(const Nddd__V1__Neighbour *m)
+{
+	return varint_field_size(m->doc_id) + (m->url.len > 0 ?
+	    1 + varint_size(m->url.len) + m->url.len : 0) +
+	    varint_field_size(m->distance) + varint_field_size(m->group);
 }
 
 /*
@@ -176,7 +193,7 @@ neighbours_that_fit(Nddd__V1__Neighbour **v, size_t n, size_t base,
 	size_t size = base + 16;
 
 	for (size_t i = 0; i < n; i++) {
-		size_t one = nddd__v1__neighbour__get_packed_size(v[i]);
+		size_t one = neighbour_size(v[i]);
 
 		size += 1 + varint_size(one) + one;
 		if (size > budget)

@@ -54,13 +54,13 @@ struct writer;
  * doc_batch: at most this many documents; each one's result takes at most
  * DOCREQ_BATCH_ITEM_MAX bytes of the reply (ids, fingerprint, group and
  * the nearest neighbours that fit: ten with URLs of 80 bytes; near_total
- * counts them all), and neighbours past DOCREQ_BATCH_NEAR_MAX are not even
- * read.  A full batch reserves 4.6 MiB of its connection's
+ * counts them all), and neighbours past DOCREQ_BATCH_NEAR_MAX (more than
+ * fit with URLs of 20 bytes) are not even read.  A full batch reserves 4.6 MiB of its connection's
  * output_high_water.
  */
 #define DOCREQ_BATCH_MAX 4096
 #define DOCREQ_BATCH_ITEM_MAX 1024
-#define DOCREQ_BATCH_NEAR_MAX 64
+#define DOCREQ_BATCH_NEAR_MAX 24
 /* An item error (index, code, a message under 64 bytes); the reply's own
  * fields. */
 #define DOCREQ_BATCH_ERROR_MAX 96
