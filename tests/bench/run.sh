@@ -33,9 +33,13 @@
 # pipelining; once with its default persistence (periodic snapshots) and
 # once durable (appendfsync always); the ratios against nddd.
 #
-# Documents end to end: doc_bench submits the Reuters-21578 bodies
-# (BENCH_DOC_REPEAT times, default 5, under distinct URLs) to a fresh
-# nddd with sync = full, then queries them by body.
+# Documents end to end: doc_bench submits the Reuters-21578 bodies, then
+# the L3S-GN1 HTML pages (BENCH_DOC_REPEAT times, default 5, under
+# distinct URLs) to a fresh nddd with sync = full, then queries them by
+# body, one document per request and in doc_batch requests, and measures
+# the engine on the same documents in the same run (BENCH_SIMD, default
+# auto, names the kernel of both: avx2 forces the AVX2 code on an AVX-512
+# machine).
 #
 # The Python client against redis-py (tests/bench/python_bench.py):
 # BENCH_PY_URLS (default 200,000) URLs in batches, BENCH_PY_SINGLE (default
@@ -430,25 +434,45 @@ if [ "${BENCH_PAST_RAM:-1}" != 0 ]; then
 fi
 
 docrep=${BENCH_DOC_REPEAT:-5}
-echo "== documents end to end: the Reuters-21578 bodies x $docrep, sync = full"
-dport=$(free_port)
-cat > "$tmp/docs.conf" <<CONF
+simd=${BENCH_SIMD:-auto}
+# One fresh nddd per run: $1 the corpus option, $2 its directory, then
+# doc_bench's options.
+doc_run() {
+	local opt=$1 dir=$2 dport
+	shift 2
+	dport=$(free_port)
+	cat > "$tmp/docs.conf" <<CONF
 [server]
 listen = 127.0.0.1:$dport
 [store]
 data_dir = $tmp/docs
 [simhash]
 stopwords = $root/conf/stopwords.txt
+simd = $simd
 CONF
-"$bin/nddd" -c "$tmp/docs.conf" "${as_root[@]}" 2> "$tmp/nddd4.log" &
-nddd=$!
-pids+=("$nddd")
-wait_port "$dport"
-"$bin/doc_bench" -H "127.0.0.1:$dport" \
-	--reuters "$data/text_corpora/reuters21578" -r "$docrep"
-"$bin/nddctl" -H "127.0.0.1:$dport" stats | grep -E '^(docs|near\.|accel\.)'
-kill -TERM "$nddd"
-wait "$nddd"
+	rm -rf "$tmp/docs"
+	"$bin/nddd" -c "$tmp/docs.conf" "${as_root[@]}" 2> "$tmp/nddd4.log" &
+	nddd=$!
+	pids+=("$nddd")
+	wait_port "$dport"
+	(cd "$root" && "$bin/doc_bench" -H "127.0.0.1:$dport" "$opt" "$dir" \
+	    -l "$simd" "$@")
+	"$bin/nddctl" -H "127.0.0.1:$dport" stats | grep -E '^(docs|accel\.)'
+	kill -TERM "$nddd"
+	wait "$nddd"
+}
+echo "== documents end to end, sync = full, simd = $simd: the Reuters-21578 bodies x $docrep"
+echo "-- one document per request"
+doc_run --reuters "$data/text_corpora/reuters21578" -r "$docrep"
+echo "-- doc_batch, 256 documents per request"
+doc_run --reuters "$data/text_corpora/reuters21578" -r "$docrep" -b 256 \
+    -w 4 -L 0
+echo "== documents end to end: the L3S-GN1 HTML pages x $docrep"
+echo "-- one document per request"
+doc_run --html "$data/text_corpora/l3s_gn1_html/original" -r "$docrep"
+echo "-- doc_batch, 32 documents per request"
+doc_run --html "$data/text_corpora/l3s_gn1_html/original" -r "$docrep" \
+    -b 32 -w 4 -L 0
 
 echo "== clients that send and never read (tests/bench/slow_clients_bench.py)"
 PYTHONPATH="$root/clients/python" /usr/bin/python3 \
