@@ -31,7 +31,9 @@
  * reply, with its id, that decodes as a Response; errors known in advance
  * (role, validation, empty documents, k) are the ones answered; a URL
  * batch has a count per item and an error exactly for the items that are
- * not URLs; URL counts follow a model (a submit adds one, a delete
+ * not URLs; a doc_batch (up to 6 documents, stored or query_only) has a
+ * result per document and an error exactly for those with a bad URL or no
+ * terms, the others answered as doc_submits applied in request order; URL counts follow a model (a submit adds one, a delete
  * forgets, a check sees the count), as do documents (ids, fingerprints
  * equal to the local simhash, groups, created, not found after a delete);
  * neighbours are sorted, within k, at the right distance, not the document
@@ -89,6 +91,8 @@
 /* Requests of one execution, at most; items of a batch built from input. */
 #define FX_MAX_REQS 16
 #define FX_MAX_ITEMS 20
+/* Documents of a doc_batch, at most. */
+#define FX_MAX_BATCH_DOCS 6
 /* The stack's limits (config_set), small enough to be crossed. */
 #define FX_MAX_BATCH 16
 #define FX_MAX_RESULTS 4
@@ -143,12 +147,13 @@ enum fz_op {
 	FZ_DOC_DELETE,
 	FZ_NO_OP,
 	FZ_RAW,
+	FZ_DOC_BATCH,
 };
 
 /* The operation of each value of an input byte's low 4 bits. */
 static const enum fz_op fz_op_of[16] = {
 	FZ_URL_SUBMIT, FZ_URL_SUBMIT, FZ_URL_CHECK, FZ_URL_CHECK,
-	FZ_URL_DELETE, FZ_STATS, FZ_VERIFY, FZ_DOC_SUBMIT, FZ_DOC_SUBMIT,
+	FZ_URL_DELETE, FZ_STATS, FZ_VERIFY, FZ_DOC_SUBMIT, FZ_DOC_BATCH,
 	FZ_DOC_WOULD_JOIN, FZ_DOC_QUERY_BODY, FZ_DOC_QUERY_FP, FZ_DOC_GET,
 	FZ_DOC_DELETE, FZ_NO_OP, FZ_RAW,
 };
@@ -157,6 +162,7 @@ static const char *const fz_op_names[] = {
 	"url_submit", "url_check", "url_delete", "stats", "verify",
 	"doc_submit", "doc_submit query_only", "doc_query body",
 	"doc_query simhash", "doc_get", "doc_delete", "no operation", "raw",
+	"doc_batch",
 };
 
 /*
@@ -182,6 +188,11 @@ struct fz_ent {
 struct fz_item {
 	bool valid;
 	int ent;			/* the model's, when valid */
+	/* A document of a doc_batch: its fingerprint, or it has no terms;
+	 * stored or only answered. */
+	uint64_t fp;
+	bool empty;
+	bool query_only;
 };
 
 struct fz_req {
@@ -808,6 +819,34 @@ text_fp(size_t i)
 	return fp;
 }
 
+/*
+ * A doc_batch touches the document of each valid URL, and changes it when
+ * one of its documents under that URL is stored (has terms, not
+ * query_only); the changes are counted first, since an URL counts once per
+ * request.
+ */
+static void
+touch_doc_batch(struct fz_req *q)
+{
+	int qi = (int)(q - fx.reqs);
+
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < q->n; i++) {
+			const struct fz_item *it = &q->items[i];
+			bool mut = !it->query_only && !it->empty;
+			struct fz_ent *e;
+
+			if (!it->valid || mut != (pass == 0))
+				continue;
+			e = &fx.ents[it->ent];
+			if (e->last_req == qi)
+				continue;
+			e->last_req = qi;
+			e->doc_touch++;
+			e->doc_mut += mut;
+		}
+}
+
 /* Counts request q as touching (and maybe changing) each valid item. */
 static void
 touch(struct fz_req *q, bool url, bool mutation)
@@ -834,9 +873,14 @@ touch(struct fz_req *q, bool url, bool mutation)
 }
 
 static enum role
-role_needed(enum fz_op op)
+role_needed(const struct fz_req *q)
 {
-	switch (op) {
+	switch (q->op) {
+	case FZ_DOC_BATCH:
+		for (size_t i = 0; i < q->n; i++)
+			if (!q->items[i].query_only)
+				return ROLE_WRITE;
+		return ROLE_READ;
 	case FZ_URL_SUBMIT:
 	case FZ_DOC_SUBMIT:
 		return ROLE_WRITE;
@@ -851,6 +895,36 @@ role_needed(enum fz_op op)
 }
 
 /* ---- Building requests. ---- */
+
+/*
+ * A doc_batch of up to FX_MAX_BATCH_DOCS documents, each stored or
+ * query_only, with what each must get.
+ */
+static Nddd__V1__DocBatch *
+gen_doc_batch(struct fz_in *in, struct fz_req *q)
+{
+	Nddd__V1__DocBatch *db = fz_alloc(sizeof(*db));
+	size_t n = in_byte(in) % (FX_MAX_BATCH_DOCS + 1);
+
+	nddd__v1__doc_batch__init(db);
+	q->n = n;
+	q->items = fz_alloc((n + 1) * sizeof(*q->items));
+	db->n_docs = n;
+	db->docs = fz_alloc((n + 1) * sizeof(*db->docs));
+	for (size_t i = 0; i < n; i++) {
+		Nddd__V1__DocSubmit *ds = fz_alloc(sizeof(*ds));
+		struct fz_item *it = &q->items[i];
+
+		nddd__v1__doc_submit__init(ds);
+		gen_url(in, &ds->url, it);
+		it->empty = gen_body(in, &ds->body, &ds->format, &it->fp) ==
+		    SIMHASH_EMPTY_DOCUMENT;
+		it->query_only = in_byte(in) & 1;
+		ds->query_only = it->query_only;
+		db->docs[i] = ds;
+	}
+	return db;
+}
 
 /* A URL batch for q from the input, with the error it must get. */
 static Nddd__V1__UrlBatch *
@@ -873,7 +947,7 @@ gen_batch(struct fz_in *in, struct fz_req *q)
 			/* Refused whole: no need to spend the input. */
 			urls[i].data = (uint8_t *)"http://example.com/";
 			urls[i].len = strlen("http://example.com/");
-			q->items[i] = (struct fz_item){ false, -1 };
+			q->items[i] = (struct fz_item){ .valid = false, .ent = -1 };
 			continue;
 		}
 		gen_url(in, &urls[i], &q->items[i]);
@@ -1074,9 +1148,13 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 		break;
 	case FZ_RAW:
 		break;
+	case FZ_DOC_BATCH:
+		m->op_case = NDDD__V1__REQUEST__OP_DOC_BATCH;
+		m->doc_batch = gen_doc_batch(in, q);
+		break;
 	}
 	/* The role is checked before anything else. */
-	if (q->role < role_needed(q->op))
+	if (q->role < role_needed(q))
 		q->expect = NDDD__V1__CODE__PERMISSION_DENIED;
 	if (q->expect != NDDD__V1__CODE__OK)
 		return;
@@ -1091,6 +1169,9 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 	case FZ_DOC_SUBMIT:
 	case FZ_DOC_DELETE:
 		touch(q, false, true);
+		break;
+	case FZ_DOC_BATCH:
+		touch_doc_batch(q);
 		break;
 	case FZ_DOC_GET:
 	case FZ_DOC_WOULD_JOIN:
@@ -1260,34 +1341,36 @@ check_near(const struct fz_req *q, Nddd__V1__Neighbour **near, size_t n,
 	}
 }
 
+/*
+ * The DocResult r of one document (op: submitted, query_only or got) with
+ * URL item it and fingerprint fp (a submit's), of request q; in_batch: of
+ * a doc_batch, whose results leave the URL out.
+ */
 static void
-check_doc(struct fz_req *q)
+check_doc_result(const struct fz_req *q, enum fz_op op,
+    const struct fz_item *it, uint64_t fp, const Nddd__V1__DocResult *r,
+    bool in_batch)
 {
-	const Nddd__V1__DocResult *r = q->resp->doc;
-	struct fz_ent *e = &fx.ents[q->items[0].ent];
+	struct fz_ent *e = &fx.ents[it->ent];
 	bool sure = !conflicted_doc(e);
 
-	if (q->resp->result_case != NDDD__V1__RESPONSE__RESULT_DOC ||
-	    r == NULL)
-		fx_fail("request %llu (%s): no document result",
-		    (unsigned long long)q->id, fz_op_names[q->op]);
-	if (r->url.len != e->canon_len ||
+	if (in_batch ? r->url.len != 0 : r->url.len != e->canon_len ||
 	    memcmp(r->url.data, e->canon, e->canon_len) != 0)
 		fx_fail("request %llu (%s): URL %.*s, not %.*s",
 		    (unsigned long long)q->id, fz_op_names[q->op],
 		    (int)r->url.len, (const char *)r->url.data,
-		    (int)e->canon_len, e->canon);
-	if (q->op == FZ_DOC_WOULD_JOIN) {
-		if (r->doc_id != 0 || r->simhash != q->fp || r->created ||
+		    in_batch ? 0 : (int)e->canon_len, e->canon);
+	if (op == FZ_DOC_WOULD_JOIN) {
+		if (r->doc_id != 0 || r->simhash != fp || r->created ||
 		    r->group != (r->n_near > 0 ? r->near[0]->group : 0))
 			fx_fail("request %llu (doc_submit query_only): id %llu "
 			    "simhash %016llx (not %016llx) group %llu",
 			    (unsigned long long)q->id,
 			    (unsigned long long)r->doc_id,
 			    (unsigned long long)r->simhash,
-			    (unsigned long long)q->fp,
+			    (unsigned long long)fp,
 			    (unsigned long long)r->group);
-		check_near(q, r->near, r->n_near, r->near_total, q->fp, FX_K,
+		check_near(q, r->near, r->n_near, r->near_total, fp, FX_K,
 		    sure && e->doc_known && e->doc_present ? e->doc_id : 0);
 		return;
 	}
@@ -1296,12 +1379,12 @@ check_doc(struct fz_req *q)
 		    (unsigned long long)q->id, fz_op_names[q->op],
 		    (unsigned long long)r->doc_id,
 		    (unsigned long long)r->group);
-	if (q->op == FZ_DOC_SUBMIT) {
-		if (r->simhash != q->fp)
+	if (op == FZ_DOC_SUBMIT) {
+		if (r->simhash != fp)
 			fx_fail("request %llu: doc_submit's simhash %016llx, "
 			    "not %016llx", (unsigned long long)q->id,
 			    (unsigned long long)r->simhash,
-			    (unsigned long long)q->fp);
+			    (unsigned long long)fp);
 		/* The group of its nearest neighbour, or its own. */
 		if (r->n_near > 0 ? r->group != r->near[0]->group :
 		    r->near_total == 0 && r->group != r->doc_id)
@@ -1338,6 +1421,68 @@ check_doc(struct fz_req *q)
 	e->doc_id = r->doc_id;
 	e->doc_fp = r->simhash;
 	e->doc_group = r->group;
+}
+
+static void
+check_doc(struct fz_req *q)
+{
+	if (q->resp->result_case != NDDD__V1__RESPONSE__RESULT_DOC ||
+	    q->resp->doc == NULL)
+		fx_fail("request %llu (%s): no document result",
+		    (unsigned long long)q->id, fz_op_names[q->op]);
+	check_doc_result(q, q->op, &q->items[0], q->fp, q->resp->doc, false);
+}
+
+/*
+ * A doc_batch's results: one per document; an error exactly for those
+ * with a bad URL or no terms; the others as a doc_submit's (query_only or
+ * not) in request order, the model following each in turn.
+ */
+static void
+check_docs(struct fz_req *q)
+{
+	const Nddd__V1__DocResults *res = q->resp->docs;
+	Nddd__V1__Code want[FX_MAX_BATCH_DOCS], got[FX_MAX_BATCH_DOCS];
+
+	if (q->resp->result_case != NDDD__V1__RESPONSE__RESULT_DOCS ||
+	    res == NULL || res->n_docs != q->n)
+		fx_fail("request %llu (doc_batch): not %zu results",
+		    (unsigned long long)q->id, q->n);
+	for (size_t i = 0; i < q->n; i++) {
+		want[i] = !q->items[i].valid ?
+		    NDDD__V1__CODE__INVALID_ARGUMENT : q->items[i].empty ?
+		    NDDD__V1__CODE__EMPTY_DOCUMENT : NDDD__V1__CODE__OK;
+		got[i] = NDDD__V1__CODE__OK;
+	}
+	for (size_t j = 0; j < res->n_errors; j++) {
+		const Nddd__V1__ItemError *ie = res->errors[j];
+
+		if (ie->index >= q->n || ie->status == NULL ||
+		    got[ie->index] != NDDD__V1__CODE__OK ||
+		    ie->status->code == NDDD__V1__CODE__OK)
+			fx_fail("request %llu (doc_batch): a bad item error",
+			    (unsigned long long)q->id);
+		got[ie->index] = ie->status->code;
+	}
+	for (size_t i = 0; i < q->n; i++) {
+		const Nddd__V1__DocResult *r = res->docs[i];
+
+		if (got[i] != want[i])
+			fx_fail("request %llu (doc_batch): document %zu "
+			    "answered %d, not %d", (unsigned long long)q->id, i,
+			    got[i], want[i]);
+		if (want[i] != NDDD__V1__CODE__OK) {
+			if (r->doc_id != 0 || r->simhash != 0 || r->n_near != 0)
+				fx_fail("request %llu (doc_batch): document "
+				    "%zu failed but has a result",
+				    (unsigned long long)q->id, i);
+			continue;
+		}
+		check_doc_result(q, q->items[i].query_only ? FZ_DOC_WOULD_JOIN :
+		    FZ_DOC_SUBMIT, &q->items[i], q->items[i].fp, r, true);
+		if (r->doc_id > fx.max_doc_id)
+			fx.max_doc_id = r->doc_id;
+	}
 }
 
 static void
@@ -1430,6 +1575,9 @@ check_reply(struct fz_req *q)
 	case FZ_DOC_WOULD_JOIN:
 	case FZ_DOC_GET:
 		check_doc(q);
+		break;
+	case FZ_DOC_BATCH:
+		check_docs(q);
 		break;
 	case FZ_DOC_DELETE:
 		if (r->result_case != NDDD__V1__RESPONSE__RESULT_DOC_DELETE)
