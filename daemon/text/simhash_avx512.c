@@ -30,10 +30,17 @@
  *    (rare).  Stop words: one gather from the perfect hash table
  *    (simhash_impl.h), comparing the SPACE-padded last 8 bytes, which
  *    decides for terms under 8 bytes; longer ones compare their first 8
- *    bytes too.  Then fmix64, and counting: the 8 hashes' bytes are
- *    transposed (vpermb), each 8x8 bit block transposed with gf2p8affineqb,
- *    and vpopcntb gives, per bit position, how many of the 8 hashes have
- *    it set: one byte counter per bit, added up in 8, 16 and 64 bits.
+ *    bytes too.  Then fmix64; the hashes to count are stored back.
+ *  Pass 4.  Counting: the 8 hashes' bytes are transposed (vpermb), each
+ *    8x8 bit block transposed with gf2p8affineqb, and vpopcntb gives, per
+ *    bit position, how many of the 8 hashes have it set: one byte counter
+ *    per bit, kept in a register through the pass and added up in 8, 16
+ *    and 64 bits.
+ *
+ * The passes are split where a loop would otherwise hold long dependency
+ * chains (gathers, fmix64, the transposition) one after the other: the
+ * waiting operations fill the schedulers and the next iterations cannot
+ * start.  The machine is bound by that more than by its ports.
  */
 #include "simhash_impl.h"
 
@@ -157,13 +164,16 @@ avx512_state(struct simhash_acc *acc)
 }
 
 /*
- * Adds, per bit position, how many of the 8 lanes of v have it set.  The
- * bytes are transposed so that qword k holds byte k of every lane, each
- * 8x8 bit block is transposed by gf2p8affineqb (byte i of the result
- * gathers bit i of the 8 bytes), and vpopcntb counts.
+ * Adds, per bit position, how many of the 8 lanes of v have it set, to c8
+ * (kept in a register by the callers' loops: through memory, each group
+ * would wait for the previous one's store).  The bytes are transposed so
+ * that qword k holds byte k of every lane, each 8x8 bit block is transposed
+ * by gf2p8affineqb (byte i of the result gathers bit i of the 8 bytes), and
+ * vpopcntb counts.  Every 31 groups c8 is flushed to st.
  */
-AVX512 static inline void
-avx512_count8(struct avx512_state *st, struct simhash_acc *acc, __m512i v)
+AVX512 static inline __m512i
+avx512_count8(struct avx512_state *st, struct simhash_acc *acc, __m512i c8,
+    unsigned *n8, __m512i v)
 {
 	const __m512i tidx = _mm512_set_epi64(
 	    0x3f372f271f170f07LL, 0x3e362e261e160e06LL, 0x3d352d251d150d05LL,
@@ -173,12 +183,16 @@ avx512_count8(struct avx512_state *st, struct simhash_acc *acc, __m512i v)
 
 	v = _mm512_permutexvar_epi8(tidx, v);
 	v = _mm512_gf2p8affine_epi64_epi8(bitsel, v, 0);
-	st->c8 = _mm512_add_epi8(st->c8, _mm512_popcnt_epi8(v));
-	if (++st->n8 == 31) {
+	c8 = _mm512_add_epi8(c8, _mm512_popcnt_epi8(v));
+	if (__builtin_expect(++*n8 == 31, 0)) {
+		st->c8 = c8;
 		avx512_flush8(st);
 		if (++st->n16 == 255)
 			avx512_flush16(st, acc);
+		c8 = _mm512_setzero_si512();
+		*n8 = 0;
 	}
+	return c8;
 }
 
 /* Counts n hashes finished by the scalar path. */
@@ -186,11 +200,16 @@ AVX512 static void
 avx512_count(struct simhash_acc *acc, const uint64_t *h, size_t n)
 {
 	struct avx512_state *st = avx512_state(acc);
+	__m512i c8 = st->c8;
+	unsigned n8 = st->n8;
 	size_t i;
 
 	for (i = 0; i < n; i += 8)
-		avx512_count8(st, acc, _mm512_maskz_loadu_epi64((__mmask8)
-		    simhash_lanes(n - i, 8), h + i));
+		c8 = avx512_count8(st, acc, c8, &n8,
+		    _mm512_maskz_loadu_epi64((__mmask8)simhash_lanes(n - i, 8),
+		    h + i));
+	st->c8 = c8;
+	st->n8 = n8;
 }
 
 /* Bit i is set iff at least half the occurrences have it (ties give 1). */
@@ -449,6 +468,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	const int fast_stop = stop_mode == AVX512_STOP_TABLE;
 	size_t g, ng = (n + 7) / 8, nl = 0, j;
 	uint64_t nterms = 0;
+	unsigned n8;
+	__m512i c8;
 
 	SIMHASH_PROF_T(t0);
 
@@ -499,7 +520,14 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		}
 	}
 	SIMHASH_PROF_ADD(hash, t0);
-	/* Pass 3: stop words, fmix64, counting. */
+	/*
+	 * Pass 3: stop words and fmix64; the hashes to count go back to h,
+	 * those not counted as 0 (which adds nothing).  Counting is a pass
+	 * of its own: behind the gathers and fmix64 in the same loop, its
+	 * operations would wait in the schedulers, which then fill up
+	 * before the next groups' loads can start (measured: 8% faster on
+	 * preprocessed text, 35% on plain text).
+	 */
 	for (g = 0; g < ng; g++) {
 		__mmask8 valid = (__mmask8)simhash_lanes(n - 8 * g, 8),
 		    lm = ck->longm[g], cm;
@@ -535,8 +563,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		if (fmix)
 			h = avx512_fmix(h);
 		nterms += (uint64_t)_mm_popcnt_u32(cm);
-		/* Terms not counted: 0, which adds nothing. */
-		avx512_count8(st, acc, _mm512_maskz_mov_epi64(cm, h));
+		_mm512_storeu_si512(ck->h + 8 * g, _mm512_maskz_mov_epi64(cm,
+		    h));
 		/* Terms of 16 bytes or more: the scalar way (rare). */
 		if (__builtin_expect(vlong != 0, 0)) {
 			while (vlong) {
@@ -547,6 +575,14 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 			}
 		}
 	}
+	/* Pass 4: counting. */
+	c8 = st->c8;
+	n8 = st->n8;
+	for (g = 0; g < ng; g++)
+		c8 = avx512_count8(st, acc, c8, &n8, _mm512_loadu_si512(ck->h +
+		    8 * g));
+	st->c8 = c8;
+	st->n8 = n8;
 	SIMHASH_PROF_ADD(filter, t0);
 	acc->nterms += nterms;
 #ifdef SIMHASH_PROFILE
