@@ -3,44 +3,47 @@
  * BITALG and GFNI: Ice Lake and later).  See simhash_impl.h for the frame.
  *
  * A window is tokenized 64 bytes at a time and its terms are then handled
- * in chunks of 8 blocks, each pass a loop of independent iterations with
- * short dependency chains (which keeps the out-of-order window full) and
- * as few data-dependent branches as can be (a mispredicted branch costs
- * about as much as hashing two terms):
+ * in chunks of 16 blocks, each pass a loop of independent iterations with
+ * short dependency chains and as few data-dependent branches as can be (a
+ * mispredicted branch costs about as much as hashing two terms):
  *
  *  Tokenize.  Compare the block with SPACE; a term ends at a SPACE after a
  *    term byte.  The positions of the ends are compressed (vpcompressb),
- *    and for 8 ends at a time the 8 bytes before each end are picked out
- *    of this block and the previous one with one vpermi2b: term words,
- *    right-aligned, one per 64-bit lane.  Two rounds of 8 always run, more
- *    when a block has more than 16 ends (rare).
+ *    and for 8 ends at a time the 16 bytes before each end are picked out
+ *    of this block and the previous one with two vpermi2b: term words,
+ *    right-aligned, one per 64-bit lane, bytes e-8..e-1 in one array and
+ *    e-16..e-9 (needed for terms of 8 bytes or more) in another.  Two
+ *    rounds of 8 always run, more when a block has more than 16 ends
+ *    (rare).
  *  Pass 1.  In each word, the bytes up to the last SPACE are not the term's
- *    and are zeroed (vplzcntq of the SPACE mask).  sdbm is a polynomial in
- *    65599, so a term's hash is sum(b[k] * 65599^(7-k)) over the 8 bytes,
- *    zeros included: byte pairs are combined with vpmaddubsw (63 * b0 + b1,
- *    plus b0 << 16, is b0 * 65599 + b1), interleaved into 32-bit digits,
- *    and each digit is multiplied by its power of 65599 with two vpmuludq.
- *    A word without SPACE holds a term of 8 bytes or more: its index is
- *    compacted into a list (vpcompressd).
- *  Pass 2.  The 8 bytes before those of the long terms, 8 terms at a time:
- *    their share of the hash (the same polynomial times 65599^8) and their
+ *    and are zeroed (vplzcntq of the SPACE mask).  A word without SPACE
+ *    holds a term of 8 bytes or more: its index and its second word are
+ *    compacted into lists (vpcompressd, vpcompressq).
+ *  Pass 2.  sdbm is a polynomial in 65599, so a term's hash is
+ *    sum(b[k] * 65599^(7-k)) over the 8 bytes, zeros included: byte pairs
+ *    are combined with vpmaddubsw (63 * b0 + b1, plus b0 << 16, is
+ *    b0 * 65599 + b1), interleaved into 32-bit digits, and each digit is
+ *    multiplied by its power of 65599 with two vpmuludq.
+ *  Pass 3.  The second words of the long terms, 8 terms at a time: their
+ *    share of the hash (the same polynomial times 65599^8) and their
  *    stop-word key.
- *  Pass 3.  The shares are expanded back into their terms' lanes
+ *  Pass 4.  The shares are expanded back into their terms' lanes
  *    (vpexpandq); terms of 16 bytes or more are left to the scalar path
  *    (rare).  Stop words: one gather from the perfect hash table
  *    (simhash_impl.h), comparing the SPACE-padded last 8 bytes, which
  *    decides for terms under 8 bytes; longer ones compare their first 8
  *    bytes too.  The hashes to count are stored back, the others as 0.
- *  Pass 4.  fmix64 and counting: the 8 hashes' bytes are transposed
+ *  Pass 5.  fmix64 and counting: the 8 hashes' bytes are transposed
  *    (vpermb), each 8x8 bit block transposed with gf2p8affineqb, and
  *    vpopcntb gives, per bit position, how many of the 8 hashes have it
  *    set: one byte counter per bit, kept in a register through the pass
  *    and added up in 8, 16 and 64 bits.
  *
- * The passes are split where a loop would otherwise hold long dependency
- * chains (gathers, fmix64, the transposition) one after the other: the
- * waiting operations fill the schedulers and the next iterations cannot
- * start.  The machine is bound by that more than by its ports.
+ * The passes are split where one loop would otherwise hold long dependency
+ * chains (the masks and the polynomial, gathers, fmix64, the transposition)
+ * one after the other: the waiting operations fill the schedulers and the
+ * next iterations cannot start.  On Zen 4 that bounds the kernel more than
+ * its ports do: a pass more, its stores and loads included, is cheaper.
  */
 #include "simhash_impl.h"
 
@@ -62,7 +65,14 @@ struct avx512_chunk {
 	uint64_t wlo[AVX512_CHUNK_TERMS + 32];	/* bytes e-8..e-1 */
 	uint32_t end[AVX512_CHUNK_TERMS + 32];	/* e, from p */
 	uint64_t h[AVX512_CHUNK_TERMS];		/* sdbm */
-	uint64_t klo[AVX512_CHUNK_TERMS];	/* stop-word keys */
+	/*
+	 * Pass 1 reads the words of a group before it writes their keys:
+	 * the keys take the words' place.
+	 */
+	union {
+		uint64_t whi[AVX512_CHUNK_TERMS + 32];	/* bytes e-16..e-9 */
+		uint64_t klo[AVX512_CHUNK_TERMS + 32];	/* stop-word keys */
+	};
 	/* Terms of 8 bytes or more: their second word and index. */
 	uint64_t lhi[AVX512_CHUNK_TERMS + 8];
 	uint32_t lidx[AVX512_CHUNK_TERMS + 8];
@@ -340,6 +350,7 @@ avx512_tokenize(const uint8_t *p, size_t n, size_t *bp, size_t t,
 	    0x0404040404040404LL, 0x0303030303030303LL,
 	    0x0202020202020202LL, 0x0101010101010101LL, 0);
 	const __m512i off = _mm512_set1_epi64(0x3f3e3d3c3b3a3938LL);
+	const __m512i eight = _mm512_set1_epi8(8);
 	size_t b = *bp, nt = 0, k;
 	uint64_t m, spm, em;
 	__m512i cur, pos, idx;
@@ -365,10 +376,14 @@ avx512_tokenize(const uint8_t *p, size_t n, size_t *bp, size_t t,
 		idx = _mm512_add_epi8(_mm512_permutexvar_epi8(bcast, pos), off);
 		_mm512_storeu_si512(ck->wlo + nt,
 		    _mm512_permutex2var_epi8(*prev, idx, cur));
+		_mm512_storeu_si512(ck->whi + nt, _mm512_permutex2var_epi8(
+		    *prev, _mm512_sub_epi8(idx, eight), cur));
 		idx = _mm512_add_epi8(_mm512_permutexvar_epi8(_mm512_add_epi8(
-		    bcast, _mm512_set1_epi8(8)), pos), off);
+		    bcast, eight), pos), off);
 		_mm512_storeu_si512(ck->wlo + nt + 8,
 		    _mm512_permutex2var_epi8(*prev, idx, cur));
+		_mm512_storeu_si512(ck->whi + nt + 8, _mm512_permutex2var_epi8(
+		    *prev, _mm512_sub_epi8(idx, eight), cur));
 		for (r = 16; r < cnt; r += 8) {
 			if (r == 16)
 				_mm512_storeu_si512(ck->end + nt + 16,
@@ -380,33 +395,15 @@ avx512_tokenize(const uint8_t *p, size_t n, size_t *bp, size_t t,
 			    pos), off);
 			_mm512_storeu_si512(ck->wlo + nt + r,
 			    _mm512_permutex2var_epi8(*prev, idx, cur));
+			_mm512_storeu_si512(ck->whi + nt + r,
+			    _mm512_permutex2var_epi8(*prev, _mm512_sub_epi8(idx,
+			    eight), cur));
 		}
 		nt += cnt;
 		*prev = cur;
 	}
 	*bp = b;
 	return nt;
-}
-
-/*
- * The 8 bytes at p + off (off may be negative): SPACE where they are not
- * readable (more than before bytes before p).
- */
-static uint64_t
-avx512_word_at(const uint8_t *p, size_t before, ptrdiff_t off)
-{
-	uint8_t b[8];
-	ptrdiff_t i;
-	uint64_t w;
-
-	if (off >= -(ptrdiff_t)before) {
-		memcpy(&w, p + off, 8);
-		return w;
-	}
-	for (i = 0; i < 8; i++)
-		b[i] = off + i >= -(ptrdiff_t)before ? p[off + i] : ' ';
-	memcpy(&w, b, 8);
-	return w;
 }
 
 /*
@@ -448,13 +445,13 @@ enum avx512_stop {
 
 /*
  * Hashes, filters and counts the n terms of a chunk; no term starts before
- * p + lo, and before bytes before p are readable.  Always inlined into one
+ * p + lo.  Always inlined into one
  * copy per mode (avx512_terms_by_mode), so that no loop tests the mode.
  */
 AVX512 static inline __attribute__((always_inline)) void
 avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
-    const uint8_t *p, size_t lo, size_t before, struct avx512_chunk *ck,
-    size_t n, const enum avx512_stop stop_mode, const int fmix)
+    const uint8_t *p, size_t lo, struct avx512_chunk *ck, size_t n,
+    const enum avx512_stop stop_mode, const int fmix)
 {
 	const struct simhash *sh = acc->sh;
 	const struct simhash_stoptab *tab = &sh->tab;
@@ -473,15 +470,15 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 
 	SIMHASH_PROF_T(t0);
 
-	/* Pass 1: the last 8 bytes. */
+	/* Pass 1: masks, and the lists of long terms. */
 	for (g = 0; g < ng; g++) {
 		__m512i w = _mm512_loadu_si512(ck->wlo + 8 * g), keep;
+		__m512i whi = _mm512_loadu_si512(ck->whi + 8 * g);
 		__mmask8 valid = (__mmask8)simhash_lanes(n - 8 * g, 8), has,
 		    lm;
 
 		keep = avx512_keep(w, &has);
-		_mm512_storeu_si512(ck->h + 8 * g, avx512_poly8_lo(
-		    _mm512_and_si512(w, keep)));
+		_mm512_storeu_si512(ck->h + 8 * g, _mm512_and_si512(w, keep));
 		if (stop) {
 			_mm512_storeu_si512(ck->klo + 8 * g,
 			    _mm512_ternarylogic_epi64(keep, w, spaces, 0xca));
@@ -493,13 +490,16 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		_mm256_storeu_si256((__m256i *)(ck->lidx + nl),
 		    _mm256_maskz_compress_epi32(lm, _mm256_add_epi32(iota8,
 		    _mm256_set1_epi32((int)(8 * g)))));
+		/* The second words of the terms of 8 bytes or more. */
+		_mm512_storeu_si512(ck->lhi + nl, _mm512_maskz_compress_epi64(lm,
+		    whi));
 		nl += (size_t)_mm_popcnt_u32(lm);
 	}
-	/* The second words of the terms of 8 bytes or more. */
-	for (j = 0; j < nl; j++)
-		ck->lhi[j] = avx512_word_at(p, before,
-		    (ptrdiff_t)ck->end[ck->lidx[j]] - 16);
-	/* Pass 2: the bytes before those, for terms of 8 bytes or more. */
+	/* Pass 2: sdbm of the last 8 bytes. */
+	for (g = 0; g < ng; g++)
+		_mm512_storeu_si512(ck->h + 8 * g, avx512_poly8_lo(
+		    _mm512_loadu_si512(ck->h + 8 * g)));
+	/* Pass 3: the bytes before those, for terms of 8 bytes or more. */
 	for (g = 0; g < nl; g += 8) {
 		__m512i w = _mm512_loadu_si512(ck->lhi + g), keep;
 		__mmask8 has;
@@ -521,7 +521,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	}
 	SIMHASH_PROF_ADD(hash, t0);
 	/*
-	 * Pass 3: stop words; the hashes to count go back to h, those not
+	 * Pass 4: stop words; the hashes to count go back to h, those not
 	 * counted as 0 (which adds nothing).  fmix64 and counting are a pass
 	 * of their own: behind the gathers and the second words' loads in
 	 * the same loop, their operations would wait in the schedulers,
@@ -573,7 +573,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 			}
 		}
 	}
-	/* Pass 4: fmix64 and counting (fmix64(0) is 0). */
+	/* Pass 5: fmix64 and counting (fmix64(0) is 0). */
 	c8 = st->c8;
 	n8 = st->n8;
 	for (g = 0; g < ng; g++) {
@@ -595,9 +595,9 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 #define AVX512_TERMS(name, stop_mode, fmix)				\
 AVX512 static void							\
 name(struct simhash_acc *acc, struct avx512_state *st, const uint8_t *p,	\
-    size_t lo, size_t before, struct avx512_chunk *ck, size_t n)	\
+    size_t lo, struct avx512_chunk *ck, size_t n)			\
 {									\
-	avx512_terms(acc, st, p, lo, before, ck, n, stop_mode, fmix);	\
+	avx512_terms(acc, st, p, lo, ck, n, stop_mode, fmix);		\
 }
 AVX512_TERMS(avx512_terms_none_fmix, AVX512_STOP_NONE, 1)
 AVX512_TERMS(avx512_terms_none_sdbm, AVX512_STOP_NONE, 0)
@@ -608,7 +608,7 @@ AVX512_TERMS(avx512_terms_slow_sdbm, AVX512_STOP_SLOW, 0)
 #undef AVX512_TERMS
 
 typedef void (*avx512_terms_fn)(struct simhash_acc *, struct avx512_state *,
-    const uint8_t *, size_t, size_t, struct avx512_chunk *, size_t);
+    const uint8_t *, size_t, struct avx512_chunk *, size_t);
 
 /* The copy of avx512_terms for a document's mode. */
 static avx512_terms_fn
@@ -666,7 +666,7 @@ avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 		nt = avx512_tokenize(p, n, &b, t, &prev, &carry, ck);
 		SIMHASH_PROF_ADD(tokenize, t0);
 		if (nt > 0)
-			terms(acc, st, p, s, before, ck, nt);
+			terms(acc, st, p, s, ck, nt);
 	}
 	if (t < n)
 		simhash_scalar_run(acc, p + t + 1, n - t - 1);

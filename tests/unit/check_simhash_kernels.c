@@ -251,6 +251,56 @@ START_TEST(test_dense_chunks)
 }
 END_TEST
 
+/*
+ * Blocks of 64 bytes with more than 16 term ends and a term of 8 to 20
+ * bytes among them: the kernels that pick term words per 8 ends must take
+ * the long term's bytes from the later rounds too.
+ */
+START_TEST(test_dense_long)
+{
+	static const char *const stop[] = { "a", "i", "s", "t" };
+	enum simhash_simd level = levels[_i];
+	char doc[2048];
+	uint64_t seed = 4242;
+	size_t round, i, len, n, at;
+	int paper;
+
+	if (!use_level(level))
+		return;
+	for (round = 0; round < 400; round++) {
+		len = 0;
+		while (len < sizeof(doc) - 64) {
+			/* 17 to 24 short terms, some of them stop words... */
+			n = 17 + (size_t)tu_rand_below(&seed, 8);
+			at = (size_t)tu_rand_below(&seed, n + 1);
+			for (i = 0; i <= n; i++) {
+				if (i == at) {
+					/* ...and one long term among them. */
+					size_t k, m = 8 + (size_t)
+					    tu_rand_below(&seed, 13);
+
+					for (k = 0; k < m; k++)
+						doc[len++] = (char)('a' +
+						    tu_rand_below(&seed, 26));
+				} else if (tu_rand_below(&seed, 3) == 0)
+					doc[len++] = stop[tu_rand_below(&seed,
+					    4)][0];
+				else
+					doc[len++] = (char)('0' +
+					    tu_rand_below(&seed, 10));
+				doc[len++] = ' ';
+			}
+		}
+		for (paper = 0; paper < 2; paper++) {
+			check_doc(doc, len, SIMHASH_INPUT_PREPROCESSED, paper,
+			    "dense long");
+			check_doc(doc, len, SIMHASH_INPUT_TEXT, paper,
+			    "dense long");
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_reuters)
 {
 	enum simhash_simd level = levels[_i];
@@ -395,6 +445,7 @@ simhash_kernels_suite(void)
 	tcase_add_loop_test(tc, test_random, 0, NLEVELS);
 	tcase_add_loop_test(tc, test_edges, 0, NLEVELS);
 	tcase_add_loop_test(tc, test_dense_chunks, 0, NLEVELS);
+	tcase_add_loop_test(tc, test_dense_long, 0, NLEVELS);
 	tcase_add_loop_test(tc, test_reuters, 0, NLEVELS);
 	tcase_add_loop_test(tc, test_html_pages, 0, NLEVELS);
 	tcase_add_loop_test(tc, test_preprocess_roundtrip, 0, NLEVELS);
