@@ -36,20 +36,48 @@ html_space(uint8_t c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
 }
 
+/*
+ * The scans below look at 16 bytes at a time with SSE2, which every x86-64
+ * has, so the one object serves every simhash kernel; markup is mostly
+ * short (27 bytes a tag on average in the L3S pages), so wider vectors
+ * would mostly look past the byte sought.  A block is loaded only where it
+ * lies wholly inside the input, which is not padded: the last bytes are
+ * scanned one at a time, and that loop is the whole scan elsewhere.
+ */
+#ifdef __SSE2__
+#define HTML_VEC 16
+
+static inline __m128i
+html_load(const uint8_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)p);
+}
+
+static inline __m128i
+html_eq(__m128i v, char c)
+{
+	return _mm_cmpeq_epi8(v, _mm_set1_epi8(c));
+}
+
+static inline unsigned
+html_bits(__m128i m)
+{
+	return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
 /* The first '<' or '&' in [p, lim), or lim. */
 static const uint8_t *
 html_text_end(const uint8_t *p, const uint8_t *lim)
 {
 #ifdef __SSE2__
-	const __m128i lt = _mm_set1_epi8('<'), amp = _mm_set1_epi8('&');
-
-	for (; lim - p >= 16; p += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)p);
-		int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lt),
-		    _mm_cmpeq_epi8(v, amp)));
+	for (; lim - p >= HTML_VEC; p += HTML_VEC) {
+		__m128i v = html_load(p);
+		unsigned m = html_bits(_mm_or_si128(html_eq(v, '<'),
+		    html_eq(v, '&')));
 
 		if (m != 0)
-			return p + __builtin_ctz((unsigned)m);
+			return p + __builtin_ctz(m);
 	}
 #endif
 	while (p < lim && *p != '<' && *p != '&')
@@ -58,178 +86,246 @@ html_text_end(const uint8_t *p, const uint8_t *lim)
 }
 
 /*
- * The first byte in [p, end) that may end a tag name, an attribute name or
- * an unquoted value: whitespace, '/', '>' or '='.
+ * Copies the text at p to out (room bytes) up to the first '<' or '&', the
+ * end, or room bytes.  Returns where it stopped.  A whole block is stored
+ * before it is known how much of it is text: room allows it, and what lies
+ * past the text is overwritten or never returned.
  */
 static const uint8_t *
-html_name_end(const uint8_t *p, const uint8_t *end)
+html_text_copy(const uint8_t *p, const uint8_t *end, uint8_t *out,
+    size_t room)
 {
+	const uint8_t *q;
+
 #ifdef __SSE2__
-	const __m128i gt = _mm_set1_epi8('>'), sl = _mm_set1_epi8('/');
-	const __m128i eq = _mm_set1_epi8('='), sp = _mm_set1_epi8(' ');
-	const __m128i tab = _mm_set1_epi8('\t'), lf = _mm_set1_epi8('\n');
-	const __m128i ff = _mm_set1_epi8('\f'), cr = _mm_set1_epi8('\r');
+	for (; end - p >= HTML_VEC && room >= HTML_VEC; p += HTML_VEC,
+	    out += HTML_VEC, room -= HTML_VEC) {
+		__m128i v = html_load(p);
+		unsigned m = html_bits(_mm_or_si128(html_eq(v, '<'),
+		    html_eq(v, '&')));
 
-	for (; end - p >= 16; p += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)p);
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_or_si128(
-		    _mm_cmpeq_epi8(v, gt), _mm_cmpeq_epi8(v, sl)),
-		    _mm_or_si128(_mm_cmpeq_epi8(v, eq), _mm_cmpeq_epi8(v, sp))),
-		    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab),
-		    _mm_cmpeq_epi8(v, lf)), _mm_or_si128(_mm_cmpeq_epi8(v, ff),
-		    _mm_cmpeq_epi8(v, cr))));
-		int bits = _mm_movemask_epi8(m);
-
-		if (bits != 0)
-			return p + __builtin_ctz((unsigned)bits);
+		_mm_storeu_si128((__m128i *)out, v);
+		if (m != 0)
+			return p + __builtin_ctz(m);
 	}
 #endif
-	while (p < end && *p != '>' && *p != '/' && *p != '=' &&
-	    !html_space(*p))
+	q = html_text_end(p, p + (room < (size_t)(end - p) ? room :
+	    (size_t)(end - p)));
+	memcpy(out, p, (size_t)(q - p));
+	return q;
+}
+
+/* The first c in [p, end), or end. */
+static const uint8_t *
+html_byte(const uint8_t *p, const uint8_t *end, char c)
+{
+#ifdef __SSE2__
+	for (; end - p >= HTML_VEC; p += HTML_VEC) {
+		unsigned m = html_bits(html_eq(html_load(p), c));
+
+		if (m != 0)
+			return p + __builtin_ctz(m);
+	}
+#endif
+	while (p < end && *p != (uint8_t)c)
 		p++;
 	return p;
 }
 
+/* The first '>', '"' or '\'' in [p, end), or end. */
 static const uint8_t *
-html_find(const uint8_t *p, const uint8_t *end, const char *needle)
+html_tag_stop(const uint8_t *p, const uint8_t *end)
 {
-	const void *r;
+#ifdef __SSE2__
+	for (; end - p >= HTML_VEC; p += HTML_VEC) {
+		__m128i v = html_load(p);
+		unsigned m = html_bits(_mm_or_si128(html_eq(v, '>'),
+		    _mm_or_si128(html_eq(v, '"'), html_eq(v, '\''))));
 
-	if (p >= end)
-		return NULL;
-	r = memmem(p, (size_t)(end - p), needle, strlen(needle));
-	return r;
+		if (m != 0)
+			return p + __builtin_ctz(m);
+	}
+#endif
+	while (p < end && *p != '>' && *p != '"' && *p != '\'')
+		p++;
+	return p;
 }
 
 /*
+ * The tokenizer's states inside a tag, as the shift that picks the next
+ * state out of a word of html_tag_next; the quoted-value states are not
+ * needed (see html_skip_tag).
+ */
+#define HTML_NAME		0
+#define HTML_BEFORE_ATTR	8
+#define HTML_ATTR		16
+#define HTML_AFTER_ATTR		24
+#define HTML_BEFORE_VALUE	32
+#define HTML_VALUE_UNQ		40
+#define HTML_AFTER_VALUE	48
+
+/* What a byte is to the tag states: other, whitespace, '/' or '='. */
+#define HTML_C_OTHER	0
+#define HTML_C_SPACE	1
+#define HTML_C_SLASH	2
+#define HTML_C_EQ	3
+
+static const uint8_t html_tag_class[256] = {
+	['\t'] = HTML_C_SPACE, ['\n'] = HTML_C_SPACE, ['\f'] = HTML_C_SPACE,
+	['\r'] = HTML_C_SPACE, [' '] = HTML_C_SPACE, ['/'] = HTML_C_SLASH,
+	['='] = HTML_C_EQ,
+};
+
+#define HTML_NEXT(name, ba, attr, aa, bv, vu, av)			\
+	((uint64_t)(name) | (uint64_t)(ba) << 8 | (uint64_t)(attr) << 16 | \
+	(uint64_t)(aa) << 24 | (uint64_t)(bv) << 32 | (uint64_t)(vu) << 40 | \
+	(uint64_t)(av) << 48)
+
+/*
+ * The state after a byte of each class, byte s of a word for state s:
+ * a transition is a shift and a mask, with no branch to mispredict.
+ */
+static const uint64_t html_tag_next[4] = {
+	[HTML_C_OTHER] = HTML_NEXT(HTML_NAME, HTML_ATTR, HTML_ATTR, HTML_ATTR,
+	    HTML_VALUE_UNQ, HTML_VALUE_UNQ, HTML_ATTR),
+	[HTML_C_SPACE] = HTML_NEXT(HTML_BEFORE_ATTR, HTML_BEFORE_ATTR,
+	    HTML_AFTER_ATTR, HTML_AFTER_ATTR, HTML_BEFORE_VALUE,
+	    HTML_BEFORE_ATTR, HTML_BEFORE_ATTR),
+	[HTML_C_SLASH] = HTML_NEXT(HTML_BEFORE_ATTR, HTML_BEFORE_ATTR,
+	    HTML_BEFORE_ATTR, HTML_BEFORE_ATTR, HTML_VALUE_UNQ, HTML_VALUE_UNQ,
+	    HTML_BEFORE_ATTR),
+	[HTML_C_EQ] = HTML_NEXT(HTML_NAME, HTML_ATTR, HTML_BEFORE_VALUE,
+	    HTML_BEFORE_VALUE, HTML_VALUE_UNQ, HTML_VALUE_UNQ, HTML_ATTR),
+};
+
+/*
  * Skips a start or end tag; p points just past its name's first letter.
- * Stores the tag name's extent.  Returns the position after its ">", or end
- * when the input ends inside it.
+ * Returns the position after its ">", or end when the input ends inside it.
+ *
+ * Every state but a quoted value's ends the tag at '>', and a quote opens
+ * a value only in the state before a value (after "=").  So the tag ends at
+ * the first '>' when no quote comes before it, as in most tags; only the
+ * bytes between quotes are followed through the states, to tell whether a
+ * quote opens a value.
  */
 static const uint8_t *
-html_skip_tag(const uint8_t *p, const uint8_t *end, const uint8_t **name,
-    size_t *namelen)
+html_skip_tag(const uint8_t *p, const uint8_t *end)
 {
-	enum { NAME, BEFORE_ATTR, ATTR, AFTER_ATTR, BEFORE_VALUE,
-	    VALUE_DQ, VALUE_SQ, VALUE_UNQ, AFTER_VALUE } s = NAME;
-	const uint8_t *start = p - 1;
-	uint8_t c;
+	const uint8_t *q;
+	unsigned s = HTML_NAME;
 
-	*name = start;
-	*namelen = 0;
-	for (; p < end; p++) {
-		/* Skip the bytes of names and unquoted values in bulk. */
-		if ((s == NAME || s == ATTR || s == VALUE_UNQ) &&
-		    (p = html_name_end(p, end)) == end)
-			break;
-		c = *p;
-		switch (s) {
-		case NAME:
-			if (c == '>' || c == '/' || html_space(c)) {
-				*namelen = (size_t)(p - start);
-				if (c == '>')
-					return p + 1;
-				s = BEFORE_ATTR;
-			}
-			break;
-		case BEFORE_ATTR:
-			if (c == '>')
-				return p + 1;
-			if (c != '/' && !html_space(c))
-				s = ATTR;
-			break;
-		case ATTR:
-			if (c == '>')
-				return p + 1;
-			if (c == '=')
-				s = BEFORE_VALUE;
-			else if (c == '/')
-				s = BEFORE_ATTR;
-			else if (html_space(c))
-				s = AFTER_ATTR;
-			break;
-		case AFTER_ATTR:
-			if (c == '>')
-				return p + 1;
-			if (c == '=')
-				s = BEFORE_VALUE;
-			else if (c == '/')
-				s = BEFORE_ATTR;
-			else if (!html_space(c))
-				s = ATTR;
-			break;
-		case BEFORE_VALUE:
-			if (c == '>')
-				return p + 1;
-			if (c == '"')
-				s = VALUE_DQ;
-			else if (c == '\'')
-				s = VALUE_SQ;
-			else if (!html_space(c))
-				s = VALUE_UNQ;
-			break;
-		case VALUE_DQ:
-		case VALUE_SQ: {
-			const uint8_t *q = memchr(p, s == VALUE_DQ ? '"' : '\'',
-			    (size_t)(end - p));
-
-			if (q == NULL)
-				return end;
-			p = q;
-			s = AFTER_VALUE;
-			break;
+	for (;;) {
+		if ((q = html_tag_stop(p, end)) == end)
+			return end;
+		if (*q == '>')
+			return q + 1;
+		for (; p < q; p++)
+			s = (unsigned)(html_tag_next[html_tag_class[*p]] >> s) &
+			    0xff;
+		if (s != HTML_BEFORE_VALUE) {
+			/* A quote in a name or an unquoted value. */
+			s = (unsigned)(html_tag_next[HTML_C_OTHER] >> s) & 0xff;
+			p = q + 1;
+			continue;
 		}
-		case VALUE_UNQ:
-			if (c == '>')
-				return p + 1;
-			if (html_space(c))
-				s = BEFORE_ATTR;
-			break;
-		case AFTER_VALUE:
-			if (c == '>')
-				return p + 1;
-			s = BEFORE_ATTR;
-			if (c != '/' && !html_space(c))
-				s = ATTR;
-			break;
-		}
+		if ((q = html_byte(q + 1, end, (char)*q)) == end)
+			return end;
+		p = q + 1;
+		s = HTML_AFTER_VALUE;
 	}
-	if (s == NAME)
-		*namelen = (size_t)(p - start);
-	return end;
 }
 
+/*
+ * Whether the tag name at name (up to the first whitespace, '/' or '>', or
+ * the end) is want, in any case.
+ */
 static int
-html_name_is(const uint8_t *name, size_t len, const char *want)
+html_tag_is(const uint8_t *name, const uint8_t *end, const char *want,
+    size_t len)
 {
 	size_t i;
 
-	if (len != strlen(want))
+	if ((size_t)(end - name) < len)
 		return 0;
 	for (i = 0; i < len; i++)
 		if ((name[i] | 0x20) != (uint8_t)want[i])
 			return 0;
-	return 1;
+	return name + len == end || name[len] == '>' || name[len] == '/' ||
+	    html_space(name[len]);
 }
 
-/* Skips the raw text of a script or style element and its end tag. */
+/* The first "</" in [p, end), or end. */
 static const uint8_t *
-html_skip_rawtext(const uint8_t *p, const uint8_t *end, const char *tag)
+html_end_tag(const uint8_t *p, const uint8_t *end)
 {
-	size_t n = strlen(tag);
-	const uint8_t *q, *name;
-	size_t namelen;
+#ifdef __SSE2__
+	/* Two loads a block: the second, one byte on, must fit too. */
+	for (; end - p > HTML_VEC; p += HTML_VEC) {
+		unsigned m = html_bits(_mm_and_si128(html_eq(html_load(p), '<'),
+		    html_eq(html_load(p + 1), '/')));
 
-	for (q = p; q < end; q++) {
-		q = memchr(q, '<', (size_t)(end - q));
-		if (q == NULL)
-			break;
-		if ((size_t)(end - q) < n + 3 || q[1] != '/' ||
-		    !html_name_is(q + 2, n, tag))
+		if (m != 0)
+			return p + __builtin_ctz(m);
+	}
+#endif
+	for (; end - p >= 2; p++)
+		if (p[0] == '<' && p[1] == '/')
+			return p;
+	return end;
+}
+
+/*
+ * Skips the raw text of a script or style element (tag, len bytes) and its
+ * end tag.
+ */
+static const uint8_t *
+html_skip_rawtext(const uint8_t *p, const uint8_t *end, const char *tag,
+    size_t len)
+{
+	for (; (p = html_end_tag(p, end)) != end; p++)
+		/* The end tag's name must be followed by a byte. */
+		if ((size_t)(end - p) >= len + 3 &&
+		    html_tag_is(p + 2, end, tag, len))
+			return html_skip_tag(p + 3, end);
+	return end;
+}
+
+/*
+ * The end of the comment at p ("<!--"): after the first "-->" from p + 2
+ * (so "<!-->" and "<!--->" are empty comments) or "--!>" from p + 4,
+ * whichever comes first; or end.
+ */
+static const uint8_t *
+html_comment_end(const uint8_t *p, const uint8_t *end)
+{
+	const uint8_t *q = p + 2;
+
+#ifdef __SSE2__
+	/* Four loads a block, each a byte further on. */
+	for (; end - q >= HTML_VEC + 3; q += HTML_VEC) {
+		__m128i v2 = html_load(q + 2);
+		unsigned m = html_bits(_mm_and_si128(_mm_and_si128(
+		    html_eq(html_load(q), '-'), html_eq(html_load(q + 1), '-')),
+		    _mm_or_si128(html_eq(v2, '>'), _mm_and_si128(
+		    html_eq(v2, '!'), html_eq(html_load(q + 3), '>')))));
+
+		for (; m != 0; m &= m - 1) {
+			const uint8_t *r = q + __builtin_ctz(m);
+
+			if (r[2] == '>')
+				return r + 3;
+			if (r >= p + 4)
+				return r + 4;
+		}
+	}
+#endif
+	for (; end - q >= 3; q++) {
+		if (q[0] != '-' || q[1] != '-')
 			continue;
-		if (q[2 + n] != '>' && q[2 + n] != '/' && !html_space(q[2 + n]))
-			continue;
-		return html_skip_tag(q + 3, end, &name, &namelen);
+		if (q[2] == '>')
+			return q + 3;
+		if (end - q >= 4 && q[2] == '!' && q[3] == '>' && q >= p + 4)
+			return q + 4;
 	}
 	return end;
 }
@@ -241,37 +337,30 @@ html_skip_rawtext(const uint8_t *p, const uint8_t *end, const char *tag)
 static size_t
 html_markup(const uint8_t *p, const uint8_t *end)
 {
-	const uint8_t *q, *r, *name;
-	size_t namelen;
+	const uint8_t *q;
 
 	if (end - p < 2)
 		return 0;
-	if (p[1] == '!') {
-		if (end - p >= 4 && p[2] == '-' && p[3] == '-') {
-			/* "--!>" counts only before the first "-->". */
-			q = html_find(p + 2, end, "-->");
-			r = html_find(p + 4, q != NULL ? q + 3 : end, "--!>");
-			if (r != NULL)
-				return (size_t)(r + 4 - p);
-			if (q != NULL)
-				return (size_t)(q + 3 - p);
-			return (size_t)(end - p);
+	if (html_alpha(p[1])) {
+		q = html_skip_tag(p + 2, end);
+		if ((p[1] | 0x20) == 's') {
+			if (html_tag_is(p + 1, end, "script", 6))
+				q = html_skip_rawtext(q, end, "script", 6);
+			else if (html_tag_is(p + 1, end, "style", 5))
+				q = html_skip_rawtext(q, end, "style", 5);
 		}
-	} else if (html_alpha(p[1])) {
-		q = html_skip_tag(p + 2, end, &name, &namelen);
-		if (html_name_is(name, namelen, "script"))
-			q = html_skip_rawtext(q, end, "script");
-		else if (html_name_is(name, namelen, "style"))
-			q = html_skip_rawtext(q, end, "style");
 		return (size_t)(q - p);
-	} else if (p[1] == '/') {
+	}
+	if (p[1] == '/') {
 		if (end - p >= 3 && html_alpha(p[2]))
-			return (size_t)(html_skip_tag(p + 3, end, &name,
-			    &namelen) - p);
+			return (size_t)(html_skip_tag(p + 3, end) - p);
+	} else if (p[1] == '!') {
+		if (end - p >= 4 && p[2] == '-' && p[3] == '-')
+			return (size_t)(html_comment_end(p, end) - p);
 	} else if (p[1] != '?')
 		return 0;
-	q = memchr(p + 1, '>', (size_t)(end - p - 1));
-	return q == NULL ? (size_t)(end - p) : (size_t)(q + 1 - p);
+	q = html_byte(p + 1, end, '>');
+	return q == end ? (size_t)(end - p) : (size_t)(q + 1 - p);
 }
 
 static size_t
@@ -401,7 +490,7 @@ html_strip_init(struct html_strip *st, const void *doc, size_t len)
 size_t
 html_strip_next(struct html_strip *st, uint8_t *out, size_t cap)
 {
-	const uint8_t *p = st->p, *end = st->end, *q, *lim;
+	const uint8_t *p = st->p, *end = st->end, *q;
 	size_t o = 0, n, outlen;
 
 	while (p < end && cap - o >= HTML_STEP_MAX) {
@@ -423,10 +512,7 @@ html_strip_next(struct html_strip *st, uint8_t *out, size_t cap)
 			o += outlen;
 			continue;
 		}
-		lim = p + (cap - o < (size_t)(end - p) ? cap - o :
-		    (size_t)(end - p));
-		q = html_text_end(p, lim);
-		memcpy(out + o, p, (size_t)(q - p));
+		q = html_text_copy(p, end, out + o, cap - o);
 		o += (size_t)(q - p);
 		p = q;
 	}

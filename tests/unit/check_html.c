@@ -12,16 +12,20 @@
 #include "simhash_ref.h"
 #include "testutil.h"
 
-/* The whole text of doc, cap bytes at a time. */
+/*
+ * The whole text of doc, cap bytes at a time.  The document is copied to a
+ * buffer of its own size, so that AddressSanitizer sees a read past it.
+ */
 static char *
 strip_all(const char *doc, size_t len, size_t cap, size_t *outlen)
 {
 	struct html_strip st;
-	char *out = malloc(len * 2 + 16);
+	char *out = malloc(len * 2 + 16), *copy = malloc(len > 0 ? len : 1);
 	uint8_t *buf = malloc(cap);
 	size_t o = 0, n;
 
-	html_strip_init(&st, doc, len);
+	memcpy(copy, doc, len);
+	html_strip_init(&st, copy, len);
 	while ((n = html_strip_next(&st, buf, cap)) > 0) {
 		ck_assert_uint_le(n, cap);
 		memcpy(out + o, buf, n);
@@ -29,6 +33,7 @@ strip_all(const char *doc, size_t len, size_t cap, size_t *outlen)
 		ck_assert_uint_le(o, len * 2 + 16);
 	}
 	free(buf);
+	free(copy);
 	*outlen = o;
 	return out;
 }
@@ -143,6 +148,89 @@ START_TEST(test_random)
 }
 END_TEST
 
+/*
+ * The scans look at 16 bytes at a time and the last bytes one at a time:
+ * every marker at every offset from a block's start and from the end of the
+ * input, each of its prefixes (markup cut by the end), and the output cut
+ * at every window size the check uses.
+ */
+START_TEST(test_blocks)
+{
+	static const char *const marks[] = {
+		"<b>", "</b>", "<a href=\"x>y\">", "<a b='c>d' e=f>",
+		"<a b=c\"d>", "<a \"b=c>", "<a b= \"c>\">", "<a b=\"c\"=\"d>\">",
+		"<a b==\"c>\">", "<a/b=\"c>\">", "<a b\t=\n'c>'>",
+		"<!-- x -->", "<!---->", "<!-->", "<!--->", "<!--!>-->",
+		"<!----!>", "<!-- a --!> b -->", "<!-- -- > --->",
+		"<!DOCTYPE html>", "<?x?>", "</ a>", "</>",
+		"<script>a</b>c</script>", "<SCRIPT>x</sCrIpT >",
+		"<script>x</script/>", "<script>x</scripts></script\n>",
+		"<style>p{}</STYLE>", "<style>x</style", "<script>x</",
+		"<scripts>t</scripts>", "<stylex>t", "<s>t</s>",
+		"&amp;", "&amp", "&#65;", "&#x4a", "&notin;", "&notit;",
+		"&#xd800;", "\x80\xff<\xc3\xa9>",
+	};
+	char doc[256];
+	size_t i, k, n, pre;
+
+	for (i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		n = strlen(marks[i]);
+		for (pre = 0; pre <= 40; pre++) {
+			/* Text before it: spaces, letters, or NUL bytes. */
+			memset(doc, "x \0"[pre % 3], pre);
+			memcpy(doc + pre, marks[i], n);
+			/* Followed by text, then cut inside the marker. */
+			memcpy(doc + pre + n, "tail text here, 32 bytes long..",
+			    32);
+			for (k = pre + 1; k <= pre + n + 32; k++)
+				check_same(doc, k);
+		}
+	}
+}
+END_TEST
+
+/* Longer random documents: markers among text runs of every length. */
+START_TEST(test_random_long)
+{
+	static const char *const bits[] = {
+		"<p>", "</p>", "<a href=\"", "\">", "'", "\"", "=", " ", "\n",
+		"<!--", "-->", "--!>", "-", "<script>", "</script>", "</SCRIPT",
+		"<style type='a'>", "</style ", ">", "<", "</", "&", "&amp;",
+		"&#x41", "&nbsp", "<!DOCTYPE", "\0", "\xc3\xa9", "\xff",
+	};
+	uint64_t seed = 7;
+	char doc[2048];
+	size_t len, i, k;
+	int round;
+
+	for (round = 0; round < 1500; round++) {
+		size_t n = (size_t)tu_rand_below(&seed, 80);
+
+		len = 0;
+		for (i = 0; i < n; i++) {
+			const char *b;
+			size_t bl;
+
+			if (tu_rand_below(&seed, 3) == 0) {
+				/* A run of text or spaces, up to 70 bytes. */
+				bl = (size_t)tu_rand_below(&seed, 70);
+				for (k = 0; k < bl; k++)
+					doc[len + k] = "ab -c.d"[
+					    tu_rand_below(&seed, 7)];
+				len += bl;
+				continue;
+			}
+			b = bits[tu_rand_below(&seed,
+			    sizeof(bits) / sizeof(bits[0]))];
+			bl = b[0] == '\0' ? 1 : strlen(b);
+			memcpy(doc + len, b, bl);
+			len += bl;
+		}
+		check_same(doc, len);
+	}
+}
+END_TEST
+
 START_TEST(test_charref)
 {
 	uint8_t out[8];
@@ -170,6 +258,8 @@ html_suite(void)
 	tcase_add_test(tc, test_text);
 	tcase_add_test(tc, test_unterminated);
 	tcase_add_test(tc, test_random);
+	tcase_add_test(tc, test_blocks);
+	tcase_add_test(tc, test_random_long);
 	tcase_add_test(tc, test_charref);
 	suite_add_tcase(s, tc);
 	return s;
