@@ -1,22 +1,43 @@
 /*
  * simhash_avx2: the AVX2 kernel (with BMI2 and POPCNT: Haswell and
- * later).  The same frame as the AVX-512 kernel (simhash_avx512.c), with
- * what AVX2 lacks done otherwise:
+ * later).  See simhash_impl.h for the frame.  It follows the AVX-512
+ * kernel (simhash_avx512.c): a window is tokenized 64 bytes at a time and
+ * its terms are handled in chunks, each pass a loop of independent
+ * iterations with short dependency chains and few data-dependent branches
+ * (a mispredicted branch costs about as much as hashing two terms).  What
+ * AVX2 lacks is done otherwise:
  *
- *  Tokenize.  32 bytes at a time, SPACE mask by vpmovmskb; the term ends
- *    are picked off the mask with tzcnt, and each term's two words (the 8
- *    bytes before its end and the 8 before those) are read with scalar
- *    loads into arrays.
+ *  Tokenize.  The SPACE masks of two 32-byte halves (vpmovmskb) make one
+ *    64-bit mask; a term ends at a SPACE after a term byte.  The ends are
+ *    picked off with tzcnt and blsr, and the 8 bytes before each are read
+ *    with one scalar load: sixteen rounds always (an exhausted mask gives
+ *    the block's start, whose bytes are readable; the slot is then
+ *    unused), more in the rare blocks that have more ends.  The first
+ *    block of a document and the last of a window are read from a copy
+ *    with SPACE around it, so that no byte outside the window is read and
+ *    no term goes the scalar way for want of bytes before it.
  *  Pass 1.  4 terms per register: bytes up to each lane's last SPACE are
  *    cleared (the SPACE mask smeared downwards by shifts), and the hash of
  *    the last 8 bytes computed as in the AVX-512 kernel (vpmaddubsw, then
- *    32-bit digits times powers of 65599 by vpmuludq).  Terms of 8 bytes
- *    or more are listed.
- *  Pass 2.  Their second words' share of the hash.
- *  Pass 3.  Stop words (vpgatherqq from the perfect hash table), fmix64,
- *    and counting: byte counters per bit position, 8 registers, each adding
- *    bits k, k+8, ... of 4 hashes at a time; emptied into 64-bit counters
- *    every 255 additions.
+ *    32-bit digits times powers of 65599 by vpmuludq).  The indices of
+ *    terms of 8 bytes or more are compacted into a list (a table of the
+ *    16 lane masks stands in for vpcompressd).
+ *  Pass 2.  The 8 bytes before those of the long terms: their share of the
+ *    hash and their stop-word key, in list order.
+ *  Pass 3.  The shares are moved back into their terms' lanes (vpermd with
+ *    a table of the 16 lane masks stands in for vpexpandq).  Stop words:
+ *    one vpgatherqq from the perfect hash table (simhash_impl.h), a
+ *    second for the rare long candidates.  Then fmix64 (64-bit multiplies
+ *    from three vpmuludq), and the lanes not counted are cleared.
+ *  Count.  Per bit position, how many hashes have it set, without a
+ *    per-bit add for every hash: 8 registers of 4 hashes go through a
+ *    carry-save adder tree (Harley-Seal) into bit-sliced ones, twos, fours
+ *    and eights; only the eights are spread into byte counters, one per
+ *    bit position and lane (8 registers: bit 8j + k of lane l is byte
+ *    8l + j of register k).  Ones, twos and fours are added in at the end
+ *    of a window.  The byte counters are emptied into 64-bit ones before
+ *    they can overflow (every thousand terms or so); a document that
+ *    never needed that (most) gets its fingerprint straight from them.
  * Terms of 16 bytes or more go the scalar way.
  */
 #include "simhash_impl.h"
@@ -28,20 +49,26 @@
 
 #define AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt")))
 
-/* Terms handled at a time (a block of 32 bytes has at most 16). */
+/* Terms handled at a time (a block of 64 bytes has at most 32). */
 #define AVX2_CHUNK_TERMS 256
 
+/* One chunk of terms, in the scratch's stage area. */
 struct avx2_chunk {
-	uint64_t wlo[AVX2_CHUNK_TERMS + 16];
-	uint64_t whi[AVX2_CHUNK_TERMS + 16];
-	uint32_t end[AVX2_CHUNK_TERMS + 16];
-	uint64_t h[AVX2_CHUNK_TERMS + 8];
-	uint64_t klo[AVX2_CHUNK_TERMS + 8];
-	uint64_t khi[AVX2_CHUNK_TERMS + 8];
-	uint64_t lhi[AVX2_CHUNK_TERMS + 8];
-	uint32_t lidx[AVX2_CHUNK_TERMS + 8];
-	uint8_t vlong[AVX2_CHUNK_TERMS / 4 + 2];	/* per 4 terms */
-	uint8_t longm[AVX2_CHUNK_TERMS / 4 + 2];
+	uint64_t wlo[AVX2_CHUNK_TERMS + 32];	/* bytes e-8..e-1 */
+	uint32_t end[AVX2_CHUNK_TERMS + 32];	/* e, from p */
+	/* sdbm, then the hashes to count, 0 for the others (to 32 terms) */
+	uint64_t h[AVX2_CHUNK_TERMS + 64];
+	uint64_t klo[AVX2_CHUNK_TERMS + 32];	/* stop-word keys */
+	/* Terms of 8 bytes or more: their index and second word ... */
+	uint32_t lidx[AVX2_CHUNK_TERMS + 32];
+	uint64_t lhi[AVX2_CHUNK_TERMS + 32];
+	/* ... their share of the hash and their keys, in that order ... */
+	uint64_t lh[AVX2_CHUNK_TERMS + 32];
+	uint64_t lkey[AVX2_CHUNK_TERMS + 32];
+	/* ... from lh[loff[g]] for the terms of group g. */
+	uint16_t loff[AVX2_CHUNK_TERMS / 4 + 8];
+	uint8_t longm[AVX2_CHUNK_TERMS / 4 + 8];	/* per 4 terms: 8+ */
+	uint8_t vlong[AVX2_CHUNK_TERMS / 4 + 8];	/* 16+ bytes */
 };
 
 _Static_assert(sizeof(struct avx2_chunk) <= SIMHASH_STAGE_SIZE,
@@ -49,43 +76,106 @@ _Static_assert(sizeof(struct avx2_chunk) <= SIMHASH_STAGE_SIZE,
 
 /* Byte counters kept in acc->kstate. */
 struct avx2_state {
-	__m256i c[8];		/* c[k] byte j of lane l: bit 8j + k */
-	unsigned n;		/* additions since emptied */
+	__m256i c[8];		/* c[k] byte 8l + j: bit 8j + k of lane l */
+	unsigned max;		/* no byte counter is above this */
 };
 
 _Static_assert(sizeof(struct avx2_state) <=
     sizeof(((struct simhash_acc *)0)->kstate), "kstate too small");
 
+/* The bit-sliced counts of a window not yet in the byte counters. */
+struct avx2_csa {
+	__m256i ones, twos, fours;
+};
+
+/* Lane masks and, for vpermd, where lane j of an expansion comes from. */
+#define L(m, j) ((m) >> (j) & 1 ? -1 : 0)
+#define MASK(m) { L(m, 0), L(m, 0), L(m, 1), L(m, 1), L(m, 2), L(m, 2),	\
+	L(m, 3), L(m, 3) }
+#define BELOW(m, j) (((m) & ((1 << (j)) - 1) & 1) +			\
+	(((m) & ((1 << (j)) - 1)) >> 1 & 1) + (((m) & ((1 << (j)) - 1)) >> 2 & 1))
+#define PERM(m) { 2 * BELOW(m, 0), 2 * BELOW(m, 0) + 1, 2 * BELOW(m, 1),	\
+	2 * BELOW(m, 1) + 1, 2 * BELOW(m, 2), 2 * BELOW(m, 2) + 1,	\
+	2 * BELOW(m, 3), 2 * BELOW(m, 3) + 1 }
+#define ALL16(f) { f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7), f(8),	\
+	f(9), f(10), f(11), f(12), f(13), f(14), f(15) }
+static const int32_t avx2_mask[16][8] __attribute__((aligned(32))) =
+    ALL16(MASK);
+static const int32_t avx2_perm[16][8] __attribute__((aligned(32))) =
+    ALL16(PERM);
+/* The set lanes of a mask, as bytes, lowest first. */
+static const uint32_t avx2_lanes[16] = {
+	0x00000000, 0x00000000, 0x00000001, 0x00000100,
+	0x00000002, 0x00000200, 0x00000201, 0x00020100,
+	0x00000003, 0x00000300, 0x00000301, 0x00030100,
+	0x00000302, 0x00030200, 0x00030201, 0x03020100,
+};
+#undef L
+#undef MASK
+#undef BELOW
+#undef PERM
+#undef ALL16
+
+AVX2 static inline __m256i
+avx2_lanemask(unsigned m)
+{
+	return _mm256_load_si256((const __m256i *)avx2_mask[m]);
+}
+
+/*
+ * Text to the normalised form.  A byte's class comes from two table
+ * lookups (vpshufb), by its low and by its high nibble: a separator has a
+ * bit set in both.  Bytes from 0x80 have no class (vpshufb gives 0).
+ */
 AVX2 static void
 avx2_normalize(uint8_t *dst, const uint8_t *src, size_t n)
 {
+	/*
+	 * Classes: 1: 0x09-0x0d, 2: 0x20-0x2f, 4: 0x3a-0x3f, 8: 0x40 and
+	 * 0x60, 16: 0x5b-0x5f, 32: 0x7b-0x7e.
+	 */
+	const __m256i lot = _mm256_setr_epi8(
+	    2 | 8, 2, 2, 2, 2, 2, 2, 2, 2, 2 | 1, 2 | 1 | 4, 2 | 1 | 4 | 16 | 32,
+	    2 | 1 | 4 | 16 | 32, 2 | 1 | 4 | 16 | 32, 2 | 4 | 16 | 32,
+	    2 | 4 | 16,
+	    2 | 8, 2, 2, 2, 2, 2, 2, 2, 2, 2 | 1, 2 | 1 | 4, 2 | 1 | 4 | 16 | 32,
+	    2 | 1 | 4 | 16 | 32, 2 | 1 | 4 | 16 | 32, 2 | 4 | 16 | 32,
+	    2 | 4 | 16);
+	const __m256i hit = _mm256_setr_epi8(1, 0, 2, 4, 8, 16, 8, 32,
+	    0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 4, 8, 16, 8, 32,
+	    0, 0, 0, 0, 0, 0, 0, 0);
 	const __m256i sp = _mm256_set1_epi8(' ');
 	size_t i = 0;
 
-	for (; i + 32 <= n; i += 32) {
-		__m256i v = _mm256_loadu_si256((const __m256i *)(src + i));
-		__m256i x, sep, up;
-
-		/*
-		 * Separators: 0x09-0x0d, 0x20-0x2f, 0x3a-0x40, 0x5b-0x60,
-		 * 0x7b-0x7e.  Signed compares suffice: bytes from 0x80 are
-		 * negative and fall in none of the ranges.
-		 */
-#define IN(lo, hi) _mm256_and_si256(					\
-	_mm256_cmpgt_epi8(v, _mm256_set1_epi8((char)((lo) - 1))),	\
-	_mm256_cmpgt_epi8(_mm256_set1_epi8((char)((hi) + 1)), v))
-		sep = _mm256_or_si256(_mm256_or_si256(IN(0x09, 0x0d),
-		    IN(0x20, 0x2f)), _mm256_or_si256(_mm256_or_si256(
-		    IN(0x3a, 0x40), IN(0x5b, 0x60)), IN(0x7b, 0x7e)));
-		up = IN('A', 'Z');
-#undef IN
-		x = _mm256_add_epi8(v, _mm256_and_si256(up,
-		    _mm256_set1_epi8(0x20)));
-		_mm256_storeu_si256((__m256i *)(dst + i),
-		    _mm256_blendv_epi8(x, sp, sep));
+#define NORM32(d, s) do {						\
+	__m256i v_ = _mm256_loadu_si256((const __m256i *)(s)), c_, up_;	\
+									\
+	c_ = _mm256_and_si256(_mm256_shuffle_epi8(lot, v_),		\
+	    _mm256_shuffle_epi8(hit, _mm256_and_si256(			\
+	    _mm256_srli_epi16(v_, 4), _mm256_set1_epi8(0x0f))));	\
+	/* 'A'..'Z' + 0x3f is 0x80..0x99: below -102 as signed. */	\
+	up_ = _mm256_cmpgt_epi8(_mm256_set1_epi8(-102),			\
+	    _mm256_add_epi8(v_, _mm256_set1_epi8(0x3f)));		\
+	v_ = _mm256_add_epi8(v_, _mm256_and_si256(up_,			\
+	    _mm256_set1_epi8(0x20)));					\
+	_mm256_storeu_si256((__m256i *)(d), _mm256_blendv_epi8(sp, v_,	\
+	    _mm256_cmpeq_epi8(c_, _mm256_setzero_si256())));		\
+} while (0)
+	for (; i + 32 <= n; i += 32)
+		NORM32(dst + i, src + i);
+	if (i < n) {
+		if (n >= 32) {
+			/*
+			 * The last 32 bytes again: normalising is idempotent,
+			 * so bytes done already (dst may equal src) stay.
+			 */
+			NORM32(dst + n - 32, src + n - 32);
+		} else {
+			for (; i < n; i++)
+				dst[i] = simhash_norm[src[i]];
+		}
 	}
-	for (; i < n; i++)
-		dst[i] = simhash_norm[src[i]];
+#undef NORM32
 }
 
 /* The kernel's counters, set up for this document. */
@@ -98,13 +188,13 @@ avx2_state(struct simhash_acc *acc)
 	if (!acc->kstate_used) {
 		for (k = 0; k < 8; k++)
 			st->c[k] = _mm256_setzero_si256();
-		st->n = 0;
+		st->max = 0;
 		acc->kstate_used = 1;
 	}
 	return st;
 }
 
-/* Adds the byte counters to cnt and clears them. */
+/* Adds the byte counters to cnt and clears them (rare). */
 AVX2 static void
 avx2_empty(struct avx2_state *st, struct simhash_acc *acc)
 {
@@ -123,53 +213,154 @@ avx2_empty(struct avx2_state *st, struct simhash_acc *acc)
 		for (j = 0; j < 8; j++)
 			for (l = 0; l < 4; l++)
 				acc->cnt[8 * j + k] += b[k][8 * l + j];
-	st->n = 0;
+	st->max = 0;
 }
 
-/* Adds the bits of 4 hashes. */
-AVX2 static inline void
-avx2_count4(struct avx2_state *st, struct simhash_acc *acc, __m256i h)
+/* Bit k of each byte of v, moved to bit `to` (no other bit set). */
+#define AVX2_BIT(v, k, to) _mm256_and_si256((k) >= (to) ?		\
+	_mm256_srli_epi64(v, (k) >= (to) ? (k) - (to) : 0) :		\
+	_mm256_slli_epi64(v, (to) > (k) ? (to) - (k) : 0),		\
+	_mm256_set1_epi8(1 << (to)))
+
+/* The carry-save adder: h:l = a + b + c, bit by bit. */
+#define AVX2_CSA(h, l, a, b, c) do {					\
+	__m256i u_ = _mm256_xor_si256(a, b);				\
+									\
+	h = _mm256_or_si256(_mm256_and_si256(a, b),			\
+	    _mm256_and_si256(u_, c));					\
+	l = _mm256_xor_si256(u_, c);					\
+} while (0)
+
+/*
+ * Counts the bits of n hashes, n a multiple of 32: 8 registers at a time
+ * into the carry-save adders, their eights into the byte counters.
+ */
+AVX2 static void
+avx2_hs(struct avx2_state *st, struct simhash_acc *acc, struct avx2_csa *cs,
+    const uint64_t *h, size_t n)
 {
-	const __m256i ones = _mm256_set1_epi8(1);
+	__m256i ones = cs->ones, twos = cs->twos, fours = cs->fours;
+	__m256i t2a, t2b, f4a, f4b, e8;
+	size_t i;
 
-	st->c[0] = _mm256_add_epi8(st->c[0], _mm256_and_si256(h, ones));
-	st->c[1] = _mm256_add_epi8(st->c[1], _mm256_and_si256(
-	    _mm256_srli_epi64(h, 1), ones));
-	st->c[2] = _mm256_add_epi8(st->c[2], _mm256_and_si256(
-	    _mm256_srli_epi64(h, 2), ones));
-	st->c[3] = _mm256_add_epi8(st->c[3], _mm256_and_si256(
-	    _mm256_srli_epi64(h, 3), ones));
-	st->c[4] = _mm256_add_epi8(st->c[4], _mm256_and_si256(
-	    _mm256_srli_epi64(h, 4), ones));
-	st->c[5] = _mm256_add_epi8(st->c[5], _mm256_and_si256(
-	    _mm256_srli_epi64(h, 5), ones));
-	st->c[6] = _mm256_add_epi8(st->c[6], _mm256_and_si256(
-	    _mm256_srli_epi64(h, 6), ones));
-	st->c[7] = _mm256_add_epi8(st->c[7], _mm256_and_si256(
-	    _mm256_srli_epi64(h, 7), ones));
-	if (++st->n == 255)
-		avx2_empty(st, acc);
+	for (i = 0; i < n; i += 32) {
+		const __m256i *v = (const __m256i *)(h + i);
+
+		AVX2_CSA(t2a, ones, ones, _mm256_loadu_si256(v),
+		    _mm256_loadu_si256(v + 1));
+		AVX2_CSA(t2b, ones, ones, _mm256_loadu_si256(v + 2),
+		    _mm256_loadu_si256(v + 3));
+		AVX2_CSA(f4a, twos, twos, t2a, t2b);
+		AVX2_CSA(t2a, ones, ones, _mm256_loadu_si256(v + 4),
+		    _mm256_loadu_si256(v + 5));
+		AVX2_CSA(t2b, ones, ones, _mm256_loadu_si256(v + 6),
+		    _mm256_loadu_si256(v + 7));
+		AVX2_CSA(f4b, twos, twos, t2a, t2b);
+		AVX2_CSA(e8, fours, fours, f4a, f4b);
+		/* Each eight adds 8; with ones, twos, fours at most 7 more. */
+		if (st->max > 255 - 8 - 7)
+			avx2_empty(st, acc);
+		st->max += 8;
+		st->c[0] = _mm256_add_epi8(st->c[0], AVX2_BIT(e8, 0, 3));
+		st->c[1] = _mm256_add_epi8(st->c[1], AVX2_BIT(e8, 1, 3));
+		st->c[2] = _mm256_add_epi8(st->c[2], AVX2_BIT(e8, 2, 3));
+		st->c[3] = _mm256_add_epi8(st->c[3], AVX2_BIT(e8, 3, 3));
+		st->c[4] = _mm256_add_epi8(st->c[4], AVX2_BIT(e8, 4, 3));
+		st->c[5] = _mm256_add_epi8(st->c[5], AVX2_BIT(e8, 5, 3));
+		st->c[6] = _mm256_add_epi8(st->c[6], AVX2_BIT(e8, 6, 3));
+		st->c[7] = _mm256_add_epi8(st->c[7], AVX2_BIT(e8, 7, 3));
+	}
+	cs->ones = ones;
+	cs->twos = twos;
+	cs->fours = fours;
 }
 
+/* Adds ones, twos and fours to the byte counters. */
+AVX2 static void
+avx2_fold(struct avx2_state *st, struct simhash_acc *acc,
+    const struct avx2_csa *cs)
+{
+	const __m256i o = cs->ones, t = cs->twos, f = cs->fours;
+
+	if (st->max > 255 - 7)
+		avx2_empty(st, acc);
+	st->max += 7;
+#define FOLD(k) st->c[k] = _mm256_add_epi8(st->c[k], _mm256_add_epi8(	\
+	_mm256_add_epi8(AVX2_BIT(o, k, 0), AVX2_BIT(t, k, 1)),		\
+	AVX2_BIT(f, k, 2)))
+	FOLD(0); FOLD(1); FOLD(2); FOLD(3);
+	FOLD(4); FOLD(5); FOLD(6); FOLD(7);
+#undef FOLD
+}
+
+/* Counts n hashes finished by the scalar path. */
 AVX2 static void
 avx2_count(struct simhash_acc *acc, const uint64_t *h, size_t n)
 {
 	struct avx2_state *st = avx2_state(acc);
-	uint64_t v[4] __attribute__((aligned(32)));
-	size_t i, j;
+	struct avx2_csa cs = { _mm256_setzero_si256(), _mm256_setzero_si256(),
+	    _mm256_setzero_si256() };
+	uint64_t b[32];
+	size_t m;
 
-	for (i = 0; i < n; i += 4) {
-		for (j = 0; j < 4; j++)
-			v[j] = i + j < n ? h[i + j] : 0;
-		avx2_count4(st, acc, _mm256_load_si256((const __m256i *)v));
+	while (n > 0) {
+		m = n < 32 ? n : 32;
+		memcpy(b, h, m * sizeof(*h));
+		memset(b + m, 0, (32 - m) * sizeof(*h));
+		avx2_hs(st, acc, &cs, b, 32);
+		h += m;
+		n -= m;
 	}
+	avx2_fold(st, acc, &cs);
 }
 
+/* Bit 8i + j to bit 8j + i (Hacker's Delight, transpose8). */
+static inline uint64_t
+avx2_transpose8(uint64_t x)
+{
+	uint64_t t;
+
+	t = (x ^ (x >> 7)) & 0x00aa00aa00aa00aaULL;
+	x ^= t ^ (t << 7);
+	t = (x ^ (x >> 14)) & 0x0000cccc0000ccccULL;
+	x ^= t ^ (t << 14);
+	t = (x ^ (x >> 28)) & 0x00000000f0f0f0f0ULL;
+	x ^= t ^ (t << 28);
+	return x;
+}
+
+/*
+ * Bit i is set iff at least half the occurrences have it (ties give 1).
+ * Unless the counters were ever emptied, straight from them: a position's
+ * count is the sum of its 4 lanes' bytes, at most 1020.
+ */
 AVX2 static uint64_t
 avx2_finish(struct simhash_acc *acc)
 {
-	avx2_empty(avx2_state(acc), acc);
-	return simhash_finish_scalar(acc);
+	struct avx2_state *st = avx2_state(acc);
+	uint64_t half = (acc->nterms + 1) / 2, m = 0;
+	__m128i t[8], lim;
+	__m256i s;
+	int k;
+
+	if (acc->cnt_used) {
+		avx2_empty(st, acc);
+		return simhash_finish_scalar(acc);
+	}
+	lim = _mm_set1_epi16((short)(half < 32767 ? half - 1 : 32766));
+	for (k = 0; k < 8; k++) {
+		/* Lanes 0 + 2 and 1 + 3, then the two halves. */
+		s = _mm256_add_epi16(_mm256_cvtepu8_epi16(
+		    _mm256_castsi256_si128(st->c[k])), _mm256_cvtepu8_epi16(
+		    _mm256_extracti128_si256(st->c[k], 1)));
+		t[k] = _mm_cmpgt_epi16(_mm_add_epi16(_mm256_castsi256_si128(s),
+		    _mm256_extracti128_si256(s, 1)), lim);
+	}
+	/* Bit 8k + j of m: position 8j + k. */
+	for (k = 0; k < 8; k += 2)
+		m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_packs_epi16(t[k],
+		    t[k + 1])) << (8 * k);
+	return avx2_transpose8(m);
 }
 
 /* a * k mod 2^64 with vpmuludq. */
@@ -229,11 +420,11 @@ AVX2_POLY8(avx2_poly8_hi, KQ(0x50c7ac81, 0x6698cd81),
 #undef KQ
 
 /*
- * For each lane, a mask of the bytes after its last SPACE (all if none);
- * *nospace gets the lanes without SPACE as a 4-bit mask.
+ * For each lane, a mask of the bytes up to its last SPACE (none if it has
+ * none); *nospace gets the lanes without SPACE as a 4-bit mask.
  */
 AVX2 static inline __m256i
-avx2_keep(__m256i w, unsigned *nospace)
+avx2_drop(__m256i w, unsigned *nospace)
 {
 	__m256i m = _mm256_cmpeq_epi8(w, _mm256_set1_epi8(' '));
 
@@ -242,7 +433,28 @@ avx2_keep(__m256i w, unsigned *nospace)
 	m = _mm256_or_si256(m, _mm256_srli_epi64(m, 32));
 	*nospace = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(
 	    _mm256_cmpeq_epi64(m, _mm256_setzero_si256())));
-	return _mm256_xor_si256(m, _mm256_set1_epi64x(-1));
+	return m;
+}
+
+/*
+ * The 8 bytes at p + off (off may be negative): SPACE where they are not
+ * readable (more than before bytes before p).
+ */
+static uint64_t
+avx2_word_at(const uint8_t *p, size_t before, ptrdiff_t off)
+{
+	uint8_t b[8];
+	ptrdiff_t i;
+	uint64_t w;
+
+	if (off >= -(ptrdiff_t)before) {
+		memcpy(&w, p + off, 8);
+		return w;
+	}
+	for (i = 0; i < 8; i++)
+		b[i] = off + i >= -(ptrdiff_t)before ? p[off + i] : ' ';
+	memcpy(&w, b, 8);
+	return w;
 }
 
 /* A term left to the scalar way, ending at e and starting at lo or after. */
@@ -260,6 +472,7 @@ avx2_long_term(struct simhash_acc *acc, const uint8_t *p, size_t lo,
 	simhash_acc_term(acc, h, p + b, e - b);
 }
 
+/* Whether the term ending at e is a stop word (lists beyond the table). */
 static int
 avx2_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
     size_t e)
@@ -271,76 +484,140 @@ avx2_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
 	return stopwords_contains(sh->sw, p + b, e - b);
 }
 
-/* Hashes, filters and counts the n terms of a chunk. */
-AVX2 static void
-avx2_terms(struct simhash_acc *acc, const uint8_t *p, size_t lo,
-    struct avx2_chunk *ck, size_t n)
+/*
+ * Tokenizes the 64-byte block q[0..64), at b in the window: the words and
+ * ends of its terms from ck->wlo[nt], ck->end[nt].  lim: the positions
+ * that may end a term; *carry: whether the byte before is a SPACE.  The 8
+ * bytes before q are readable.  Returns the new number of terms.
+ */
+AVX2 static inline size_t
+avx2_block(const uint8_t *q, size_t b, uint64_t lim, uint64_t *carry,
+    struct avx2_chunk *ck, size_t nt)
+{
+	const __m256i sp = _mm256_set1_epi8(' ');
+	uint64_t spm, em;
+	unsigned cnt, r, pos;
+
+	spm = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+	    _mm256_loadu_si256((const __m256i *)q), sp)) |
+	    (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+	    _mm256_loadu_si256((const __m256i *)(q + 32)), sp)) << 32;
+	spm &= lim;
+	em = spm & ~((spm << 1) | *carry);
+	*carry = spm >> 63;
+	cnt = (unsigned)_mm_popcnt_u64(em);
+	for (r = 0; r < 16; r++) {
+		pos = (unsigned)_tzcnt_u64(em) & 63;
+		em = _blsr_u64(em);
+		memcpy(&ck->wlo[nt + r], q + pos - 8, 8);
+		ck->end[nt + r] = (uint32_t)(b + pos);
+	}
+	for (; __builtin_expect(r < cnt, 0); r++) {
+		pos = (unsigned)_tzcnt_u64(em);
+		em = _blsr_u64(em);
+		memcpy(&ck->wlo[nt + r], q + pos - 8, 8);
+		ck->end[nt + r] = (uint32_t)(b + pos);
+	}
+	return nt + cnt;
+}
+
+/* Stop-word handling of avx2_terms. */
+enum avx2_stop {
+	AVX2_STOP_NONE,		/* preprocessed input, or no list */
+	AVX2_STOP_TABLE,	/* the perfect hash table */
+	AVX2_STOP_SLOW,		/* a list too large for it */
+};
+
+/*
+ * Hashes, filters and counts the n terms of a chunk; no term starts before
+ * p + lo, and before bytes before p are readable.  Always inlined into one
+ * copy per mode (avx2_terms_by_mode), so that no loop tests the mode.
+ */
+AVX2 static inline __attribute__((always_inline)) void
+avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
+    struct avx2_csa *cs, const uint8_t *p, size_t lo, size_t before,
+    struct avx2_chunk *ck, size_t n, const enum avx2_stop stop_mode,
+    const int fmix)
 {
 	const struct simhash *sh = acc->sh;
 	const struct simhash_stoptab *tab = &sh->tab;
-	struct avx2_state *st = avx2_state(acc);
 	const __m256i spaces = _mm256_set1_epi8(' ');
 	const __m256i mul = _mm256_set1_epi64x(tab->mul);
 	const __m256i slotmask = _mm256_set1_epi64x(((long long)1 <<
 	    tab->bits) - 1);
 	const __m128i shift = _mm_cvtsi32_si128((int)tab->shift);
-	int stop = acc->stop, fast_stop = acc->stop && sh->have_tab;
-	int fmix = acc->fmix;
-	size_t g, ng = (n + 3) / 4, nl = 0, j, k;
+	const int stop = stop_mode != AVX2_STOP_NONE;
+	const int fast_stop = stop_mode == AVX2_STOP_TABLE;
+	size_t g, ng = (n + 3) / 4, nl = 0, j, k, e;
 	uint64_t nterms = 0;
 	unsigned nospace, valid, cm, lm, vl;
 
+	SIMHASH_PROF_T(t0);
+
+	/* Pass 1: the last 8 bytes. */
 	for (g = 0; g < ng; g++) {
 		__m256i w = _mm256_loadu_si256((const __m256i *)(ck->wlo +
-		    4 * g)), keep;
+		    4 * g)), drop;
 
 		valid = simhash_lanes(n - 4 * g, 4);
-		keep = avx2_keep(w, &nospace);
+		drop = avx2_drop(w, &nospace);
 		_mm256_storeu_si256((__m256i *)(ck->h + 4 * g),
-		    avx2_poly8_lo(_mm256_and_si256(w, keep)));
-		if (stop) {
+		    avx2_poly8_lo(_mm256_andnot_si256(drop, w)));
+		if (stop)
 			_mm256_storeu_si256((__m256i *)(ck->klo + 4 * g),
-			    _mm256_or_si256(_mm256_and_si256(keep, w),
-			    _mm256_andnot_si256(keep, spaces)));
-			_mm256_storeu_si256((__m256i *)(ck->khi + 4 * g),
-			    spaces);
-		}
+			    _mm256_blendv_epi8(w, spaces, drop));
 		lm = nospace & valid;
 		ck->longm[g] = (uint8_t)lm;
 		ck->vlong[g] = 0;
-		while (lm) {
-			j = (size_t)__builtin_ctz(lm);
-			lm &= lm - 1;
-			ck->lhi[nl] = ck->whi[4 * g + j];
-			ck->lidx[nl++] = (uint32_t)(4 * g + j);
-		}
+		ck->loff[g] = (uint16_t)nl;
+		_mm_storeu_si128((__m128i *)(ck->lidx + nl), _mm_add_epi32(
+		    _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)avx2_lanes[lm])),
+		    _mm_set1_epi32((int)(4 * g))));
+		nl += (size_t)__builtin_popcount(lm);
 	}
+	/* The second words of the terms of 8 bytes or more. */
+	for (j = 0; j < nl; j++) {
+		e = ck->end[ck->lidx[j]];
+		if (__builtin_expect(e + before >= 16, 1))
+			memcpy(&ck->lhi[j], p + e - 16, 8);
+		else
+			ck->lhi[j] = avx2_word_at(p, before,
+			    (ptrdiff_t)e - 16);
+	}
+	/* Pass 2: the bytes before those, for terms of 8 bytes or more. */
 	for (g = 0; g < nl; g += 4) {
 		__m256i w = _mm256_loadu_si256((const __m256i *)(ck->lhi + g)),
-		    keep;
-		uint64_t hh[4] __attribute__((aligned(32)));
-		uint64_t key[4] __attribute__((aligned(32)));
+		    drop;
 
-		keep = avx2_keep(w, &nospace);
-		_mm256_store_si256((__m256i *)hh, avx2_poly8_hi(
-		    _mm256_and_si256(w, keep)));
-		_mm256_store_si256((__m256i *)key, _mm256_or_si256(
-		    _mm256_and_si256(keep, w), _mm256_andnot_si256(keep,
-		    spaces)));
-		for (j = 0; j < 4 && g + j < nl; j++) {
-			k = ck->lidx[g + j];
-			ck->h[k] += hh[j];
-			ck->khi[k] = key[j];
-			if (nospace >> j & 1)
-				ck->vlong[k / 4] |= (uint8_t)(1u << (k % 4));
+		drop = avx2_drop(w, &nospace);
+		_mm256_storeu_si256((__m256i *)(ck->lh + g), avx2_poly8_hi(
+		    _mm256_andnot_si256(drop, w)));
+		if (stop)
+			_mm256_storeu_si256((__m256i *)(ck->lkey + g),
+			    _mm256_blendv_epi8(w, spaces, drop));
+		/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
+		nospace &= simhash_lanes(nl - g, 4);
+		while (__builtin_expect(nospace != 0, 0)) {
+			k = ck->lidx[g + (size_t)__builtin_ctz(nospace)];
+			nospace &= nospace - 1;
+			ck->vlong[k / 4] |= (uint8_t)(1u << (k % 4));
 		}
 	}
+	SIMHASH_PROF_ADD(hash, t0);
+	/* Pass 3: stop words, fmix64, the lanes to count. */
 	for (g = 0; g < ng; g++) {
-		__m256i h = _mm256_loadu_si256((const __m256i *)(ck->h + 4 * g));
+		__m256i h, perm;
 
 		valid = simhash_lanes(n - 4 * g, 4);
+		lm = ck->longm[g];
 		vl = ck->vlong[g];
 		cm = valid & ~vl;
+		/* The second words' shares, back in their terms' lanes. */
+		perm = _mm256_load_si256((const __m256i *)avx2_perm[lm]);
+		h = _mm256_add_epi64(_mm256_loadu_si256((const __m256i *)
+		    (ck->h + 4 * g)), _mm256_and_si256(avx2_lanemask(lm),
+		    _mm256_permutevar8x32_epi32(_mm256_loadu_si256(
+		    (const __m256i *)(ck->lh + ck->loff[g])), perm)));
 		if (fast_stop) {
 			__m256i slot = _mm256_and_si256(_mm256_srl_epi64(
 			    _mm256_mul_epu32(h, mul), shift), slotmask);
@@ -350,15 +627,19 @@ avx2_terms(struct simhash_acc *acc, const uint8_t *p, size_t lo,
 			    4 * g)));
 			unsigned em = (unsigned)_mm256_movemask_pd(
 			    _mm256_castsi256_pd(eq)) & cm;
-			unsigned leq = em & ck->longm[g];
+			unsigned leq = em & lm;
 
+			/* Long candidates must match their first 8 bytes too. */
 			if (leq)
 				em &= ~leq | (unsigned)_mm256_movemask_pd(
 				    _mm256_castsi256_pd(_mm256_cmpeq_epi64(
 				    _mm256_i64gather_epi64(
 				    (const long long *)tab->hi, slot, 8),
+				    _mm256_blendv_epi8(spaces,
+				    _mm256_permutevar8x32_epi32(
 				    _mm256_loadu_si256((const __m256i *)
-				    (ck->khi + 4 * g)))));
+				    (ck->lkey + ck->loff[g])), perm),
+				    avx2_lanemask(lm)))));
 			cm &= ~em;
 		} else if (stop) {
 			for (j = 0; j < 4; j++)
@@ -370,17 +651,63 @@ avx2_terms(struct simhash_acc *acc, const uint8_t *p, size_t lo,
 			h = avx2_fmix(h);
 		nterms += (uint64_t)__builtin_popcount(cm);
 		/* Lanes not counted become 0, which adds nothing. */
-		h = _mm256_and_si256(h, _mm256_set_epi64x(
-		    -(long long)(cm >> 3 & 1), -(long long)(cm >> 2 & 1),
-		    -(long long)(cm >> 1 & 1), -(long long)(cm & 1)));
-		avx2_count4(st, acc, h);
-		while (vl) {
-			j = (size_t)__builtin_ctz(vl);
-			vl &= vl - 1;
-			avx2_long_term(acc, p, lo, ck->end[4 * g + j]);
+		_mm256_storeu_si256((__m256i *)(ck->h + 4 * g),
+		    _mm256_and_si256(h, avx2_lanemask(cm)));
+		/* Terms of 16 bytes or more: the scalar way (rare). */
+		if (__builtin_expect(vl != 0, 0)) {
+			while (vl) {
+				j = (size_t)__builtin_ctz(vl);
+				vl &= vl - 1;
+				avx2_long_term(acc, p, lo, ck->end[4 * g + j]);
+			}
 		}
 	}
+	SIMHASH_PROF_ADD(filter, t0);
+	/* Count, in 32s: the lanes after the last term are zeros. */
+	for (g = 4 * ng; g % 32 != 0; g += 4)
+		_mm256_storeu_si256((__m256i *)(ck->h + g),
+		    _mm256_setzero_si256());
+	avx2_hs(st, acc, cs, ck->h, g);
+	SIMHASH_PROF_ADD(filter, t0);
 	acc->nterms += nterms;
+#ifdef SIMHASH_PROFILE
+	simhash_profile.terms += n;
+#endif
+}
+
+#define AVX2_TERMS(name, stop_mode, fmix)				\
+AVX2 static void							\
+name(struct simhash_acc *acc, struct avx2_state *st, struct avx2_csa *cs,	\
+    const uint8_t *p, size_t lo, size_t before, struct avx2_chunk *ck,	\
+    size_t n)								\
+{									\
+	avx2_terms(acc, st, cs, p, lo, before, ck, n, stop_mode, fmix);	\
+}
+AVX2_TERMS(avx2_terms_none_fmix, AVX2_STOP_NONE, 1)
+AVX2_TERMS(avx2_terms_none_sdbm, AVX2_STOP_NONE, 0)
+AVX2_TERMS(avx2_terms_table_fmix, AVX2_STOP_TABLE, 1)
+AVX2_TERMS(avx2_terms_table_sdbm, AVX2_STOP_TABLE, 0)
+AVX2_TERMS(avx2_terms_slow_fmix, AVX2_STOP_SLOW, 1)
+AVX2_TERMS(avx2_terms_slow_sdbm, AVX2_STOP_SLOW, 0)
+#undef AVX2_TERMS
+
+typedef void (*avx2_terms_fn)(struct simhash_acc *, struct avx2_state *,
+    struct avx2_csa *, const uint8_t *, size_t, size_t, struct avx2_chunk *,
+    size_t);
+
+/* The copy of avx2_terms for a document's mode. */
+static avx2_terms_fn
+avx2_terms_by_mode(const struct simhash_acc *acc)
+{
+	static const avx2_terms_fn fns[3][2] = {
+		{ avx2_terms_none_sdbm, avx2_terms_none_fmix },
+		{ avx2_terms_table_sdbm, avx2_terms_table_fmix },
+		{ avx2_terms_slow_sdbm, avx2_terms_slow_fmix },
+	};
+	enum avx2_stop m = !acc->stop ? AVX2_STOP_NONE :
+	    acc->sh->have_tab ? AVX2_STOP_TABLE : AVX2_STOP_SLOW;
+
+	return fns[m][acc->fmix != 0];
 }
 
 AVX2 static void
@@ -388,64 +715,64 @@ avx2_run(struct simhash_acc *acc, struct simhash_scratch *sc,
     const uint8_t *p, size_t n, size_t before, int final)
 {
 	struct avx2_chunk *ck = (struct avx2_chunk *)sc->stage;
-	const __m256i sp = _mm256_set1_epi8(' ');
-	size_t lo = before >= 16 ? 0 : 16 - before, s, t, b, nt = 0, e;
-	uint8_t tail[32];
-	uint32_t spm, em, carry = 1;
-	unsigned cnt, r;
+	avx2_terms_fn terms = avx2_terms_by_mode(acc);
+	struct avx2_state *st;
+	struct avx2_csa cs = { _mm256_setzero_si256(), _mm256_setzero_si256(),
+	    _mm256_setzero_si256() };
+	/* A block with SPACE around it: 16 bytes before, 64, 64 after. */
+	uint8_t tmp[16 + 64 + 64] __attribute__((aligned(32)));
+	size_t s = 0, t, b, nt = 0, m;
+	uint64_t carry = 1, lim;
 	const uint8_t *q;
-	__m256i v;
 
 	if (n == 0)
 		return;
-	/*
-	 * The scalar way up to the first SPACE from which 16 bytes back are
-	 * readable; the carried term ends there too.
-	 */
-	if (n <= lo || (q = memchr(p + lo, ' ', n - lo)) == NULL) {
-		simhash_scalar_run(acc, p, n);
-		return;
+	if (acc->part_len > 0) {
+		/* Finish the carried term the scalar way. */
+		if ((q = memchr(p, ' ', n)) == NULL) {
+			simhash_scalar_run(acc, p, n);
+			return;
+		}
+		s = (size_t)(q - p);
+		simhash_scalar_run(acc, p, s + 1);
 	}
-	s = (size_t)(q - p);
-	simhash_scalar_run(acc, p, s + 1);
 	if (final)
 		t = n;		/* the end of the document ends a term */
-	else
-		t = (size_t)((const uint8_t *)memrchr(p + s, ' ', n - s) - p);
-	for (b = s; b <= t; b += 32) {
-		if (n - b >= 32)
-			v = _mm256_loadu_si256((const __m256i *)(p + b));
+	else if ((q = memrchr(p + s, ' ', n - s)) != NULL)
+		t = (size_t)(q - p);
+	else {
+		simhash_scalar_run(acc, p + s, n - s);
+		return;
+	}
+	st = avx2_state(acc);
+	SIMHASH_PROF_T(t0);
+	for (b = s; b <= t; b += 64) {
+		lim = t - b >= 63 ? ~0ULL : _bzhi_u64(~0ULL,
+		    (unsigned)(t - b + 1));
+		if (b + before >= 16 && n - b >= 64)
+			q = p + b;
 		else {
-			memset(tail, ' ', sizeof(tail));
-			memcpy(tail, p + b, n - b);
-			v = _mm256_loadu_si256((const __m256i *)tail);
+			/* The first block of a document, the last of a window. */
+			memset(tmp, ' ', sizeof(tmp));
+			m = b + before >= 16 ? 16 : b + before;
+			memcpy(tmp + 16 - m, p + b - m, m);
+			memcpy(tmp + 16, p + b, n - b < 64 ? n - b : 64);
+			q = tmp + 16;
 		}
-		spm = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, sp));
-		if (t + 1 - b < 32)
-			spm &= (uint32_t)_bzhi_u32(~0u, (unsigned)(t + 1 - b));
-		em = spm & ~((spm << 1) | carry);
-		carry = spm >> 31;
-		/*
-		 * Eight ends without a branch to mispredict (an exhausted mask
-		 * gives b, whose bytes are readable; the slot is then unused),
-		 * eight more in the rare blocks that have them.
-		 */
-		cnt = (unsigned)__builtin_popcount(em);
-		for (r = 0; r < (cnt > 8 ? 16u : 8u); r++) {
-			e = b + (_tzcnt_u32(em) & 31);
-			em = _blsr_u32(em);
-			memcpy(&ck->wlo[nt + r], p + e - 8, 8);
-			memcpy(&ck->whi[nt + r], p + e - 16, 8);
-			ck->end[nt + r] = (uint32_t)e;
-		}
-		nt += cnt;
-		if (nt > AVX2_CHUNK_TERMS - 16) {
-			avx2_terms(acc, p, s, ck, nt);
+		nt = avx2_block(q, b, lim, &carry, ck, nt);
+		if (nt > AVX2_CHUNK_TERMS - 32) {
+			SIMHASH_PROF_ADD(tokenize, t0);
+			terms(acc, st, &cs, p, s, before, ck, nt);
+#ifdef SIMHASH_PROFILE
+			t0 = __rdtsc();
+#endif
 			nt = 0;
 		}
 	}
+	SIMHASH_PROF_ADD(tokenize, t0);
 	if (nt > 0)
-		avx2_terms(acc, p, s, ck, nt);
+		terms(acc, st, &cs, p, s, before, ck, nt);
+	avx2_fold(st, acc, &cs);
 	if (t < n)
 		simhash_scalar_run(acc, p + t + 1, n - t - 1);
 }
