@@ -9,19 +9,23 @@
  *
  *  Tokenize.  The SPACE masks of two 32-byte halves (vpmovmskb) make one
  *    64-bit mask; a term ends at a SPACE after a term byte.  The ends are
- *    picked off with tzcnt and blsr, and the 8 bytes before each are read
- *    with one scalar load: sixteen rounds always (an exhausted mask gives
- *    the block's start, whose bytes are readable; the slot is then
- *    unused), more in the rare blocks that have more ends.  The first
- *    block of a document and the last of a window are read from a copy
- *    with SPACE around it, so that no byte outside the window is read and
- *    no term goes the scalar way for want of bytes before it.
- *  Pass 1.  4 terms per register: bytes up to each lane's last SPACE are
- *    cleared (the SPACE mask smeared downwards by shifts), and the hash of
- *    the last 8 bytes computed as in the AVX-512 kernel (vpmaddubsw, then
- *    32-bit digits times powers of 65599 by vpmuludq).  The indices of
- *    terms of 8 bytes or more are compacted into a list (a table of the
- *    16 lane masks stands in for vpcompressd).
+ *    picked off with tzcnt and blsr, and the 16 bytes before each copied
+ *    with one 16-byte load and store, its record: sixteen rounds always
+ *    (no branch to mispredict; an exhausted mask gives position 64, whose
+ *    16 bytes before are the block's last, and the slot is unused), more
+ *    in the rare blocks that have more ends.  Stores bound this loop, so
+ *    the ends themselves are not stored: the rare terms that need theirs
+ *    find it again from the blocks' masks.  The first block of a document
+ *    and the last of a window are read from a copy with SPACE around it,
+ *    so that no byte outside the window is read and no term goes the
+ *    scalar way for want of bytes before it.
+ *  Pass 1.  4 terms per register: two registers of records unpacked give
+ *    the last 8 bytes of 4 terms, and the 8 before.  Bytes up to each
+ *    lane's last SPACE are cleared (the SPACE mask smeared downwards by
+ *    shifts), and the hash of the last 8 bytes computed as in the AVX-512
+ *    kernel (vpmaddubsw, then 32-bit digits times powers of 65599 by
+ *    vpmuludq).  The lanes of terms of 8 bytes or more are compacted into
+ *    a list (a table of the 16 lane masks stands in for vpcompressd).
  *  Pass 2.  The 8 bytes before those of the long terms: their share of the
  *    hash and their stop-word key, in list order.
  *  Pass 3.  The shares are moved back into their terms' lanes (vpermd with
@@ -54,13 +58,18 @@
 
 /* One chunk of terms, in the scratch's stage area. */
 struct avx2_chunk {
-	uint64_t wlo[AVX2_CHUNK_TERMS + 32];	/* bytes e-8..e-1 */
-	uint32_t end[AVX2_CHUNK_TERMS + 32];	/* e, from p */
+	/* Per term ending at e: bytes e-16..e-1 (two words, hi then lo). */
+	uint64_t rec[2 * (AVX2_CHUNK_TERMS + 32)] __attribute__((aligned(32)));
+	/* The blocks with ends: where they start, their ends' mask. */
+	uint32_t bb[AVX2_CHUNK_TERMS + 1];
+	uint64_t bem[AVX2_CHUNK_TERMS + 1];
+	uint32_t end[AVX2_CHUNK_TERMS + 32];	/* e, for the slow stop path */
+	uint64_t whi[AVX2_CHUNK_TERMS + 32];	/* bytes e-16..e-9 */
 	/* sdbm, then the hashes to count, 0 for the others (to 32 terms) */
 	uint64_t h[AVX2_CHUNK_TERMS + 64];
 	uint64_t klo[AVX2_CHUNK_TERMS + 32];	/* stop-word keys */
 	/* Terms of 8 bytes or more: their index and second word ... */
-	uint32_t lidx[AVX2_CHUNK_TERMS + 32];
+	uint32_t lidx[AVX2_CHUNK_TERMS + 32];	/* 4 * group + lane */
 	uint64_t lhi[AVX2_CHUNK_TERMS + 32];
 	/* ... their share of the hash and their keys, in that order ... */
 	uint64_t lh[AVX2_CHUNK_TERMS + 32];
@@ -436,27 +445,6 @@ avx2_drop(__m256i w, unsigned *nospace)
 	return m;
 }
 
-/*
- * The 8 bytes at p + off (off may be negative): SPACE where they are not
- * readable (more than before bytes before p).
- */
-static uint64_t
-avx2_word_at(const uint8_t *p, size_t before, ptrdiff_t off)
-{
-	uint8_t b[8];
-	ptrdiff_t i;
-	uint64_t w;
-
-	if (off >= -(ptrdiff_t)before) {
-		memcpy(&w, p + off, 8);
-		return w;
-	}
-	for (i = 0; i < 8; i++)
-		b[i] = off + i >= -(ptrdiff_t)before ? p[off + i] : ' ';
-	memcpy(&w, b, 8);
-	return w;
-}
-
 /* A term left to the scalar way, ending at e and starting at lo or after. */
 static void
 avx2_long_term(struct simhash_acc *acc, const uint8_t *p, size_t lo,
@@ -485,14 +473,20 @@ avx2_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
 }
 
 /*
- * Tokenizes the 64-byte block q[0..64), at b in the window: the words and
- * ends of its terms from ck->wlo[nt], ck->end[nt].  lim: the positions
- * that may end a term; *carry: whether the byte before is a SPACE.  The 8
- * bytes before q are readable.  Returns the new number of terms.
+ * Tokenizes the 64-byte block q[0..64), at b in the window: the 16 bytes
+ * before each end of a term, from ck->rec[2 * nt]; the block's mask of
+ * ends in ck->bem[*nb] if it has any.  lim: the positions that may end a
+ * term; *carry: whether the byte before is a SPACE.  The 16 bytes before
+ * q are readable.  Returns the new number of terms.
+ *
+ * Only one load and one store per round: an exhausted mask gives
+ * position 64 (tzcnt), whose 16 bytes before are the block's last.  The
+ * ends themselves are not kept: the rare terms that need theirs (16 bytes
+ * or more) find it again from the block masks (avx2_end_of).
  */
 AVX2 static inline size_t
 avx2_block(const uint8_t *q, size_t b, uint64_t lim, uint64_t *carry,
-    struct avx2_chunk *ck, size_t nt)
+    struct avx2_chunk *ck, size_t nt, size_t *nb)
 {
 	const __m256i sp = _mm256_set1_epi8(' ');
 	uint64_t spm, em;
@@ -506,20 +500,107 @@ avx2_block(const uint8_t *q, size_t b, uint64_t lim, uint64_t *carry,
 	em = spm & ~((spm << 1) | *carry);
 	*carry = spm >> 63;
 	cnt = (unsigned)_mm_popcnt_u64(em);
+	ck->bb[*nb] = (uint32_t)b;
+	ck->bem[*nb] = em;
+	*nb += em != 0;
+#pragma GCC unroll 16
 	for (r = 0; r < 16; r++) {
-		pos = (unsigned)_tzcnt_u64(em) & 63;
+		pos = (unsigned)_tzcnt_u64(em);
 		em = _blsr_u64(em);
-		memcpy(&ck->wlo[nt + r], q + pos - 8, 8);
-		ck->end[nt + r] = (uint32_t)(b + pos);
+		_mm_store_si128((__m128i *)(ck->rec + 2 * (nt + r)),
+		    _mm_loadu_si128((const __m128i *)(q + pos - 16)));
 	}
 	for (; __builtin_expect(r < cnt, 0); r++) {
 		pos = (unsigned)_tzcnt_u64(em);
 		em = _blsr_u64(em);
-		memcpy(&ck->wlo[nt + r], q + pos - 8, 8);
-		ck->end[nt + r] = (uint32_t)(b + pos);
+		_mm_store_si128((__m128i *)(ck->rec + 2 * (nt + r)),
+		    _mm_loadu_si128((const __m128i *)(q + pos - 16)));
 	}
 	return nt + cnt;
 }
+
+/*
+ * The first block of a document or the last of a window, at b, copied
+ * into tmp (208 bytes) with the 16 bytes before it (SPACE where they are
+ * not readable) and SPACE from n on.  With fixed-size vector moves where
+ * the bytes are there: position x from the block's start is byte b + x of
+ * the window wherever it is written, so the moves may overlap.  Returns
+ * where the copy of the block starts.
+ */
+AVX2 static const uint8_t *
+avx2_copy(uint8_t *tmp, const uint8_t *p, size_t b, size_t n, size_t before)
+{
+	const __m256i sp = _mm256_set1_epi8(' ');
+	uint8_t *q = tmp + 64 + 16;
+	size_t m;
+
+	if (b + before >= 16)
+		_mm_storeu_si128((__m128i *)(q - 16), _mm_loadu_si128(
+		    (const __m128i *)(p + b - 16)));
+	else {
+		_mm_storeu_si128((__m128i *)(q - 16), _mm256_castsi256_si128(sp));
+		m = b + before;
+		memcpy(q - m, p + b - m, m);
+	}
+	if (n - b >= 64) {
+		_mm256_storeu_si256((__m256i *)q, _mm256_loadu_si256(
+		    (const __m256i *)(p + b)));
+		_mm256_storeu_si256((__m256i *)(q + 32), _mm256_loadu_si256(
+		    (const __m256i *)(p + b + 32)));
+		return q;
+	}
+	if (n + before >= 64) {
+		/* The window's last 64 bytes, ending at q + n - b. */
+		_mm256_storeu_si256((__m256i *)(q + n - b - 64),
+		    _mm256_loadu_si256((const __m256i *)(p + n - 64)));
+		_mm256_storeu_si256((__m256i *)(q + n - b - 32),
+		    _mm256_loadu_si256((const __m256i *)(p + n - 32)));
+	} else
+		memcpy(q, p + b, n - b);
+	_mm256_storeu_si256((__m256i *)(q + n - b), sp);
+	_mm256_storeu_si256((__m256i *)(q + n - b + 32), sp);
+	return q;
+}
+
+/* The end of the chunk's term i, from the block masks. */
+static size_t
+avx2_end_of(const struct avx2_chunk *ck, size_t nb, size_t i)
+{
+	uint64_t em;
+	size_t k, c;
+
+	for (k = 0; k < nb; k++) {
+		em = ck->bem[k];
+		c = (size_t)__builtin_popcountll(em);
+		if (i < c) {
+			while (i-- > 0)
+				em &= em - 1;
+			return ck->bb[k] + (size_t)__builtin_ctzll(em);
+		}
+		i -= c;
+	}
+	return 0;	/* not reached */
+}
+
+/* The ends of all the chunk's terms, in ck->end. */
+static void
+avx2_ends(struct avx2_chunk *ck, size_t nb)
+{
+	uint64_t em;
+	size_t k, i = 0;
+
+	for (k = 0; k < nb; k++)
+		for (em = ck->bem[k]; em != 0; em &= em - 1)
+			ck->end[i++] = ck->bb[k] + (uint32_t)__builtin_ctzll(em);
+}
+
+/*
+ * A group of 4 records loaded as two registers and unpacked gives its
+ * terms in the lanes 0, 2, 1, 3: the term of lane j, and the lanes of the
+ * first n terms.
+ */
+static const uint8_t avx2_term_of_lane[4] = { 0, 2, 1, 3 };
+static const uint8_t avx2_valid[5] = { 0x0, 0x1, 0x5, 0x7, 0xf };
 
 /* Stop-word handling of avx2_terms. */
 enum avx2_stop {
@@ -529,15 +610,14 @@ enum avx2_stop {
 };
 
 /*
- * Hashes, filters and counts the n terms of a chunk; no term starts before
- * p + lo, and before bytes before p are readable.  Always inlined into one
+ * Hashes, filters and counts the n terms of a chunk, from nb blocks; no
+ * term starts before p + lo.  Always inlined into one
  * copy per mode (avx2_terms_by_mode), so that no loop tests the mode.
  */
 AVX2 static inline __attribute__((always_inline)) void
 avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
-    struct avx2_csa *cs, const uint8_t *p, size_t lo, size_t before,
-    struct avx2_chunk *ck, size_t n, const enum avx2_stop stop_mode,
-    const int fmix)
+    struct avx2_csa *cs, const uint8_t *p, size_t lo, struct avx2_chunk *ck,
+    size_t n, size_t nb, const enum avx2_stop stop_mode, const int fmix)
 {
 	const struct simhash *sh = acc->sh;
 	const struct simhash_stoptab *tab = &sh->tab;
@@ -548,18 +628,24 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 	const __m128i shift = _mm_cvtsi32_si128((int)tab->shift);
 	const int stop = stop_mode != AVX2_STOP_NONE;
 	const int fast_stop = stop_mode == AVX2_STOP_TABLE;
-	size_t g, ng = (n + 3) / 4, nl = 0, j, k, e;
+	size_t g, ng = (n + 3) / 4, nl = 0, j, k;
 	uint64_t nterms = 0;
 	unsigned nospace, valid, cm, lm, vl;
 
 	SIMHASH_PROF_T(t0);
 
+	if (stop_mode == AVX2_STOP_SLOW)
+		avx2_ends(ck, nb);
 	/* Pass 1: the last 8 bytes. */
 	for (g = 0; g < ng; g++) {
-		__m256i w = _mm256_loadu_si256((const __m256i *)(ck->wlo +
-		    4 * g)), drop;
+		__m256i r0 = _mm256_load_si256((const __m256i *)(ck->rec +
+		    8 * g)), r1 = _mm256_load_si256((const __m256i *)(ck->rec +
+		    8 * g + 4)), w, drop;
 
-		valid = simhash_lanes(n - 4 * g, 4);
+		w = _mm256_unpackhi_epi64(r0, r1);
+		_mm256_storeu_si256((__m256i *)(ck->whi + 4 * g),
+		    _mm256_unpacklo_epi64(r0, r1));
+		valid = avx2_valid[n - 4 * g < 4 ? n - 4 * g : 4];
 		drop = avx2_drop(w, &nospace);
 		_mm256_storeu_si256((__m256i *)(ck->h + 4 * g),
 		    avx2_poly8_lo(_mm256_andnot_si256(drop, w)));
@@ -576,14 +662,8 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 		nl += (size_t)__builtin_popcount(lm);
 	}
 	/* The second words of the terms of 8 bytes or more. */
-	for (j = 0; j < nl; j++) {
-		e = ck->end[ck->lidx[j]];
-		if (__builtin_expect(e + before >= 16, 1))
-			memcpy(&ck->lhi[j], p + e - 16, 8);
-		else
-			ck->lhi[j] = avx2_word_at(p, before,
-			    (ptrdiff_t)e - 16);
-	}
+	for (j = 0; j < nl; j++)
+		ck->lhi[j] = ck->whi[ck->lidx[j]];
 	/* Pass 2: the bytes before those, for terms of 8 bytes or more. */
 	for (g = 0; g < nl; g += 4) {
 		__m256i w = _mm256_loadu_si256((const __m256i *)(ck->lhi + g)),
@@ -608,7 +688,7 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 	for (g = 0; g < ng; g++) {
 		__m256i h, perm;
 
-		valid = simhash_lanes(n - 4 * g, 4);
+		valid = avx2_valid[n - 4 * g < 4 ? n - 4 * g : 4];
 		lm = ck->longm[g];
 		vl = ck->vlong[g];
 		cm = valid & ~vl;
@@ -644,7 +724,7 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 		} else if (stop) {
 			for (j = 0; j < 4; j++)
 				if ((cm >> j & 1) && avx2_stop_slow(sh, p, lo,
-				    ck->end[4 * g + j]))
+				    ck->end[4 * g + avx2_term_of_lane[j]]))
 					cm &= ~(1u << j);
 		}
 		if (fmix)
@@ -658,7 +738,8 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 			while (vl) {
 				j = (size_t)__builtin_ctz(vl);
 				vl &= vl - 1;
-				avx2_long_term(acc, p, lo, ck->end[4 * g + j]);
+				avx2_long_term(acc, p, lo, avx2_end_of(ck, nb,
+				    4 * g + avx2_term_of_lane[j]));
 			}
 		}
 	}
@@ -678,10 +759,10 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 #define AVX2_TERMS(name, stop_mode, fmix)				\
 AVX2 static void							\
 name(struct simhash_acc *acc, struct avx2_state *st, struct avx2_csa *cs,	\
-    const uint8_t *p, size_t lo, size_t before, struct avx2_chunk *ck,	\
-    size_t n)								\
+    const uint8_t *p, size_t lo, struct avx2_chunk *ck, size_t n,	\
+    size_t nb)								\
 {									\
-	avx2_terms(acc, st, cs, p, lo, before, ck, n, stop_mode, fmix);	\
+	avx2_terms(acc, st, cs, p, lo, ck, n, nb, stop_mode, fmix);	\
 }
 AVX2_TERMS(avx2_terms_none_fmix, AVX2_STOP_NONE, 1)
 AVX2_TERMS(avx2_terms_none_sdbm, AVX2_STOP_NONE, 0)
@@ -692,7 +773,7 @@ AVX2_TERMS(avx2_terms_slow_sdbm, AVX2_STOP_SLOW, 0)
 #undef AVX2_TERMS
 
 typedef void (*avx2_terms_fn)(struct simhash_acc *, struct avx2_state *,
-    struct avx2_csa *, const uint8_t *, size_t, size_t, struct avx2_chunk *,
+    struct avx2_csa *, const uint8_t *, size_t, struct avx2_chunk *, size_t,
     size_t);
 
 /* The copy of avx2_terms for a document's mode. */
@@ -720,8 +801,8 @@ avx2_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 	struct avx2_csa cs = { _mm256_setzero_si256(), _mm256_setzero_si256(),
 	    _mm256_setzero_si256() };
 	/* A block with SPACE around it: 16 bytes before, 64, 64 after. */
-	uint8_t tmp[16 + 64 + 64] __attribute__((aligned(32)));
-	size_t s = 0, t, b, nt = 0, m;
+	uint8_t tmp[64 + 16 + 64 + 64] __attribute__((aligned(32)));
+	size_t s = 0, t, b, nt = 0, nb = 0;
 	uint64_t carry = 1, lim;
 	const uint8_t *q;
 
@@ -751,27 +832,21 @@ avx2_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 		    (unsigned)(t - b + 1));
 		if (b + before >= 16 && n - b >= 64)
 			q = p + b;
-		else {
-			/* The first block of a document, the last of a window. */
-			memset(tmp, ' ', sizeof(tmp));
-			m = b + before >= 16 ? 16 : b + before;
-			memcpy(tmp + 16 - m, p + b - m, m);
-			memcpy(tmp + 16, p + b, n - b < 64 ? n - b : 64);
-			q = tmp + 16;
-		}
-		nt = avx2_block(q, b, lim, &carry, ck, nt);
+		else
+			q = avx2_copy(tmp, p, b, n, before);
+		nt = avx2_block(q, b, lim, &carry, ck, nt, &nb);
 		if (nt > AVX2_CHUNK_TERMS - 32) {
 			SIMHASH_PROF_ADD(tokenize, t0);
-			terms(acc, st, &cs, p, s, before, ck, nt);
+			terms(acc, st, &cs, p, s, ck, nt, nb);
 #ifdef SIMHASH_PROFILE
 			t0 = __rdtsc();
 #endif
-			nt = 0;
+			nt = nb = 0;
 		}
 	}
 	SIMHASH_PROF_ADD(tokenize, t0);
 	if (nt > 0)
-		terms(acc, st, &cs, p, s, before, ck, nt);
+		terms(acc, st, &cs, p, s, ck, nt, nb);
 	avx2_fold(st, acc, &cs);
 	if (t < n)
 		simhash_scalar_run(acc, p + t + 1, n - t - 1);
