@@ -21,11 +21,12 @@
  *    scalar way for want of bytes before it.
  *  Pass 1.  4 terms per register: two registers of records unpacked give
  *    the last 8 bytes of 4 terms, and the 8 before.  Bytes up to each
- *    lane's last SPACE are cleared (the SPACE mask smeared downwards by
- *    shifts), and the hash of the last 8 bytes computed as in the AVX-512
- *    kernel (vpmaddubsw, then 32-bit digits times powers of 65599 by
- *    vpmuludq).  The lanes of terms of 8 bytes or more are compacted into
- *    a list (a table of the 16 lane masks stands in for vpcompressd).
+ *    lane's last SPACE are cleared (the SPACE mask, bytes reversed, is
+ *    smeared upwards by x | -x), and the hash of the last 8 bytes
+ *    computed as in the AVX-512 kernel (vpmaddubsw, then 32-bit digits
+ *    times powers of 65599 by vpmuludq).  The lanes of terms of 8 bytes
+ *    or more are compacted into a list (a table of the 16 lane masks
+ *    stands in for vpcompressd).
  *  Pass 2.  The 8 bytes before those of the long terms: their share of the
  *    hash and their stop-word key, in list order.
  *  Pass 3.  The shares are moved back into their terms' lanes (vpermd with
@@ -42,7 +43,8 @@
  *    of a window.  The byte counters are emptied into 64-bit ones before
  *    they can overflow (every thousand terms or so); a document that
  *    never needed that (most) gets its fingerprint straight from them.
- * Terms of 16 bytes or more go the scalar way.
+ * Terms of 16 bytes or more go the scalar way.  Text is normalised with
+ * two nibble lookups (vpshufb) that give each byte's class.
  */
 #include "simhash_impl.h"
 
@@ -349,7 +351,7 @@ avx2_finish(struct simhash_acc *acc)
 	struct avx2_state *st = avx2_state(acc);
 	uint64_t half = (acc->nterms + 1) / 2, m = 0;
 	__m128i t[8], lim;
-	__m256i s;
+	__m256i c, s;
 	int k;
 
 	if (acc->cnt_used) {
@@ -358,10 +360,15 @@ avx2_finish(struct simhash_acc *acc)
 	}
 	lim = _mm_set1_epi16((short)(half < 32767 ? half - 1 : 32766));
 	for (k = 0; k < 8; k++) {
-		/* Lanes 0 + 2 and 1 + 3, then the two halves. */
-		s = _mm256_add_epi16(_mm256_cvtepu8_epi16(
-		    _mm256_castsi256_si128(st->c[k])), _mm256_cvtepu8_epi16(
-		    _mm256_extracti128_si256(st->c[k], 1)));
+		/*
+		 * Lanes 0 + 1 and 2 + 3, then the two halves; from the whole
+		 * register (fold has just stored it: a load of half of it
+		 * would wait for the store).
+		 */
+		c = st->c[k];
+		s = _mm256_add_epi16(_mm256_unpacklo_epi8(c,
+		    _mm256_setzero_si256()), _mm256_unpackhi_epi8(c,
+		    _mm256_setzero_si256()));
 		t[k] = _mm_cmpgt_epi16(_mm_add_epi16(_mm256_castsi256_si128(s),
 		    _mm256_extracti128_si256(s, 1)), lim);
 	}
@@ -430,19 +437,22 @@ AVX2_POLY8(avx2_poly8_hi, KQ(0x50c7ac81, 0x6698cd81),
 
 /*
  * For each lane, a mask of the bytes up to its last SPACE (none if it has
- * none); *nospace gets the lanes without SPACE as a 4-bit mask.
+ * none); *nospace gets the lanes without SPACE as a 4-bit mask.  With the
+ * bytes reversed the mask is every bit from the lowest set one up, x | -x.
  */
 AVX2 static inline __m256i
 avx2_drop(__m256i w, unsigned *nospace)
 {
-	__m256i m = _mm256_cmpeq_epi8(w, _mm256_set1_epi8(' '));
+	const __m256i rev = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14,
+	    13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11,
+	    10, 9, 8);
+	__m256i m = _mm256_shuffle_epi8(_mm256_cmpeq_epi8(w,
+	    _mm256_set1_epi8(' ')), rev);
 
-	m = _mm256_or_si256(m, _mm256_srli_epi64(m, 8));
-	m = _mm256_or_si256(m, _mm256_srli_epi64(m, 16));
-	m = _mm256_or_si256(m, _mm256_srli_epi64(m, 32));
 	*nospace = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(
 	    _mm256_cmpeq_epi64(m, _mm256_setzero_si256())));
-	return m;
+	return _mm256_shuffle_epi8(_mm256_or_si256(m, _mm256_sub_epi64(
+	    _mm256_setzero_si256(), m)), rev);
 }
 
 /* A term left to the scalar way, ending at e and starting at lo or after. */
