@@ -97,7 +97,7 @@ unsigned docset_k(const struct docset *ds);
  * Writer thread, in txn.  Stores the document key/url with fingerprint fp
  * at now_ms: a new id and a new group for a new URL, the same id and a
  * re-decided group for a known one.  *out is the stored record (its url
- * points into the transaction), *created says which case it was, and
+ * is the caller's url), *created says which case it was, and
  * *undo what to take back if txn aborts.  Returns a store status.
  */
 int docset_put(struct docset *ds, struct store_txn *txn,
