@@ -266,7 +266,7 @@ int
 docset_put(struct docset *ds, struct store_txn *txn,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
     uint64_t fp, uint64_t now_ms, struct doc_record *out, bool *created,
-    struct doc_undo *undo)
+    struct doc_undo *undo, struct docset_near_list *near)
 {
 	struct doc_record old, r;
 	uint64_t id, group;
@@ -309,7 +309,18 @@ docset_put(struct docset *ds, struct store_txn *txn,
 		    STORE_OK)
 			return rc;
 	}
-	if ((rc = docset_group_for(ds, txn, fp, 0, 0, &group)) != STORE_OK)
+	if (near != NULL) {
+		/* Its neighbours (it is out of the tables now) and its group,
+		 * the nearest one's: one search for both. */
+		if ((rc = docset_neighbours(ds, txn, fp, ds->k, 0, 0,
+		    near->max > 0 ? near->max : 1, &near->list, &near->n,
+		    &near->total)) != STORE_OK)
+			return rc;
+		group = near->n > 0 ? near->list[0].group : 0;
+		if (near->n > near->max)
+			near->n = near->max;
+	} else if ((rc = docset_group_for(ds, txn, fp, 0, 0, &group)) !=
+	    STORE_OK)
 		return rc;
 	r.id = id;
 	r.fp = fp;

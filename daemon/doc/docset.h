@@ -93,17 +93,28 @@ void docset_free(struct docset *ds);
 /* The configured k: the most a query may ask for. */
 unsigned docset_k(const struct docset *ds);
 
+/* A document's neighbours, as docset_neighbours gives them. */
+struct docset_near_list {
+	size_t max;			/* in: at most this many listed */
+	struct docset_neighbour *list;	/* free with docset_neighbours_free */
+	size_t n;
+	uint64_t total;			/* within k, listed or not */
+};
+
 /*
  * Writer thread, in txn.  Stores the document key/url with fingerprint fp
  * at now_ms: a new id and a new group for a new URL, the same id and a
  * re-decided group for a known one.  *out is the stored record (its url
- * is the caller's url), *created says which case it was, and
- * *undo what to take back if txn aborts.  Returns a store status.
+ * is the caller's url), *created says which case it was, and *undo what
+ * to take back if txn aborts.  near, if not NULL, gets the document's
+ * neighbours within k (itself left out), found by the same search that
+ * decides its group; the caller frees its list, also on failure.  Returns
+ * a store status.
  */
 int docset_put(struct docset *ds, struct store_txn *txn,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
     uint64_t fp, uint64_t now_ms, struct doc_record *out, bool *created,
-    struct doc_undo *undo);
+    struct doc_undo *undo, struct docset_near_list *near);
 /*
  * Writer thread, in txn.  Deletes the document named by key; *id is its id,
  * 0 if there was none.  Returns a store status.

@@ -428,6 +428,7 @@ batch_apply(struct writer_job *wj, struct store_txn *txn)
 {
 	struct doc_batch *b = (struct doc_batch *)wj;
 	struct docset *ds = b->env->ds;
+	struct docset_near_list near;
 	struct doc_record r;
 	int rc;
 
@@ -442,17 +443,20 @@ batch_apply(struct writer_job *wj, struct store_txn *txn)
 				return rc;
 			continue;
 		}
+		near.max = b->max_near;
+		near.list = NULL;
+		near.n = 0;
 		rc = docset_put(ds, txn, it->key, item_url(b, it),
 		    it->url_len, it->fp, wj->now_ms, &r, &it->created,
-		    &it->undo);
+		    &it->undo, &near);
+		/* Freed with the answers, also after a failure. */
+		it->near = near.list;
+		it->nnear = near.n;
+		it->near_total = near.total;
 		if (rc != STORE_OK)
 			return rc;
 		it->id = r.id;
 		it->group = r.group;
-		rc = docset_neighbours(ds, txn, it->fp, b->k, r.id, r.fp,
-		    b->max_near, &it->near, &it->nnear, &it->near_total);
-		if (rc != STORE_OK)
-			return rc;
 	}
 	return STORE_OK;
 }

@@ -69,7 +69,7 @@ put(struct fixture *fx, const char *url, uint64_t fp, bool *created)
 	key_of(url, key);
 	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
 	ck_assert_int_eq(docset_put(fx->ds, txn, key, url, strlen(url), fp,
-	    1000, &r, &c, &undo), STORE_OK);
+	    1000, &r, &c, &undo, NULL), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	if (created)
 		*created = c;
@@ -129,8 +129,8 @@ START_TEST(test_store_failures_surface)
 		    NULL));
 		ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 		ck_assert_int_eq(docset_put(fx.ds, txn, key, url, strlen(url),
-		    i ? 0xff00ff00ff00ff00ULL : 0x1234, 1000, &r, &c, &undo),
-		    STORE_OK);
+		    i ? 0xff00ff00ff00ff00ULL : 0x1234, 1000, &r, &c, &undo,
+		    NULL), STORE_OK);
 		ck_assert_int_eq(store_commit(txn), STORE_OK);
 	}
 	rd = store_reader_new(fx.st);
@@ -305,12 +305,12 @@ START_TEST(test_abort_is_taken_back)
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 	key_of("x", key);
 	ck_assert_int_eq(docset_put(fx.ds, txn, key, "x", 1, 200, 1, &r,
-	    &created, &undo[0].u), STORE_OK);
+	    &created, &undo[0].u, NULL), STORE_OK);
 	ck_assert_int_eq(docset_put(fx.ds, txn, key, "x", 1, 300, 1, &r,
-	    &created, &undo[1].u), STORE_OK);
+	    &created, &undo[1].u, NULL), STORE_OK);
 	key_of("y", key);
 	ck_assert_int_eq(docset_put(fx.ds, txn, key, "y", 1, 100, 1, &r,
-	    &created, &undo[2].u), STORE_OK);
+	    &created, &undo[2].u, NULL), STORE_OK);
 	store_abort(txn);
 	for (int i = 2; i >= 0; i--)
 		docset_undo(fx.ds, &undo[i].u);
@@ -322,7 +322,7 @@ START_TEST(test_abort_is_taken_back)
 	 * and over must not use ids up. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 	ck_assert_int_eq(docset_put(fx.ds, txn, key, "y", 1, 100, 1, &r,
-	    &created, &undo[2].u), STORE_OK);
+	    &created, &undo[2].u, NULL), STORE_OK);
 	ck_assert(created);
 	ck_assert_uint_eq(r.id, 2);
 	store_abort(txn);
@@ -516,6 +516,73 @@ START_TEST(test_term_hash_fixed_once_documents_exist)
 }
 END_TEST
 
+/*
+ * A put that also lists the document's neighbours (one search for them and
+ * the group) gives the ids and groups of a plain put, and the list
+ * docset_neighbours gives right after: fingerprints near each other, with
+ * re-submits, in one transaction.
+ */
+START_TEST(test_put_with_neighbours)
+{
+	struct fixture a = { .dir = tu_tmpdir() }, b = { .dir = tu_tmpdir() };
+	struct store_txn *ta, *tb;
+	uint64_t rng = 7;
+	char *cause;
+
+	open_docs(&a, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	open_docs(&b, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_int_eq(store_write_begin(a.st, &ta), STORE_OK);
+	ck_assert_int_eq(store_write_begin(b.st, &tb), STORE_OK);
+	for (int i = 0; i < 400; i++) {
+		/* 40 URLs, fingerprints of 3 bits in 8: many within k. */
+		uint64_t fp = 0;
+		char url[32];
+		uint8_t key[DOCSET_KEY_LEN];
+		struct doc_record ra, rb;
+		struct doc_undo ua, ub;
+		struct docset_near_list near = { .max = i % 5 };
+		struct docset_neighbour *nb;
+		size_t n;
+		uint64_t total;
+		bool ca, cb;
+
+		for (int bit = 0; bit < 3; bit++)
+			fp |= 1ULL << tu_rand_below(&rng, 8);
+		snprintf(url, sizeof(url), "u%d", (int)tu_rand_below(&rng,
+		    40));
+		key_of(url, key);
+		ck_assert_int_eq(docset_put(a.ds, ta, key, url, strlen(url),
+		    fp, 1000, &ra, &ca, &ua, NULL), STORE_OK);
+		ck_assert_int_eq(docset_put(b.ds, tb, key, url, strlen(url),
+		    fp, 1000, &rb, &cb, &ub, &near), STORE_OK);
+		ck_assert_uint_eq(rb.id, ra.id);
+		ck_assert_uint_eq(rb.group, ra.group);
+		ck_assert_int_eq(cb, ca);
+		ck_assert_int_eq(docset_neighbours(a.ds, ta, fp, 3, ra.id, fp,
+		    near.max, &nb, &n, &total), STORE_OK);
+		ck_assert_uint_eq(near.total, total);
+		ck_assert_uint_eq(near.n, n);
+		for (size_t j = 0; j < n; j++) {
+			ck_assert_uint_eq(near.list[j].id, nb[j].id);
+			ck_assert_uint_eq(near.list[j].distance,
+			    nb[j].distance);
+			ck_assert_uint_eq(near.list[j].group, nb[j].group);
+			ck_assert_str_eq(near.list[j].url, nb[j].url);
+		}
+		docset_neighbours_free(nb, n);
+		docset_neighbours_free(near.list, near.n);
+	}
+	ck_assert_int_eq(store_commit(ta), STORE_OK);
+	ck_assert_int_eq(store_commit(tb), STORE_OK);
+	close_docs(&a);
+	close_docs(&b);
+	tu_rmtree(a.dir);
+	tu_rmtree(b.dir);
+	free(a.dir);
+	free(b.dir);
+}
+END_TEST
+
 Suite *docset_suite(void);
 
 Suite *
@@ -525,6 +592,7 @@ docset_suite(void)
 	TCase *tc = tcase_create("docset");
 
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_put_with_neighbours);
 	tcase_add_test(tc, test_groups);
 	tcase_add_test(tc, test_abort_is_taken_back);
 	tcase_add_test(tc, test_near_excludes_only_what_is_there);
