@@ -40,6 +40,18 @@
 /* Largest reply frame accepted: a reply to the largest batch is ~1 MiB. */
 #define NDDD_MAX_REPLY (64u << 20)
 
+/*
+ * The most a doc batch's reply takes, as the server bounds it
+ * (docreq_batch_reply_bound): a base, and per document a result of at most
+ * 1 KiB and an item error.  The server refuses a batch whose bound passes
+ * its max_frame.
+ */
+#define DOC_REPLY_BASE 4096
+#define DOC_REPLY_ITEM (1024 + 96)
+/* A request frame's own fields around its documents (id, the op's tag and
+ * length), with room to spare; the token comes on top. */
+#define DOC_FRAME_OVERHEAD 64
+
 struct nddd_client {
 	int fd;
 	SSL_CTX *tls_ctx;	/* NULL for plain TCP */
@@ -54,6 +66,7 @@ struct nddd_client {
 	unsigned char *in;	/* received bytes: in[in_off..in_len) */
 	size_t in_off, in_len, in_cap;
 	enum nddd_durability durability;	/* of submits and deletes */
+	size_t max_frame;	/* the server's [server] max_frame */
 	nddd_canon *canon;	/* nddd_urls sends digests; NULL: URLs */
 };
 
@@ -296,6 +309,7 @@ nddd_connect_opts(const char *address, const struct nddd_options *o,
 	c->fd = -1;
 	c->timeout_ms = o->timeout_ms;
 	c->next_id = 1;
+	c->max_frame = NDDD_DEFAULT_MAX_FRAME;
 	if (o->token != NULL && (c->token = strdup(o->token)) == NULL)
 		goto err;
 	for (ai = res; ai != NULL && c->fd == -1; ai = ai->ai_next)
@@ -574,6 +588,112 @@ nddd_send_doc_submit(nddd_client *c, const char *url, size_t url_len,
 	return queue_request(c, &req, id);
 }
 
+void
+nddd_set_max_frame(nddd_client *c, size_t max_frame)
+{
+	c->max_frame = max_frame > 0 ? max_frame : NDDD_DEFAULT_MAX_FRAME;
+}
+
+/* Bytes of a varint. */
+static size_t
+varint_size(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Bytes of a length-delimited field of len bytes (absent when empty). */
+static size_t
+bytes_field_size(size_t len)
+{
+	return len > 0 ? 1 + varint_size(len) + len : 0;
+}
+
+size_t
+nddd_doc_item_size(const struct nddd_doc_item *d)
+{
+	size_t inner = bytes_field_size(d->url_len) +
+	    bytes_field_size(d->body_len) + (d->format == NDDD_HTML ? 2 : 0) +
+	    (d->query_only ? 2 : 0);
+
+	/* DocBatch.docs: a tag, a length, the DocSubmit. */
+	return 1 + varint_size(inner) + inner;
+}
+
+/* The most bytes of documents one frame of c can carry. */
+static size_t
+doc_frame_room(const nddd_client *c)
+{
+	size_t over = DOC_FRAME_OVERHEAD + (c->token ? strlen(c->token) +
+	    6 : 0);
+
+	return c->max_frame > over ? c->max_frame - over : 0;
+}
+
+size_t
+nddd_doc_batch_limit(const nddd_client *c, size_t *max_bytes)
+{
+	size_t n = c->max_frame > DOC_REPLY_BASE + DOC_REPLY_ITEM ?
+	    (c->max_frame - DOC_REPLY_BASE) / DOC_REPLY_ITEM : 1;
+
+	if (max_bytes != NULL)
+		*max_bytes = c->max_frame / 2;
+	return n < NDDD_DOC_BATCH_MAX ? n : NDDD_DOC_BATCH_MAX;
+}
+
+int
+nddd_send_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
+    uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__DocBatch batch = NDDD__V1__DOC_BATCH__INIT;
+	Nddd__V1__DocSubmit *items, **ptrs;
+	size_t bytes = 0, limit = nddd_doc_batch_limit(c, NULL);
+	int rc;
+
+	if (n == 0 || n > limit)
+		return fail(c, "a doc batch of %zu documents: send 1 to %zu",
+		    n, limit);
+	for (size_t i = 0; i < n; i++)
+		bytes += nddd_doc_item_size(&docs[i]);
+	if (bytes > doc_frame_room(c))
+		return fail(c, "a doc batch of %zu bytes exceeds the max frame "
+		    "(%zu bytes)", bytes, c->max_frame);
+	items = malloc(n * sizeof(*items));
+	ptrs = malloc(n * sizeof(*ptrs));
+	if (items == NULL || ptrs == NULL) {
+		free(items);
+		free(ptrs);
+		return fail(c, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		Nddd__V1__DocSubmit *d = &items[i];
+
+		nddd__v1__doc_submit__init(d);
+		d->url.data = (uint8_t *)docs[i].url;
+		d->url.len = docs[i].url_len;
+		d->body.data = (uint8_t *)docs[i].body;
+		d->body.len = docs[i].body_len;
+		d->format = docs[i].format == NDDD_HTML ?
+		    NDDD__V1__DOC_FORMAT__HTML : NDDD__V1__DOC_FORMAT__TEXT;
+		d->query_only = docs[i].query_only != 0;
+		ptrs[i] = d;
+	}
+	batch.n_docs = n;
+	batch.docs = ptrs;
+	req.op_case = NDDD__V1__REQUEST__OP_DOC_BATCH;
+	req.doc_batch = &batch;
+	rc = queue_request(c, &req, id);
+	free(items);
+	free(ptrs);
+	return rc;
+}
+
 static int
 send_query(nddd_client *c, Nddd__V1__DocQuery *q, int k, uint64_t *id)
 {
@@ -771,36 +891,103 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 	}
 }
 
-static char *
-dup_bytes(const ProtobufCBinaryData *b)
-{
-	char *s = malloc(b->len + 1);
-
-	if (s != NULL) {
-		memcpy(s, b->data, b->len);
-		s[b->len] = '\0';
-	}
-	return s;
-}
-
-/* Copies neighbours into d; returns -1 when out of memory. */
+/*
+ * Fills d from a DocResult (or a query's simhash and neighbours, with m
+ * NULL).  The neighbours and every string but the message live in one
+ * block: the neighbour array first, then the URLs; without neighbours the
+ * block starts with the document's URL, and an empty URL with no
+ * neighbours takes none ("").  doc_release frees it.  Returns -1 when out
+ * of memory.
+ */
 static int
-copy_near(struct nddd_doc *d, Nddd__V1__Neighbour **near, size_t n,
-    uint64_t total)
+doc_copy(struct nddd_doc *d, const Nddd__V1__DocResult *m,
+    Nddd__V1__Neighbour **near, size_t n, uint64_t total)
 {
+	size_t url_len = m != NULL ? m->url.len : 0, size;
+	char *p;
+
 	d->near_total = total;
-	if (n == 0)
+	if (m != NULL) {
+		d->doc_id = m->doc_id;
+		d->simhash = m->simhash;
+		d->group = m->group;
+		d->created = m->created;
+	}
+	d->url = "";
+	d->url_len = 0;
+	if (n == 0 && url_len == 0)
 		return 0;
-	if ((d->near = calloc(n, sizeof(*d->near))) == NULL)
+	size = n * sizeof(*d->near) + url_len + 1;
+	for (size_t i = 0; i < n; i++)
+		size += near[i]->url.len + 1;
+	if ((p = malloc(size)) == NULL)
 		return -1;
+	if (n > 0) {
+		d->near = (struct nddd_neighbour *)(void *)p;
+		p += n * sizeof(*d->near);
+		d->nnear = n;
+	}
 	for (size_t i = 0; i < n; i++) {
 		d->near[i].doc_id = near[i]->doc_id;
 		d->near[i].distance = near[i]->distance;
 		d->near[i].group = near[i]->group;
 		d->near[i].url_len = near[i]->url.len;
-		if ((d->near[i].url = dup_bytes(&near[i]->url)) == NULL)
-			return -1;
-		d->nnear = i + 1;
+		d->near[i].url = p;
+		if (near[i]->url.len > 0)
+			memcpy(p, near[i]->url.data, near[i]->url.len);
+		p[near[i]->url.len] = '\0';
+		p += near[i]->url.len + 1;
+	}
+	if (url_len > 0)
+		memcpy(p, m->url.data, url_len);
+	p[url_len] = '\0';
+	d->url = p;
+	d->url_len = url_len;
+	return 0;
+}
+
+/* Frees what doc_copy and an item error gave d, and empties it. */
+static void
+doc_release(struct nddd_doc *d)
+{
+	if (d->nnear > 0)
+		free(d->near);
+	else if (d->url_len > 0)
+		free((char *)d->url);
+	free((char *)d->message);
+	memset(d, 0, sizeof(*d));
+}
+
+/* The results of a doc batch's reply, and its item errors, into r. */
+static int
+convert_docs(nddd_client *c, struct nddd_reply *r,
+    const Nddd__V1__DocResults *m)
+{
+	r->ndocs = m->n_docs;
+	if ((r->docs = calloc(r->ndocs + 1, sizeof(*r->docs))) == NULL)
+		return fail(c, "out of memory");
+	for (size_t i = 0; i < r->ndocs; i++) {
+		const Nddd__V1__DocResult *d = m->docs[i];
+
+		if (doc_copy(&r->docs[i], d, d->near, d->n_near,
+		    d->near_total) == -1)
+			return fail(c, "out of memory");
+	}
+	for (size_t i = 0; i < m->n_errors; i++) {
+		const Nddd__V1__ItemError *e = m->errors[i];
+		struct nddd_doc *d;
+
+		if (e->index >= r->ndocs)
+			return fail(c, "reply names document %u of %zu",
+			    e->index, r->ndocs);
+		d = &r->docs[e->index];
+		d->code = e->status ? (enum nddd_code)e->status->code :
+		    NDDD_INTERNAL;
+		if (d->code == NDDD_OK)
+			d->code = NDDD_INTERNAL;
+		free((char *)d->message);
+		if ((d->message = dup_message(e->status)) == NULL)
+			return fail(c, "out of memory");
 	}
 	return 0;
 }
@@ -848,22 +1035,23 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_DOC:
 		r->kind = NDDD_REPLY_DOC;
-		r->doc.doc_id = resp->doc->doc_id;
-		r->doc.simhash = resp->doc->simhash;
-		r->doc.group = resp->doc->group;
-		r->doc.created = resp->doc->created;
-		r->doc.url_len = resp->doc->url.len;
-		if ((r->doc.url = dup_bytes(&resp->doc->url)) == NULL ||
-		    copy_near(&r->doc, resp->doc->near, resp->doc->n_near,
-		    resp->doc->near_total) == -1)
+		if (doc_copy(&r->doc, resp->doc, resp->doc->near,
+		    resp->doc->n_near, resp->doc->near_total) == -1)
 			goto oom;
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_DOC_QUERY:
 		r->kind = NDDD_REPLY_DOC_QUERY;
 		r->doc.simhash = resp->doc_query->simhash;
-		if (copy_near(&r->doc, resp->doc_query->near,
+		if (doc_copy(&r->doc, NULL, resp->doc_query->near,
 		    resp->doc_query->n_near, resp->doc_query->near_total) == -1)
 			goto oom;
+		return r;
+	case NDDD__V1__RESPONSE__RESULT_DOCS:
+		r->kind = NDDD_REPLY_DOCS;
+		if (convert_docs(c, r, resp->docs) == -1) {
+			nddd_reply_free(r);
+			return NULL;
+		}
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_DOC_DELETE:
 		r->kind = NDDD_REPLY_DOC_DELETE;
@@ -973,10 +1161,11 @@ nddd_reply_free(struct nddd_reply *r)
 		for (size_t i = 0; i < r->nresults; i++)
 			free((char *)r->results[i].message);
 	free(r->results);
-	for (size_t i = 0; i < r->doc.nnear; i++)
-		free((char *)r->doc.near[i].url);
-	free(r->doc.near);
-	free((char *)r->doc.url);
+	doc_release(&r->doc);
+	if (r->docs != NULL)
+		for (size_t i = 0; i < r->ndocs; i++)
+			doc_release(&r->docs[i]);
+	free(r->docs);
 	free((char *)r->message);
 	free(r);
 }
@@ -1165,6 +1354,174 @@ nddd_urls_results_free(struct nddd_url_result *results, size_t n)
 		free((char *)results[i].message);
 		results[i].message = NULL;
 	}
+}
+
+/*
+ * A doc batch of nddd_docs in flight: the documents docs[base..base+n),
+ * of which those at pos[0..nsent) (positions in the batch) were sent; the
+ * others were too large for a frame and are answered already.
+ */
+struct doc_inflight {
+	uint64_t id;
+	size_t base, n, nsent;
+	size_t *pos;
+};
+
+/* Moves a doc batch reply's results into f's places of results. */
+static int
+take_docs(const struct doc_inflight *f, struct nddd_reply *r,
+    struct nddd_doc *results)
+{
+	int rc = 0;
+
+	for (size_t j = 0; j < f->nsent; j++) {
+		struct nddd_doc *res = &results[f->base + f->pos[j]];
+
+		if (r->kind == NDDD_REPLY_DOCS && j < r->ndocs) {
+			*res = r->docs[j];
+			memset(&r->docs[j], 0, sizeof(r->docs[j]));
+			continue;
+		}
+		res->code = r->kind == NDDD_REPLY_ERROR ? r->code :
+		    NDDD_INTERNAL;
+		res->message = strdup(r->kind == NDDD_REPLY_ERROR && r->message ?
+		    r->message : "reply has too few results");
+		res->url = "";
+		rc = -1;
+	}
+	return rc;
+}
+
+int
+nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
+    struct nddd_doc *results, size_t batch, unsigned window,
+    void (*progress)(size_t done, void *arg), void *arg)
+{
+	struct nddd_doc_item *items = NULL;
+	struct doc_inflight *fl;
+	size_t *pos = NULL, max_bytes, room = doc_frame_room(c);
+	size_t sent = 0, done = 0, nfl = 0, limit;
+	int rc = 0;
+
+	limit = nddd_doc_batch_limit(c, &max_bytes);
+	if (batch == 0)
+		batch = 256;
+	if (batch > limit)
+		batch = limit;
+	if (window == 0)
+		window = 1;
+	memset(results, 0, n * sizeof(*results));
+	for (size_t i = 0; i < n; i++)
+		results[i].url = "";
+	fl = calloc(window, sizeof(*fl));
+	items = calloc(batch, sizeof(*items));
+	pos = calloc((size_t)window * batch, sizeof(*pos));
+	if (fl == NULL || items == NULL || pos == NULL) {
+		rc = fail(c, "out of memory");
+		goto out;
+	}
+	/* fl[nfl..window) hold the free slots of positions. */
+	for (unsigned i = 0; i < window; i++)
+		fl[i].pos = pos + (size_t)i * batch;
+	while (done < n) {
+		struct nddd_reply *r;
+		size_t k, *slot;
+
+		while (sent < n && nfl < window) {
+			struct doc_inflight *f = &fl[nfl];
+			size_t bytes = 0;
+
+			f->base = sent;
+			f->n = f->nsent = 0;
+			/* By count and by bytes; a document over the half
+			 * frame goes alone, one over the frame not at all. */
+			while (sent + f->n < n && f->n < batch) {
+				const struct nddd_doc_item *d =
+				    &docs[sent + f->n];
+				size_t size = nddd_doc_item_size(d);
+
+				if (size > room) {
+					struct nddd_doc *res =
+					    &results[sent + f->n];
+
+					res->code = NDDD_RESOURCE_EXHAUSTED;
+					if (asprintf((char **)&res->message,
+					    "a document of %zu bytes exceeds "
+					    "the max frame (%zu bytes)", size,
+					    c->max_frame) == -1)
+						res->message = NULL;
+					f->n++;
+					continue;
+				}
+				if (f->nsent > 0 && bytes + size > max_bytes)
+					break;
+				bytes += size;
+				items[f->nsent] = *d;
+				f->pos[f->nsent++] = f->n++;
+			}
+			sent += f->n;
+			if (f->nsent == 0) {
+				/* Every one refused here: nothing to ask. */
+				done += f->n;
+				if (progress != NULL)
+					progress(done, arg);
+				continue;
+			}
+			if (nddd_send_docs(c, items, f->nsent, &f->id) == -1) {
+				rc = -1;
+				goto out;
+			}
+			nfl++;
+		}
+		if (nfl == 0)
+			continue;	/* the rest was answered here */
+		if (nddd_recv(c, &r) == -1) {
+			rc = -1;
+			goto out;
+		}
+		for (k = 0; k < nfl && fl[k].id != r->id; k++)
+			;
+		if (k == nfl) {
+			/* Not ours: a refusal of the connection (id 0). */
+			if (r->kind == NDDD_REPLY_ERROR)
+				fail(c, "%s: %s", nddd_code_name(r->code),
+				    r->message);
+			else
+				fail(c, "reply to an unknown request %llu",
+				    (unsigned long long)r->id);
+			nddd_reply_free(r);
+			rc = -1;
+			goto out;
+		}
+		if (take_docs(&fl[k], r, results) == -1) {
+			rc = -1;
+			if (r->kind == NDDD_REPLY_ERROR)
+				fail(c, "batch refused: %s: %s",
+				    nddd_code_name(r->code), r->message);
+			else
+				fail(c, "reply to a doc batch has too few "
+				    "results");
+		}
+		done += fl[k].n;
+		slot = fl[k].pos;
+		fl[k] = fl[--nfl];
+		fl[nfl].pos = slot;
+		nddd_reply_free(r);
+		if (progress != NULL)
+			progress(done, arg);
+	}
+out:
+	free(fl);
+	free(items);
+	free(pos);
+	return rc;
+}
+
+void
+nddd_docs_results_free(struct nddd_doc *results, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		doc_release(&results[i]);
 }
 
 struct nddd_reply *

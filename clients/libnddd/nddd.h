@@ -6,7 +6,7 @@
  * nddd_recv returns the next reply, which may answer any request sent
  * (the server answers out of order).  nddd_urls does the common thing for
  * you: a whole list of URLs, cut into batches, pipelined, results in input
- * order.
+ * order; nddd_docs does the same for documents (doc_batch requests).
  *
  * Submits and deletes are acknowledged once as durable as asked
  * (nddd_set_durability).  URLs can be canonicalized and hashed here, with
@@ -157,12 +157,38 @@ struct nddd_doc {
 	uint64_t simhash;
 	uint64_t group;		/* query-only submit: 0 if it would found one */
 	int created;		/* a new document, not a re-submit */
-	const char *url;	/* canonical; owned by the reply */
+	const char *url;	/* canonical; owned by the reply; "" for a
+				   query's answer and a batch's result */
 	size_t url_len;
 	size_t nnear;
 	struct nddd_neighbour *near;
 	uint64_t near_total;
+	/* A result of a doc batch (NDDD_REPLY_DOCS, nddd_docs): NDDD_OK, or
+	 * why this document failed (EMPTY_DOCUMENT, INVALID_ARGUMENT for a bad
+	 * URL...), with the server's message; the other fields are then
+	 * zero.  Always NDDD_OK elsewhere. */
+	enum nddd_code code;
+	const char *message;	/* when code != NDDD_OK; owned by the reply */
 };
+
+/*
+ * A document of a doc batch (nddd_send_docs, nddd_docs).  The pointers are
+ * read while the request is queued, not kept.
+ */
+struct nddd_doc_item {
+	const char *url;	/* its identity, canonicalized by the server */
+	size_t url_len;
+	const void *body;
+	size_t body_len;
+	enum nddd_doc_format format;
+	int query_only;		/* compute and answer, store nothing */
+};
+
+/* The most documents a doc batch may carry (the server refuses more). */
+#define NDDD_DOC_BATCH_MAX 4096
+/* The server's default [server] max_frame, the client's until told
+ * otherwise (nddd_set_max_frame). */
+#define NDDD_DEFAULT_MAX_FRAME (8u << 20)
 
 enum nddd_reply_kind {
 	NDDD_REPLY_ERROR,	/* the request was refused as a whole */
@@ -172,6 +198,7 @@ enum nddd_reply_kind {
 	NDDD_REPLY_DOC,		/* doc_submit, doc_get */
 	NDDD_REPLY_DOC_QUERY,
 	NDDD_REPLY_DOC_DELETE,
+	NDDD_REPLY_DOCS,	/* doc batch */
 };
 
 struct nddd_reply {
@@ -185,6 +212,11 @@ struct nddd_reply {
 	struct nddd_verify verify;	/* NDDD_REPLY_VERIFY */
 	struct nddd_doc doc;		/* NDDD_REPLY_DOC, _DOC_QUERY */
 	uint64_t deleted_id;		/* NDDD_REPLY_DOC_DELETE: 0 if none */
+	/* NDDD_REPLY_DOCS: one result per document sent, in order, each
+	 * with its own code; neighbours cut to those that fit in about 1 KiB
+	 * (near_total counts them all; nddd_send_doc_get lists them). */
+	size_t ndocs;
+	struct nddd_doc *docs;
 };
 
 /* How to connect; zero values are the defaults. */
@@ -264,6 +296,39 @@ int nddd_send_doc_get(nddd_client *c, const char *url, size_t url_len,
 int nddd_send_doc_delete(nddd_client *c, const char *url, size_t url_len,
     uint64_t *id);
 
+/*
+ * Queues a doc batch: docs[0..n), each stored, or answered only when its
+ * query_only is set, in order, answered together by one NDDD_REPLY_DOCS
+ * (stored documents once durable as the server's [store] sync makes
+ * them).  It needs the write role unless every document is query_only.
+ * n must be 1 to nddd_doc_batch_limit's count, and the documents' sizes
+ * (nddd_doc_item_size) must add up to at most the client's max frame less
+ * 64 bytes and the token: otherwise -1, nothing sent, and the connection
+ * stays usable.
+ */
+int nddd_send_docs(nddd_client *c, const struct nddd_doc_item *docs,
+    size_t n, uint64_t *id);
+
+/*
+ * The server's [server] max_frame, if not the default NDDD_DEFAULT_MAX_FRAME
+ * (8 MiB): doc batches are cut to fit it (nddd_doc_batch_limit).
+ */
+void nddd_set_max_frame(nddd_client *c, size_t max_frame);
+
+/* The bytes the document d adds to a doc batch's frame (encoded). */
+size_t nddd_doc_item_size(const struct nddd_doc_item *d);
+
+/*
+ * How much a doc batch should carry with the client's max frame: returns
+ * the most documents (at most NDDD_DOC_BATCH_MAX, and no more than the
+ * server answers within max_frame: about 1.1 KiB of reply each), and sets
+ * *max_bytes to the most bytes of documents (nddd_doc_item_size) a batch
+ * should hold: half the max frame, so that a frame stays well under the
+ * limit.  A document larger than that goes in a batch of its own; one
+ * larger than the max frame less 64 bytes and the token cannot be sent.
+ */
+size_t nddd_doc_batch_limit(const nddd_client *c, size_t *max_bytes);
+
 /* Requests sent whose replies have not been received. */
 size_t nddd_outstanding(const nddd_client *c);
 
@@ -289,6 +354,25 @@ int nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
     size_t n, struct nddd_url_result *results, size_t batch,
     unsigned window, void (*progress)(size_t done, void *arg), void *arg);
 void nddd_urls_results_free(struct nddd_url_result *results, size_t n);
+
+/*
+ * Stores (or, for those with query_only, only looks up) docs[0..n) in doc
+ * batches of at most batch documents (0: 256; always within
+ * nddd_doc_batch_limit, by count and by bytes) with up to window batches
+ * in flight, and fills results[0..n) in input order: each with its code,
+ * the others' going on when one fails.  A document too large for a frame
+ * of its own is not sent: its result is NDDD_RESOURCE_EXHAUSTED.  The
+ * results' URLs are "" (their position names them) and their neighbours
+ * cut to about 1 KiB (near_total counts them all).  Results stay valid
+ * until nddd_docs_results_free.  progress, if not NULL, is called with the
+ * number of documents answered so far.  Returns -1 on a connection error,
+ * or when a batch is refused as a whole (every result of that batch then
+ * carries the refusal's code).
+ */
+int nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
+    struct nddd_doc *results, size_t batch, unsigned window,
+    void (*progress)(size_t done, void *arg), void *arg);
+void nddd_docs_results_free(struct nddd_doc *results, size_t n);
 
 /*
  * With on, nddd_urls canonicalizes and hashes URLs here and sends their
