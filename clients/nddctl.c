@@ -32,9 +32,11 @@ static const struct command {
 	{ "url-delete", nddctl_url_delete, NULL,
 	  "URL...|-    forget URLs; prints deleted or not_found" },
 	{ "doc-submit", nddctl_doc_submit, NULL,
-	  "--url URL [--html] [--query-only] [FILE|-] | --jsonl [FILE|-]\n"
+	  "--url URL [--html] [--query-only] [FILE|-]\n"
+	  "                | --jsonl [--batch N] [--query-only] [FILE|-]\n"
 	  "                store a document; prints its id, simhash, group and\n"
-	  "                near duplicates" },
+	  "                near duplicates (--jsonl: one JSON document a line,\n"
+	  "                sent in batches of N, default 256)" },
 	{ "doc-query", nddctl_doc_query, NULL,
 	  "[--k N] [--html] [--simhash HEX] [FILE|-]\n"
 	  "                the stored documents near a body or a fingerprint" },
@@ -60,8 +62,8 @@ usage(FILE *out)
 	    "--token-file FILE]\n"
 	    "              [--tls] [--ca FILE] [--cert FILE] [--key FILE] "
 	    "[--timeout MS]\n"
-	    "              [--batch N] [--window N] [--relaxed|--durable] "
-	    "[--digests]\n"
+	    "              [--batch N] [--window N] [--max-frame BYTES]\n"
+	    "              [--relaxed|--durable] [--digests]\n"
 	    "              COMMAND [ARGS]\n"
 	    "\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -88,8 +90,15 @@ usage(FILE *out)
 	    "  --cert FILE, --key FILE  client certificate and key for --tls\n"
 	    "  --timeout MS          give up on a silent daemon after MS "
 	    "(default 30000; 0: never)\n"
-	    "  --batch N             URLs per request (default 1000)\n"
+	    "  --batch N             URLs per request (default 1000); "
+	    "documents per request\n"
+	    "                        of doc-submit --jsonl (default 256, "
+	    "at most 4096)\n"
 	    "  --window N            requests in flight (default 8)\n"
+	    "  --max-frame BYTES     the daemon's [server] max_frame (default "
+	    "8M; K and M\n"
+	    "                        suffixes): doc batches stay within half "
+	    "of it\n"
 	    "  --no-progress         no progress bar on standard error\n"
 	    "  --relaxed             url-submit, url-delete: answered once "
 	    "applied and\n"
@@ -210,6 +219,7 @@ main(int argc, char **argv)
 		{ "relaxed", no_argument, NULL, 'R' },
 		{ "durable", no_argument, NULL, 'D' },
 		{ "digests", no_argument, NULL, 'G' },
+		{ "max-frame", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -221,6 +231,7 @@ main(int argc, char **argv)
 		},
 		.batch = 1000,
 		.window = 8,
+		.max_frame = NDDD_DEFAULT_MAX_FRAME,
 		.progress = isatty(STDERR_FILENO),
 	};
 	const char *token_file = NULL;
@@ -250,10 +261,30 @@ main(int argc, char **argv)
 			}
 			if (ch == 't')
 				co.conn.timeout_ms = (int)v;
-			else if (ch == 'b')
+			else if (ch == 'b') {
 				co.batch = (size_t)v;
-			else
+				co.batch_given = true;
+			} else
 				co.window = (unsigned)v;
+			break;
+		case 'M':
+			v = strtol(optarg, &end, 10);
+			if (v < 0 || v > 1024L * 1024 * 1024)
+				v = -1;		/* refused below */
+			else if (*end == 'k' || *end == 'K') {
+				v *= 1024;
+				end++;
+			} else if (*end == 'm' || *end == 'M') {
+				v *= 1024 * 1024;
+				end++;
+			}
+			if (end == optarg || *end != '\0' || v < 4096 ||
+			    v > 1024L * 1024 * 1024) {
+				fprintf(stderr, "nddctl: --max-frame: 4K to "
+				    "1024M, not '%s'\n", optarg);
+				return NDDCTL_EXIT_USAGE;
+			}
+			co.max_frame = (size_t)v;
 			break;
 		case 'P':
 			co.progress = false;

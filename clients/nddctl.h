@@ -20,12 +20,17 @@
 #define NDDCTL_EXIT_UNREACHABLE	3	/* daemon unreachable or lost */
 #define NDDCTL_EXIT_OUTPUT	4	/* the output could not be written */
 
+/* Documents per doc batch of doc-submit --jsonl, unless --batch says. */
+#define NDDCTL_DOC_BATCH	256
+
 /* Options common to the commands that talk to a daemon. */
 struct nddctl_common {
 	const char *address;	/* -H HOST:PORT */
 	bool json;		/* --json */
 	struct nddd_options conn;	/* --timeout, --token, --tls... */
 	size_t batch;		/* --batch */
+	bool batch_given;	/* ... on the command line */
+	size_t max_frame;	/* --max-frame: the daemon's [server] max_frame */
 	unsigned window;	/* --window */
 	bool progress;		/* progress bar allowed (stderr is a tty) */
 	enum nddd_durability durability;	/* --relaxed, --durable */

@@ -2,13 +2,19 @@
  * nddctl doc-submit, doc-query, doc-get, doc-delete: documents and their
  * near duplicates.
  *
- * One document per request.  doc-submit --jsonl reads many, one JSON object
- * per line ({"url": ..., "text": ...} or {"url": ..., "html": ...}), keeps
- * --window of them in flight and prints one result line per input line, in
- * input order.
+ * One document per request, except for doc-submit --jsonl, which reads
+ * many, one JSON object per line ({"url": ..., "text": ...} or {"url": ...,
+ * "html": ...}), sends them in doc batches (--batch documents, and within
+ * half the daemon's max frame), keeps --window batches in flight and prints
+ * one result line per input line, in input order, as the single
+ * doc-submit would (a batch's neighbours are those that fit in about
+ * 1 KiB: near_total, or a "more" line, counts the rest).  A line that is
+ * not a document gets its own error line and is not sent.
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +107,57 @@ print_near_text(const struct nddd_doc *d)
 		printf("more\t%" PRIu64 "\n", d->near_total - d->nnear);
 }
 
+/* Prints an item's failure: code and message, for the document url. */
+static void
+print_failure(const struct nddctl_common *co, enum nddd_code code,
+    const char *message, const char *url, size_t url_len)
+{
+	json_t *o, *e;
+
+	if (!co->json) {
+		nddctl_print_error(nddd_code_name(code), message, url, url_len);
+		return;
+	}
+	o = json_object();
+	e = json_object();
+	json_object_set_new(o, "url", url ? nddctl_json_string(url, url_len) :
+	    json_null());
+	json_object_set_new(e, "code", json_string(nddd_code_name(code)));
+	json_object_set_new(e, "message", nddctl_json_string(message ?
+	    message : "", message ? strlen(message) : 0));
+	json_object_set_new(o, "error", e);
+	nddctl_print_json(o);
+}
+
+/* Prints a document's result (doc-submit, doc-get), named by url. */
+static void
+print_doc(const struct nddctl_common *co, const char *url, size_t url_len,
+    const struct nddd_doc *d)
+{
+	json_t *o;
+
+	if (co->json) {
+		o = json_object();
+		json_object_set_new(o, "url", nddctl_json_string(url, url_len));
+		json_object_set_new(o, "doc_id",
+		    json_integer((json_int_t)d->doc_id));
+		json_object_set_new(o, "simhash", json_hex(d->simhash));
+		json_object_set_new(o, "group",
+		    json_integer((json_int_t)d->group));
+		json_object_set_new(o, "near", json_near(d));
+		if (d->near_total > d->nnear)
+			json_object_set_new(o, "near_total",
+			    json_integer((json_int_t)d->near_total));
+		nddctl_print_json(o);
+		return;
+	}
+	printf("doc\t%" PRIu64 "\t%016" PRIx64 "\t%" PRIu64 "\t",
+	    d->doc_id, d->simhash, d->group);
+	nddctl_put_field(url, url_len);
+	putchar('\n');
+	print_near_text(d);
+}
+
 /*
  * Prints one reply for the document given as url (NULL when there is
  * none, as for doc-query).  Returns 0, or 1 when the reply is a refusal.
@@ -109,53 +166,18 @@ static int
 print_reply(const struct nddctl_common *co, const char *url, size_t url_len,
     const struct nddd_reply *r)
 {
-	json_t *o = json_object(), *e;
+	json_t *o;
 
-	if (r->kind == NDDD_REPLY_ERROR) {
-		if (co->json) {
-			e = json_object();
-			json_object_set_new(o, "url", url ?
-			    nddctl_json_string(url, url_len) : json_null());
-			json_object_set_new(e, "code",
-			    json_string(nddd_code_name(r->code)));
-			json_object_set_new(e, "message",
-			    nddctl_json_string(r->message ? r->message : "",
-			    r->message ? strlen(r->message) : 0));
-			json_object_set_new(o, "error", e);
-			nddctl_print_json(o);
-		} else {
-			json_decref(o);
-			nddctl_print_error(nddd_code_name(r->code),
-			    r->message, url, url_len);
-		}
-		return 1;
-	}
 	switch (r->kind) {
+	case NDDD_REPLY_ERROR:
+		print_failure(co, r->code, r->message, url, url_len);
+		return 1;
 	case NDDD_REPLY_DOC:
-		if (co->json) {
-			json_object_set_new(o, "url",
-			    nddctl_json_string(url, url_len));
-			json_object_set_new(o, "doc_id",
-			    json_integer((json_int_t)r->doc.doc_id));
-			json_object_set_new(o, "simhash", json_hex(r->doc.simhash));
-			json_object_set_new(o, "group",
-			    json_integer((json_int_t)r->doc.group));
-			json_object_set_new(o, "near", json_near(&r->doc));
-			if (r->doc.near_total > r->doc.nnear)
-				json_object_set_new(o, "near_total",
-				    json_integer((json_int_t)
-				    r->doc.near_total));
-			nddctl_print_json(o);
-			return 0;
-		}
-		printf("doc\t%" PRIu64 "\t%016" PRIx64 "\t%" PRIu64 "\t",
-		    r->doc.doc_id, r->doc.simhash, r->doc.group);
-		nddctl_put_field(url, url_len);
-		putchar('\n');
-		print_near_text(&r->doc);
+		print_doc(co, url, url_len, &r->doc);
 		break;
 	case NDDD_REPLY_DOC_QUERY:
 		if (co->json) {
+			o = json_object();
 			json_object_set_new(o, "simhash", json_hex(r->doc.simhash));
 			json_object_set_new(o, "near", json_near(&r->doc));
 			if (r->doc.near_total > r->doc.nnear)
@@ -170,6 +192,7 @@ print_reply(const struct nddctl_common *co, const char *url, size_t url_len,
 		break;
 	case NDDD_REPLY_DOC_DELETE:
 		if (co->json) {
+			o = json_object();
 			json_object_set_new(o, "url",
 			    nddctl_json_string(url, url_len));
 			json_object_set_new(o, "status", json_string(
@@ -184,10 +207,8 @@ print_reply(const struct nddctl_common *co, const char *url, size_t url_len,
 		break;
 	default:
 		printf("error\tunexpected reply\n");
-		json_decref(o);
 		return 1;
 	}
-	json_decref(o);
 	return 0;
 }
 
@@ -212,169 +233,379 @@ finish_one(const struct nddctl_common *co, nddd_client *c, uint64_t id,
 }
 
 /* One line of --jsonl input on its way. */
-struct pending {
-	char *url;		/* NULL for a line that was not a document */
+struct line {
+	char *url;		/* NULL for a line without one */
 	size_t url_len;
-	uint64_t id;
-	struct nddd_reply *reply;
-	char *error;		/* the line's own error, when not sent */
+	char *error;		/* the line's own error: it was not sent */
+	enum nddd_code code;	/* of that error */
 };
 
+/*
+ * Lines read together: the documents among them went in one doc batch, in
+ * order (the reply's j-th result is the j-th line without an error).
+ */
+struct batch {
+	struct line *lines;
+	size_t nlines, cap;
+	size_t ndocs;
+	uint64_t id;
+	struct nddd_reply *reply;
+	bool answered;		/* replied to, or nothing was sent */
+};
+
+/* The input of --jsonl and what is parsed of it, not yet in a batch. */
+struct jsonl_source {
+	FILE *f;
+	char *buf;		/* getline's */
+	size_t cap, lineno;
+	bool eof;
+	int query_only;
+	size_t max_docs, max_bytes, room;
+	/* The batch being filled: its documents and their JSON (bodies
+	 * point into it until the batch is queued). */
+	struct nddd_doc_item *items;
+	json_t **roots;
+	size_t nitems, bytes;
+	/* A parsed document that did not fit in the last batch. */
+	struct line carry;
+	struct nddd_doc_item carry_item;
+	json_t *carry_root;
+	bool carried;
+};
+
+static void
+line_set_error(struct line *l, enum nddd_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+line_set_error(struct line *l, enum nddd_code code, const char *fmt, ...)
+{
+	va_list ap;
+
+	l->code = code;
+	va_start(ap, fmt);
+	if (vasprintf(&l->error, fmt, ap) == -1)
+		l->error = strdup("out of memory");
+	va_end(ap);
+}
+
+/*
+ * Parses one line into l and, for a document, d (its body points into
+ * *root, which the caller releases once the document is queued).  Returns
+ * 0 for a document, -1 for a line that is not one (l->error says why).
+ */
 static int
-parse_line(const char *line, size_t lineno, struct pending *p,
-    const char **body, size_t *body_len, enum nddd_doc_format *fmt,
-    json_t **root)
+parse_line(const char *buf, size_t len, size_t lineno, int query_only,
+    struct line *l, struct nddd_doc_item *d, json_t **root)
 {
 	json_error_t err;
-	json_t *url, *text, *html;
+	json_t *url, *text, *html, *body;
 
-	*root = json_loads(line, JSON_REJECT_DUPLICATES, &err);
+	*root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
 	if (*root == NULL || !json_is_object(*root)) {
-		if (asprintf(&p->error, "line %zu: not a JSON object%s%s",
-		    lineno, *root ? "" : ": ", *root ? "" : err.text) == -1)
-			p->error = NULL;
+		line_set_error(l, NDDD_INVALID_ARGUMENT, "line %zu: not a JSON "
+		    "object%s%s", lineno, *root ? "" : ": ",
+		    *root ? "" : err.text);
 		return -1;
 	}
 	url = json_object_get(*root, "url");
 	text = json_object_get(*root, "text");
 	html = json_object_get(*root, "html");
 	if (json_is_string(url)) {
-		p->url_len = json_string_length(url);
-		if ((p->url = malloc(p->url_len + 1)) != NULL) {
-			memcpy(p->url, json_string_value(url), p->url_len);
-			p->url[p->url_len] = '\0';
+		l->url_len = json_string_length(url);
+		if ((l->url = malloc(l->url_len + 1)) != NULL) {
+			memcpy(l->url, json_string_value(url), l->url_len);
+			l->url[l->url_len] = '\0';
 		}
 	}
 	if (!json_is_string(url) || json_is_string(text) ==
 	    json_is_string(html)) {
-		if (asprintf(&p->error, "line %zu: want {\"url\": ..., "
-		    "\"text\": ...} or {\"url\": ..., \"html\": ...}",
-		    lineno) == -1)
-			p->error = NULL;
+		line_set_error(l, NDDD_INVALID_ARGUMENT, "line %zu: want "
+		    "{\"url\": ..., \"text\": ...} or {\"url\": ..., "
+		    "\"html\": ...}", lineno);
 		return -1;
 	}
-	*fmt = json_is_string(html) ? NDDD_HTML : NDDD_TEXT;
-	*body = json_string_value(json_is_string(html) ? html : text);
-	*body_len = json_string_length(json_is_string(html) ? html : text);
+	if (l->url == NULL) {
+		line_set_error(l, NDDD_INTERNAL, "line %zu: out of memory",
+		    lineno);
+		return -1;
+	}
+	body = json_is_string(html) ? html : text;
+	d->url = l->url;
+	d->url_len = l->url_len;
+	d->body = json_string_value(body);
+	d->body_len = json_string_length(body);
+	d->format = json_is_string(html) ? NDDD_HTML : NDDD_TEXT;
+	d->query_only = query_only;
 	return 0;
 }
 
-static int
-print_pending(const struct nddctl_common *co, struct pending *p)
+/* Room for one more line in b. */
+static struct line *
+batch_add_line(struct batch *b)
 {
-	int failed;
+	if (b->nlines == b->cap) {
+		size_t ncap = b->cap ? b->cap * 2 : 64;
+		struct line *grown = realloc(b->lines, ncap * sizeof(*grown));
 
-	if (p->error != NULL) {
-		json_t *o = json_object(), *e = json_object();
+		if (grown == NULL)
+			return NULL;
+		b->lines = grown;
+		b->cap = ncap;
+	}
+	memset(&b->lines[b->nlines], 0, sizeof(b->lines[0]));
+	return &b->lines[b->nlines++];
+}
 
-		if (co->json) {
-			json_object_set_new(o, "url", p->url ?
-			    nddctl_json_string(p->url, p->url_len) :
-			    json_null());
-			json_object_set_new(e, "code",
-			    json_string("INVALID_ARGUMENT"));
-			json_object_set_new(e, "message",
-			    json_string(p->error));
-			json_object_set_new(o, "error", e);
-			nddctl_print_json(o);
-		} else {
-			json_decref(o);
-			json_decref(e);
-			nddctl_print_error("INVALID_ARGUMENT", p->error,
-			    p->url, p->url_len);
+/* Adds the parsed document (l, d, root) to the batch being filled. */
+static int
+batch_add_doc(struct jsonl_source *src, struct batch *b,
+    const struct line *l, const struct nddd_doc_item *d, json_t *root,
+    size_t size)
+{
+	struct line *nl = batch_add_line(b);
+
+	if (nl == NULL)
+		return -1;
+	*nl = *l;
+	src->items[src->nitems] = *d;
+	src->roots[src->nitems++] = root;
+	src->bytes += size;
+	b->ndocs++;
+	return 0;
+}
+
+/*
+ * Reads lines into b until it holds max_docs documents or max_bytes of
+ * them (a document that does not fit waits for the next batch; one alone
+ * may be larger), too many lines, or the input ends.  Returns -1 on an
+ * input error or when out of memory.
+ */
+static int
+read_batch(struct jsonl_source *src, struct batch *b)
+{
+	b->nlines = b->ndocs = 0;
+	b->reply = NULL;
+	b->answered = false;
+	src->nitems = src->bytes = 0;
+	if (src->carried) {
+		src->carried = false;
+		if (batch_add_doc(src, b, &src->carry, &src->carry_item,
+		    src->carry_root, nddd_doc_item_size(&src->carry_item)) == -1)
+			return -1;
+	}
+	while (b->ndocs < src->max_docs && b->nlines < 4 * src->max_docs &&
+	    !src->eof) {
+		struct line l = { 0 };
+		struct nddd_doc_item d;
+		json_t *root = NULL;
+		struct line *bl;
+		ssize_t n = getline(&src->buf, &src->cap, src->f);
+		size_t size;
+
+		if (n == -1) {
+			if (ferror(src->f)) {
+				perror("nddctl: --jsonl");
+				return -1;
+			}
+			src->eof = true;
+			break;
 		}
-		failed = 1;
-	} else
-		failed = print_reply(co, p->url, p->url_len, p->reply);
-	free(p->url);
-	free(p->error);
-	nddd_reply_free(p->reply);
-	memset(p, 0, sizeof(*p));
+		src->lineno++;
+		if (strspn(src->buf, " \t\r\n") == (size_t)n)
+			continue;	/* blank lines carry nothing */
+		if (parse_line(src->buf, (size_t)n, src->lineno,
+		    src->query_only, &l, &d, &root) == 0) {
+			size = nddd_doc_item_size(&d);
+			if (size > src->room) {
+				line_set_error(&l, NDDD_RESOURCE_EXHAUSTED,
+				    "line %zu: a document of %zu bytes "
+				    "exceeds the max frame", src->lineno,
+				    size);
+			} else if (b->ndocs > 0 &&
+			    src->bytes + size > src->max_bytes) {
+				src->carry = l;
+				src->carry_item = d;
+				src->carry_root = root;
+				src->carried = true;
+				break;
+			} else {
+				if (batch_add_doc(src, b, &l, &d, root,
+				    size) == -1)
+					goto oom;
+				continue;
+			}
+		}
+		json_decref(root);
+		if ((bl = batch_add_line(b)) == NULL)
+			goto oom;
+		*bl = l;
+		continue;
+oom:
+		json_decref(root);
+		free(l.url);
+		free(l.error);
+		fprintf(stderr, "nddctl: out of memory\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Releases the JSON of the documents queued (their bodies). */
+static void
+release_roots(struct jsonl_source *src)
+{
+	for (size_t i = 0; i < src->nitems; i++)
+		json_decref(src->roots[i]);
+	src->nitems = 0;
+}
+
+/* Prints a batch's lines; returns whether any failed. */
+static bool
+print_batch(const struct nddctl_common *co, const struct batch *b)
+{
+	const struct nddd_reply *r = b->reply;
+	bool failed = false;
+
+	for (size_t i = 0, j = 0; i < b->nlines; i++) {
+		const struct line *l = &b->lines[i];
+
+		if (l->error != NULL) {
+			print_failure(co, l->code, l->error, l->url,
+			    l->url_len);
+			failed = true;
+		} else if (r->kind == NDDD_REPLY_DOCS && j < r->ndocs) {
+			const struct nddd_doc *d = &r->docs[j++];
+
+			if (d->code == NDDD_OK)
+				print_doc(co, l->url, l->url_len, d);
+			else {
+				print_failure(co, d->code, d->message, l->url,
+				    l->url_len);
+				failed = true;
+			}
+		} else {
+			print_failure(co, r->kind == NDDD_REPLY_ERROR ?
+			    r->code : NDDD_INTERNAL, r->kind ==
+			    NDDD_REPLY_ERROR ? r->message :
+			    "reply has too few results", l->url, l->url_len);
+			failed = true;
+		}
+	}
 	return failed;
 }
 
-static int
-submit_jsonl(const struct nddctl_common *co, const char *path)
+static void
+batch_clear(struct batch *b)
 {
-	FILE *f = (path == NULL || strcmp(path, "-") == 0) ? stdin :
-	    fopen(path, "r");
-	unsigned window = co->window;
-	struct pending *ring = calloc(window, sizeof(*ring));
-	struct progress prog;
-	size_t head = 0, count = 0, lineno = 0, done = 0, cap = 0;
-	char *line = NULL;
-	int eof = 0, failed = 0, status = NDDCTL_EXIT_OK;
-	nddd_client *c;
+	for (size_t i = 0; i < b->nlines; i++) {
+		free(b->lines[i].url);
+		free(b->lines[i].error);
+	}
+	b->nlines = b->ndocs = 0;
+	nddd_reply_free(b->reply);
+	b->reply = NULL;
+}
 
-	if (f == NULL) {
+static int
+submit_jsonl(const struct nddctl_common *co, const char *path,
+    size_t batch, int query_only)
+{
+	struct jsonl_source src = { .query_only = query_only };
+	unsigned window = co->window;
+	struct batch *ring = calloc(window, sizeof(*ring));
+	struct progress prog;
+	size_t head = 0, count = 0, done = 0;
+	bool failed = false;
+	int status = NDDCTL_EXIT_OK;
+	nddd_client *c = NULL;
+
+	src.f = (path == NULL || strcmp(path, "-") == 0) ? stdin :
+	    fopen(path, "r");
+	if (src.f == NULL) {
 		perror(path);
 		free(ring);
 		return NDDCTL_EXIT_USAGE;
 	}
-	if ((c = nddctl_connect(co)) == NULL) {
-		free(ring);
-		return NDDCTL_EXIT_UNREACHABLE;
+	if (ring == NULL || (c = nddctl_connect(co)) == NULL) {
+		status = ring ? NDDCTL_EXIT_UNREACHABLE : NDDCTL_EXIT_USAGE;
+		goto out;
+	}
+	nddd_set_max_frame(c, co->max_frame);
+	src.max_docs = nddd_doc_batch_limit(c, &src.max_bytes);
+	if (batch < src.max_docs)
+		src.max_docs = batch;
+	/* What a batch of one may take: the frame less its own fields. */
+	src.room = co->max_frame - 64 - (co->conn.token ?
+	    strlen(co->conn.token) + 6 : 0);
+	src.items = calloc(src.max_docs, sizeof(*src.items));
+	src.roots = calloc(src.max_docs, sizeof(*src.roots));
+	if (src.items == NULL || src.roots == NULL) {
+		fprintf(stderr, "nddctl: out of memory\n");
+		status = NDDCTL_EXIT_USAGE;
+		goto out;
 	}
 	progress_start(&prog, co->progress, "documents");
 	for (;;) {
 		struct nddd_reply *r;
 		size_t k;
 
-		while (count < window && !eof) {
-			struct pending *p = &ring[(head + count) % window];
-			const char *body;
-			size_t body_len;
-			enum nddd_doc_format fmt;
-			json_t *root = NULL;
-			ssize_t n = getline(&line, &cap, f);
+		/* Keep the window full. */
+		while (count < window && (!src.eof || src.carried)) {
+			struct batch *b = &ring[(head + count) % window];
+			int sent = 0;
 
-			if (n == -1) {
-				eof = 1;
+			if (read_batch(&src, b) == -1) {
+				release_roots(&src);
+				progress_finish(&prog);
+				status = NDDCTL_EXIT_USAGE;
+				goto out;
+			}
+			if (b->nlines == 0)
 				break;
-			}
-			lineno++;
-			if (strspn(line, " \t\r\n") == (size_t)n)
-				continue;	/* blank lines carry nothing */
+			if (b->ndocs == 0)
+				b->answered = true;	/* nothing to ask */
+			else
+				sent = nddd_send_docs(c, src.items, b->ndocs,
+				    &b->id);
+			release_roots(&src);
 			count++;
-			if (parse_line(line, lineno, p, &body, &body_len, &fmt,
-			    &root) == 0 && nddd_send_doc_submit(c, p->url,
-			    p->url_len, body, body_len, fmt, 0, &p->id) == -1) {
-				json_decref(root);
+			if (sent == -1)
 				goto lost;
-			}
-			json_decref(root);
 		}
 		/* Print what is complete, in input order. */
-		while (count > 0 && (ring[head].error != NULL ||
-		    ring[head].reply != NULL)) {
-			failed |= print_pending(co, &ring[head]);
+		while (count > 0 && ring[head].answered) {
+			failed |= print_batch(co, &ring[head]);
+			done += ring[head].nlines;
+			batch_clear(&ring[head]);
 			head = (head + 1) % window;
 			count--;
-			progress_update(&prog, ++done);
 		}
 		fflush(stdout);
-		if (count == 0 && eof)
-			break;
-		if (count == 0)
+		progress_update(&prog, done);
+		if (count == 0) {
+			if (src.eof && !src.carried)
+				break;
 			continue;
+		}
+		/* The oldest batch is not answered: its request is out. */
 		if (nddd_recv(c, &r) == -1)
 			goto lost;
-		for (k = 0; k < count; k++) {
-			struct pending *p = &ring[(head + k) % window];
-
-			if (p->error == NULL && p->reply == NULL &&
-			    p->id == r->id)
+		for (k = 0; k < count; k++)
+			if (!ring[(head + k) % window].answered &&
+			    ring[(head + k) % window].id == r->id)
 				break;
-		}
 		if (k == count) {
 			fprintf(stderr, "nddctl: daemon: %s: %s\n",
 			    nddd_code_name(r->code),
 			    r->message ? r->message : "unexpected reply");
 			nddd_reply_free(r);
+			progress_finish(&prog);
 			status = NDDCTL_EXIT_UNREACHABLE;
 			goto out;
 		}
 		ring[(head + k) % window].reply = r;
+		ring[(head + k) % window].answered = true;
 	}
 	progress_finish(&prog);
 	status = failed ? NDDCTL_EXIT_ITEMS : NDDCTL_EXIT_OK;
@@ -384,15 +615,22 @@ lost:
 	fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
 	status = NDDCTL_EXIT_UNREACHABLE;
 out:
-	for (size_t i = 0; i < window; i++) {
-		free(ring[i].url);
-		free(ring[i].error);
-		nddd_reply_free(ring[i].reply);
+	if (ring != NULL) {
+		for (size_t i = 0; i < window; i++) {
+			batch_clear(&ring[i]);
+			free(ring[i].lines);
+		}
+		free(ring);
 	}
-	free(ring);
-	free(line);
-	if (f != stdin)
-		fclose(f);
+	if (src.carried) {
+		json_decref(src.carry_root);
+		free(src.carry.url);
+	}
+	free(src.items);
+	free(src.roots);
+	free(src.buf);
+	if (src.f != stdin)
+		fclose(src.f);
 	nddd_close(c);
 	return status;
 }
@@ -405,12 +643,15 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 		{ "html", no_argument, NULL, 'H' },
 		{ "query-only", no_argument, NULL, 'q' },
 		{ "jsonl", no_argument, NULL, 'j' },
+		{ "batch", required_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *url = NULL;
-	int ch, html = 0, query_only = 0, jsonl = 0, sent;
-	char *body;
-	size_t len;
+	int ch, html = 0, query_only = 0, jsonl = 0, batch_opt = 0, sent;
+	char *body, *end;
+	size_t len, batch = co->batch_given ? co->batch :
+	    NDDCTL_DOC_BATCH;
+	long v;
 	uint64_t id;
 	nddd_client *c;
 
@@ -420,14 +661,25 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 		case 'H': html = 1; break;
 		case 'q': query_only = 1; break;
 		case 'j': jsonl = 1; break;
+		case 'b':
+			v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || v < 1 ||
+			    v > NDDD_DOC_BATCH_MAX) {
+				fprintf(stderr, "nddctl: --batch: 1 to %d "
+				    "documents\n", NDDD_DOC_BATCH_MAX);
+				return NDDCTL_EXIT_USAGE;
+			}
+			batch = (size_t)v;
+			batch_opt = 1;
+			break;
 		default: goto usage;
 		}
 	}
-	if (argc - optind > 1 || (jsonl && (url || html || query_only)) ||
-	    (!jsonl && url == NULL))
+	if (argc - optind > 1 || (jsonl && (url || html)) ||
+	    (!jsonl && (url == NULL || batch_opt)))
 		goto usage;
 	if (jsonl)
-		return submit_jsonl(co, argv[optind]);
+		return submit_jsonl(co, argv[optind], batch, query_only);
 	if ((body = read_body(argv[optind], &len)) == NULL)
 		return NDDCTL_EXIT_USAGE;
 	if ((c = nddctl_connect(co)) == NULL) {
@@ -441,7 +693,8 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: nddctl doc-submit --url URL [--html] "
 	    "[--query-only] [FILE|-]\n"
-	    "       nddctl doc-submit --jsonl [FILE|-]\n");
+	    "       nddctl doc-submit --jsonl [--batch N] [--query-only] "
+	    "[FILE|-]\n");
 	return NDDCTL_EXIT_USAGE;
 }
 
