@@ -66,6 +66,28 @@ void nddctl_print_json(json_t *obj);
 /* A JSON string of s[0..len); invalid UTF-8 bytes become U+FFFD. */
 json_t *nddctl_json_string(const char *s, size_t len);
 
+/*
+ * The fields of a --jsonl document line (not NUL-terminated; NULL when
+ * absent), decoded in place by jsonl_parse_doc.
+ */
+struct jsonl_doc {
+	const char *url, *text, *html;
+	size_t url_len, text_len, html_len;
+};
+
+/*
+ * Parses buf[0..len), one line, in place (buf is overwritten) when it is
+ * an object of string values that jansson would take, and returns 0 with
+ * its url, text and html in doc.  Returns -1 for anything else: parse the
+ * (original) line with jansson, which says what it is.
+ */
+int jsonl_parse_doc(char *buf, size_t len, struct jsonl_doc *doc);
+/*
+ * Writes s[0..len) to out as a JSON string, as nddctl_json_string and
+ * nddctl_print_json would.
+ */
+void jsonl_put_string(FILE *out, const char *s, size_t len);
+
 /* A progress line on stderr, redrawn at most ten times a second. */
 struct progress {
 	bool enabled;

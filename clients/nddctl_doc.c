@@ -134,21 +134,26 @@ static void
 print_doc(const struct nddctl_common *co, const char *url, size_t url_len,
     const struct nddd_doc *d)
 {
-	json_t *o;
-
+	/* What jansson would print of {"url", "doc_id", "simhash",
+	 * "group", "near", "near_total"}, without building it. */
 	if (co->json) {
-		o = json_object();
-		json_object_set_new(o, "url", nddctl_json_string(url, url_len));
-		json_object_set_new(o, "doc_id",
-		    json_integer((json_int_t)d->doc_id));
-		json_object_set_new(o, "simhash", json_hex(d->simhash));
-		json_object_set_new(o, "group",
-		    json_integer((json_int_t)d->group));
-		json_object_set_new(o, "near", json_near(d));
+		fputs_unlocked("{\"url\": ", stdout);
+		jsonl_put_string(stdout, url, url_len);
+		printf(", \"doc_id\": %" PRId64 ", \"simhash\": \"%016" PRIx64
+		    "\", \"group\": %" PRId64 ", \"near\": [",
+		    (int64_t)d->doc_id, d->simhash, (int64_t)d->group);
+		for (size_t i = 0; i < d->nnear; i++) {
+			printf("%s{\"doc_id\": %" PRId64 ", \"url\": ",
+			    i > 0 ? ", " : "", (int64_t)d->near[i].doc_id);
+			jsonl_put_string(stdout, d->near[i].url,
+			    d->near[i].url_len);
+			printf(", \"distance\": %u}", d->near[i].distance);
+		}
+		putc_unlocked(']', stdout);
 		if (d->near_total > d->nnear)
-			json_object_set_new(o, "near_total",
-			    json_integer((json_int_t)d->near_total));
-		nddctl_print_json(o);
+			printf(", \"near_total\": %" PRId64,
+			    (int64_t)d->near_total);
+		fputs_unlocked("}\n", stdout);
 		return;
 	}
 	printf("doc\t%" PRIu64 "\t%016" PRIx64 "\t%" PRIu64 "\t",
@@ -261,17 +266,68 @@ struct jsonl_source {
 	bool eof;
 	int query_only;
 	size_t max_docs, max_bytes, room;
-	/* The batch being filled: its documents and their JSON (bodies
-	 * point into it until the batch is queued). */
+	/* The batch being filled: its documents and where their bodies
+	 * are until the batch is queued: lines decoded in the arena, or
+	 * jansson's values (roots, NULL for the others). */
 	struct nddd_doc_item *items;
 	json_t **roots;
 	size_t nitems, bytes;
-	/* A parsed document that did not fit in the last batch. */
+	struct chunk *arena;
+	/* A parsed document that did not fit in the last batch, and its
+	 * body's copy once that batch's arena is gone. */
 	struct line carry;
 	struct nddd_doc_item carry_item;
 	json_t *carry_root;
 	bool carried;
+	char *owned;
 };
+
+/* A block of the arena lines are decoded in. */
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+#define ARENA_CHUNK (1u << 20)
+
+/* len bytes of the arena, which keep their place until arena_reset. */
+static char *
+arena_alloc(struct jsonl_source *src, size_t len)
+{
+	struct chunk *ch = src->arena;
+
+	if (ch == NULL || ch->cap - ch->used < len) {
+		size_t cap = len > ARENA_CHUNK ? len : ARENA_CHUNK;
+
+		if ((ch = malloc(sizeof(*ch) + cap)) == NULL)
+			return NULL;
+		ch->next = src->arena;
+		ch->used = 0;
+		ch->cap = cap;
+		src->arena = ch;
+	}
+	ch->used += len;
+	return ch->data + ch->used - len;
+}
+
+/* Empties the arena, keeping one ordinary chunk; all with all. */
+static void
+arena_reset(struct jsonl_source *src, bool all)
+{
+	struct chunk *keep = NULL, *ch, *next;
+
+	for (ch = src->arena; ch != NULL; ch = next) {
+		next = ch->next;
+		if (!all && keep == NULL && ch->cap == ARENA_CHUNK) {
+			keep = ch;
+			keep->used = 0;
+			keep->next = NULL;
+		} else
+			free(ch);
+	}
+	src->arena = keep;
+}
 
 static void
 line_set_error(struct line *l, enum nddd_code code, const char *fmt, ...)
@@ -289,18 +345,63 @@ line_set_error(struct line *l, enum nddd_code code, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* parse_line's checks, for a line the fast parser read (jd). */
+static int
+parse_fields(struct line *l, struct nddd_doc_item *d,
+    const struct jsonl_doc *jd, size_t lineno, int query_only)
+{
+	if (jd->url != NULL) {
+		l->url_len = jd->url_len;
+		if ((l->url = malloc(l->url_len + 1)) != NULL) {
+			memcpy(l->url, jd->url, l->url_len);
+			l->url[l->url_len] = '\0';
+		}
+	}
+	if (jd->url == NULL || (jd->text != NULL) == (jd->html != NULL)) {
+		line_set_error(l, NDDD_INVALID_ARGUMENT, "line %zu: want "
+		    "{\"url\": ..., \"text\": ...} or {\"url\": ..., "
+		    "\"html\": ...}", lineno);
+		return -1;
+	}
+	if (l->url == NULL) {
+		line_set_error(l, NDDD_INTERNAL, "line %zu: out of memory",
+		    lineno);
+		return -1;
+	}
+	d->url = l->url;
+	d->url_len = l->url_len;
+	d->body = jd->html ? jd->html : jd->text;
+	d->body_len = jd->html ? jd->html_len : jd->text_len;
+	d->format = jd->html ? NDDD_HTML : NDDD_TEXT;
+	d->query_only = query_only;
+	return 0;
+}
+
 /*
  * Parses one line into l and, for a document, d (its body points into
- * *root, which the caller releases once the document is queued).  Returns
- * 0 for a document, -1 for a line that is not one (l->error says why).
+ * the arena or into *root, which the caller releases once the document
+ * is queued).  Returns 0 for a document, -1 for a line that is not one
+ * (l->error says why).
  */
 static int
-parse_line(const char *buf, size_t len, size_t lineno, int query_only,
+parse_line(struct jsonl_source *src, const char *buf, size_t len,
     struct line *l, struct nddd_doc_item *d, json_t **root)
 {
+	size_t lineno = src->lineno;
+	struct jsonl_doc jd;
 	json_error_t err;
 	json_t *url, *text, *html, *body;
+	char *copy;
 
+	/* The common lines, decoded in a copy that lasts until the batch
+	 * is queued; jansson for the others. */
+	*root = NULL;
+	if ((copy = arena_alloc(src, len)) != NULL) {
+		memcpy(copy, buf, len);
+		if (jsonl_parse_doc(copy, len, &jd) == 0)
+			return parse_fields(l, d, &jd, lineno, src->query_only);
+		src->arena->used -= len;
+	}
 	*root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
 	if (*root == NULL || !json_is_object(*root)) {
 		line_set_error(l, NDDD_INVALID_ARGUMENT, "line %zu: not a JSON "
@@ -336,7 +437,7 @@ parse_line(const char *buf, size_t len, size_t lineno, int query_only,
 	d->body = json_string_value(body);
 	d->body_len = json_string_length(body);
 	d->format = json_is_string(html) ? NDDD_HTML : NDDD_TEXT;
-	d->query_only = query_only;
+	d->query_only = src->query_only;
 	return 0;
 }
 
@@ -414,8 +515,8 @@ read_batch(struct jsonl_source *src, struct batch *b)
 		src->lineno++;
 		if (strspn(src->buf, " \t\r\n") == (size_t)n)
 			continue;	/* blank lines carry nothing */
-		if (parse_line(src->buf, (size_t)n, src->lineno,
-		    src->query_only, &l, &d, &root) == 0) {
+		if (parse_line(src, src->buf, (size_t)n, &l, &d,
+		    &root) == 0) {
 			size = nddd_doc_item_size(&d);
 			if (size > src->room) {
 				line_set_error(&l, NDDD_RESOURCE_EXHAUSTED,
@@ -451,13 +552,31 @@ oom:
 	return 0;
 }
 
-/* Releases the JSON of the documents queued (their bodies). */
-static void
-release_roots(struct jsonl_source *src)
+/*
+ * Releases the bodies of the documents queued (the arena, jansson's
+ * values), but that of the document carried to the next batch, which is
+ * copied out of the arena.  Returns -1 when out of memory.
+ */
+static int
+release_bodies(struct jsonl_source *src)
 {
 	for (size_t i = 0; i < src->nitems; i++)
 		json_decref(src->roots[i]);
 	src->nitems = 0;
+	free(src->owned);
+	src->owned = NULL;
+	if (src->carried && src->carry_root == NULL) {
+		if ((src->owned = malloc(src->carry_item.body_len + 1)) ==
+		    NULL) {
+			fprintf(stderr, "nddctl: out of memory\n");
+			return -1;
+		}
+		memcpy(src->owned, src->carry_item.body,
+		    src->carry_item.body_len);
+		src->carry_item.body = src->owned;
+	}
+	arena_reset(src, false);
+	return 0;
 }
 
 /* Prints a batch's lines; returns whether any failed. */
@@ -556,7 +675,7 @@ submit_jsonl(const struct nddctl_common *co, const char *path,
 			int sent = 0;
 
 			if (read_batch(&src, b) == -1) {
-				release_roots(&src);
+				release_bodies(&src);
 				progress_finish(&prog);
 				status = NDDCTL_EXIT_USAGE;
 				goto out;
@@ -568,8 +687,12 @@ submit_jsonl(const struct nddctl_common *co, const char *path,
 			else
 				sent = nddd_send_docs(c, src.items, b->ndocs,
 				    &b->id);
-			release_roots(&src);
 			count++;
+			if (release_bodies(&src) == -1) {
+				progress_finish(&prog);
+				status = NDDCTL_EXIT_USAGE;
+				goto out;
+			}
 			if (sent == -1)
 				goto lost;
 		}
@@ -626,6 +749,8 @@ out:
 		json_decref(src.carry_root);
 		free(src.carry.url);
 	}
+	free(src.owned);
+	arena_reset(&src, true);
 	free(src.items);
 	free(src.roots);
 	free(src.buf);
