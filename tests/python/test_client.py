@@ -2,6 +2,7 @@
 daemon does not send on demand, a scripted server)."""
 
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -421,6 +422,91 @@ class TestDocuments(DaemonTest):
                 by_text.setdefault(d[1], set()).add(x.group)
         self.assertTrue(all(len(g) == 1 for g in by_text.values()))
 
+    def test_submit_docs_in_batches_as_one_at_a_time(self):
+        # doc_batch requests of 64, one in flight, get what the same
+        # documents sent one doc_submit at a time to another daemon get:
+        # ids, fingerprints, groups (in order), and the errors.
+        bodies = reuters_bodies(400)
+        docs = []
+        for i in range(1000):
+            url = "http://r.example/%d" % i
+            if i % 89 == 10:
+                docs.append((url, "the and of"))
+            elif i % 101 == 20:
+                docs.append(("nope/%d" % i, bodies[i % 400]))
+            elif i % 7 == 3:
+                docs.append((url, "<p>%s</p>" % bodies[i % 400].decode(
+                    "utf-8", "replace"), True))
+            elif i % 2:
+                docs.append((url, bodies[i % 400]))
+            else:
+                docs.append((url.encode(), bodies[i % 400].decode(
+                    "utf-8", "replace")))
+        other = harness.Daemon()
+        self.addCleanup(other.cleanup)
+        other.start()
+        expect = []
+        with nddd.Client(other.address, timeout=10) as one:
+            for d in docs:
+                try:
+                    expect.append(one.submit_doc(
+                        d[0], d[1], html=len(d) > 2 and d[2]))
+                except nddd.NdddRequestError as e:
+                    expect.append(e.code)
+        with nddd.Client(self.daemon.address, timeout=10, window=1,
+                         doc_batch_size=64) as c:
+            got = c.submit_docs(iter(docs))
+        self.assertEqual([x.url for x in got], [d[0] for d in docs])
+        for i, (g, e) in enumerate(zip(got, expect)):
+            if isinstance(e, int):
+                self.assertEqual(g.error.code, e, i)
+                self.assertEqual(e, Code.EMPTY_DOCUMENT if i % 89 == 10
+                                 else Code.INVALID_ARGUMENT)
+                self.assertEqual((g.doc_id, g.simhash), (0, 0))
+            else:
+                self.assertIsNone(g.error, i)
+                self.assertEqual((g.doc_id, g.simhash, g.group, g.created),
+                                 (e.doc_id, e.simhash, e.group, e.created),
+                                 i)
+                self.assertEqual(g.near_total, e.near_total)
+                self.assertEqual(g.near, e.near[:len(g.near)])
+        # Pipelined batches (8 in flight) of queries: the same
+        # fingerprints, nothing stored.
+        docs_before = self.client.stats().docs
+        q = self.client.query_docs(docs)
+        self.assertEqual([x.simhash for x in q], [
+            0 if isinstance(e, int) else e.simhash for e in expect])
+        self.assertTrue(all(x.doc_id == 0 for x in q))
+        self.assertEqual(self.client.stats().docs, docs_before)
+
+    def test_submit_docs_cut_by_bytes(self):
+        # A small max_frame: requests are cut by bytes, and a document too
+        # large for a frame of its own is answered here, not sent.
+        words = " ".join("w%d" % i for i in range(3000)).encode()
+        docs = [("http://cut.example/%d" % i, words + b" %d" % i)
+                for i in range(20)]
+        docs.insert(5, ("http://cut.example/big", b"big " * 20000))
+        with nddd.Client(self.daemon.address, max_frame=64 * 1024) as c:
+            self.assertEqual(c._doc_limits()[:2], (54, 32 * 1024))
+            r = c.submit_docs(docs)
+        self.assertEqual(r[5].error.code, Code.RESOURCE_EXHAUSTED)
+        self.assertTrue(all(x.ok for i, x in enumerate(r) if i != 5))
+        self.assertEqual(self.client.stats().docs, 20)
+        self.assertEqual(self.client.submit_docs([]), [])
+        with self.assertRaises(TypeError):
+            self.client.submit_docs(("http://x.example/", "text"))
+
+
+def reuters_bodies(n):
+    """The first n Reuters-21578 bodies, as bytes."""
+    path = os.path.join(TEST_DATA, "text_corpora", "reuters21578",
+                        "reut2-000.sgm")
+    with open(path, "rb") as f:
+        data = f.read()
+    bodies = re.findall(rb"<BODY>(.*?)</BODY>", data, re.S)[:n]
+    assert len(bodies) == n
+    return bodies
+
 
 class TestTokens(unittest.TestCase):
     READ = "read-token-0123456789"
@@ -445,6 +531,20 @@ class TestTokens(unittest.TestCase):
             self.assertTrue(reader.check_url("HTTP://TOKENS.EXAMPLE:80/r")
                             .seen)
             self.assertEqual(reader.stats().canon, CANON_PLAIN)
+
+    def test_doc_batches_and_roles(self):
+        # A batch that stores needs the write role: refused whole, each
+        # document says so; queries only need read.
+        docs = [("http://tokens.example/d%d" % i, "story %d words" % i)
+                for i in range(5)]
+        with nddd.Client(self.daemon.address, token=self.READ) as reader:
+            r = reader.submit_docs(docs)
+            self.assertTrue(all(x.error.code == Code.PERMISSION_DENIED
+                                for x in r))
+            self.assertTrue(all(x.ok for x in reader.query_docs(docs)))
+        with nddd.Client(self.daemon.address, token=self.WRITE) as writer:
+            self.assertTrue(all(x.ok and x.created
+                                for x in writer.submit_docs(docs)))
 
     def test_roles(self):
         url = "http://tokens.example/"

@@ -5,7 +5,9 @@ call to call.  A batch call cuts its items into requests of at most
 ``batch_size`` items (and at most ``max_frame`` bytes), keeps up to
 ``window`` of them in flight on the connection (pipelining), matches the
 replies to the requests by id whatever order they come back in, and
-returns one result per item, in input order.
+returns one result per item, in input order.  Documents go the same way
+in ``doc_batch`` requests (``doc_batch_size`` documents, and at most half
+of ``max_frame``).
 
 Wire format (proto/nddd.proto): every frame is a 4-byte big-endian length
 and one protobuf message, ``Request`` one way and ``Response`` the other.
@@ -99,6 +101,8 @@ DEFAULT_BATCH_SIZE = 1000
 DEFAULT_WINDOW = 8
 #: The daemon's default max_frame: larger frames are refused.
 DEFAULT_MAX_FRAME = 8 * 1024 * 1024
+#: Documents per doc_batch request (the daemon takes at most 4,096).
+DEFAULT_DOC_BATCH_SIZE = 256
 
 _LEN = struct.Struct(">I")
 _RECV_CHUNK = 256 * 1024
@@ -107,6 +111,41 @@ _RECV_CHUNK = 256 * 1024
 _REQUEST_OVERHEAD = 32
 _ITEM_OVERHEAD = 6
 _POLLIN_ANY = select.POLLIN | select.POLLHUP | select.POLLERR
+# doc_batch: the most documents the daemon takes, and the most its reply
+# takes (docreq_batch_reply_bound: a base and per document a result of at
+# most 1 KiB and an error), which must fit its max_frame.
+_DOC_BATCH_MAX = 4096
+_DOC_REPLY_BASE = 4096
+_DOC_REPLY_ITEM = 1024 + 96
+# A doc_batch frame's fields around its documents (id, the op's tag and
+# length), with room to spare; the token comes on top.
+_DOC_FRAME_OVERHEAD = 64
+# Protocol tags, for requests encoded here: Request.id (varint),
+# Request.doc_batch, Request.token, DocBatch.docs, DocSubmit.url and body
+# (length-delimited), DocSubmit.format = HTML and query_only = true.
+_TAG_ID = b"\x08"
+_TAG_DOC_BATCH = b"\x5a"
+_TAG_TOKEN = b"\x7a"
+_TAG_DOC = b"\x0a"
+_TAG_URL = b"\x0a"
+_TAG_BODY = b"\x12"
+_HTML = b"\x18\x01"
+_QUERY_ONLY = b"\x20\x01"
+_VARINT_1 = [bytes((i,)) for i in range(128)]
+
+
+def _varint(n: int) -> bytes:
+    """The protobuf varint of n >= 0."""
+    if n < 0x80:
+        return _VARINT_1[n]
+    if n < 0x4000:
+        return bytes(((n & 0x7f) | 0x80, n >> 7))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7f) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 #: Values of ``durability``: the protocol's Durability.  None and "default"
 #: leave it to the daemon.
@@ -239,7 +278,11 @@ class Client:
     ``batch_size``: most URLs per request; keep it at or below the
     daemon's ``max_batch``.  ``window``: most requests in flight at once.
     ``max_frame``: most bytes per request frame; keep it at or below the
-    daemon's ``max_frame``.  ``token``: sent with every request, when the
+    daemon's ``max_frame``.  ``doc_batch_size``: most documents per
+    doc_batch request of submit_docs and query_docs (at most 4,096; fewer
+    when max_frame is small, since the reply must fit in it too); a
+    request holds at most half of max_frame of documents, or one document
+    alone.  ``token``: sent with every request, when the
     daemon has tokens configured ([auth] tokens_file); its role decides
     what the daemon allows (default: the NDDD_TOKEN environment variable).
     ``durability``: when submits and deletes are answered: "durable" (on
@@ -270,6 +313,7 @@ class Client:
                  batch_size: int = DEFAULT_BATCH_SIZE,
                  window: int = DEFAULT_WINDOW,
                  max_frame: int = DEFAULT_MAX_FRAME,
+                 doc_batch_size: int = DEFAULT_DOC_BATCH_SIZE,
                  token: Optional[str] = None,
                  durability: Optional[str] = None,
                  digests: bool = False,
@@ -297,12 +341,16 @@ class Client:
             raise ValueError("window must be at least 1")
         if max_frame < 64:
             raise ValueError("max_frame must be at least 64")
+        if not 1 <= doc_batch_size <= _DOC_BATCH_MAX:
+            raise ValueError("doc_batch_size must be 1 to %d"
+                             % _DOC_BATCH_MAX)
         self.timeout = timeout
         self.connect_timeout = (connect_timeout if connect_timeout
                                 is not None else timeout)
         self.batch_size = batch_size
         self.window = window
         self.max_frame = max_frame
+        self.doc_batch_size = doc_batch_size
         self._durability = _durability(durability)
         self.durability = durability
         self.digests = bool(digests)
@@ -415,31 +463,114 @@ class Client:
         resp = self._call(req)
         return DocResult.from_message(url, self._result(resp, "doc"))
 
-    def submit_docs(self, docs: Iterable[Tuple]) -> List[DocResult]:
-        """Stores many documents, pipelined: docs yields (url, body) or
-        (url, body, html).  Returns a DocResult per document in order; a
-        document nddd refused (EMPTY_DOCUMENT, a bad URL...) has its
-        ``error`` set and the others go on."""
-        items = [tuple(d) for d in docs]
+    def submit_docs(self, docs: Iterable[Tuple], *,
+                    query_only: bool = False) -> List[DocResult]:
+        """Stores many documents in doc_batch requests, pipelined: docs
+        yields (url, body) or (url, body, html), a body str (sent as UTF-8)
+        or bytes (sent as they are).  Returns a DocResult per document, in
+        order; a document nddd refused (EMPTY_DOCUMENT, a bad URL...) has
+        its ``error`` set and the others go on, and so has each document
+        of a request refused whole (PERMISSION_DENIED...) and one too
+        large for a frame of its own (RESOURCE_EXHAUSTED, not sent).  A
+        result's neighbours are the nearest that fit in about 1 KiB
+        (``near_total`` counts them all; get_doc lists them).  The
+        documents are carried out in order, each seeing those before it.
+        query_only: store nothing (see query_docs)."""
+        return self._doc_batch(docs, query_only)
+
+    def query_docs(self, docs: Iterable[Tuple]) -> List[DocResult]:
+        """submit_docs with query_only: each document is fingerprinted and
+        answered with the stored documents near it and the group it would
+        join (0 if it would found one), ``doc_id`` 0; nothing is stored
+        (the read role suffices)."""
+        return self._doc_batch(docs, True)
+
+    def _doc_limits(self) -> Tuple[int, int, int]:
+        """(documents, bytes of documents) a doc_batch request should hold,
+        and the most bytes one document may take (a frame of its own)."""
+        by_reply = (self.max_frame - _DOC_REPLY_BASE) // _DOC_REPLY_ITEM
+        room = self.max_frame - _DOC_FRAME_OVERHEAD - (
+            len(self.token.encode()) + 6 if self.token else 0)
+        return (max(1, min(self.doc_batch_size, by_reply)),
+                self.max_frame // 2, room)
+
+    def _doc_batch(self, docs: Iterable[Tuple],
+                   query_only: bool) -> List[DocResult]:
+        """submit_docs and query_docs: the requests are encoded here,
+        without protobuf messages (the bodies are copied once, into the
+        request)."""
+        if isinstance(docs, (str, bytes, tuple)):
+            raise TypeError("expected an iterable of (url, body) tuples")
+        items = docs if isinstance(docs, list) else list(docs)
         results: List[Optional[DocResult]] = [None] * len(items)
+        max_docs, max_bytes, room = self._doc_limits()
+        flag = _QUERY_ONLY if query_only else b""
+        varint = _varint
 
         def requests():
+            # parts[0] becomes the request's tag and length.
+            parts = [None]
+            batch = []
+            size = 0
             for i, d in enumerate(items):
-                req = pb.Request()
-                req.doc_submit.url = _encode_url(d[0])
-                req.doc_submit.body = _encode_body(d[1])
-                req.doc_submit.format = (pb.HTML if len(d) > 2 and d[2]
-                                         else pb.TEXT)
-                yield req, i
+                url = d[0]
+                body = d[1]
+                u = _encode_url(url)
+                b = body.encode() if type(body) is str else \
+                    _encode_body(body)
+                lu = len(u)
+                lb = len(b)
+                head = (_TAG_URL + varint(lu) if lu else b"")
+                mid = (_TAG_BODY + varint(lb) if lb else b"")
+                tail = (_HTML if len(d) > 2 and d[2] else b"") + flag
+                inner = len(head) + lu + len(mid) + lb + len(tail)
+                vi = varint(inner)
+                item = 1 + len(vi) + inner
+                if item > room:
+                    results[i] = DocResult.failed(url, Status(
+                        Code.RESOURCE_EXHAUSTED, "a document of %d bytes "
+                        "exceeds the max frame (%d bytes)"
+                        % (item, self.max_frame)))
+                    continue
+                if batch and (size + item > max_bytes or
+                              len(batch) == max_docs):
+                    parts[0] = _TAG_DOC_BATCH + varint(size)
+                    yield b"".join(parts), batch
+                    parts = [None]
+                    batch = []
+                    size = 0
+                parts += (_TAG_DOC, vi, head, u, mid, b, tail)
+                batch.append(i)
+                size += item
+            if batch:
+                parts[0] = _TAG_DOC_BATCH + varint(size)
+                yield b"".join(parts), batch
 
-        def handle(i, resp):
-            url = items[i][0]
+        def handle(batch, resp):
             if resp.HasField("status") and resp.status.code != pb.OK:
-                results[i] = DocResult.failed(url, Status(
-                    code_of(resp.status.code), resp.status.message))
-            else:
-                results[i] = DocResult.from_message(
-                    url, self._result(resp, "doc"))
+                st = Status(code_of(resp.status.code), resp.status.message)
+                for i in batch:
+                    results[i] = DocResult.failed(items[i][0], st)
+                return True
+            if resp.WhichOneof("result") != "docs":
+                raise self._protocol_error("reply to doc_batch has no "
+                                           "document results")
+            msgs = resp.docs.docs
+            if len(msgs) != len(batch):
+                raise self._protocol_error(
+                    "reply to doc_batch has %d results for %d documents"
+                    % (len(msgs), len(batch)))
+            from_message = DocResult.from_message
+            for i, m in zip(batch, msgs):
+                results[i] = from_message(items[i][0], m)
+            for e in resp.docs.errors:
+                if e.index >= len(batch):
+                    raise self._protocol_error(
+                        "reply to doc_batch names document %d of %d"
+                        % (e.index, len(batch)))
+                i = batch[e.index]
+                results[i] = DocResult.failed(items[i][0], Status(
+                    code_of(e.status.code), e.status.message))
             return True
 
         if items:
@@ -791,7 +922,9 @@ class Client:
     def _exchange(self, requests: Iterator[Tuple[object, object]],
                   handle: Callable[[object, object], Optional[bool]]) -> None:
         """Sends each (Request, context) of requests with a fresh id, up to
-        window of them in flight, and calls handle(context, Response) for
+        window of them in flight (a Request may also come encoded, as
+        bytes without its id and token, which are appended here: protobuf
+        takes fields in any order), and calls handle(context, Response) for
         each reply as it arrives.  When handle returns False, no further
         requests are taken from requests; those in flight are still
         awaited.  Returns when every request sent was answered.
@@ -806,7 +939,7 @@ class Client:
         timeout = self.timeout
         max_reply = max(self.max_frame, DEFAULT_MAX_FRAME)
         pending = {}                    # id -> (context, time queued)
-        out = b""                       # bytes queued, not yet written
+        out = bytearray()               # bytes queued, not yet written
         inbuf = bytearray()
         more = True
         sent = False
@@ -821,11 +954,21 @@ class Client:
                         break
                     rid = self._next_id
                     self._next_id = rid + 1
-                    req.id = rid
-                    if self.token:
-                        req.token = self.token
-                    data = req.SerializeToString()
-                    out += _LEN.pack(len(data)) + data
+                    if type(req) is bytes:
+                        tail = _TAG_ID + _varint(rid)
+                        if self.token:
+                            token = self.token.encode()
+                            tail += _TAG_TOKEN + _varint(len(token)) + token
+                        out += _LEN.pack(len(req) + len(tail))
+                        out += req
+                        out += tail
+                    else:
+                        req.id = rid
+                        if self.token:
+                            req.token = self.token
+                        data = req.SerializeToString()
+                        out += _LEN.pack(len(data))
+                        out += data
                     pending[rid] = (ctx, time.monotonic())
                 if not pending:
                     return
@@ -841,12 +984,12 @@ class Client:
                         # The daemon is gone or closing; what it said last
                         # (an id 0 reply) may still be readable.
                         write_error = e
-                        out = b""
+                        out.clear()
                         more = False
                         n = 0
                     if n:
                         sent = True
-                        out = out[n:]
+                        del out[:n]
                 if timeout is None:
                     wait_ms = None
                 else:
