@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "corpus.h"
 #include "harness.h"
 #include "testutil.h"
 
@@ -694,6 +695,239 @@ START_TEST(test_doc_commands)
 }
 END_TEST
 
+/* Lines of the doc batch tests, and what each line is. */
+#define BULK_LINES 1000
+enum bulk_kind { BULK_DOC, BULK_EMPTY, BULK_BAD_URL, BULK_NOT_JSON };
+
+static enum bulk_kind
+bulk_kind(size_t i)
+{
+	if (i % 97 == 50)
+		return BULK_NOT_JSON;
+	if (i % 89 == 10)
+		return BULK_EMPTY;
+	if (i % 101 == 20)
+		return BULK_BAD_URL;
+	return BULK_DOC;
+}
+
+/* Line i's URL and body: the first 400 Reuters bodies, over and over. */
+static void
+bulk_doc(const struct corpus *co, size_t i, char *url, size_t url_size,
+    const char **body, size_t *len)
+{
+	snprintf(url, url_size, bulk_kind(i) == BULK_BAD_URL ?
+	    "nope/%zu" : "http://r.example/%zu", i);
+	if (bulk_kind(i) == BULK_EMPTY) {
+		*body = "the and of";
+		*len = strlen(*body);
+	} else {
+		*body = co->docs[i % 400].data;
+		*len = co->docs[i % 400].len;
+	}
+}
+
+/* The --jsonl input of the doc batch tests. */
+static char *
+bulk_input(const struct corpus *co)
+{
+	size_t cap = 1 << 20, len = 0;
+	char *in = malloc(cap);
+
+	for (size_t i = 0; i < BULK_LINES; i++) {
+		char url[64], *line;
+		const char *body;
+		size_t blen, n;
+		json_t *o;
+
+		bulk_doc(co, i, url, sizeof(url), &body, &blen);
+		if (bulk_kind(i) == BULK_NOT_JSON)
+			line = strdup("{\"url\": \"http://r.example/x\", ");
+		else {
+			o = json_object();
+			json_object_set_new(o, "url", json_string(url));
+			json_object_set_new(o, "text", json_stringn(body, blen));
+			line = json_dumps(o, 0);
+			json_decref(o);
+		}
+		ck_assert_ptr_nonnull(line);
+		n = strlen(line);
+		while (len + n + 2 > cap)
+			ck_assert_ptr_nonnull(in = realloc(in, cap *= 2));
+		memcpy(in + len, line, n);
+		len += n;
+		in[len++] = '\n';
+		free(line);
+	}
+	in[len] = '\0';
+	return in;
+}
+
+/*
+ * nddctl doc-submit --jsonl sends batches: with one batch in flight, each
+ * line gets what the same documents sent one doc_submit at a time get
+ * (ids, fingerprints, groups, errors); with several in flight, the same
+ * fingerprints and errors, in input order; libnddd's nddd_docs, cut by a
+ * small max frame, the same, and a document too large for a frame is
+ * answered without being sent.  Every JSON line is as jansson prints it.
+ */
+START_TEST(test_jsonl_batches_as_single_submits)
+{
+	struct harness h1, h2, h3, h4;
+	struct corpus *co;
+	struct nddd_reply *single[BULK_LINES] = { 0 };
+	struct nddd_doc_item items[BULK_LINES + 1];
+	struct nddd_doc results[BULK_LINES + 1];
+	char urls[BULK_LINES + 1][64], *dir, *in, *args, *out, *line, *big;
+	size_t n = 0;
+	nddd_client *c;
+	uint64_t id;
+
+	dir = tu_data_path("text_corpora/reuters21578");
+	ck_assert_ptr_nonnull(co = corpus_reuters(dir, 400));
+	free(dir);
+	in = bulk_input(co);
+	harness_init(&h1, NULL);
+	harness_start(&h1);
+	harness_init(&h2, NULL);
+	harness_start(&h2);
+	harness_init(&h3, NULL);
+	harness_start(&h3);
+	harness_init(&h4, NULL);
+	harness_start(&h4);
+
+	/* The reference: one document per request, in order. */
+	c = harness_client(&h2);
+	for (size_t i = 0; i < BULK_LINES; i++) {
+		const char *body;
+		size_t len;
+
+		if (bulk_kind(i) == BULK_NOT_JSON)
+			continue;
+		bulk_doc(co, i, urls[i], sizeof(urls[i]), &body, &len);
+		ck_assert_int_eq(nddd_send_doc_submit(c, urls[i],
+		    strlen(urls[i]), body, len, NDDD_TEXT, 0, &id), 0);
+		ck_assert_ptr_nonnull(single[i] = nddd_call(c, id));
+	}
+	nddd_close(c);
+
+	for (int pass = 0; pass < 2; pass++) {
+		ck_assert_int_ne(asprintf(&args, "-H %s --json %s doc-submit "
+		    "--jsonl --batch 64 -", pass ? h3.address : h1.address,
+		    pass ? "" : "--window 1"), -1);
+		ck_assert_int_eq(run(args, in, &out), 1);
+		line = out;
+		for (size_t i = 0; i < BULK_LINES; i++) {
+			char *nl = strchr(line, '\n'), *again, hex[17];
+			const struct nddd_reply *r = single[i];
+			json_error_t err;
+			json_t *o, *e;
+
+			ck_assert_ptr_nonnull(nl);
+			*nl = '\0';
+			o = json_loads(line, 0, &err);
+			ck_assert_msg(o != NULL, "line %zu: %s", i + 1, line);
+			again = json_dumps(o, 0);
+			ck_assert_str_eq(again, line);
+			free(again);
+			e = json_object_get(o, "error");
+			if (bulk_kind(i) == BULK_NOT_JSON) {
+				ck_assert_ptr_nonnull(e);
+				ck_assert_str_eq(json_string_value(json_object_get(
+				    e, "code")), "INVALID_ARGUMENT");
+				ck_assert_msg(strstr(json_string_value(
+				    json_object_get(e, "message")),
+				    "not a JSON object") != NULL, "%s", line);
+			} else if (r->kind == NDDD_REPLY_ERROR) {
+				ck_assert_int_eq(r->code, bulk_kind(i) ==
+				    BULK_EMPTY ? NDDD_EMPTY_DOCUMENT :
+				    NDDD_INVALID_ARGUMENT);
+				ck_assert_ptr_nonnull(e);
+				ck_assert_str_eq(json_string_value(json_object_get(
+				    e, "code")), nddd_code_name(r->code));
+				ck_assert_str_eq(json_string_value(json_object_get(
+				    e, "message")), r->message);
+				ck_assert_str_eq(json_string_value(json_object_get(
+				    o, "url")), urls[i]);
+			} else {
+				ck_assert_ptr_null(e);
+				ck_assert_str_eq(json_string_value(json_object_get(
+				    o, "url")), urls[i]);
+				snprintf(hex, sizeof(hex), "%016llx",
+				    (unsigned long long)r->doc.simhash);
+				ck_assert_str_eq(json_string_value(json_object_get(
+				    o, "simhash")), hex);
+				if (pass == 0) {
+					ck_assert_uint_eq(json_integer_value(
+					    json_object_get(o, "doc_id")),
+					    r->doc.doc_id);
+					ck_assert_uint_eq(json_integer_value(
+					    json_object_get(o, "group")),
+					    r->doc.group);
+				}
+			}
+			json_decref(o);
+			line = nl + 1;
+		}
+		ck_assert_str_eq(line, "");
+		free(out);
+		free(args);
+	}
+
+	/* libnddd, batches cut by bytes (a max frame of 64 KiB: 32 KiB of
+	 * documents each), three in flight, and a document of 70 KB. */
+	ck_assert_ptr_nonnull(big = malloc(70000));
+	for (size_t i = 0; i < 70000; i++)
+		big[i] = "word "[i % 5];
+	for (size_t i = 0; i <= BULK_LINES; i++) {
+		if (i < BULK_LINES && bulk_kind(i) == BULK_NOT_JSON)
+			continue;
+		items[n] = (struct nddd_doc_item){ .url = urls[i] };
+		if (i == BULK_LINES) {
+			snprintf(urls[i], sizeof(urls[i]), "http://r.example/big");
+			items[n].body = big;
+			items[n].body_len = 70000;
+		} else
+			bulk_doc(co, i, urls[i], sizeof(urls[i]),
+			    (const char **)&items[n].body, &items[n].body_len);
+		items[n++].url_len = strlen(urls[i]);
+	}
+	c = harness_client(&h4);
+	nddd_set_max_frame(c, 64 << 10);
+	ck_assert_int_eq(nddd_docs(c, items, n, results, 0, 3, NULL, NULL), 0);
+	n = 0;
+	for (size_t i = 0; i < BULK_LINES; i++) {
+		const struct nddd_reply *r = single[i];
+
+		if (bulk_kind(i) == BULK_NOT_JSON)
+			continue;
+		if (r->kind == NDDD_REPLY_ERROR) {
+			ck_assert_int_eq(results[n].code, r->code);
+			ck_assert_str_eq(results[n].message, r->message);
+		} else {
+			ck_assert_int_eq(results[n].code, NDDD_OK);
+			ck_assert_uint_eq(results[n].simhash, r->doc.simhash);
+			ck_assert_uint_ne(results[n].doc_id, 0);
+		}
+		n++;
+	}
+	ck_assert_int_eq(results[n].code, NDDD_RESOURCE_EXHAUSTED);
+	ck_assert_uint_eq(results[n].doc_id, 0);
+	nddd_docs_results_free(results, n + 1);
+	nddd_close(c);
+
+	for (size_t i = 0; i < BULK_LINES; i++)
+		nddd_reply_free(single[i]);
+	free(big);
+	free(in);
+	corpus_free(co);
+	harness_cleanup(&h1);
+	harness_cleanup(&h2);
+	harness_cleanup(&h3);
+	harness_cleanup(&h4);
+}
+END_TEST
+
 Suite *nddctl_suite(void);
 
 Suite *
@@ -713,6 +947,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_stats_url_store_and_verify);
 	tcase_add_test(tc, test_option_usage);
 	tcase_add_test(tc, test_token_file);
+	tcase_add_test(tc, test_jsonl_batches_as_single_submits);
 	suite_add_tcase(s, tc);
 	return s;
 }
