@@ -39,7 +39,9 @@
 # body, one document per request and in doc_batch requests, and measures
 # the engine on the same documents in the same run (BENCH_SIMD, default
 # auto, names the kernel of both: avx2 forces the AVX2 code on an AVX-512
-# machine).
+# machine).  Then the same corpus in bulk as users load it: `nddctl
+# doc-submit --jsonl` and the Python client's submit_docs, stored then
+# queried, against the engine in the same run (doc_bulk_bench.py).
 #
 # The Python client against redis-py (tests/bench/python_bench.py):
 # BENCH_PY_URLS (default 200,000) URLs in batches, BENCH_PY_SINGLE (default
@@ -473,6 +475,12 @@ doc_run --html "$data/text_corpora/l3s_gn1_html/original" -r "$docrep"
 echo "-- doc_batch, 32 documents per request"
 doc_run --html "$data/text_corpora/l3s_gn1_html/original" -r "$docrep" \
     -b 32 -w 4 -L 0
+
+echo "== documents in bulk through nddctl --jsonl and the Python client (tests/bench/doc_bulk_bench.py)"
+PYTHONPATH="$root/clients/python" /usr/bin/python3 \
+	"$root/tests/bench/doc_bulk_bench.py" --bin "$bin" \
+	--data "$data/text_corpora/reuters21578" \
+	-r "$docrep" --simd "$simd"
 
 echo "== clients that send and never read (tests/bench/slow_clients_bench.py)"
 PYTHONPATH="$root/clients/python" /usr/bin/python3 \
