@@ -426,9 +426,8 @@ nddctl_print_json(json_t *obj)
 	json_decref(obj);
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t
-utf8_seq(const unsigned char *s, size_t n)
+size_t
+nddctl_utf8_seq(const unsigned char *s, size_t n)
 {
 	size_t len;
 	uint32_t cp;
@@ -473,7 +472,8 @@ nddctl_json_string(const char *s, size_t len)
 		return json_string("");
 	p = clean;
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+		size_t n = nddctl_utf8_seq((const unsigned char *)s + i,
+		    len - i);
 
 		if (n == 0) {
 			memcpy(p, "\xef\xbf\xbd", 3);

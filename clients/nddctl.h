@@ -86,6 +86,11 @@ int jsonl_parse_doc(char *buf, size_t len, struct jsonl_doc *doc);
  * Writes s[0..len) to out as a JSON string, as nddctl_json_string and
  * nddctl_print_json would.
  */
+/*
+ * Length of the valid UTF-8 sequence at s (1 to 4 bytes of the n there),
+ * or 0: not UTF-8, an overlong form, a surrogate, or past U+10FFFF.
+ */
+size_t nddctl_utf8_seq(const unsigned char *s, size_t n);
 void jsonl_put_string(FILE *out, const char *s, size_t len);
 
 /* A progress line on stderr, redrawn at most ten times a second. */

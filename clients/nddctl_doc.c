@@ -345,7 +345,7 @@ line_set_error(struct line *l, enum nddd_code code, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* parse_line's checks, for a line the fast parser read (jd). */
+/* parse_line's checks of a line's fields (jd), however it was read. */
 static int
 parse_fields(struct line *l, struct nddd_doc_item *d,
     const struct jsonl_doc *jd, size_t lineno, int query_only)
@@ -390,7 +390,7 @@ parse_line(struct jsonl_source *src, const char *buf, size_t len,
 	size_t lineno = src->lineno;
 	struct jsonl_doc jd;
 	json_error_t err;
-	json_t *url, *text, *html, *body;
+	json_t *url, *text, *html;
 	char *copy;
 
 	/* The common lines, decoded in a copy that lasts until the batch
@@ -409,36 +409,21 @@ parse_line(struct jsonl_source *src, const char *buf, size_t len,
 		    *root ? "" : err.text);
 		return -1;
 	}
-	url = json_object_get(*root, "url");
-	text = json_object_get(*root, "text");
-	html = json_object_get(*root, "html");
-	if (json_is_string(url)) {
-		l->url_len = json_string_length(url);
-		if ((l->url = malloc(l->url_len + 1)) != NULL) {
-			memcpy(l->url, json_string_value(url), l->url_len);
-			l->url[l->url_len] = '\0';
-		}
+	/* The same checks as for the common lines. */
+	memset(&jd, 0, sizeof(jd));
+	if (json_is_string(url = json_object_get(*root, "url"))) {
+		jd.url = json_string_value(url);
+		jd.url_len = json_string_length(url);
 	}
-	if (!json_is_string(url) || json_is_string(text) ==
-	    json_is_string(html)) {
-		line_set_error(l, NDDD_INVALID_ARGUMENT, "line %zu: want "
-		    "{\"url\": ..., \"text\": ...} or {\"url\": ..., "
-		    "\"html\": ...}", lineno);
-		return -1;
+	if (json_is_string(text = json_object_get(*root, "text"))) {
+		jd.text = json_string_value(text);
+		jd.text_len = json_string_length(text);
 	}
-	if (l->url == NULL) {
-		line_set_error(l, NDDD_INTERNAL, "line %zu: out of memory",
-		    lineno);
-		return -1;
+	if (json_is_string(html = json_object_get(*root, "html"))) {
+		jd.html = json_string_value(html);
+		jd.html_len = json_string_length(html);
 	}
-	body = json_is_string(html) ? html : text;
-	d->url = l->url;
-	d->url_len = l->url_len;
-	d->body = json_string_value(body);
-	d->body_len = json_string_length(body);
-	d->format = json_is_string(html) ? NDDD_HTML : NDDD_TEXT;
-	d->query_only = src->query_only;
-	return 0;
+	return parse_fields(l, d, &jd, lineno, src->query_only);
 }
 
 /* Room for one more line in b. */

@@ -37,40 +37,6 @@ skip_ws(const char *p, const char *end)
 	return p;
 }
 
-/*
- * Length of the valid UTF-8 sequence at s (2 to 4 bytes: s[0] >= 0x80),
- * or 0: not UTF-8, an overlong form, a surrogate, or past U+10FFFF.
- */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-	size_t len;
-
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 ||
-	    cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 static int
 hex4(const char *p, uint32_t *v)
 {
@@ -121,7 +87,7 @@ parse_string(char **pp, const char *end, const char **out, size_t *out_len)
 		if (c == '"')
 			break;
 		if (c >= 0x80) {
-			if ((n = utf8_len((const unsigned char *)r,
+			if ((n = nddctl_utf8_seq((const unsigned char *)r,
 			    (size_t)(end - r))) == 0)
 				return -1;
 			memmove(w, r, n);
@@ -255,7 +221,7 @@ jsonl_put_string(FILE *out, const char *s, size_t len)
 		if (p == end)
 			break;
 		if (*p >= 0x80) {
-			if ((n = utf8_len(p, (size_t)(end - p))) == 0) {
+			if ((n = nddctl_utf8_seq(p, (size_t)(end - p))) == 0) {
 				fputs_unlocked("\xef\xbf\xbd", out);
 				p++;
 			} else {

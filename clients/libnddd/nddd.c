@@ -1171,15 +1171,47 @@ nddd_reply_free(struct nddd_reply *r)
 }
 
 /*
- * A batch of nddd_urls in flight.  With digests, only its valid URLs were
- * sent: pos[j] is the batch position of the j-th result.
+ * A batch of nddd_urls or nddd_docs in flight: items [base, base + n) of
+ * the call's input, of which those at pos[0..nsent) (positions in the
+ * batch) were sent; the others were answered already (URLs the client
+ * refused with digests, documents too large for a frame).  URL batches
+ * without digests send them all and have no pos.
  */
 struct inflight {
 	uint64_t id;
 	size_t base, n;
-	size_t *pos;		/* digests only */
+	size_t *pos;
 	size_t nsent;
 };
+
+/*
+ * Waits for the reply to one of the nfl batches in flight: returns its
+ * index, with the reply in *rp, or (size_t)-1 when the connection failed
+ * or the reply is to no batch of ours (a refusal of the connection, id 0).
+ */
+static size_t
+recv_inflight(nddd_client *c, const struct inflight *fl, size_t nfl,
+    struct nddd_reply **rp)
+{
+	struct nddd_reply *r;
+	size_t k;
+
+	if (nddd_recv(c, &r) == -1)
+		return (size_t)-1;
+	for (k = 0; k < nfl && fl[k].id != r->id; k++)
+		;
+	if (k < nfl) {
+		*rp = r;
+		return k;
+	}
+	if (r->kind == NDDD_REPLY_ERROR)
+		fail(c, "%s: %s", nddd_code_name(r->code), r->message);
+	else
+		fail(c, "reply to an unknown request %llu",
+		    (unsigned long long)r->id);
+	nddd_reply_free(r);
+	return (size_t)-1;
+}
 
 /*
  * Digests of urls[0..n) into digests; the valid ones' positions go to pos,
@@ -1309,21 +1341,7 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 		}
 		if (nfl == 0)
 			continue;	/* the rest was answered here */
-		if (nddd_recv(c, &r) == -1) {
-			rc = -1;
-			goto out;
-		}
-		for (k = 0; k < nfl && fl[k].id != r->id; k++)
-			;
-		if (k == nfl) {
-			/* Not ours: a refusal of the connection (id 0). */
-			if (r->kind == NDDD_REPLY_ERROR)
-				fail(c, "%s: %s", nddd_code_name(r->code),
-				    r->message);
-			else
-				fail(c, "reply to an unknown request %llu",
-				    (unsigned long long)r->id);
-			nddd_reply_free(r);
+		if ((k = recv_inflight(c, fl, nfl, &r)) == (size_t)-1) {
 			rc = -1;
 			goto out;
 		}
@@ -1356,20 +1374,9 @@ nddd_urls_results_free(struct nddd_url_result *results, size_t n)
 	}
 }
 
-/*
- * A doc batch of nddd_docs in flight: the documents docs[base..base+n),
- * of which those at pos[0..nsent) (positions in the batch) were sent; the
- * others were too large for a frame and are answered already.
- */
-struct doc_inflight {
-	uint64_t id;
-	size_t base, n, nsent;
-	size_t *pos;
-};
-
 /* Moves a doc batch reply's results into f's places of results. */
 static int
-take_docs(const struct doc_inflight *f, struct nddd_reply *r,
+take_docs(const struct inflight *f, struct nddd_reply *r,
     struct nddd_doc *results)
 {
 	int rc = 0;
@@ -1398,7 +1405,7 @@ nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
     void (*progress)(size_t done, void *arg), void *arg)
 {
 	struct nddd_doc_item *items = NULL;
-	struct doc_inflight *fl;
+	struct inflight *fl;
 	size_t *pos = NULL, max_bytes, room = doc_frame_room(c);
 	size_t sent = 0, done = 0, nfl = 0, limit;
 	int rc = 0;
@@ -1428,7 +1435,7 @@ nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 		size_t k, *slot;
 
 		while (sent < n && nfl < window) {
-			struct doc_inflight *f = &fl[nfl];
+			struct inflight *f = &fl[nfl];
 			size_t bytes = 0;
 
 			f->base = sent;
@@ -1475,21 +1482,7 @@ nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 		}
 		if (nfl == 0)
 			continue;	/* the rest was answered here */
-		if (nddd_recv(c, &r) == -1) {
-			rc = -1;
-			goto out;
-		}
-		for (k = 0; k < nfl && fl[k].id != r->id; k++)
-			;
-		if (k == nfl) {
-			/* Not ours: a refusal of the connection (id 0). */
-			if (r->kind == NDDD_REPLY_ERROR)
-				fail(c, "%s: %s", nddd_code_name(r->code),
-				    r->message);
-			else
-				fail(c, "reply to an unknown request %llu",
-				    (unsigned long long)r->id);
-			nddd_reply_free(r);
+		if ((k = recv_inflight(c, fl, nfl, &r)) == (size_t)-1) {
 			rc = -1;
 			goto out;
 		}

@@ -88,9 +88,14 @@ wire_field(const uint8_t **p, const uint8_t *end, uint64_t *field,
 	return true;
 }
 
-/* The documents of a DocBatch. */
+/*
+ * The items of a batch message: its field 1 (a UrlBatch's urls, a
+ * DocBatch's documents) and, for a UrlBatch, its digests (field 3, 16
+ * bytes each).
+ */
 static bool
-doc_batch_items(const uint8_t *p, const uint8_t *end, size_t *items)
+batch_items(const uint8_t *p, const uint8_t *end, bool url_batch,
+    size_t *items)
 {
 	const uint8_t *value;
 	uint64_t field;
@@ -101,24 +106,7 @@ doc_batch_items(const uint8_t *p, const uint8_t *end, size_t *items)
 			return false;
 		if (field == 1 && value != NULL)
 			(*items)++;
-	}
-	return true;
-}
-
-/* The items of a UrlBatch: its urls and its digests (16 bytes each). */
-static bool
-batch_items(const uint8_t *p, const uint8_t *end, size_t *items)
-{
-	const uint8_t *value;
-	uint64_t field;
-	size_t vlen;
-
-	while (p < end) {
-		if (!wire_field(&p, end, &field, &value, &vlen))
-			return false;
-		if (field == 1 && value != NULL)
-			(*items)++;
-		else if (field == 3 && value != NULL)
+		else if (url_batch && field == 3 && value != NULL)
 			*items += vlen / 16;
 	}
 	return true;
@@ -146,11 +134,10 @@ request_peek(const uint8_t *payload, size_t len,
 			continue;
 		*op_case = (Nddd__V1__Request__OpCase)field;
 		/* A message field given twice is merged: its items add up. */
-		if (field <= NDDD__V1__REQUEST__OP_URL_DELETE && value != NULL &&
-		    !batch_items(value, value + vlen, &per_op[field]))
-			return false;
-		if (field == NDDD__V1__REQUEST__OP_DOC_BATCH && value != NULL &&
-		    !doc_batch_items(value, value + vlen, &per_op[field]))
+		if ((field <= NDDD__V1__REQUEST__OP_URL_DELETE ||
+		    field == NDDD__V1__REQUEST__OP_DOC_BATCH) && value != NULL &&
+		    !batch_items(value, value + vlen,
+		    field <= NDDD__V1__REQUEST__OP_URL_DELETE, &per_op[field]))
 			return false;
 	}
 	*items = per_op[*op_case];

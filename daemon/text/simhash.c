@@ -576,6 +576,41 @@ simhash_scalar_run(struct simhash_acc *acc, const uint8_t *p, size_t n)
 	acc->part_len = len;
 }
 
+void
+simhash_long_term(struct simhash_acc *acc, const uint8_t *p, size_t lo,
+    size_t e)
+{
+	size_t b = e;
+	uint64_t h = 0;
+
+	while (b > lo && p[b - 1] != ' ')
+		b--;
+	for (size_t i = b; i < e; i++)
+		h = h * SIMHASH_SDBM_MULT + p[i];
+	simhash_acc_term(acc, h, p + b, e - b);
+}
+
+int
+simhash_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
+    size_t e)
+{
+	size_t b = e;
+
+	while (b > lo && p[b - 1] != ' ')
+		b--;
+	return stopwords_contains(sh->sw, p + b, e - b);
+}
+
+size_t
+simhash_finish_carried(struct simhash_acc *acc, const uint8_t *p, size_t n)
+{
+	const uint8_t *q = memchr(p, ' ', n);
+	size_t s = q != NULL ? (size_t)(q - p) : n;
+
+	simhash_scalar_run(acc, p, q != NULL ? s + 1 : n);
+	return s;
+}
+
 enum simhash_status
 simhash_acc_finish(struct simhash_acc *acc, uint64_t *fp)
 {

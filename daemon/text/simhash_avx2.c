@@ -455,33 +455,6 @@ avx2_drop(__m256i w, unsigned *nospace)
 	    _mm256_setzero_si256(), m)), rev);
 }
 
-/* A term left to the scalar way, ending at e and starting at lo or after. */
-static void
-avx2_long_term(struct simhash_acc *acc, const uint8_t *p, size_t lo,
-    size_t e)
-{
-	size_t b = e;
-	uint64_t h = 0;
-
-	while (b > lo && p[b - 1] != ' ')
-		b--;
-	for (size_t i = b; i < e; i++)
-		h = h * SIMHASH_SDBM_MULT + p[i];
-	simhash_acc_term(acc, h, p + b, e - b);
-}
-
-/* Whether the term ending at e is a stop word (lists beyond the table). */
-static int
-avx2_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
-    size_t e)
-{
-	size_t b = e;
-
-	while (b > lo && p[b - 1] != ' ')
-		b--;
-	return stopwords_contains(sh->sw, p + b, e - b);
-}
-
 /*
  * Tokenizes the 64-byte block q[0..64), at b in the window: the 16 bytes
  * before each end of a term, from ck->rec[2 * nt]; the block's mask of
@@ -612,13 +585,6 @@ avx2_ends(struct avx2_chunk *ck, size_t nb)
 static const uint8_t avx2_term_of_lane[4] = { 0, 2, 1, 3 };
 static const uint8_t avx2_valid[5] = { 0x0, 0x1, 0x5, 0x7, 0xf };
 
-/* Stop-word handling of avx2_terms. */
-enum avx2_stop {
-	AVX2_STOP_NONE,		/* preprocessed input, or no list */
-	AVX2_STOP_TABLE,	/* the perfect hash table */
-	AVX2_STOP_SLOW,		/* a list too large for it */
-};
-
 /*
  * Hashes, filters and counts the n terms of a chunk, from nb blocks; no
  * term starts before p + lo.  Always inlined into one
@@ -627,7 +593,7 @@ enum avx2_stop {
 AVX2 static inline __attribute__((always_inline)) void
 avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
     struct avx2_csa *cs, const uint8_t *p, size_t lo, struct avx2_chunk *ck,
-    size_t n, size_t nb, const enum avx2_stop stop_mode, const int fmix)
+    size_t n, size_t nb, const enum simhash_stop stop_mode, const int fmix)
 {
 	const struct simhash *sh = acc->sh;
 	const struct simhash_stoptab *tab = &sh->tab;
@@ -636,15 +602,15 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 	const __m256i slotmask = _mm256_set1_epi64x(((long long)1 <<
 	    tab->bits) - 1);
 	const __m128i shift = _mm_cvtsi32_si128((int)tab->shift);
-	const int stop = stop_mode != AVX2_STOP_NONE;
-	const int fast_stop = stop_mode == AVX2_STOP_TABLE;
+	const int stop = stop_mode != SIMHASH_STOP_NONE;
+	const int fast_stop = stop_mode == SIMHASH_STOP_TABLE;
 	size_t g, ng = (n + 3) / 4, nl = 0, j, k;
 	uint64_t nterms = 0;
 	unsigned nospace, valid, cm, lm, vl;
 
 	SIMHASH_PROF_T(t0);
 
-	if (stop_mode == AVX2_STOP_SLOW)
+	if (stop_mode == SIMHASH_STOP_SLOW)
 		avx2_ends(ck, nb);
 	/* Pass 1: the last 8 bytes. */
 	for (g = 0; g < ng; g++) {
@@ -733,7 +699,7 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 			cm &= ~em;
 		} else if (stop) {
 			for (j = 0; j < 4; j++)
-				if ((cm >> j & 1) && avx2_stop_slow(sh, p, lo,
+				if ((cm >> j & 1) && simhash_stop_slow(sh, p, lo,
 				    ck->end[4 * g + avx2_term_of_lane[j]]))
 					cm &= ~(1u << j);
 		}
@@ -748,7 +714,7 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 			while (vl) {
 				j = (size_t)__builtin_ctz(vl);
 				vl &= vl - 1;
-				avx2_long_term(acc, p, lo, avx2_end_of(ck, nb,
+				simhash_long_term(acc, p, lo, avx2_end_of(ck, nb,
 				    4 * g + avx2_term_of_lane[j]));
 			}
 		}
@@ -774,12 +740,12 @@ name(struct simhash_acc *acc, struct avx2_state *st, struct avx2_csa *cs,	\
 {									\
 	avx2_terms(acc, st, cs, p, lo, ck, n, nb, stop_mode, fmix);	\
 }
-AVX2_TERMS(avx2_terms_none_fmix, AVX2_STOP_NONE, 1)
-AVX2_TERMS(avx2_terms_none_sdbm, AVX2_STOP_NONE, 0)
-AVX2_TERMS(avx2_terms_table_fmix, AVX2_STOP_TABLE, 1)
-AVX2_TERMS(avx2_terms_table_sdbm, AVX2_STOP_TABLE, 0)
-AVX2_TERMS(avx2_terms_slow_fmix, AVX2_STOP_SLOW, 1)
-AVX2_TERMS(avx2_terms_slow_sdbm, AVX2_STOP_SLOW, 0)
+AVX2_TERMS(avx2_terms_none_fmix, SIMHASH_STOP_NONE, 1)
+AVX2_TERMS(avx2_terms_none_sdbm, SIMHASH_STOP_NONE, 0)
+AVX2_TERMS(avx2_terms_table_fmix, SIMHASH_STOP_TABLE, 1)
+AVX2_TERMS(avx2_terms_table_sdbm, SIMHASH_STOP_TABLE, 0)
+AVX2_TERMS(avx2_terms_slow_fmix, SIMHASH_STOP_SLOW, 1)
+AVX2_TERMS(avx2_terms_slow_sdbm, SIMHASH_STOP_SLOW, 0)
 #undef AVX2_TERMS
 
 typedef void (*avx2_terms_fn)(struct simhash_acc *, struct avx2_state *,
@@ -795,10 +761,7 @@ avx2_terms_by_mode(const struct simhash_acc *acc)
 		{ avx2_terms_table_sdbm, avx2_terms_table_fmix },
 		{ avx2_terms_slow_sdbm, avx2_terms_slow_fmix },
 	};
-	enum avx2_stop m = !acc->stop ? AVX2_STOP_NONE :
-	    acc->sh->have_tab ? AVX2_STOP_TABLE : AVX2_STOP_SLOW;
-
-	return fns[m][acc->fmix != 0];
+	return fns[simhash_stop_mode(acc)][acc->fmix != 0];
 }
 
 AVX2 static void
@@ -818,15 +781,8 @@ avx2_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 
 	if (n == 0)
 		return;
-	if (acc->part_len > 0) {
-		/* Finish the carried term the scalar way. */
-		if ((q = memchr(p, ' ', n)) == NULL) {
-			simhash_scalar_run(acc, p, n);
-			return;
-		}
-		s = (size_t)(q - p);
-		simhash_scalar_run(acc, p, s + 1);
-	}
+	if (acc->part_len > 0 && (s = simhash_finish_carried(acc, p, n)) == n)
+		return;
 	if (final)
 		t = n;		/* the end of the document ends a term */
 	else if ((q = memrchr(p + s, ' ', n - s)) != NULL)

@@ -407,43 +407,6 @@ avx512_tokenize(const uint8_t *p, size_t n, size_t *bp, size_t t,
 }
 
 /*
- * A term the vector path left aside, ending at e and starting at lo or
- * after: the scalar way.
- */
-static void
-avx512_long_term(struct simhash_acc *acc, const uint8_t *p, size_t lo,
-    size_t e)
-{
-	size_t b = e;
-	uint64_t h = 0;
-
-	while (b > lo && p[b - 1] != ' ')
-		b--;
-	for (size_t i = b; i < e; i++)
-		h = h * SIMHASH_SDBM_MULT + p[i];
-	simhash_acc_term(acc, h, p + b, e - b);
-}
-
-/* Whether the term ending at e is a stop word (lists beyond the table). */
-static int
-avx512_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
-    size_t e)
-{
-	size_t b = e;
-
-	while (b > lo && p[b - 1] != ' ')
-		b--;
-	return stopwords_contains(sh->sw, p + b, e - b);
-}
-
-/* Stop-word handling of avx512_terms. */
-enum avx512_stop {
-	AVX512_STOP_NONE,	/* preprocessed input, or no list */
-	AVX512_STOP_TABLE,	/* the perfect hash table */
-	AVX512_STOP_SLOW,	/* a list too large for it */
-};
-
-/*
  * Hashes, filters and counts the n terms of a chunk; no term starts before
  * p + lo.  Always inlined into one
  * copy per mode (avx512_terms_by_mode), so that no loop tests the mode.
@@ -451,7 +414,7 @@ enum avx512_stop {
 AVX512 static inline __attribute__((always_inline)) void
 avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
     const uint8_t *p, size_t lo, struct avx512_chunk *ck, size_t n,
-    const enum avx512_stop stop_mode, const int fmix)
+    const enum simhash_stop stop_mode, const int fmix)
 {
 	const struct simhash *sh = acc->sh;
 	const struct simhash_stoptab *tab = &sh->tab;
@@ -461,8 +424,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	const __m128i shift = _mm_cvtsi32_si128((int)tab->shift);
 	const __m512i slotmask = _mm512_set1_epi64(((long long)1 << tab->bits) -
 	    1);
-	const int stop = stop_mode != AVX512_STOP_NONE;
-	const int fast_stop = stop_mode == AVX512_STOP_TABLE;
+	const int stop = stop_mode != SIMHASH_STOP_NONE;
+	const int fast_stop = stop_mode == SIMHASH_STOP_TABLE;
 	size_t g, ng = (n + 7) / 8, nl = 0, j;
 	uint64_t nterms = 0;
 	unsigned n8;
@@ -556,7 +519,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 			cm &= ~eq;
 		} else if (stop) {
 			for (j = 0; j < 8; j++)
-				if ((cm >> j & 1) && avx512_stop_slow(sh, p, lo,
+				if ((cm >> j & 1) && simhash_stop_slow(sh, p, lo,
 				    ck->end[8 * g + j]))
 					cm &= (__mmask8)~(1u << j);
 		}
@@ -568,7 +531,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 			while (vlong) {
 				j = (size_t)__builtin_ctz(vlong);
 				vlong &= (__mmask8)(vlong - 1);
-				avx512_long_term(acc, p, lo,
+				simhash_long_term(acc, p, lo,
 				    ck->end[8 * g + j]);
 			}
 		}
@@ -599,12 +562,12 @@ name(struct simhash_acc *acc, struct avx512_state *st, const uint8_t *p,	\
 {									\
 	avx512_terms(acc, st, p, lo, ck, n, stop_mode, fmix);		\
 }
-AVX512_TERMS(avx512_terms_none_fmix, AVX512_STOP_NONE, 1)
-AVX512_TERMS(avx512_terms_none_sdbm, AVX512_STOP_NONE, 0)
-AVX512_TERMS(avx512_terms_table_fmix, AVX512_STOP_TABLE, 1)
-AVX512_TERMS(avx512_terms_table_sdbm, AVX512_STOP_TABLE, 0)
-AVX512_TERMS(avx512_terms_slow_fmix, AVX512_STOP_SLOW, 1)
-AVX512_TERMS(avx512_terms_slow_sdbm, AVX512_STOP_SLOW, 0)
+AVX512_TERMS(avx512_terms_none_fmix, SIMHASH_STOP_NONE, 1)
+AVX512_TERMS(avx512_terms_none_sdbm, SIMHASH_STOP_NONE, 0)
+AVX512_TERMS(avx512_terms_table_fmix, SIMHASH_STOP_TABLE, 1)
+AVX512_TERMS(avx512_terms_table_sdbm, SIMHASH_STOP_TABLE, 0)
+AVX512_TERMS(avx512_terms_slow_fmix, SIMHASH_STOP_SLOW, 1)
+AVX512_TERMS(avx512_terms_slow_sdbm, SIMHASH_STOP_SLOW, 0)
 #undef AVX512_TERMS
 
 typedef void (*avx512_terms_fn)(struct simhash_acc *, struct avx512_state *,
@@ -619,10 +582,7 @@ avx512_terms_by_mode(const struct simhash_acc *acc)
 		{ avx512_terms_table_sdbm, avx512_terms_table_fmix },
 		{ avx512_terms_slow_sdbm, avx512_terms_slow_fmix },
 	};
-	enum avx512_stop m = !acc->stop ? AVX512_STOP_NONE :
-	    acc->sh->have_tab ? AVX512_STOP_TABLE : AVX512_STOP_SLOW;
-
-	return fns[m][acc->fmix != 0];
+	return fns[simhash_stop_mode(acc)][acc->fmix != 0];
 }
 
 AVX512 static void
@@ -639,15 +599,8 @@ avx512_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 
 	if (n == 0)
 		return;
-	if (acc->part_len > 0) {
-		/* Finish the carried term the scalar way. */
-		if ((q = memchr(p, ' ', n)) == NULL) {
-			simhash_scalar_run(acc, p, n);
-			return;
-		}
-		s = (size_t)(q - p);
-		simhash_scalar_run(acc, p, s + 1);
-	}
+	if (acc->part_len > 0 && (s = simhash_finish_carried(acc, p, n)) == n)
+		return;
 	if (final)
 		t = n;		/* the end of the document ends a term */
 	else if ((q = memrchr(p + s, ' ', n - s)) != NULL)

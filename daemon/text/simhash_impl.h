@@ -174,6 +174,40 @@ void simhash_acc_term(struct simhash_acc *acc, uint64_t sdbm,
     const uint8_t *term, size_t len);
 /* Counts the queued hashes. */
 void simhash_acc_flush(struct simhash_acc *acc);
+/*
+ * A term a vector kernel left aside (16 bytes or more), ending at p + e
+ * and starting at p + lo or after: hashed and counted the scalar way.
+ */
+void simhash_long_term(struct simhash_acc *acc, const uint8_t *p, size_t lo,
+    size_t e);
+/* Whether the term ending at p + e (from p + lo or after) is a stop word,
+ * for lists beyond the table. */
+int simhash_stop_slow(const struct simhash *sh, const uint8_t *p, size_t lo,
+    size_t e);
+/*
+ * Finishes the term carried into a window p[0..n) the scalar way: returns
+ * the offset of the SPACE that ends it, or n when the window has none (all
+ * of it went to the term).
+ */
+size_t simhash_finish_carried(struct simhash_acc *acc, const uint8_t *p,
+    size_t n);
+
+/*
+ * How a document's stop words are removed, for kernels that keep one copy
+ * of their term passes per way (a loop then never tests it).
+ */
+enum simhash_stop {
+	SIMHASH_STOP_NONE,	/* preprocessed input, or no list */
+	SIMHASH_STOP_TABLE,	/* the perfect hash table */
+	SIMHASH_STOP_SLOW,	/* a list too large for it */
+};
+
+static inline enum simhash_stop
+simhash_stop_mode(const struct simhash_acc *acc)
+{
+	return !acc->stop ? SIMHASH_STOP_NONE : acc->sh->have_tab ?
+	    SIMHASH_STOP_TABLE : SIMHASH_STOP_SLOW;
+}
 /* The portable count and finish, on cnt. */
 void simhash_count_scalar(struct simhash_acc *acc, const uint64_t *h,
     size_t n);

@@ -335,13 +335,9 @@ simhash_scalar_kernel_run(struct simhash_acc *acc, struct simhash_scratch *sc,
 		return;
 	/* Windows are at most SIMHASH_WINDOW (te's 16 bits). */
 	if (acc->part_len > 0) {
-		/* Finish the carried term the other way. */
-		if ((q = memchr(p, ' ', n)) == NULL) {
-			simhash_scalar_run(acc, p, n);
+		if ((s = simhash_finish_carried(acc, p, n)) == n)
 			return;
-		}
-		s = (size_t)(q - p) + 1;
-		simhash_scalar_run(acc, p, s);
+		s++;
 	}
 	if (final)
 		t = n;
