@@ -1185,6 +1185,19 @@ struct inflight {
 };
 
 /*
+ * Batch k of the *nfl in flight is answered: the last takes its place,
+ * and its slot of positions goes to the free ones after them.
+ */
+static void
+inflight_retire(struct inflight *fl, size_t *nfl, size_t k)
+{
+	size_t *slot = fl[k].pos;
+
+	fl[k] = fl[--*nfl];
+	fl[*nfl].pos = slot;
+}
+
+/*
  * Waits for the reply to one of the nfl batches in flight: returns its
  * index, with the reply in *rp, or (size_t)-1 when the connection failed
  * or the reply is to no batch of ours (a refusal of the connection, id 0).
@@ -1301,7 +1314,7 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 	memset(results, 0, n * sizeof(*results));
 	while (done < n) {
 		struct nddd_reply *r;
-		size_t k, *slot;
+		size_t k;
 
 		while (sent < n && nfl < window) {
 			size_t m = n - sent < batch ? n - sent : batch;
@@ -1351,9 +1364,7 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 			fail(c, "batch refused: %s: %s",
 			    nddd_code_name(r->code), r->message);
 		done += fl[k].n;
-		slot = fl[k].pos;
-		fl[k] = fl[--nfl];
-		fl[nfl].pos = slot;
+		inflight_retire(fl, &nfl, k);
 		nddd_reply_free(r);
 		if (progress != NULL)
 			progress(done, arg);
@@ -1432,7 +1443,7 @@ nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 		fl[i].pos = pos + (size_t)i * batch;
 	while (done < n) {
 		struct nddd_reply *r;
-		size_t k, *slot;
+		size_t k;
 
 		while (sent < n && nfl < window) {
 			struct inflight *f = &fl[nfl];
@@ -1496,9 +1507,7 @@ nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 				    "results");
 		}
 		done += fl[k].n;
-		slot = fl[k].pos;
-		fl[k] = fl[--nfl];
-		fl[nfl].pos = slot;
+		inflight_retire(fl, &nfl, k);
 		nddd_reply_free(r);
 		if (progress != NULL)
 			progress(done, arg);

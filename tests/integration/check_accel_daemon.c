@@ -11,7 +11,6 @@
 
 #include <check.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,32 +111,6 @@ START_TEST(test_fpga_sim)
 }
 END_TEST
 
-/*
- * A directory of the harness holding the test plugin from (built next to
- * this program, in ../plugins) as nddd-accel-NAME.so, with mode.
- */
-static char *
-plugin_dir_with(struct harness *h, const char *from, const char *name,
-    mode_t mode)
-{
-	char exe[4096], src[4200], *dir, *dst;
-	ssize_t n;
-
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	ck_assert_int_gt(n, 0);
-	exe[n] = '\0';
-	snprintf(src, sizeof(src), "%s/../plugins/%s%s%s", dirname(exe),
-	    ACCEL_PLUGIN_PREFIX, from, ACCEL_PLUGIN_SUFFIX);
-	ck_assert_int_ne(asprintf(&dir, "%s/plugins", h->dir), -1);
-	ck_assert_int_eq(mkdir(dir, 0755), 0);
-	ck_assert_int_eq(chmod(dir, 0755), 0);
-	ck_assert_int_ne(asprintf(&dst, "%s/%s%s%s", dir, ACCEL_PLUGIN_PREFIX,
-	    name, ACCEL_PLUGIN_SUFFIX), -1);
-	tu_copy_file(src, dst, mode);
-	free(dst);
-	return dir;
-}
-
 /* The configured plugin is group-writable: nddd says so and stops. */
 START_TEST(test_unsafe_plugin_refused)
 {
@@ -147,7 +120,7 @@ START_TEST(test_unsafe_plugin_refused)
 	char *dir, *out = NULL, conf[4600], path[4400];
 
 	harness_init(&h, NULL);
-	dir = plugin_dir_with(&h, "test", "test", 0775);
+	dir = harness_plugin_dir(&h, "test", "test", 0775);
 	snprintf(conf, sizeof(conf), "[simhash]\nstopwords = none\n"
 	    "[accel]\naccelerator = test\nplugin_dir = %s\n", dir);
 	harness_add_conf(&h, conf);
@@ -183,7 +156,7 @@ START_TEST(test_auto_unsafe_dir)
 	char *dir, conf[4600], *log;
 
 	harness_init(&h, NULL);
-	dir = plugin_dir_with(&h, "testdev", "testdev", 0755);
+	dir = harness_plugin_dir(&h, "testdev", "testdev", 0755);
 	snprintf(conf, sizeof(conf), "[simhash]\nstopwords = none\n"
 	    "[accel]\naccelerator = auto\nplugin_dir = %s\n", dir);
 	harness_add_conf(&h, conf);

@@ -16,14 +16,11 @@
  *    of queries only.
  */
 #include <check.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "accel.h"
 #include "corpus.h"
 #include "harness.h"
 #include "simhash_ref.h"
@@ -209,30 +206,6 @@ run_singles(const struct harness *h, const struct tdoc *d, size_t n,
 	nddd_close(c);
 }
 
-/*
- * A directory of the harness holding the test plugin (built next to this
- * program, in ../plugins) as nddd-accel-test.so.
- */
-static char *
-test_plugin_dir(struct harness *h)
-{
-	char exe[4096], src[4200], *dir, *dst;
-	ssize_t n;
-
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	ck_assert_int_gt(n, 0);
-	exe[n] = '\0';
-	snprintf(src, sizeof(src), "%s/../plugins/%stest%s", dirname(exe),
-	    ACCEL_PLUGIN_PREFIX, ACCEL_PLUGIN_SUFFIX);
-	ck_assert_int_ne(asprintf(&dir, "%s/plugins", h->dir), -1);
-	ck_assert_int_eq(mkdir(dir, 0755), 0);
-	ck_assert_int_ne(asprintf(&dst, "%s/%stest%s", dir,
-	    ACCEL_PLUGIN_PREFIX, ACCEL_PLUGIN_SUFFIX), -1);
-	tu_copy_file(src, dst, 0755);
-	free(dst);
-	return dir;
-}
-
 /* _i: 0 on the cpu engine, 1 on the test plugin. */
 START_TEST(test_batches_equal_singles)
 {
@@ -260,7 +233,7 @@ START_TEST(test_batches_equal_singles)
 	harness_add_conf(&a, conf);
 	harness_add_conf(&b, conf);
 	if (_i == 1) {
-		dir = test_plugin_dir(&a);
+		dir = harness_plugin_dir(&a, "test", "test", 0755);
 		snprintf(conf, sizeof(conf), "[accel]\naccelerator = test\n"
 		    "plugin_dir = %s\n", dir);
 		harness_add_conf(&a, conf);

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,11 +15,13 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "accel.h"
 #include "nddd.pb-c.h"
 #include "testutil.h"
 
@@ -341,4 +344,30 @@ harness_raw_call(const struct harness *h, const Nddd__V1__Request *req)
 	close(fd);
 	ck_assert_ptr_nonnull(r);
 	return r;
+}
+
+/*
+ * A directory of the harness holding the test plugin from (built next to
+ * this program, in ../plugins) as nddd-accel-NAME.so, with mode.
+ */
+char *
+harness_plugin_dir(struct harness *h, const char *from, const char *name,
+    mode_t mode)
+{
+	char exe[4096], src[4200], *dir, *dst;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ck_assert_int_gt(n, 0);
+	exe[n] = '\0';
+	snprintf(src, sizeof(src), "%s/../plugins/%s%s%s", dirname(exe),
+	    ACCEL_PLUGIN_PREFIX, from, ACCEL_PLUGIN_SUFFIX);
+	ck_assert_int_ne(asprintf(&dir, "%s/plugins", h->dir), -1);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ck_assert_int_ne(asprintf(&dst, "%s/%s%s%s", dir, ACCEL_PLUGIN_PREFIX,
+	    name, ACCEL_PLUGIN_SUFFIX), -1);
+	tu_copy_file(src, dst, mode);
+	free(dst);
+	return dir;
 }

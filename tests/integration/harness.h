@@ -75,4 +75,12 @@ bool harness_raw_closed(int fd);
 Nddd__V1__Response *harness_raw_call(const struct harness *h,
     const Nddd__V1__Request *req);
 
+/*
+ * A directory of the harness holding the test plugin from (built next to
+ * the test program, in ../plugins) as nddd-accel-NAME.so, with mode; the
+ * caller frees the path.
+ */
+char *harness_plugin_dir(struct harness *h, const char *from,
+    const char *name, mode_t mode);
+
 #endif
