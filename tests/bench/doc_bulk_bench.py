@@ -232,8 +232,9 @@ def main():
             figures.append(("python-query", time.perf_counter() - t0))
             answered = sum(1 for x in res if x.ok)
         del res
-        print("python: %d stored, %d answered by query (the others have "
-              "no terms)" % (stored, answered))
+        print("python: %d of %d documents stored, %d answered by query "
+              "(a document without terms is refused)"
+              % (stored, len(docs), answered))
         d.close()
         daemons.remove(d)
 
