@@ -594,35 +594,32 @@ nddd_set_max_frame(nddd_client *c, size_t max_frame)
 	c->max_frame = max_frame > 0 ? max_frame : NDDD_DEFAULT_MAX_FRAME;
 }
 
-/* Bytes of a varint. */
-static size_t
-varint_size(uint64_t v)
+/* The DocSubmit message of d, pointing at d's bytes. */
+static void
+doc_submit_of(Nddd__V1__DocSubmit *m, const struct nddd_doc_item *d)
 {
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* Bytes of a length-delimited field of len bytes (absent when empty). */
-static size_t
-bytes_field_size(size_t len)
-{
-	return len > 0 ? 1 + varint_size(len) + len : 0;
+	nddd__v1__doc_submit__init(m);
+	m->url.data = (uint8_t *)d->url;
+	m->url.len = d->url_len;
+	m->body.data = (uint8_t *)d->body;
+	m->body.len = d->body_len;
+	m->format = d->format == NDDD_HTML ? NDDD__V1__DOC_FORMAT__HTML :
+	    NDDD__V1__DOC_FORMAT__TEXT;
+	m->query_only = d->query_only != 0;
 }
 
 size_t
 nddd_doc_item_size(const struct nddd_doc_item *d)
 {
-	size_t inner = bytes_field_size(d->url_len) +
-	    bytes_field_size(d->body_len) + (d->format == NDDD_HTML ? 2 : 0) +
-	    (d->query_only ? 2 : 0);
+	Nddd__V1__DocSubmit m;
+	size_t inner, len;
 
-	/* DocBatch.docs: a tag, a length, the DocSubmit. */
-	return 1 + varint_size(inner) + inner;
+	doc_submit_of(&m, d);
+	inner = nddd__v1__doc_submit__get_packed_size(&m);
+	/* DocBatch.docs: a one-byte tag, the length's varint, the DocSubmit. */
+	for (len = 1; inner >> (7 * len) != 0; len++)
+		;
+	return 1 + len + inner;
 }
 
 /* The most bytes of documents one frame of c can carry. */
@@ -672,17 +669,8 @@ nddd_send_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 		return fail(c, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
-		Nddd__V1__DocSubmit *d = &items[i];
-
-		nddd__v1__doc_submit__init(d);
-		d->url.data = (uint8_t *)docs[i].url;
-		d->url.len = docs[i].url_len;
-		d->body.data = (uint8_t *)docs[i].body;
-		d->body.len = docs[i].body_len;
-		d->format = docs[i].format == NDDD_HTML ?
-		    NDDD__V1__DOC_FORMAT__HTML : NDDD__V1__DOC_FORMAT__TEXT;
-		d->query_only = docs[i].query_only != 0;
-		ptrs[i] = d;
+		doc_submit_of(&items[i], &docs[i]);
+		ptrs[i] = &items[i];
 	}
 	batch.n_docs = n;
 	batch.docs = ptrs;

@@ -900,19 +900,19 @@ static void
 batch_run(struct op_call *call, struct doc_batch *b)
 {
 	const struct simhash *sh = accel_inline_engine(call->svc->acc);
-	bool todo = false;
+	bool to_compute = false;
 
 	for (size_t i = 0; i < b->n; i++)
 		if (b->items[i].code == NDDD__V1__CODE__OK)
-			todo = true;
-	if (sh != NULL && todo)
+			to_compute = true;
+	if (sh != NULL && to_compute)
 		batch_fingerprint_inline(b, sh, call->ctx);
 	if (batch_failed_whole(b)) {
 		batch_answer(b, call->reply);
 		batch_free(b);
 		return;
 	}
-	if (b->nstore == 0 && (sh != NULL || !todo)) {
+	if (b->nstore == 0 && (sh != NULL || !to_compute)) {
 		batch_answer_queries(b, call->reply, call->ctx->reader);
 		batch_free(b);
 		return;
