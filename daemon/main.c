@@ -25,6 +25,7 @@
 
 #include "accel.h"
 #include "auth.h"
+#include "clock.h"
 #include "config.h"
 #include "dispatch.h"
 #include "docset.h"
@@ -462,6 +463,13 @@ main(int argc, char **argv)
 		log_warnx("running as root (--allow-root)");
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit(&d.cfg);
+	/* Tests make times to live pass without waiting for them. */
+	if (getenv("NDDD_TEST_CLOCK") != NULL) {
+		if (clock_wall_from_file(getenv("NDDD_TEST_CLOCK")) == -1)
+			fatal("NDDD_TEST_CLOCK %s", getenv("NDDD_TEST_CLOCK"));
+		log_warnx("the wall clock is read from %s (NDDD_TEST_CLOCK): "
+		    "for tests only", getenv("NDDD_TEST_CLOCK"));
+	}
 
 	open_everything(&d);
 	log_info("nddd %s listening on %s%s%s%s, data in %s", NDDD_VERSION,

@@ -33,6 +33,28 @@ validate_url_delete(const Nddd__V1__Request *req,
 }
 
 static Nddd__V1__Code
+validate_namespace_set(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	const Nddd__V1__NamespaceSet *ns = req->namespace_set;
+
+	(void)lim;
+	return urlreq_namespace_validate(ns != NULL ? ns->name : NULL,
+	    ns != NULL ? ns->default_ttl_seconds : 0, false, message);
+}
+
+static Nddd__V1__Code
+validate_namespace_drop(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	const Nddd__V1__NamespaceDrop *ns = req->namespace_drop;
+
+	(void)lim;
+	return urlreq_namespace_validate(ns != NULL ? ns->name : NULL, 0,
+	    true, message);
+}
+
+static Nddd__V1__Code
 validate_nothing_known(const Nddd__V1__Request *req,
     const struct request_limits *lim, const char **message)
 {
@@ -77,7 +99,7 @@ static const struct operation operations[] = {
 	    ROLE_READ, NULL, validate_url_check, urlreq_check },
 	{ "url_delete", NDDD__V1__REQUEST__OP_URL_DELETE, REPLY_PER_ITEM,
 	    ROLE_ADMIN, NULL, validate_url_delete, urlreq_delete },
-	{ "stats", NDDD__V1__REQUEST__OP_STATS, REPLY_SMALL,
+	{ "stats", NDDD__V1__REQUEST__OP_STATS, REPLY_STATS,
 	    ROLE_READ, NULL, NULL, statsreq_run },
 	{ "verify", NDDD__V1__REQUEST__OP_VERIFY, REPLY_SMALL,
 	    ROLE_ADMIN, NULL, NULL, verifyreq_start },
@@ -91,6 +113,10 @@ static const struct operation operations[] = {
 	    ROLE_ADMIN, NULL, NULL, docreq_delete },
 	{ "doc_batch", NDDD__V1__REQUEST__OP_DOC_BATCH, REPLY_PER_DOCUMENT,
 	    ROLE_WRITE, role_of_doc_batch, validate_doc_batch, docreq_batch },
+	{ "namespace_set", NDDD__V1__REQUEST__OP_NAMESPACE_SET, REPLY_SMALL,
+	    ROLE_ADMIN, NULL, validate_namespace_set, urlreq_namespace_set },
+	{ "namespace_drop", NDDD__V1__REQUEST__OP_NAMESPACE_DROP, REPLY_SMALL,
+	    ROLE_ADMIN, NULL, validate_namespace_drop, urlreq_namespace_drop },
 	/* Undecodable, or naming nothing known: who may learn that is the
 	 * same as who may do anything. */
 	{ "invalid", NDDD__V1__REQUEST__OP__NOT_SET, REPLY_SMALL,
@@ -170,6 +196,9 @@ operation_reply_bound(Nddd__V1__Request__OpCase op_case, size_t items,
 	case REPLY_PER_DOCUMENT:
 		return items > DOCREQ_BATCH_MAX ? REPLY_SMALL_MAX :
 		    docreq_batch_reply_bound(items);
+	case REPLY_STATS:
+		return REPLY_SMALL_MAX + STATSREQ_NAMESPACES_MAX *
+		    STATSREQ_NAMESPACE_BYTES;
 	case REPLY_SMALL:
 		break;
 	}

@@ -23,6 +23,8 @@
  */
 enum reply_size {
 	REPLY_SMALL,		/* a status, or a fixed set of figures */
+	REPLY_STATS,		/* stats: figures, and the namespaces (at
+				   most STATSREQ_NAMESPACES_MAX) */
 	REPLY_PER_ITEM,		/* a result for each item of a batch */
 	REPLY_DOCUMENT,		/* a document and its neighbours, at most
 				   request_limits.doc_reply_max */
@@ -33,9 +35,10 @@ enum reply_size {
 /* The most a REPLY_SMALL reply or an error takes (verify's detail is
  * 256 bytes, stats' strings under 200). */
 #define REPLY_SMALL_MAX 4096
-/* The most one item of a batch adds: its count (10 bytes) and, if it
- * failed, its error (index, code and a message under 64 bytes). */
-#define REPLY_ITEM_MAX 96
+/* The most one item of a batch adds: its count and times (4 numbers of up
+ * to 11 bytes) and, if it failed, its error (index, code and a message
+ * under 64 bytes). */
+#define REPLY_ITEM_MAX 128
 
 struct operation {
 	const char *name;

@@ -117,7 +117,7 @@ request_peek(const uint8_t *payload, size_t len,
     Nddd__V1__Request__OpCase *op_case, size_t *items)
 {
 	const uint8_t *p = payload, *end = payload + len, *value;
-	size_t per_op[NDDD__V1__REQUEST__OP_DOC_BATCH + 1] = { 0 };
+	size_t per_op[NDDD__V1__REQUEST__OP_NAMESPACE_DROP + 1] = { 0 };
 	uint64_t field;
 	size_t vlen;
 
@@ -130,7 +130,7 @@ request_peek(const uint8_t *payload, size_t len,
 			return false;
 		/* The oneof's cases are its fields' numbers. */
 		if (field < NDDD__V1__REQUEST__OP_URL_SUBMIT ||
-		    field > NDDD__V1__REQUEST__OP_DOC_BATCH)
+		    field > NDDD__V1__REQUEST__OP_NAMESPACE_DROP)
 			continue;
 		*op_case = (Nddd__V1__Request__OpCase)field;
 		/* A message field given twice is merged: its items add up. */

@@ -3,6 +3,7 @@
  */
 #include "statsreq.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 #include <event2/buffer.h>
@@ -61,6 +62,9 @@ statsreq_run(struct op_call *call)
 	Nddd__V1__UrlStoreStats uss = NDDD__V1__URL_STORE_STATS__INIT;
 	const struct urlset_stats *us;
 	struct daemon_stats s;
+	Nddd__V1__NamespaceInfo *nsi = NULL, **nsp = NULL;
+	struct urlns_info *list = NULL;
+	size_t nns = 0;
 
 	statsreq_gather(call->svc, call->ctx->reader, &s);
 	if (s.docs_status != STORE_OK) {
@@ -121,11 +125,36 @@ statsreq_run(struct op_call *call)
 		res.url_store = &uss;
 		res.store_bytes = s.store_bytes;
 		res.connections = s.connections;
+		res.urls_dropping = us->dropping;
+		res.urls_expired = us->expired;
+		list = urlns_list(urlset_namespaces(call->svc->us), &nns);
+		/* The dropped ones, last, are counted in urls_dropping. */
+		while (list != NULL && nns > 0 && list[nns - 1].dropping)
+			nns--;
+		if (nns > STATSREQ_NAMESPACES_MAX)
+			nns = STATSREQ_NAMESPACES_MAX;
+		if (list != NULL && nns > 0 &&
+		    (nsi = calloc(nns, sizeof(*nsi))) != NULL &&
+		    (nsp = calloc(nns, sizeof(*nsp))) != NULL) {
+			for (size_t i = 0; i < nns; i++) {
+				nddd__v1__namespace_info__init(&nsi[i]);
+				nsi[i].name = list[i].name;
+				nsi[i].urls = list[i].urls;
+				nsi[i].default_ttl_seconds =
+				    list[i].default_ttl_ms / 1000;
+				nsp[i] = &nsi[i];
+			}
+			res.n_namespaces = nns;
+			res.namespaces = nsp;
+		}
 	}
 	resp.id = call->reply->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_STATS;
 	resp.stats = &res;
 	reply_message(call->reply, &resp.base);
+	free(nsi);
+	free(nsp);
+	free(list);
 }
 
 void
@@ -173,6 +202,12 @@ statsreq_render_gauges(const struct req_services *svc,
 	    "Memory of the URL filter.", (double)s->filter_bytes);
 	metrics_render_value(out, "nddd_url_checks_total", "counter",
 	    "URLs checked.", (double)s->urls.checks);
+	metrics_render_value(out, "nddd_urls_expired_total", "counter",
+	    "URLs reclaimed after their time to live.",
+	    (double)s->urls.expired);
+	metrics_render_value(out, "nddd_urls_dropping", "gauge",
+	    "URLs of dropped namespaces not yet forgotten.",
+	    (double)s->urls.dropping);
 	metrics_render_value(out, "nddd_url_checks_filter_only_total",
 	    "counter", "URL checks answered by the filter alone.",
 	    (double)s->urls.checks_filter_only);

@@ -22,6 +22,11 @@
 struct evbuffer;
 struct store_txn;
 
+/* The namespaces stats lists, at most (the default one first, then by
+ * name, then the dropped ones), and the bytes each takes at most. */
+#define STATSREQ_NAMESPACES_MAX		1024
+#define STATSREQ_NAMESPACE_BYTES	96
+
 struct daemon_stats {
 	uint64_t uptime_seconds;
 	struct urlset_stats urls;

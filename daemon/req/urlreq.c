@@ -3,10 +3,12 @@
  */
 #include "urlreq.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
+#include "clock.h"
 #include "reply.h"
 #include "store.h"
 
@@ -37,6 +39,22 @@ batch_len(const Nddd__V1__UrlBatch *batch)
 	    batch->n_urls;
 }
 
+/* OK, or INVALID_ARGUMENT for a namespace name or a time to live that
+ * cannot be. */
+static Nddd__V1__Code
+check_namespace(const char *name, uint64_t ttl_seconds, const char **message)
+{
+	if (name != NULL &&
+	    (*message = urlns_check_name(name, strlen(name))) != NULL)
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	if (ttl_seconds > URLSET_TTL_MAX_MS / 1000) {
+		*message = "a time to live is at most 100 years "
+		    "(3155760000 seconds)";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	return NDDD__V1__CODE__OK;
+}
+
 Nddd__V1__Code
 urlreq_validate(const Nddd__V1__UrlBatch *batch,
     const struct request_limits *lim, const char **message)
@@ -62,12 +80,57 @@ urlreq_validate(const Nddd__V1__UrlBatch *batch,
 		*message = "unknown durability";
 		return NDDD__V1__CODE__INVALID_ARGUMENT;
 	}
-	return NDDD__V1__CODE__OK;
+	return check_namespace(batch->namespace_, batch->ttl_seconds, message);
+}
+
+/* A batch's answers, per item of the request. */
+struct batch_results {
+	size_t n;
+	uint64_t *counts;
+	uint64_t *first, *last, *expires;	/* NULL: not asked for */
+};
+
+/* Room in a for the answers to n items; false if memory is short. */
+static bool
+results_init(struct batch_results *br, size_t n, bool with_times)
+{
+	br->n = n;
+	br->counts = calloc(n + 1, sizeof(*br->counts));
+	br->first = br->last = br->expires = NULL;
+	if (br->counts == NULL)
+		return false;
+	if (!with_times)
+		return true;
+	br->first = calloc(n + 1, sizeof(*br->first));
+	br->last = calloc(n + 1, sizeof(*br->last));
+	br->expires = calloc(n + 1, sizeof(*br->expires));
+	return br->first != NULL && br->last != NULL && br->expires != NULL;
+}
+
+static void
+results_free(struct batch_results *br)
+{
+	free(br->counts);
+	free(br->first);
+	free(br->last);
+	free(br->expires);
+}
+
+/* Item pos's answer: the URL's state. */
+static void
+results_set(struct batch_results *br, size_t pos, const struct url_state *st)
+{
+	br->counts[pos] = st->count;
+	if (br->first == NULL)
+		return;
+	br->first[pos] = st->first_seen_ms;
+	br->last[pos] = st->last_seen_ms;
+	br->expires[pos] = st->expires_ms;
 }
 
 /* Appends a UrlResults reply to r. */
 static void
-write_results(struct reply *r, uint64_t *counts, size_t n,
+write_results(struct reply *r, const struct batch_results *br,
     const struct bad_item *bad, size_t nbad)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
@@ -94,8 +157,15 @@ write_results(struct reply *r, uint64_t *counts, size_t n,
 			errp[i] = &errs[i];
 		}
 	}
-	res.n_counts = n;
-	res.counts = counts;
+	res.n_counts = br->n;
+	res.counts = br->counts;
+	if (br->first != NULL) {
+		res.n_first_seen_ms = res.n_last_seen_ms =
+		    res.n_expires_ms = br->n;
+		res.first_seen_ms = br->first;
+		res.last_seen_ms = br->last;
+		res.expires_ms = br->expires;
+	}
 	res.n_errors = nbad;
 	res.errors = errp;
 	resp.id = r->id;
@@ -108,10 +178,13 @@ out:
 	free(sts);
 }
 
+static void derive_url_keys(struct urlset *us, struct url_keyer *k,
+    const Nddd__V1__UrlBatch *batch, struct batch_keys *bk);
+
 /*
- * Derives the keys of a batch into bk, whose arrays hold its items.  Returns
- * NULL, or why the whole batch is refused (digests of another
- * canonicalization).
+ * Derives the keys of a batch into bk, whose arrays hold its items, in the
+ * batch's namespace.  Returns NULL, or why the whole batch is refused
+ * (digests of another canonicalization).
  */
 static const char *
 derive_keys(struct urlset *us, struct url_keyer *k,
@@ -129,8 +202,21 @@ derive_keys(struct urlset *us, struct url_keyer *k,
 			bk->pos[bk->nkeys++] = (uint32_t)i;
 			bk->valid[i] = true;
 		}
-		return NULL;
-	}
+	} else
+		derive_url_keys(us, k, batch, bk);
+	if (batch != NULL && batch->namespace_ != NULL &&
+	    batch->namespace_[0] != '\0')
+		for (size_t i = 0; i < bk->nkeys; i++)
+			urlset_key_namespace(k, batch->namespace_,
+			    strlen(batch->namespace_), &bk->keys[i]);
+	return NULL;
+}
+
+/* The keys of a batch of URLs (derive_keys). */
+static void
+derive_url_keys(struct urlset *us, struct url_keyer *k,
+    const Nddd__V1__UrlBatch *batch, struct batch_keys *bk)
+{
 	for (size_t i = 0; i < bk->n; i++) {
 		const ProtobufCBinaryData *url = &batch->urls[i];
 		const char *cause;
@@ -145,7 +231,14 @@ derive_keys(struct urlset *us, struct url_keyer *k,
 		urlset_prefetch(us, &bk->keys[bk->nkeys]);
 		bk->pos[bk->nkeys++] = (uint32_t)i;
 	}
-	return NULL;
+}
+
+/* The namespace a batch names, "" for none. */
+static const char *
+batch_namespace(const Nddd__V1__UrlBatch *batch)
+{
+	return batch != NULL && batch->namespace_ != NULL ?
+	    batch->namespace_ : "";
 }
 
 void
@@ -156,19 +249,19 @@ urlreq_check(struct op_call *call)
 	struct arena *a = &call->ctx->arena;
 	struct reply *r = call->reply;
 	struct batch_keys bk = { .n = batch_len(batch) };
+	struct batch_results br;
 	struct urlset_tally tally = { 0 };
-	uint64_t *counts, *kcounts;
-	const char *refused;
+	struct url_state *states;
+	const char *refused, *ns = batch_namespace(batch);
 	int rc;
 
 	bk.keys = arena_alloc(a, bk.n * sizeof(*bk.keys) + 1);
 	bk.pos = arena_alloc(a, bk.n * sizeof(*bk.pos) + 1);
 	bk.valid = arena_alloc(a, bk.n * sizeof(*bk.valid) + 1);
 	bk.bad = arena_alloc(a, bk.n * sizeof(*bk.bad) + 1);
-	counts = arena_alloc(a, bk.n * sizeof(*counts) + 1);
-	kcounts = arena_alloc(a, bk.n * sizeof(*kcounts) + 1);
+	states = arena_alloc(a, bk.n * sizeof(*states) + 1);
 	if (bk.keys == NULL || bk.pos == NULL || bk.valid == NULL ||
-	    bk.bad == NULL || counts == NULL || kcounts == NULL) {
+	    bk.bad == NULL || states == NULL) {
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
@@ -177,17 +270,23 @@ urlreq_check(struct op_call *call)
 		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT, refused);
 		return;
 	}
-	rc = urlset_check(us, call->ctx->urls, bk.keys, NULL, bk.nkeys,
-	    kcounts, &tally);
+	rc = urlset_check(us, call->ctx->urls, urlns_find(urlset_namespaces(us),
+	    ns, strlen(ns), NULL), clock_wall_ms(), bk.keys, NULL, bk.nkeys,
+	    states, &tally);
 	urlset_add_tally(us, &tally);
 	if (rc != STORE_OK) {
 		reply_store_error(r, rc);
 		return;
 	}
-	memset(counts, 0, bk.n * sizeof(*counts));
+	if (!results_init(&br, bk.n, batch != NULL && batch->with_times)) {
+		results_free(&br);
+		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
+		return;
+	}
 	for (size_t i = 0; i < bk.nkeys; i++)
-		counts[bk.pos[i]] = kcounts[i];
-	write_results(r, counts, bk.n, bk.bad, bk.nbad);
+		results_set(&br, bk.pos[i], &states[i]);
+	write_results(r, &br, bk.bad, bk.nbad);
+	results_free(&br);
 }
 
 /* A url_submit or url_delete request travelling through the URL writer. */
@@ -195,8 +294,8 @@ struct url_job {
 	struct urlset_job uj;
 	struct reply reply;
 	struct batch_keys bk;
-	uint64_t *counts;		/* per item of the request */
-	uint64_t *kcounts;		/* per key */
+	struct batch_results br;	/* per item of the request */
+	struct url_state *states;	/* per key */
 };
 
 static void
@@ -206,8 +305,8 @@ url_job_free(struct url_job *j)
 	free(j->bk.pos);
 	free(j->bk.valid);
 	free(j->bk.bad);
-	free(j->counts);
-	free(j->kcounts);
+	results_free(&j->br);
+	free(j->states);
 	free(j);
 }
 
@@ -218,13 +317,29 @@ url_job_done(struct urlset_job *uj)
 
 	if (uj->status == STORE_OK) {
 		for (size_t i = 0; i < j->bk.nkeys; i++)
-			j->counts[j->bk.pos[i]] = j->kcounts[i];
-		write_results(&j->reply, j->counts, j->bk.n, j->bk.bad,
-		    j->bk.nbad);
-	} else
+			results_set(&j->br, j->bk.pos[i], &j->states[i]);
+		write_results(&j->reply, &j->br, j->bk.bad, j->bk.nbad);
+	} else if (uj->refused != NULL)
+		reply_error(&j->reply, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
+		    uj->refused);
+	else
 		reply_store_error(&j->reply, uj->status);
 	reply_finish(&j->reply);
 	url_job_free(j);
+}
+
+/* The durability a batch asks for, the server's by default. */
+static enum urlset_durability
+durability_of(const struct op_call *call, const Nddd__V1__UrlBatch *batch)
+{
+	switch (batch->durability) {
+	case NDDD__V1__DURABILITY__DURABLE:
+		return URLSET_DURABLE;
+	case NDDD__V1__DURABILITY__RELAXED:
+		return URLSET_RELAXED;
+	default:
+		return call->svc->durability;
+	}
 }
 
 /*
@@ -248,10 +363,10 @@ mutate(struct op_call *call, enum urlset_op op,
 	j->bk.pos = malloc(n * sizeof(*j->bk.pos) + 1);
 	j->bk.valid = malloc(n * sizeof(*j->bk.valid) + 1);
 	j->bk.bad = malloc(n * sizeof(*j->bk.bad) + 1);
-	j->counts = calloc(n + 1, sizeof(*j->counts));
-	j->kcounts = calloc(n + 1, sizeof(*j->kcounts));
-	if (j->bk.keys == NULL || j->bk.pos == NULL || j->bk.valid == NULL ||
-	    j->bk.bad == NULL || j->counts == NULL || j->kcounts == NULL)
+	j->states = calloc(n + 1, sizeof(*j->states));
+	if (!results_init(&j->br, n, batch != NULL && batch->with_times) ||
+	    j->bk.keys == NULL || j->bk.pos == NULL || j->bk.valid == NULL ||
+	    j->bk.bad == NULL || j->states == NULL)
 		goto nomem;
 	if ((refused = derive_keys(us, call->ctx->keyer, batch, &j->bk)) !=
 	    NULL) {
@@ -262,26 +377,17 @@ mutate(struct op_call *call, enum urlset_op op,
 	}
 	if (j->bk.nkeys == 0) {
 		/* Nothing to write. */
-		write_results(call->reply, j->counts, n, j->bk.bad,
-		    j->bk.nbad);
+		write_results(call->reply, &j->br, j->bk.bad, j->bk.nbad);
 		url_job_free(j);
 		return;
 	}
 	j->uj.op = op;
-	switch (batch->durability) {
-	case NDDD__V1__DURABILITY__DURABLE:
-		j->uj.durability = URLSET_DURABLE;
-		break;
-	case NDDD__V1__DURABILITY__RELAXED:
-		j->uj.durability = URLSET_RELAXED;
-		break;
-	default:
-		j->uj.durability = call->svc->durability;
-		break;
-	}
+	j->uj.durability = durability_of(call, batch);
+	snprintf(j->uj.ns, sizeof(j->uj.ns), "%s", batch_namespace(batch));
+	j->uj.ttl_ms = batch->ttl_seconds * 1000;
 	j->uj.keys = j->bk.keys;
 	j->uj.n = j->bk.nkeys;
-	j->uj.counts = j->kcounts;
+	j->uj.states = j->states;
 	j->uj.done = url_job_done;
 	reply_move(&j->reply, call->reply);
 	urlset_submit_job(us, &j->uj);
@@ -302,4 +408,86 @@ void
 urlreq_delete(struct op_call *call)
 {
 	mutate(call, URLSET_DELETE, call->req->url_delete);
+}
+
+Nddd__V1__Code
+urlreq_namespace_validate(const char *name, uint64_t ttl_seconds, bool drop,
+    const char **message)
+{
+	if (drop && (name == NULL || name[0] == '\0')) {
+		*message = "the default namespace cannot be dropped";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	return check_namespace(name, ttl_seconds, message);
+}
+
+/* A namespace_set or namespace_drop travelling through the URL writer. */
+struct ns_job {
+	struct urlset_job uj;
+	struct reply reply;
+	struct urlns_info info;
+};
+
+static void
+ns_job_done(struct urlset_job *uj)
+{
+	struct ns_job *j = (struct ns_job *)uj;
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__NamespaceInfo info = NDDD__V1__NAMESPACE_INFO__INIT;
+
+	if (uj->status == STORE_OK) {
+		info.name = j->info.name;
+		info.urls = j->info.urls;
+		info.default_ttl_seconds = j->info.default_ttl_ms / 1000;
+		resp.id = j->reply.id;
+		resp.result_case = NDDD__V1__RESPONSE__RESULT_NAMESPACE;
+		resp.namespace_ = &info;
+		reply_message(&j->reply, &resp.base);
+	} else if (uj->refused != NULL)
+		reply_error(&j->reply, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
+		    uj->refused);
+	else if (uj->status == STORE_NOTFOUND)
+		reply_error(&j->reply, NDDD__V1__CODE__NOT_FOUND,
+		    "no such namespace");
+	else
+		reply_store_error(&j->reply, uj->status);
+	reply_finish(&j->reply);
+	free(j);
+}
+
+static void
+namespace_job(struct op_call *call, enum urlset_op op, const char *name,
+    uint64_t ttl_seconds)
+{
+	struct ns_job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL) {
+		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		return;
+	}
+	j->uj.op = op;
+	snprintf(j->uj.ns, sizeof(j->uj.ns), "%s", name != NULL ? name : "");
+	j->uj.ttl_ms = ttl_seconds * 1000;
+	j->uj.info = &j->info;
+	j->uj.done = ns_job_done;
+	reply_move(&j->reply, call->reply);
+	urlset_submit_job(call->svc->us, &j->uj);
+}
+
+void
+urlreq_namespace_set(struct op_call *call)
+{
+	const Nddd__V1__NamespaceSet *ns = call->req->namespace_set;
+
+	namespace_job(call, URLSET_NS_SET, ns != NULL ? ns->name : "",
+	    ns != NULL ? ns->default_ttl_seconds : 0);
+}
+
+void
+urlreq_namespace_drop(struct op_call *call)
+{
+	const Nddd__V1__NamespaceDrop *ns = call->req->namespace_drop;
+
+	namespace_job(call, URLSET_NS_DROP, ns != NULL ? ns->name : "", 0);
 }

@@ -1,6 +1,6 @@
 /*
- * urlreq: the URL batch operations of the protocol (url_submit, url_check,
- * url_delete) on top of urlset.
+ * urlreq: the URL operations of the protocol (url_submit, url_check,
+ * url_delete; namespace_set and namespace_drop) on top of urlset.
  *
  * A batch names its URLs, or their digests made by the client with the
  * server's canonicalization (refused whole if it names another).  Each URL
@@ -15,7 +15,9 @@
 #ifndef NDDD_URLREQ_H
 #define NDDD_URLREQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nddd.pb-c.h"
 #include "opcall.h"
@@ -28,9 +30,18 @@
 Nddd__V1__Code urlreq_validate(const Nddd__V1__UrlBatch *batch,
     const struct request_limits *lim, const char **message);
 
+/*
+ * OK, or INVALID_ARGUMENT and a static *message for a namespace name or a
+ * default time to live that cannot be, or (drop) the default namespace.
+ */
+Nddd__V1__Code urlreq_namespace_validate(const char *name,
+    uint64_t ttl_seconds, bool drop, const char **message);
+
 /* The operations' handlers (operation.h). */
 void urlreq_check(struct op_call *call);
 void urlreq_submit(struct op_call *call);
 void urlreq_delete(struct op_call *call);
+void urlreq_namespace_set(struct op_call *call);
+void urlreq_namespace_drop(struct op_call *call);
 
 #endif

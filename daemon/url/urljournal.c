@@ -1,9 +1,12 @@
 /*
  * urljournal: the URL store's journal file.  See urljournal.h.
  *
- * Frame layout, little-endian: magic u32 ("UJF1"), entries u32, sequence
+ * Frame layout, little-endian: magic u32 ("UJF2"), entries u32, sequence
  * u64, crc32c u32 (of the entries count, the sequence and the payload),
- * reserved u32; then per entry fp[16], count u32, first u64, last u64.
+ * reserved u32; then per entry fp[16], count u32, first u64, last u64,
+ * expires u64, namespace u32.  Frames of format 2 ("UJF1") lack the last
+ * two fields (no time to live, the default namespace): a journal left by
+ * the nddd before is replayed all the same.
  */
 #include "urljournal.h"
 
@@ -19,7 +22,9 @@
 #include "le.h"
 #include "log.h"
 
-#define URLJOURNAL_MAGIC	0x31464a55u	/* "UJF1" */
+#define URLJOURNAL_MAGIC	0x32464a55u	/* "UJF2" */
+#define URLJOURNAL_V2_MAGIC	0x31464a55u	/* "UJF1" */
+#define URLJOURNAL_V2_ENTRY_LEN	36
 #define URLJOURNAL_NAME		"urls.journal"
 #define URLJOURNAL_ZERO_CHUNK	(1u << 20)
 
@@ -206,13 +211,17 @@ frame_crc(const uint8_t *hdr, const uint8_t *payload, size_t len)
 }
 
 static void
-entry_decode(const uint8_t *p, struct urlmem_entry *e)
+entry_decode(const uint8_t *p, size_t entry_len, struct urlmem_entry *e)
 {
 	memset(e, 0, sizeof(*e));
 	memcpy(e->fp, p, CBF_FP_LEN);
-	e->count = le_get32(p + 16);
-	e->first_seen_ms = le_get64(p + 20);
-	e->last_seen_ms = le_get64(p + 28);
+	e->st.count = le_get32(p + 16);
+	e->st.first_seen_ms = le_get64(p + 20);
+	e->st.last_seen_ms = le_get64(p + 28);
+	if (entry_len == URLJOURNAL_ENTRY_LEN) {
+		e->st.expires_ms = le_get64(p + 36);
+		e->st.ns = le_get32(p + 44);
+	}
 }
 
 int
@@ -228,8 +237,8 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 	*cause = NULL;
 	*frames = *entries = 0;
 	for (;;) {
-		uint32_t n;
-		size_t len;
+		uint32_t n, magic;
+		size_t len, entry_len;
 
 		if (off + sizeof(hdr) > j->size)
 			break;
@@ -238,16 +247,20 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 				break;
 			goto read_err;
 		}
+		magic = le_get32(hdr);
+		entry_len = magic == URLJOURNAL_V2_MAGIC ?
+		    URLJOURNAL_V2_ENTRY_LEN : URLJOURNAL_ENTRY_LEN;
 		n = le_get32(hdr + 4);
 		seq = le_get64(hdr + 8);
 		/* The first frame may come after the one the store expects
 		 * only if the store lost commits ([store] sync = none and a
 		 * power failure): its frames are all there is. */
-		if (le_get32(hdr) != URLJOURNAL_MAGIC ||
+		if ((magic != URLJOURNAL_MAGIC &&
+		    magic != URLJOURNAL_V2_MAGIC) ||
 		    (seq != want && (off != 0 || seq < want)) ||
-		    n > (j->size - off - sizeof(hdr)) / URLJOURNAL_ENTRY_LEN)
+		    n > (j->size - off - sizeof(hdr)) / entry_len)
 			break;
-		len = (size_t)n * URLJOURNAL_ENTRY_LEN;
+		len = (size_t)n * entry_len;
 		if (len > cap) {
 			free(payload);
 			if ((payload = malloc(len)) == NULL)
@@ -274,8 +287,8 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 		for (uint32_t i = 0; i < n; i++) {
 			struct urlmem_entry e;
 
-			entry_decode(payload + (size_t)i * URLJOURNAL_ENTRY_LEN,
-			    &e);
+			entry_decode(payload + (size_t)i * entry_len,
+			    entry_len, &e);
 			if (fn(&e, arg) == -1) {
 				if (asprintf(cause, "replaying the URL journal:"
 				    " frame %llu cannot be applied",
@@ -344,9 +357,11 @@ urljournal_append(struct urljournal *j, const struct urlmem_entry *e,
 	p = j->buf + URLJOURNAL_FRAME_HEADER;
 	for (size_t i = 0; i < n; i++, p += URLJOURNAL_ENTRY_LEN) {
 		memcpy(p, e[i].fp, CBF_FP_LEN);
-		le_put32(p + 16, e[i].count);
-		le_put64(p + 20, e[i].first_seen_ms);
-		le_put64(p + 28, e[i].last_seen_ms);
+		le_put32(p + 16, e[i].st.count);
+		le_put64(p + 20, e[i].st.first_seen_ms);
+		le_put64(p + 28, e[i].st.last_seen_ms);
+		le_put64(p + 36, e[i].st.expires_ms);
+		le_put32(p + 44, e[i].st.ns);
 	}
 	le_put32(j->buf, URLJOURNAL_MAGIC);
 	le_put32(j->buf + 4, (uint32_t)n);

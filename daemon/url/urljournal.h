@@ -5,8 +5,8 @@
  *
  * Each group of changes the URL writer applies is one frame: a header
  * (magic, number of entries, sequence number, CRC-32C of the rest) and
- * the URLs' new states (fingerprint, count, first and last seen; 36 bytes
- * each).  A durable group is acknowledged once its frame is written and
+ * the URLs' new states (fingerprint, count, first and last seen, expiry,
+ * namespace; 48 bytes each).  A durable group is acknowledged once its frame is written and
  * fdatasync'ed; a relaxed one once it is written (handed to the kernel).
  * When a flush has put every change into the store, recording the last
  * sequence number it holds, the journal starts again at offset 0: the
@@ -33,7 +33,7 @@
 
 #include "urlmem.h"
 
-#define URLJOURNAL_ENTRY_LEN	36
+#define URLJOURNAL_ENTRY_LEN	48
 #define URLJOURNAL_FRAME_HEADER	24
 
 struct urljournal;
@@ -74,7 +74,7 @@ int urljournal_replay(struct urljournal *j, uint64_t after_seq,
 /* Bytes still free in this round. */
 size_t urljournal_room(const struct urljournal *j);
 /*
- * Writes one frame of n entries (their fp, count and times).  Returns 0, or
+ * Writes one frame of n entries (their fp and state).  Returns 0, or
  * -1 with errno (ENOSPC: the disk is full); a failed frame is overwritten
  * by the next one.
  */

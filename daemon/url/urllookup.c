@@ -373,9 +373,7 @@ urlset_lookup_store(struct urlset_reader *rd,
 			continue;
 		urlrec_decode(urlseg_record(k->data, (uint32_t)slot), &r);
 		f->found = true;
-		f->count = r.count;
-		f->first_seen_ms = r.first_seen_ms;
-		f->last_seen_ms = r.last_seen_ms;
+		f->st = r.st;
 		f->seg = k->seg;
 		f->slot = (uint32_t)slot;
 	}
@@ -392,10 +390,24 @@ urlset_lookup_store(struct urlset_reader *rd,
 	return STORE_OK;
 }
 
+/* What a reader of namespace ns at now_ms is told of a URL in state st. */
+static void
+answer(const struct url_state *st, uint32_t ns, uint64_t now_ms,
+    struct url_state *out)
+{
+	if (st->count == 0 || st->ns != ns) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
+	*out = *st;
+	if (!url_state_visible(st, ns, now_ms))
+		out->count = 0;		/* expired: its times tell how long */
+}
+
 int
-urlset_check(struct urlset *us, struct urlset_reader *rd,
-    const struct url_key *keys, const bool *valid, size_t n,
-    uint64_t *counts, struct urlset_tally *tally)
+urlset_check(struct urlset *us, struct urlset_reader *rd, uint32_t ns,
+    uint64_t now_ms, const struct url_key *keys, const bool *valid,
+    size_t n, struct url_state *states, struct urlset_tally *tally)
 {
 	size_t nmaybe = 0, nw, nretry = 0, tries = 0;
 	int rc;
@@ -407,7 +419,7 @@ urlset_check(struct urlset *us, struct urlset_reader *rd,
 		if (valid != NULL && !valid[i])
 			continue;
 		tally->checks++;
-		counts[i] = 0;
+		memset(&states[i], 0, sizeof(states[i]));
 		if (!cbf_maybe(us->filter, keys[i].idx)) {
 			tally->filter_only++;
 			continue;
@@ -448,7 +460,7 @@ urlset_check(struct urlset *us, struct urlset_reader *rd,
 				urlmem_prefetch(us->mem,
 				    keys[rd->which[i + URLSET_PREFETCH]].fp);
 			if (mem && urlmem_lookup(us->mem, keys[k].fp, &e))
-				counts[k] = e.count;
+				answer(&e.st, ns, now_ms, &states[k]);
 			else
 				rd->which[left++] = k;
 		}
@@ -460,7 +472,8 @@ urlset_check(struct urlset *us, struct urlset_reader *rd,
 			uint32_t k = rd->which[i];
 
 			if (rd->found[k].found)
-				counts[k] = rd->found[k].count;
+				answer(&rd->found[k].st, ns, now_ms,
+				    &states[k]);
 		}
 		if (urlmem_generation(us->mem) != gen) {
 			/* A flush ended the table read: read it all again,
@@ -491,6 +504,6 @@ urlset_check(struct urlset *us, struct urlset_reader *rd,
 	urlset_leave(rd);
 	store_reader_end(rd->txn);
 	for (size_t i = 0; i < nmaybe; i++)
-		tally->false_positives += counts[rd->maybe[i]] == 0;
+		tally->false_positives += states[rd->maybe[i]].count == 0;
 	return rc;
 }

@@ -1,10 +1,11 @@
 /*
  * urlmem: the URLs changed since the last flush.  See urlmem.h.
  *
- * A slot is six 64-bit words, each read and written with relaxed atomics:
- * fingerprint (2), count and generation, first seen, last seen, and the
- * sequence counter with the record's original place (segment, 20 bits,
- * and slot, 12 bits: see urlidx.h and urlrec.h).  The writer stores an odd
+ * A slot is eight 64-bit words, one cache line, each read and written with
+ * relaxed atomics: fingerprint (2), count and generation, first seen, last
+ * seen, expiry, namespace, and the sequence counter with the record's
+ * original place (segment, 20 bits, and slot, 12 bits: see urlidx.h and
+ * urlrec.h).  The writer stores an odd
  * sequence, fences (release), writes the words, and stores the even
  * sequence with release; a reader loads the sequence with acquire, copies
  * the words, fences (acquire) and compares.
@@ -19,6 +20,8 @@ struct slot {
 	uint64_t count_gen;		/* count | generation << 32 */
 	uint64_t first_ms;
 	uint64_t last_ms;
+	uint64_t expires_ms;
+	uint64_t ns;
 	uint64_t seq_orig;		/* place | sequence << 32 */
 };
 
@@ -127,9 +130,11 @@ slot_copy(const struct slot *s, uint64_t seq_orig, struct urlmem_entry *out)
 	uint32_t orig = (uint32_t)seq_orig;
 
 	memcpy(out->fp, fp, sizeof(out->fp));
-	out->count = (uint32_t)load(&s->count_gen);
-	out->first_seen_ms = load(&s->first_ms);
-	out->last_seen_ms = load(&s->last_ms);
+	out->st.count = (uint32_t)load(&s->count_gen);
+	out->st.ns = (uint32_t)load(&s->ns);
+	out->st.first_seen_ms = load(&s->first_ms);
+	out->st.last_seen_ms = load(&s->last_ms);
+	out->st.expires_ms = load(&s->expires_ms);
 	out->orig_seg = orig >> ORIG_SLOT_BITS;
 	out->orig_slot = orig & ((1u << ORIG_SLOT_BITS) - 1);
 }
@@ -232,9 +237,11 @@ urlmem_put(struct urlmem *m, const struct urlmem_entry *e)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	store(&s->fp[0], fp[0]);
 	store(&s->fp[1], fp[1]);
-	store(&s->first_ms, e->first_seen_ms);
-	store(&s->last_ms, e->last_seen_ms);
-	store(&s->count_gen, e->count | (uint64_t)m->gen << 32);
+	store(&s->first_ms, e->st.first_seen_ms);
+	store(&s->last_ms, e->st.last_seen_ms);
+	store(&s->expires_ms, e->st.expires_ms);
+	store(&s->ns, e->st.ns);
+	store(&s->count_gen, e->st.count | (uint64_t)m->gen << 32);
 	__atomic_store_n(&s->seq_orig, (seq + 2) << 32 |
 	    orig_word(e->orig_seg, e->orig_slot), __ATOMIC_RELEASE);
 	if (!found)

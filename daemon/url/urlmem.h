@@ -7,8 +7,8 @@
  * segments, and clears the table.  An entry is a URL's state after its
  * latest change: its count (0: deleted), first and last seen times, and
  * where its record was in the store when it entered the table (the flush
- * retires that record).  Open addressing with linear probing in 48-byte
- * slots, at most 3/4 full: 64 bytes per entry.
+ * retires that record).  Open addressing with linear probing in 64-byte
+ * slots, at most 3/4 full: about 85 bytes per entry.
  *
  * Clearing is one increment of a generation: a slot belongs to the table
  * only when it carries the current one, so a flush costs nothing here.
@@ -28,13 +28,12 @@
 #include <stdint.h>
 
 #include "cbf.h"
+#include "urlrec.h"
 
 /* A URL's state after its latest change. */
 struct urlmem_entry {
 	uint8_t fp[CBF_FP_LEN];
-	uint32_t count;			/* 0: deleted */
-	uint64_t first_seen_ms;
-	uint64_t last_seen_ms;
+	struct url_state st;		/* count 0: deleted */
 	uint32_t orig_seg;		/* its record in the store when the
 					   entry was made, or 0 */
 	uint32_t orig_slot;

@@ -27,32 +27,40 @@ urlrec_encode(const struct url_record *r, uint8_t out[URLREC_LEN])
 		if (r->idx[i] / CBF_BLOCK != block)
 			return -1;
 	memcpy(out, r->fp, CBF_FP_LEN);
-	le_put32(out + 16, r->count);
+	le_put32(out + 16, r->st.count);
 	le_put32(out + 20, block);
 	for (int i = 0; i < CBF_K; i++)
 		out[24 + i] = (uint8_t)(r->idx[i] % CBF_BLOCK);
-	le_put64(out + 32, r->first_seen_ms);
-	le_put64(out + 40, r->last_seen_ms);
+	le_put64(out + 32, r->st.first_seen_ms);
+	le_put64(out + 40, r->st.last_seen_ms);
+	le_put64(out + 48, r->st.expires_ms);
+	le_put32(out + 56, r->st.ns);
+	le_put32(out + 60, 0);
 	return 0;
+}
+
+void
+urlrec_decode_v2(const uint8_t in[URLREC_V2_LEN], struct url_record *r)
+{
+	uint32_t block = le_get32(in + 20);
+
+	memcpy(r->fp, in, CBF_FP_LEN);
+	for (int i = 0; i < CBF_K; i++)
+		r->idx[i] = block * CBF_BLOCK + in[24 + i];
+	r->st.count = le_get32(in + 16);
+	r->st.first_seen_ms = le_get64(in + 32);
+	r->st.last_seen_ms = le_get64(in + 40);
+	r->st.expires_ms = 0;
+	r->st.ns = 0;
 }
 
 void
 urlrec_decode(const uint8_t in[URLREC_LEN], struct url_record *r)
 {
-	uint32_t block = le_get32(in + 20);
-
-	memcpy(r->fp, in, CBF_FP_LEN);
-	r->count = le_get32(in + 16);
-	for (int i = 0; i < CBF_K; i++)
-		r->idx[i] = block * CBF_BLOCK + in[24 + i];
-	r->first_seen_ms = le_get64(in + 32);
-	r->last_seen_ms = le_get64(in + 40);
-}
-
-uint32_t
-urlrec_count(const uint8_t rec[URLREC_LEN])
-{
-	return le_get32(rec + 16);
+	/* Format 3 begins as format 2 did. */
+	urlrec_decode_v2(in, r);
+	r->st.expires_ms = le_get64(in + 48);
+	r->st.ns = le_get32(in + 56);
 }
 
 /* Items per bucket above which urlrec_sort sorts a bucket by halves: only
@@ -132,17 +140,29 @@ urlseg_init(uint8_t *seg, uint32_t n)
 		    fp_top32(urlseg_record(seg, j * URLSEG_RUN)) : UINT32_MAX);
 }
 
-int64_t
-urlseg_check(const uint8_t *seg, size_t len)
+static int64_t
+check_header(const uint8_t *seg, size_t len, uint32_t magic, size_t reclen)
 {
 	uint32_t n;
 
-	if (len < URLSEG_HEADER || le_get32(seg) != URLSEG_MAGIC)
+	if (len < URLSEG_HEADER || le_get32(seg) != magic)
 		return -1;
 	n = le_get32(seg + 4);
-	if (n > URLSEG_MAX || len != URLSEG_LEN(n))
+	if (n > URLSEG_MAX || len != URLSEG_HEADER + (size_t)n * reclen)
 		return -1;
 	return n;
+}
+
+int64_t
+urlseg_check(const uint8_t *seg, size_t len)
+{
+	return check_header(seg, len, URLSEG_MAGIC, URLREC_LEN);
+}
+
+int64_t
+urlseg_check_v2(const uint8_t *seg, size_t len)
+{
+	return check_header(seg, len, URLSEG_V2_MAGIC, URLREC_V2_LEN);
 }
 
 uint32_t

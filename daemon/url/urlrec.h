@@ -2,14 +2,21 @@
  * urlrec: the on-disk form of stored URLs: records, and the segments that
  * hold them.
  *
- * A record is one URL's state, 48 bytes, little-endian:
+ * A record is one URL's state, 64 bytes, little-endian:
  *
- *	 0  fp[16]		MD5 of the canonical URL
+ *	 0  fp[16]		MD5 of the canonical URL (urlset.h: with its
+ *				namespace's name, outside the default one)
  *	16  count u32		reference count (submits)
  *	20  block u32		its filter counters' block (index / 128)
  *	24  off u8[8]		its counters: block * 128 + off[i]
  *	32  first_seen_ms u64
  *	40  last_seen_ms u64
+ *	48  expires_ms u64	when its time to live ends; 0: never
+ *	56  ns u32		its namespace's id (urlns.h)
+ *	60  reserved u32	0
+ *
+ * (Format 2 records were the first 48 bytes: urlrec_decode_v2 reads them
+ * for the upgrade.)
  *
  * The record keeps its counter indices (the IMP-CBFilter scheme), so that a
  * delete decrements exactly what the submit incremented.
@@ -17,7 +24,7 @@
  * A segment is an immutable LMDB value holding up to URLSEG_MAX records
  * sorted by fingerprint (memcmp order), after a header:
  *
- *	 0  magic u32 ("USG1")
+ *	 0  magic u32 ("USG3"; "USG1" in format 2)
  *	 4  nrec u32
  *	 8  fence u32[64]	fence[j]: the first 4 bytes (big-endian) of
  *				record 64 * j's fingerprint; UINT32_MAX past
@@ -43,23 +50,45 @@
 
 #include "cbf.h"
 
-#define URLREC_LEN		48
+#define URLREC_LEN		64
+#define URLREC_V2_LEN		48
 #define URLSEG_MAX		4096	/* records per segment, at most */
 #define URLSEG_RUN		64	/* records per fence */
 #define URLSEG_FENCES		(URLSEG_MAX / URLSEG_RUN)
 #define URLSEG_HEADER		(8 + 4 * URLSEG_FENCES)
-#define URLSEG_MAGIC		0x31475355u	/* "USG1" little-endian */
+#define URLSEG_MAGIC		0x33475355u	/* "USG3" little-endian */
+#define URLSEG_V2_MAGIC		0x31475355u	/* "USG1" */
 
 /* Bytes of a segment of n records, and of its live bitmap. */
 #define URLSEG_LEN(n)		(URLSEG_HEADER + (size_t)(n) * URLREC_LEN)
+#define URLSEG_V2_LEN(n)	(URLSEG_HEADER + (size_t)(n) * URLREC_V2_LEN)
 #define URLSEG_BITMAP_LEN(n)	(((size_t)(n) + 7) / 8)
+
+/* A stored URL's state: what its record keeps besides its key. */
+struct url_state {
+	uint32_t count;			/* submits; 0: no record */
+	uint32_t ns;			/* its namespace's id */
+	uint64_t first_seen_ms;
+	uint64_t last_seen_ms;
+	uint64_t expires_ms;		/* 0: never */
+};
+
+/*
+ * Whether a URL in state st answers as seen to a reader of namespace ns at
+ * now: stored, in that namespace (a record of a dropped namespace of the
+ * same name is not), and not expired.
+ */
+static inline bool
+url_state_visible(const struct url_state *st, uint32_t ns, uint64_t now_ms)
+{
+	return st->count > 0 && st->ns == ns &&
+	    (st->expires_ms == 0 || st->expires_ms > now_ms);
+}
 
 struct url_record {
 	uint8_t fp[CBF_FP_LEN];
-	uint32_t count;
 	uint32_t idx[CBF_K];
-	uint64_t first_seen_ms;
-	uint64_t last_seen_ms;
+	struct url_state st;
 };
 
 /*
@@ -68,8 +97,8 @@ struct url_record {
  */
 int urlrec_encode(const struct url_record *r, uint8_t out[URLREC_LEN]);
 void urlrec_decode(const uint8_t in[URLREC_LEN], struct url_record *r);
-/* The count alone. */
-uint32_t urlrec_count(const uint8_t rec[URLREC_LEN]);
+/* A format 2 record (namespace 0, no time to live). */
+void urlrec_decode_v2(const uint8_t in[URLREC_V2_LEN], struct url_record *r);
 
 /*
  * Segments.  urlseg_init writes the header of a segment of n records whose
@@ -81,6 +110,8 @@ void urlseg_init(uint8_t *seg, uint32_t n);
  * of records, or -1 if it is not a segment.
  */
 int64_t urlseg_check(const uint8_t *seg, size_t len);
+/* The same for a segment of format 2 (the upgrade's). */
+int64_t urlseg_check_v2(const uint8_t *seg, size_t len);
 /* Record i of a checked segment. */
 const uint8_t *urlseg_record(const uint8_t *seg, uint32_t i);
 

@@ -176,9 +176,10 @@ write_segments(struct urlset *us, struct store_txn *txn, const uint8_t *recs,
 	return STORE_OK;
 }
 
-/* Gives each written segment its directory entry. */
+/* Gives each written segment (records recs[0..n) in segments seg[0..n))
+ * its directory entry. */
 static int
-dir_add(struct urlset *us, const uint32_t *seg, size_t n)
+dir_add(struct urlset *us, const uint8_t *recs, const uint32_t *seg, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0 && seg[i] == seg[i - 1])
@@ -192,9 +193,13 @@ dir_add(struct urlset *us, const uint32_t *seg, size_t n)
 		us->dir[seg[i]].nrec++;
 		us->dir[seg[i]].nlive++;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || seg[i] != seg[i - 1])
-			dir_count(us, seg[i], 1);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && seg[j] == seg[i]; j++)
+			;
+		us->dir[seg[i]].expires_s = urlset_expires_s(recs +
+		    i * URLREC_LEN, j - i);
+		dir_count(us, seg[i], 1);
+	}
 	return 0;
 }
 
@@ -281,7 +286,8 @@ urlset_flush(struct urlset *us, bool checkpoint)
 		return STORE_OK;
 	/* recs is also the sort's scratch: as large as the entries. */
 	if ((c.e = malloc((n + 1) * sizeof(*c.e))) == NULL ||
-	    (recs = malloc((n + 1) * sizeof(*c.e))) == NULL ||
+	    (recs = malloc((n + 1) * (sizeof(*c.e) > URLREC_LEN ?
+	    sizeof(*c.e) : URLREC_LEN))) == NULL ||
 	    (seg = malloc((n + 1) * sizeof(*seg))) == NULL ||
 	    (slot = malloc((n + 1) * sizeof(*slot))) == NULL ||
 	    (dead = malloc((n + 1) * sizeof(*dead))) == NULL)
@@ -295,12 +301,10 @@ urlset_flush(struct urlset *us, bool checkpoint)
 		if (c.e[i].orig_seg != 0)
 			dead[ndead++] = (struct place){ c.e[i].orig_seg,
 			    c.e[i].orig_slot };
-		if (c.e[i].count == 0)
+		if (c.e[i].st.count == 0)
 			continue;
 		memcpy(r.fp, c.e[i].fp, CBF_FP_LEN);
-		r.count = c.e[i].count;
-		r.first_seen_ms = c.e[i].first_seen_ms;
-		r.last_seen_ms = c.e[i].last_seen_ms;
+		r.st = c.e[i].st;
 		cbf_indices(us->filter, r.fp, r.idx);
 		urlrec_encode(&r, recs + nrec++ * URLREC_LEN);
 	}
@@ -343,9 +347,9 @@ urlset_flush(struct urlset *us, bool checkpoint)
 
 		if (i + URLSET_PREFETCH < c.n)
 			urlidx_prefetch(us->idx, c.e[i + URLSET_PREFETCH].fp);
-		if (e->count > 0 && e->orig_seg != 0)
+		if (e->st.count > 0 && e->orig_seg != 0)
 			ok = urlidx_move(us->idx, e->fp, e->orig_seg, seg[r]);
-		else if (e->count > 0 && urlidx_insert(us->idx, e->fp,
+		else if (e->st.count > 0 && urlidx_insert(us->idx, e->fp,
 		    seg[r]) == -1) {
 			/* Full: a larger index, made from the store, which
 			 * holds this flush and so the rest of it too. */
@@ -353,14 +357,14 @@ urlset_flush(struct urlset *us, bool checkpoint)
 				fatalx("%s: cannot grow the URL index",
 				    __func__);
 			break;
-		} else if (e->count == 0 && e->orig_seg != 0)
+		} else if (e->st.count == 0 && e->orig_seg != 0)
 			ok = urlidx_remove(us->idx, e->fp, e->orig_seg);
 		if (ok == -1)
 			fatalx("%s: the index lost a URL of segment %u",
 			    __func__, e->orig_seg);
-		r += e->count > 0;
+		r += e->st.count > 0;
 	}
-	if (dir_add(us, seg, nrec) == -1)
+	if (dir_add(us, recs, seg, nrec) == -1)
 		fatalx("%s: out of memory for the segment directory",
 		    __func__);
 	for (size_t i = 0; i < ndead; i++) {
@@ -553,8 +557,10 @@ urlset_merge_step(struct urlset *us, bool *did, bool forced)
 		dir_count(us, src[i], -1);
 		us->dir[src[i]].nrec = us->dir[src[i]].nlive = 0;
 		free_id(us, src[i]);
+		if (src[i] == us->sweep_next)
+			us->sweep_slot = us->sweep_min = 0;
 	}
-	if (dir_add(us, seg, nmoved) == -1)
+	if (dir_add(us, recs, seg, nmoved) == -1)
 		fatalx("%s: out of memory for the segment directory",
 		    __func__);
 	__atomic_fetch_add(&us->merges, 1, __ATOMIC_RELAXED);
@@ -585,12 +591,21 @@ struct seg_walk {
 	struct urlidx *idx;		/* the index being filled */
 	bool index_only;		/* fill idx, nothing else */
 	bool index_full;		/* idx ran out of room */
+	struct unknown_ns *unknown;	/* namespace ids the registry lacks */
+	size_t nunknown;
 	/* verify */
 	struct cbf *fresh;
 	struct urlset_verify *out;
 	struct group_rec *groups;
 	size_t ngroups, groups_cap;
 };
+
+/* Records of a namespace id the registry lacks, counted by the rebuild. */
+struct unknown_ns {
+	uint32_t id;
+	uint64_t urls;
+};
+#define UNKNOWN_NS_MAX		64
 
 struct group_rec {
 	uint64_t pair;
@@ -625,6 +640,27 @@ walked_segment(struct seg_walk *w, const void *key, size_t klen,
 	return nrec;
 }
 
+/* A record of a namespace id the registry lacks (its creation was lost
+ * with [store] sync = none): counted, to be adopted after the walk. */
+static int
+count_unknown(struct seg_walk *w, uint32_t ns)
+{
+	size_t i;
+
+	for (i = 0; i < w->nunknown && w->unknown[i].id != ns; i++)
+		;
+	if (i == w->nunknown) {
+		if (i == UNKNOWN_NS_MAX) {
+			w->bad = "too many URL namespaces are missing from "
+			    "the store's metadata";
+			return -1;
+		}
+		w->unknown[w->nunknown++] = (struct unknown_ns){ ns, 0 };
+	}
+	w->unknown[i].urls++;
+	return 0;
+}
+
 static int
 rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
     void *arg)
@@ -633,6 +669,7 @@ rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
 	struct urlset *us = w->us;
 	struct store_val b;
 	uint32_t id, live = 0;
+	uint64_t min_expiry = 0;
 	int64_t nrec;
 
 	if ((nrec = walked_segment(w, key, klen, val, vlen, &id, &b)) < 0)
@@ -648,6 +685,9 @@ rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
 			continue;
 		urlrec_decode(urlseg_record(val, i), &r);
 		live++;
+		if (r.st.expires_ms != 0 && (min_expiry == 0 ||
+		    r.st.expires_ms < min_expiry))
+			min_expiry = r.st.expires_ms;
 		if (!w->index_full && urlidx_insert(w->idx, r.fp, id) == -1) {
 			if (w->index_only)
 				return -1;
@@ -662,11 +702,15 @@ rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
 				return -1;
 			}
 		cbf_add(us->filter, r.idx);
+		if (!urlns_count(us->ns, r.st.ns, 1) &&
+		    count_unknown(w, r.st.ns) == -1)
+			return -1;
 	}
 	if (w->index_only)
 		return 0;
 	us->dir[id].nrec = (uint16_t)nrec;
 	us->dir[id].nlive = (uint16_t)live;
+	us->dir[id].expires_s = urlset_expires_s_of(min_expiry);
 	dir_count(us, id, 1);
 	us->live += live;
 	return 0;
@@ -718,7 +762,8 @@ urlset_index_grow(struct urlset *us)
 int
 urlset_rebuild(struct urlset *us, char **cause)
 {
-	struct seg_walk w = { .us = us, .idx = us->idx };
+	struct unknown_ns unknown[UNKNOWN_NS_MAX];
+	struct seg_walk w = { .us = us, .idx = us->idx, .unknown = unknown };
 	int rc;
 
 	if ((w.txn = store_reader_new(us->st)) == NULL ||
@@ -737,6 +782,15 @@ urlset_rebuild(struct urlset *us, char **cause)
 		    "out of memory") == -1)
 			*cause = NULL;
 		return -1;
+	}
+	for (size_t i = 0; i < w.nunknown; i++) {
+		if ((rc = urlns_adopt(us->ns, unknown[i].id)) != STORE_OK) {
+			if (asprintf(cause, "adopting URL namespace id %u: %s",
+			    unknown[i].id, store_strstatus(rc)) == -1)
+				*cause = NULL;
+			return -1;
+		}
+		urlns_count(us->ns, unknown[i].id, (int64_t)unknown[i].urls);
 	}
 	/* Ids below the highest in use that no segment has are free. */
 	us->next_id = 1;

@@ -174,7 +174,8 @@ replay_one(const struct urlmem_entry *e, void *arg)
 	struct urlset *us = arg;
 	struct urlmem_entry cur = *e, old;
 	struct url_key key;
-	bool was;
+	struct url_state was;
+	struct urlns_info info;
 	uint32_t which = 0, retry;
 	size_t nretry;
 	struct url_found found;
@@ -184,7 +185,7 @@ replay_one(const struct urlmem_entry *e, void *arg)
 		return -1;
 	urlset_key_digest(us, e->fp, &key);
 	if (urlmem_get(us->mem, e->fp, &old)) {
-		was = old.count > 0;
+		was = old.st;
 		cur.orig_seg = old.orig_seg;
 		cur.orig_slot = old.orig_slot;
 	} else {
@@ -198,17 +199,27 @@ replay_one(const struct urlmem_entry *e, void *arg)
 			return -1;
 		}
 		store_reader_end(us->wrd->txn);
-		was = found.found;
+		was = found.st;
+		was.count = found.found ? was.count : 0;
 		cur.orig_seg = found.found ? found.seg : 0;
 		cur.orig_slot = found.found ? found.slot : 0;
 	}
-	if (!was && cur.count > 0)
+	/* A namespace whose creation the store lost (sync = none) is
+	 * forgotten, as the rebuild does. */
+	if (cur.st.count > 0 && !urlns_info(us->ns, cur.st.ns, &info) &&
+	    urlns_adopt(us->ns, cur.st.ns) != STORE_OK)
+		return -1;
+	if (was.count == 0 && cur.st.count > 0)
 		cbf_add(us->filter, key.idx);
 	if (urlmem_put(us->mem, &cur) == -1)
 		return -1;
-	if (was && cur.count == 0)
+	if (was.count > 0 && cur.st.count == 0)
 		cbf_remove(us->filter, key.idx);
-	us->live += (cur.count > 0) - was;
+	if (was.count > 0)
+		urlns_count(us->ns, was.ns, -1);
+	if (cur.st.count > 0)
+		urlns_count(us->ns, cur.st.ns, 1);
+	us->live += (cur.st.count > 0) - (was.count > 0);
 	return 0;
 }
 
@@ -284,7 +295,8 @@ urlset_open(struct store *st, const char *dir,
 	/* Whole blocks of counters: round up. */
 	us->m = (opts->capacity * URLSET_COUNTERS_PER_URL + CBF_BLOCK - 1) /
 	    CBF_BLOCK * CBF_BLOCK;
-	if (urlset_metadata(us, opts, &format, cause) == -1)
+	if (urlset_metadata(us, opts, &format, cause) == -1 ||
+	    (us->ns = urlns_open(st, cause)) == NULL)
 		goto err;
 	if ((us->filter = cbf_new(us->m)) == NULL ||
 	    (us->md5 = EVP_MD_fetch(NULL, "MD5", NULL)) == NULL ||
@@ -300,6 +312,9 @@ urlset_open(struct store *st, const char *dir,
 	 * as many. */
 	if ((us->journal = urljournal_open(dir, 2 * urljournal_frame_len(
 	    entries), cause)) == NULL)
+		goto err;
+	if ((format == 1 || format == 2) &&
+	    urlset_migrate_v2(us, format, cause) == -1)
 		goto err;
 	if (format == 1 && urlset_migrate_v1(us, cause) == -1)
 		goto err;
@@ -337,6 +352,7 @@ urlset_free(struct urlset *us)
 	EVP_MD_free(us->md5);
 	urlset_release_scratch(us);
 	urlset_reader_free(us->wrd);
+	urlns_free(us->ns);
 	free(us->dir);
 	free(us->free_ids);
 	pthread_cond_destroy(&us->cond);
@@ -435,6 +451,29 @@ urlset_key_digest(const struct urlset *us, const uint8_t digest[CBF_FP_LEN],
 }
 
 void
+urlset_key_namespace(struct url_keyer *k, const char *name, size_t len,
+    struct url_key *key)
+{
+	uint8_t n = (uint8_t)len;
+	unsigned int mdlen;
+
+	if (!EVP_DigestInit_ex2(k->md_ctx, NULL, NULL) ||
+	    !EVP_DigestUpdate(k->md_ctx, &n, 1) ||
+	    !EVP_DigestUpdate(k->md_ctx, name, len) ||
+	    !EVP_DigestUpdate(k->md_ctx, key->fp, CBF_FP_LEN) ||
+	    !EVP_DigestFinal_ex(k->md_ctx, key->fp, &mdlen) ||
+	    mdlen != CBF_FP_LEN)
+		fatalx("%s: MD5 failed", __func__);
+	cbf_indices(k->us->filter, key->fp, key->idx);
+}
+
+struct urlns *
+urlset_namespaces(struct urlset *us)
+{
+	return us->ns;
+}
+
+void
 urlset_prefetch(const struct urlset *us, const struct url_key *key)
 {
 	cbf_prefetch(us->filter, key->idx);
@@ -448,6 +487,20 @@ urlset_add_tally(struct urlset *us, const struct urlset_tally *tally)
 	    __ATOMIC_RELAXED);
 	__atomic_fetch_add(&us->false_positives, tally->false_positives,
 	    __ATOMIC_RELAXED);
+}
+
+/* The records of dropped namespaces still there. */
+static uint64_t
+urlset_dropping(struct urlset *us)
+{
+	size_t n = 0;
+	struct urlns_info *all = urlns_list(us->ns, &n);
+	uint64_t sum = 0;
+
+	for (size_t i = 0; all != NULL && i < n; i++)
+		sum += all[i].dropping ? all[i].urls : 0;
+	free(all);
+	return sum;
 }
 
 static uint64_t
@@ -469,6 +522,8 @@ urlset_stats(struct urlset *us, struct urlset_stats *out)
 	out->submits_new = get(&us->submits_new);
 	out->submits_duplicate = get(&us->submits_duplicate);
 	out->deletes = get(&us->deletes);
+	out->expired = get(&us->expired);
+	out->dropping = urlset_dropping(us);
 	out->journal_entries = urlmem_count(us->mem);
 	out->journal_capacity = urlmem_capacity(us->mem);
 	out->journal_bytes = get(&us->stat_journal_bytes);

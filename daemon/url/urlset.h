@@ -21,6 +21,14 @@
  *   index    (urlidx) in memory: which segment holds each stored URL, in 4
  *            bytes per URL.
  *
+ * Namespaces (urlns.h) are independent sets in one: a URL's key in a
+ * namespace other than the default one is derived from its name too, and
+ * its record names the namespace's id.  A record answers as seen only to
+ * readers of its namespace (so a dropped namespace's records, forgotten
+ * in the background, are not seen under the name's next namespace) and
+ * only until its time to live ends (then the writer reclaims it, in the
+ * background too, exactly: a delete like any other).
+ *
  * A check reads the filter, the journal's table, the index and, for a URL
  * that is there, one page of one segment; a batch of checks asks the kernel
  * for all its pages at once when they are not in memory.  A submit or
@@ -45,9 +53,13 @@
 #include "mailbox.h"
 #include "store.h"
 #include "urlcanon.h"
+#include "urlns.h"
+#include "urlrec.h"
 
 /* The version of the store format this code writes (meta urls.format). */
-#define URLSET_FORMAT		2
+#define URLSET_FORMAT		3
+/* The longest time to live: 100 years. */
+#define URLSET_TTL_MAX_MS	(3155760000ULL * 1000)
 
 struct event_base;
 
@@ -85,6 +97,8 @@ struct urlset_stats {
 	uint64_t submits_new;
 	uint64_t submits_duplicate;
 	uint64_t deletes;
+	uint64_t expired;		/* reclaimed after their time to live */
+	uint64_t dropping;		/* of dropped namespaces, still there */
 	/* The store's write path. */
 	uint64_t journal_entries;	/* URLs changed since the last flush */
 	uint64_t journal_capacity;
@@ -173,6 +187,16 @@ int urlset_key_canonical(struct url_keyer *k, const char *url, size_t len,
 /* The key of a digest a client computed (the MD5 of a canonical URL). */
 void urlset_key_digest(const struct urlset *us,
     const uint8_t digest[CBF_FP_LEN], struct url_key *key);
+/*
+ * Turns key, a URL's key in the default namespace, into its key in the
+ * namespace named name[0..len) (not empty): the MD5 of the name's length,
+ * the name and the default key's fingerprint.
+ */
+void urlset_key_namespace(struct url_keyer *k, const char *name, size_t len,
+    struct url_key *key);
+
+/* The namespaces. */
+struct urlns *urlset_namespaces(struct urlset *us);
 /* Hints the CPU to fetch key's filter counters ahead of a check. */
 void urlset_prefetch(const struct urlset *us, const struct url_key *key);
 
@@ -181,22 +205,29 @@ struct urlset_reader *urlset_reader_new(struct urlset *us);
 void urlset_reader_free(struct urlset_reader *rd);
 
 /*
- * Sets counts[i] to the stored reference count of keys[i] (0 when absent)
- * for each i < n with valid[i] (valid may be NULL: all), reading the store
- * only for URLs the filter and the journal do not settle, and counts the
+ * Sets states[i] to the stored state of keys[i] in namespace ns (an id, or
+ * URLNS_NONE: none) at now_ms, for each i < n with valid[i] (valid may be
+ * NULL: all): all zero when the namespace has no record of it, count 0
+ * with its times when its time to live has passed.  Reads the store only
+ * for URLs the filter and the journal do not settle, and counts the
  * outcomes in *tally.  Any thread, with its own reader.  Returns a store
  * status.
  */
-int urlset_check(struct urlset *us, struct urlset_reader *rd,
-    const struct url_key *keys, const bool *valid, size_t n,
-    uint64_t *counts, struct urlset_tally *tally);
+int urlset_check(struct urlset *us, struct urlset_reader *rd, uint32_t ns,
+    uint64_t now_ms, const struct url_key *keys, const bool *valid,
+    size_t n, struct url_state *states, struct urlset_tally *tally);
 /* Adds a batch's tally to the statistics.  Any thread. */
 void urlset_add_tally(struct urlset *us, const struct urlset_tally *tally);
 
 enum urlset_op {
-	URLSET_SUBMIT,		/* counts[i]: the count after (1: new) */
-	URLSET_DELETE,		/* counts[i]: the count it had (0: absent) */
+	URLSET_SUBMIT,		/* states[i]: after (count 1: new) */
+	URLSET_DELETE,		/* states[i]: before (count 0: not seen) */
 	URLSET_VERIFY,		/* flush, then compare memory with the store */
+	URLSET_NS_SET,		/* set ns's default ttl_ms (creating it) */
+	URLSET_NS_DROP,		/* drop ns */
+	URLSET_RECLAIM,		/* the writer's own: forget keys whose time
+				   to live passed or whose namespace was
+				   dropped */
 };
 
 struct urlset_verify {
@@ -211,20 +242,26 @@ struct urlset_verify {
 
 /*
  * A request to the URL writer.  The caller fills the first part, keeps keys
- * and counts alive, and gets the job back through done, in the loop
+ * and states alive, and gets the job back through done, in the loop
  * thread, with status set (STORE_OK, or why the whole job failed: then no
- * change was made).  Jobs of one connection are applied in the order
- * submitted.
+ * change was made; STORE_NOTFOUND: no such namespace to drop; refused set:
+ * a limit of the set's own, such as URLNS_MAX namespaces).  Jobs of one connection are
+ * applied in the order submitted.
  */
 struct urlset_job {
 	enum urlset_op op;
 	enum urlset_durability durability;
-	const struct url_key *keys;
+	char ns[URLNS_NAME_MAX + 1];	/* its namespace (checked) */
+	uint64_t ttl_ms;		/* submit: 0: the namespace's default;
+					   URLSET_NS_SET: the default */
+	const struct url_key *keys;	/* in namespace ns */
 	size_t n;
-	uint64_t *counts;
+	struct url_state *states;
 	struct urlset_verify *verify;	/* URLSET_VERIFY's findings */
+	struct urlns_info *info;	/* URLSET_NS_SET's and _DROP's */
 	void (*done)(struct urlset_job *job);
 	int status;
+	const char *refused;		/* RESOURCE_EXHAUSTED: why (static) */
 	/* The writer's. */
 	struct urlset_job *next;
 	struct mailbox_msg msg;

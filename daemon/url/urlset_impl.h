@@ -6,7 +6,9 @@
  *                 segments, batched so that memory and disk reads overlap
  *   urlwriter.c   the URL writer thread: groups, the journal, publishing
  *   urlsegs.c     the segments in the store: flush, merge, rebuild, verify
- *   urlmigrate.c  the upgrade from format 1
+ *   urlsweep.c    forgetting in the background: expired records, and
+ *                 those of dropped namespaces
+ *   urlmigrate.c  the upgrades from formats 1 and 2
  *
  * Ownership.  Fields under "writer" belong to the URL writer thread once it
  * runs (to the opening thread before); statistics are atomics; the filter,
@@ -46,14 +48,14 @@
 struct segdir {
 	uint16_t nrec;			/* 0: no such segment */
 	uint16_t nlive;
+	uint32_t expires_s;		/* none of its live records expires
+					   before this second; 0: none does */
 };
 
 /* A stored record found by a lookup. */
 struct url_found {
 	bool found;
-	uint32_t count;
-	uint64_t first_seen_ms;
-	uint64_t last_seen_ms;
+	struct url_state st;
 	uint32_t seg;
 	uint32_t slot;
 };
@@ -61,17 +63,16 @@ struct url_found {
 /* One URL of a group: its state before the group and after. */
 struct stage_entry {
 	struct url_key key;
-	bool base_present;		/* before the group */
+	bool base_present;		/* a record before the group */
 	struct urlmem_entry base;	/* its state then, and its record's
 					   place in the store (orig_*) */
 	bool need_lookup;		/* base still to be read from the store */
-	uint32_t count;			/* now; 0: absent */
-	uint64_t first_seen_ms;
-	uint64_t last_seen_ms;
+	struct url_state cur;		/* now; count 0: no record */
 };
 
 struct urlset {
 	struct store *st;
+	struct urlns *ns;
 	struct cbf *filter;
 	uint64_t m;
 	uint64_t capacity;
@@ -123,6 +124,11 @@ struct urlset {
 					   was not */
 	uint64_t full_retry_ms;		/* none is tried before (monotonic) */
 	uint64_t full_wait_ms;		/* the wait before the next try */
+	uint32_t sweep_next;		/* the next segment the sweep reads */
+	uint32_t sweep_slot;		/* ... from this record */
+	uint64_t sweep_min;		/* the earliest expiry of the records
+					   it keeps there so far */
+	uint64_t sweep_last_ms;		/* its last step (monotonic) */
 
 	/* The transaction of the last flush, published before the journal's
 	 * table is cleared (acquire, release). */
@@ -131,7 +137,7 @@ struct urlset {
 	/* Statistics. */
 	uint64_t live;			/* URLs stored */
 	uint64_t checks, checks_filter_only, false_positives;
-	uint64_t submits_new, submits_duplicate, deletes;
+	uint64_t submits_new, submits_duplicate, deletes, expired;
 	uint64_t groups, flushes, merges, merges_forced;
 	uint64_t store_bytes_written;
 	uint64_t stat_segments, stat_small, stat_records, stat_dead;
@@ -211,9 +217,20 @@ void urlset_release_scratch(struct urlset *us);
  * the writer does; open and the tests call it directly. */
 void urlset_apply_group(struct urlset *us, struct urlset_job *list);
 
+/* urlsweep.c.  One step of the sweep if one is due (idle: the writer has
+ * nothing else to do); true if it did some work. */
+bool urlset_sweep_step(struct urlset *us, bool idle);
+/* The segment directory's expiry second for records whose earliest expiry
+ * is min_ms (0: none), rounded down (the sweep may look early, never
+ * late); and for the records recs[0..n). */
+uint32_t urlset_expires_s_of(uint64_t min_ms);
+uint32_t urlset_expires_s(const uint8_t *recs, size_t n);
+
 /* urlmigrate.c: upgrades a format 1 store to segments, in transactions of
- * urlset_migrate_batch records. */
+ * urlset_migrate_batch records; a format 2 store's segments to format 3,
+ * a few per transaction. */
 extern size_t urlset_migrate_batch;
 int urlset_migrate_v1(struct urlset *us, char **cause);
+int urlset_migrate_v2(struct urlset *us, int format, char **cause);
 
 #endif

@@ -49,6 +49,8 @@
  * a group's scratch memory, about 250 bytes per URL, stays small, and its
  * fdatasync is still a small share of its time. */
 #define URLSET_GROUP_MAX	8192
+/* Jobs in one group, at most. */
+#define URLSET_GROUP_MAX_JOBS	256
 /* Idle this long with changes in memory, the writer flushes them. */
 #define URLSET_IDLE_FLUSH_MS	1000
 /* The waits between tries of a flush or merge refused for want of room:
@@ -71,11 +73,13 @@ urlset_deliver(struct mailbox_msg *msg, void *arg)
 }
 
 /* Hands a finished job back: to the loop, or at once when no thread runs
- * (the opening thread, the tests). */
+ * (the opening thread, the tests); the writer's own jobs stay with it. */
 static void
 finish(struct urlset *us, struct urlset_job *job, int status)
 {
 	job->status = status;
+	if (job->op == URLSET_RECLAIM)
+		return;
 	if (us->mb != NULL)
 		mailbox_post(us->mb, &job->msg);
 	else
@@ -171,10 +175,8 @@ stage_entry(struct urlset *us, const struct url_key *key)
 	memset(e, 0, sizeof(*e));
 	e->key = *key;
 	if (urlmem_get(us->mem, key->fp, &e->base)) {
-		e->base_present = e->base.count > 0;
-		e->count = e->base.count;
-		e->first_seen_ms = e->base.first_seen_ms;
-		e->last_seen_ms = e->base.last_seen_ms;
+		e->base_present = e->base.st.count > 0;
+		e->cur = e->base.st;
 	} else {
 		/* Not changed since the last flush: the store decides, and
 		 * the filter already knows most new URLs are not there. */
@@ -218,11 +220,7 @@ stage_lookup(struct urlset *us)
 			if (!f->found)
 				continue;
 			e->base_present = true;
-			e->base.count = e->count = f->count;
-			e->base.first_seen_ms = e->first_seen_ms =
-			    f->first_seen_ms;
-			e->base.last_seen_ms = e->last_seen_ms =
-			    f->last_seen_ms;
+			e->base.st = e->cur = f->st;
 			e->base.orig_seg = f->seg;
 			e->base.orig_slot = f->slot;
 		}
@@ -251,11 +249,14 @@ stage_lookup(struct urlset *us)
 static bool
 changed(const struct stage_entry *e)
 {
-	if (e->base_present != (e->count > 0))
+	const struct url_state *a = &e->base.st, *b = &e->cur;
+
+	if (e->base_present != (b->count > 0))
 		return true;
-	return e->count > 0 && (e->count != e->base.count ||
-	    e->first_seen_ms != e->base.first_seen_ms ||
-	    e->last_seen_ms != e->base.last_seen_ms);
+	return b->count > 0 && (a->count != b->count || a->ns != b->ns ||
+	    a->first_seen_ms != b->first_seen_ms ||
+	    a->last_seen_ms != b->last_seen_ms ||
+	    a->expires_ms != b->expires_ms);
 }
 
 /*
@@ -315,16 +316,112 @@ make_room(struct urlset *us, size_t n)
 	return flush_if_room(us);
 }
 
+/*
+ * The namespace id each job of a group works in (URLNS_NONE: it has none,
+ * so nothing is seen in it), creating the namespaces submits name; a job
+ * whose namespace cannot be created fails alone.  Returns the list of the
+ * jobs that go on.
+ */
+static struct urlset_job *
+resolve_namespaces(struct urlset *us, struct urlset_job *list, uint32_t *ids,
+    uint64_t *ttls)
+{
+	struct urlset_job *job, *next, *keep = NULL, **tail = &keep;
+	size_t j = 0;
+
+	for (job = list; job != NULL; job = next) {
+		uint64_t ttl = 0;
+		uint32_t id = urlns_find(us->ns, job->ns, strlen(job->ns), &ttl);
+		int rc;
+
+		next = job->next;
+		if (id == URLNS_NONE && job->op == URLSET_SUBMIT &&
+		    urlns_full(us->ns)) {
+			job->refused = "too many namespaces (16384): drop some "
+			    "first";
+			finish(us, job, STORE_FAILED);
+			continue;
+		}
+		if (id == URLNS_NONE && job->op == URLSET_SUBMIT &&
+		    (rc = urlns_create(us->ns, job->ns, &id)) != STORE_OK) {
+			finish(us, job, rc);
+			continue;
+		}
+		ids[j] = id;
+		ttls[j++] = job->ttl_ms != 0 ? job->ttl_ms : ttl;
+		*tail = job;
+		tail = &job->next;
+	}
+	*tail = NULL;
+	return keep;
+}
+
+/* Applies job, working in namespace ns, to the staged entries. */
+static void
+stage_job(struct urlset *us, struct urlset_job *job, uint32_t ns,
+    uint64_t ttl_ms, uint64_t now, uint64_t *added, uint64_t *dup,
+    uint64_t *deleted, uint64_t *expired)
+{
+	for (size_t i = 0; i < job->n; i++) {
+		struct stage_entry *e = stage_entry(us, &job->keys[i]);
+		struct url_state *st = &e->cur;
+		bool seen = url_state_visible(st, ns, now);
+
+		switch (job->op) {
+		case URLSET_DELETE:
+			/* A record not seen here (expired, or a dropped
+			 * namespace's) goes too: it was bound to. */
+			memset(&job->states[i], 0, sizeof(job->states[i]));
+			if (seen)
+				job->states[i] = *st;
+			*deleted += seen;
+			st->count = 0;
+			break;
+		case URLSET_RECLAIM:
+			if (st->count == 0)
+				break;
+			if (urlns_dropping(us->ns, st->ns))
+				st->count = 0;
+			else if (st->expires_ms != 0 && st->expires_ms <= now) {
+				st->count = 0;
+				(*expired)++;
+			}
+			break;
+		default:
+			if (seen) {
+				if (st->count < UINT32_MAX)
+					st->count++;
+				st->last_seen_ms = now;
+				(*dup)++;
+			} else {
+				/* New, or replacing a record no longer seen:
+				 * a new time to live runs. */
+				st->count = 1;
+				st->ns = ns;
+				st->first_seen_ms = st->last_seen_ms = now;
+				st->expires_ms = ttl_ms != 0 ? now + ttl_ms : 0;
+				(*added)++;
+			}
+			job->states[i] = *st;
+			break;
+		}
+	}
+}
+
 void
 urlset_apply_group(struct urlset *us, struct urlset_job *list)
 {
 	struct urlset_job *job;
 	uint64_t now = clock_wall_ms(), added = 0, dup = 0, deleted = 0;
-	size_t nkeys = 0, nframe = 0;
+	uint64_t expired = 0, ttls[URLSET_GROUP_MAX_JOBS];
+	uint32_t ids[URLSET_GROUP_MAX_JOBS];
+	size_t nkeys = 0, nframe = 0, j;
 	bool durable = list->durability == URLSET_DURABLE;
 	int64_t live = 0;
 	int rc;
 
+	if ((list = resolve_namespaces(us, list, ids, ttls)) == NULL)
+		return;
 	for (job = list; job != NULL; job = job->next)
 		nkeys += job->n;
 	if ((rc = make_room(us, nkeys)) != STORE_OK) {
@@ -350,29 +447,9 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		finish_all(us, list, rc);
 		return;
 	}
-	for (job = list; job != NULL; job = job->next) {
-		for (size_t i = 0; i < job->n; i++) {
-			struct stage_entry *e = stage_entry(us, &job->keys[i]);
-
-			if (job->op == URLSET_DELETE) {
-				job->counts[i] = e->count;
-				deleted += e->count > 0;
-				e->count = 0;
-				continue;
-			}
-			if (e->count > 0) {
-				if (e->count < UINT32_MAX)
-					e->count++;
-				e->last_seen_ms = now;
-				dup++;
-			} else {
-				e->count = 1;
-				e->first_seen_ms = e->last_seen_ms = now;
-				added++;
-			}
-			job->counts[i] = e->count;
-		}
-	}
+	for (job = list, j = 0; job != NULL; job = job->next, j++)
+		stage_job(us, job, ids[j], ttls[j], now, &added, &dup,
+		    &deleted, &expired);
 	if (URLSET_CRASH(URLSET_CRASH_STAGED))
 		return;
 	for (size_t i = 0; i < us->stage_len; i++) {
@@ -381,10 +458,7 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		if (!changed(e))
 			continue;
 		us->frame[nframe] = e->base;
-		us->frame[nframe].count = e->count;
-		us->frame[nframe].first_seen_ms = e->first_seen_ms;
-		us->frame[nframe].last_seen_ms = e->last_seen_ms;
-		nframe++;
+		us->frame[nframe++].st = e->cur;
 	}
 	if (nframe > 0) {
 		if (urljournal_append(us->journal, us->frame, nframe) == -1) {
@@ -430,19 +504,22 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		if (!e->base_present)
 			cbf_add(us->filter, e->key.idx);
 		m = e->base;
-		m.count = e->count;
-		m.first_seen_ms = e->first_seen_ms;
-		m.last_seen_ms = e->last_seen_ms;
+		m.st = e->cur;
 		if (urlmem_put(us->mem, &m) == -1)
 			fatalx("%s: the journal's table is full", __func__);
-		if (e->base_present && e->count == 0)
+		if (e->base_present && e->cur.count == 0)
 			cbf_remove(us->filter, e->key.idx);
-		live += (e->count > 0) - (int64_t)e->base_present;
+		if (e->base_present)
+			urlns_count(us->ns, e->base.st.ns, -1);
+		if (e->cur.count > 0)
+			urlns_count(us->ns, e->cur.ns, 1);
+		live += (e->cur.count > 0) - (int64_t)e->base_present;
 	}
 	__atomic_fetch_add(&us->live, (uint64_t)live, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&us->submits_new, added, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&us->submits_duplicate, dup, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&us->deletes, deleted, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->expired, expired, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&us->groups, 1, __ATOMIC_RELAXED);
 	publish_journal_stats(us);
 	if (URLSET_CRASH(URLSET_CRASH_PUBLISHED))
@@ -459,6 +536,29 @@ run_verify(struct urlset *us, struct urlset_job *job)
 	memset(job->verify, 0, sizeof(*job->verify));
 	if (rc == STORE_OK)
 		rc = urlset_verify_store(us, job->verify);
+	finish(us, job, rc);
+}
+
+/* Writer: a namespace's settings, or its drop. */
+static void
+run_namespace(struct urlset *us, struct urlset_job *job)
+{
+	uint32_t id = urlns_find(us->ns, job->ns, strlen(job->ns), NULL);
+	int rc;
+
+	if (job->op == URLSET_NS_DROP)
+		rc = id == URLNS_NONE ? STORE_NOTFOUND : urlns_drop(us->ns, id);
+	else if (id == URLNS_NONE && urlns_full(us->ns)) {
+		job->refused = "too many namespaces (16384): drop some first";
+		rc = STORE_FAILED;
+	} else {
+		rc = id == URLNS_NONE ? urlns_create(us->ns, job->ns, &id) :
+		    STORE_OK;
+		if (rc == STORE_OK)
+			rc = urlns_set_ttl(us->ns, id, job->ttl_ms);
+	}
+	if (rc == STORE_OK && !urlns_info(us->ns, id, job->info))
+		rc = STORE_FAILED;
 	finish(us, job, rc);
 }
 
@@ -482,7 +582,9 @@ relaxed_sync(struct urlset *us)
 }
 
 /* Writer, between groups: merges first when the backlog holds writers
- * back; fdatasyncs relaxed frames that are due. */
+ * back; fdatasyncs relaxed frames that are due; forgets, now and then, a
+ * little of what expired or was dropped, so that a writer never idle
+ * forgets it too. */
 static void
 after_group(struct urlset *us)
 {
@@ -507,6 +609,7 @@ after_group(struct urlset *us)
 		if (!did)
 			break;
 	}
+	urlset_sweep_step(us, false);
 }
 
 void
@@ -554,9 +657,18 @@ idle_work(struct urlset *us, uint64_t idle_since)
 	    room_tried(us, urlset_merge_step(us, &did, forced)) == STORE_OK &&
 	    did)
 		return true;
+	if (urlset_sweep_step(us, true))
+		return true;
 	if (quiet && us->stage_cap > 0)
 		urlset_release_scratch(us);
 	return false;
+}
+
+/* Whether jobs of op are applied in groups (the others go alone). */
+static bool
+grouped(enum urlset_op op)
+{
+	return op == URLSET_SUBMIT || op == URLSET_DELETE;
 }
 
 /* Lock held: the next group, one job alone or several of one durability. */
@@ -564,15 +676,17 @@ static struct urlset_job *
 take_group(struct urlset *us)
 {
 	struct urlset_job *list = us->head, *last = list;
-	size_t n = list->n;
+	size_t n = list->n, jobs = 1;
 
-	if (list->op != URLSET_VERIFY) {
-		while (last->next != NULL && last->next->op != URLSET_VERIFY &&
+	if (grouped(list->op)) {
+		while (last->next != NULL && grouped(last->next->op) &&
 		    last->next->durability == list->durability &&
+		    jobs < URLSET_GROUP_MAX_JOBS &&
 		    n + last->next->n <= URLSET_GROUP_MAX &&
 		    n + last->next->n <= urlmem_capacity(us->mem)) {
 			last = last->next;
 			n += last->n;
+			jobs++;
 		}
 	}
 	us->head = last->next;
@@ -618,10 +732,18 @@ writer_main(void *arg)
 		}
 		list = take_group(us);
 		pthread_mutex_unlock(&us->lock);
-		if (list->op == URLSET_VERIFY)
+		switch (list->op) {
+		case URLSET_VERIFY:
 			run_verify(us, list);
-		else
+			break;
+		case URLSET_NS_SET:
+		case URLSET_NS_DROP:
+			run_namespace(us, list);
+			break;
+		default:
 			urlset_apply_group(us, list);
+			break;
+		}
 		after_group(us);
 		idle_since = clock_mono_ms();
 		worked = false;
@@ -670,6 +792,7 @@ urlset_submit_job(struct urlset *us, struct urlset_job *job)
 {
 	job->next = NULL;
 	job->status = STORE_OK;
+	job->refused = NULL;
 	pthread_mutex_lock(&us->lock);
 	if (us->tail != NULL)
 		us->tail->next = job;

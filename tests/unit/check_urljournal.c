@@ -27,7 +27,9 @@
 #include "urljournal.h"
 
 #define SIZE		(256 * 1024)
-#define JMAGIC		0x31464a55u	/* "UJF1" */
+#define JMAGIC		0x32464a55u	/* "UJF2" */
+#define JMAGIC_V2	0x31464a55u	/* "UJF1", format 2 */
+#define ENTRY_LEN_V2	36
 
 struct log {
 	struct urlmem_entry *e;
@@ -90,10 +92,10 @@ random_entries(uint64_t *seed, struct urlmem_entry *e, size_t n)
 
 		memcpy(e[i].fp, &a, 8);
 		memcpy(e[i].fp + 8, &b, 8);
-		e[i].count = tu_rand_below(seed, 4) ? (uint32_t)tu_rand(seed) :
+		e[i].st.count = tu_rand_below(seed, 4) ? (uint32_t)tu_rand(seed) :
 		    0;
-		e[i].first_seen_ms = tu_rand(seed);
-		e[i].last_seen_ms = tu_rand(seed);
+		e[i].st.first_seen_ms = tu_rand(seed);
+		e[i].st.last_seen_ms = tu_rand(seed);
 		/* Not journaled: the replay cannot give them back. */
 		e[i].orig_seg = 1 + (uint32_t)tu_rand_below(seed, 1000);
 		e[i].orig_slot = (uint32_t)tu_rand_below(seed, 4096);
@@ -177,9 +179,9 @@ expect_frames(const struct log *l, const struct written *w, size_t nframes,
 		const struct urlmem_entry *a = &l->e[i], *b = &w->e[i];
 
 		if (memcmp(a->fp, b->fp, CBF_FP_LEN) != 0 ||
-		    a->count != b->count ||
-		    a->first_seen_ms != b->first_seen_ms ||
-		    a->last_seen_ms != b->last_seen_ms)
+		    a->st.count != b->st.count ||
+		    a->st.first_seen_ms != b->st.first_seen_ms ||
+		    a->st.last_seen_ms != b->st.last_seen_ms)
 			ck_abort_msg("%s: entry %zu differs", when, i);
 	}
 }
@@ -353,9 +355,11 @@ START_TEST(test_layout)
 			    &w.e[w.frame_first[f] + i];
 
 			ck_assert_mem_eq(p, e->fp, CBF_FP_LEN);
-			ck_assert_uint_eq(le_get32(p + 16), e->count);
-			ck_assert_uint_eq(le_get64(p + 20), e->first_seen_ms);
-			ck_assert_uint_eq(le_get64(p + 28), e->last_seen_ms);
+			ck_assert_uint_eq(le_get32(p + 16), e->st.count);
+			ck_assert_uint_eq(le_get64(p + 20), e->st.first_seen_ms);
+			ck_assert_uint_eq(le_get64(p + 28), e->st.last_seen_ms);
+			ck_assert_uint_eq(le_get64(p + 36), e->st.expires_ms);
+			ck_assert_uint_eq(le_get32(p + 44), e->st.ns);
 		}
 	}
 	finish(dir, &w);
@@ -655,9 +659,9 @@ START_TEST(test_stale_frame_beyond_replay)
 	}
 	/*
 	 * Then the alignments where a stale frame is the next one expected:
-	 * frame sizes are 24 + 36 n bytes, so the new round ends on an old
+	 * frame sizes are 24 + 48 n bytes, so the new round ends on an old
 	 * frame's start when the new frames are as many as the old ones
-	 * they cover, modulo 3.
+	 * they cover, modulo 2.
 	 */
 	{
 		/* Frame 1 corrupted: nothing replayed; 2 new frames cover
@@ -668,13 +672,13 @@ START_TEST(test_stale_frame_beyond_replay)
 		stale_beyond(99, old_n, 5, 1, new_n, 2, 3);
 	}
 	{
-		/* Frame 4 corrupted: 1..3 replayed; 2 new frames cover old
-		 * 1..5 (3 headers less, 72 bytes: 2 entries more than
-		 * their 14); old 6 follows. */
-		static const size_t old_n[] = { 3, 1, 4, 1, 5, 9 };
-		static const size_t new_n[] = { 10, 6 };
+		/* Frame 5 corrupted: 1..4 replayed; 2 new frames cover old
+		 * 1..6 (4 headers less, 96 bytes: 2 entries more than
+		 * their 23); old 7 follows. */
+		static const size_t old_n[] = { 3, 1, 4, 1, 5, 9, 2 };
+		static const size_t new_n[] = { 10, 15 };
 
-		stale_beyond(100, old_n, 6, 4, new_n, 2, 6);
+		stale_beyond(100, old_n, 7, 5, new_n, 2, 7);
 	}
 }
 END_TEST
@@ -711,7 +715,7 @@ START_TEST(test_no_room)
 	/* A frame that does not fit is refused with ENOSPC and changes
 	 * nothing; a smaller one then goes where it would have. */
 	char *dir = tu_tmpdir();
-	const size_t size = 1000;
+	const size_t size = 1012;
 	struct written w = { 0 };
 	uint64_t seed = 101, cp;
 	struct urljournal *j = open_journal(dir, size);
@@ -724,25 +728,25 @@ START_TEST(test_no_room)
 	cp = urljournal_last_seq(j);
 	urljournal_restart(j);
 	random_entries(&seed, e, 64);
-	append(j, &w, &seed, 10);		/* 384 bytes */
-	append(j, &w, &seed, 5);		/* 204 */
-	ck_assert_uint_eq(urljournal_room(j), size - 588);
+	append(j, &w, &seed, 10);		/* 504 bytes */
+	append(j, &w, &seed, 5);		/* 264 */
+	ck_assert_uint_eq(urljournal_room(j), size - 768);
 	urljournal_stats(j, &s0);
 	seq = urljournal_last_seq(j);
-	/* 412 bytes left: 11 entries need 420. */
+	/* 244 bytes left: 11 entries need 552. */
 	errno = 0;
 	ck_assert_int_eq(urljournal_append(j, e, 11), -1);
 	ck_assert_int_eq(errno, ENOSPC);
 	ck_assert_int_eq(urljournal_append(j, e, 64), -1);
 	ck_assert_int_eq(errno, ENOSPC);
-	ck_assert_uint_eq(urljournal_room(j), size - 588);
+	ck_assert_uint_eq(urljournal_room(j), size - 768);
 	ck_assert_uint_eq(urljournal_last_seq(j), seq);
 	urljournal_stats(j, &s1);
 	ck_assert_uint_eq(s1.bytes, s0.bytes);
 	ck_assert_uint_eq(s1.bytes_written, s0.bytes_written);
 	ck_assert_uint_eq(s1.frames_written, s0.frames_written);
-	/* 10 entries (384 bytes) fit; then 28 bytes, one empty frame. */
-	append(j, &w, &seed, 10);
+	/* 4 entries (216 bytes) fit; then 28 bytes, one empty frame. */
+	append(j, &w, &seed, 4);
 	ck_assert_uint_eq(urljournal_room(j), 28);
 	append(j, &w, &seed, 0);
 	ck_assert_uint_eq(urljournal_room(j), 4);
@@ -1008,6 +1012,65 @@ START_TEST(test_replay_fn_fails)
 }
 END_TEST
 
+START_TEST(test_format2_frames)
+{
+	/* A journal left by an nddd of store format 2 (frames "UJF1",
+	 * 36-byte entries without expiry or namespace), followed by a frame
+	 * of today's: all replay, the old entries in the default namespace
+	 * with no time to live. */
+	char *dir = tu_tmpdir();
+	struct urljournal *j;
+	struct log l = { NULL, 0, 0, 0 };
+	uint8_t f[URLJOURNAL_FRAME_HEADER + 2 * URLJOURNAL_ENTRY_LEN];
+	size_t off = 0, elen;
+	uint64_t seq = 500;
+
+	j = open_journal(dir, SIZE);
+	urljournal_close(j);
+	for (int k = 0; k < 2; k++) {
+		elen = k == 0 ? ENTRY_LEN_V2 : URLJOURNAL_ENTRY_LEN;
+		memset(f, 0, sizeof(f));
+		le_put32(f, k == 0 ? JMAGIC_V2 : JMAGIC);
+		le_put32(f + 4, 2);
+		le_put64(f + 8, seq + 1 + k);
+		for (int i = 0; i < 2; i++) {
+			uint8_t *p = f + URLJOURNAL_FRAME_HEADER + i * elen;
+
+			memset(p, 0x10 * k + i + 1, CBF_FP_LEN);
+			le_put32(p + 16, 7);
+			le_put64(p + 20, 1000 + i);
+			le_put64(p + 28, 2000 + i);
+			if (k == 1) {
+				le_put64(p + 36, 3000 + i);
+				le_put32(p + 44, 9);
+			}
+		}
+		le_put32(f + 16, crc32c(crc32c(0, f + 4, 12),
+		    f + URLJOURNAL_FRAME_HEADER, 2 * elen));
+		poke(dir, off, f, URLJOURNAL_FRAME_HEADER + 2 * elen);
+		off += URLJOURNAL_FRAME_HEADER + 2 * elen;
+	}
+	j = open_journal(dir, SIZE);
+	ck_assert_uint_eq(replay(j, seq, &l), 2);
+	ck_assert_uint_eq(l.n, 4);
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 2; i++) {
+			const struct urlmem_entry *e = &l.e[2 * k + i];
+
+			ck_assert_uint_eq(e->fp[0], 0x10 * k + i + 1);
+			ck_assert_uint_eq(e->st.count, 7);
+			ck_assert_uint_eq(e->st.first_seen_ms, 1000 + i);
+			ck_assert_uint_eq(e->st.last_seen_ms, 2000 + i);
+			ck_assert_uint_eq(e->st.expires_ms, k ? 3000 + i : 0);
+			ck_assert_uint_eq(e->st.ns, k ? 9 : 0);
+		}
+	urljournal_close(j);
+	free(l.e);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_handmade_frames)
 {
 	/* Frames written here (the documented layout) are replayed: the
@@ -1034,6 +1097,8 @@ START_TEST(test_handmade_frames)
 			le_put32(p + 16, 100 * k + i);
 			le_put64(p + 20, 1000 * k + i);
 			le_put64(p + 28, 2000 * k + i);
+			le_put64(p + 36, 3000 * k + i);
+			le_put32(p + 44, 40 * k + i);
 		}
 		le_put32(f + 16, crc32c(crc32c(0, f + 4, 12),
 		    f + URLJOURNAL_FRAME_HEADER, 2 * URLJOURNAL_ENTRY_LEN));
@@ -1050,9 +1115,11 @@ START_TEST(test_handmade_frames)
 
 			ck_assert_uint_eq(e->fp[0], 0x10 * k + i);
 			ck_assert_uint_eq(e->fp[15], 0x10 * k + i);
-			ck_assert_uint_eq(e->count, 100 * k + i);
-			ck_assert_uint_eq(e->first_seen_ms, 1000 * k + i);
-			ck_assert_uint_eq(e->last_seen_ms, 2000 * k + i);
+			ck_assert_uint_eq(e->st.count, 100 * k + i);
+			ck_assert_uint_eq(e->st.first_seen_ms, 1000 * k + i);
+			ck_assert_uint_eq(e->st.last_seen_ms, 2000 * k + i);
+			ck_assert_uint_eq(e->st.expires_ms, 3000 * k + i);
+			ck_assert_uint_eq(e->st.ns, 40 * k + i);
 		}
 	urljournal_close(j);
 	free(l.e);
@@ -1086,6 +1153,7 @@ urljournal_suite(void)
 	tcase_add_test(tc, test_reopen_smaller);
 	tcase_add_test(tc, test_replay_fn_fails);
 	tcase_add_test(tc, test_handmade_frames);
+	tcase_add_test(tc, test_format2_frames);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -57,9 +57,9 @@ random_entry(uint64_t *seed, const uint8_t fp[CBF_FP_LEN],
 
 	memset(e, 0, sizeof(*e));
 	memcpy(e->fp, fp, CBF_FP_LEN);
-	e->count = tu_rand_below(seed, 4) == 0 ? 0 : (uint32_t)tu_rand(seed);
-	e->first_seen_ms = tu_rand(seed);
-	e->last_seen_ms = tu_rand(seed);
+	e->st.count = tu_rand_below(seed, 4) == 0 ? 0 : (uint32_t)tu_rand(seed);
+	e->st.first_seen_ms = tu_rand(seed);
+	e->st.last_seen_ms = tu_rand(seed);
 	e->orig_seg = r < 4 ? segs[r] :
 	    (uint32_t)tu_rand_below(seed, SEG_LIMIT);
 	r = (unsigned)tu_rand_below(seed, 8);
@@ -70,9 +70,9 @@ random_entry(uint64_t *seed, const uint8_t fp[CBF_FP_LEN],
 static int
 entry_eq(const struct urlmem_entry *a, const struct urlmem_entry *b)
 {
-	return memcmp(a->fp, b->fp, CBF_FP_LEN) == 0 && a->count == b->count &&
-	    a->first_seen_ms == b->first_seen_ms &&
-	    a->last_seen_ms == b->last_seen_ms && a->orig_seg == b->orig_seg &&
+	return memcmp(a->fp, b->fp, CBF_FP_LEN) == 0 && a->st.count == b->st.count &&
+	    a->st.first_seen_ms == b->st.first_seen_ms &&
+	    a->st.last_seen_ms == b->st.last_seen_ms && a->orig_seg == b->orig_seg &&
 	    a->orig_slot == b->orig_slot;
 }
 
@@ -320,7 +320,7 @@ START_TEST(test_full_and_refusals)
 	for (int round = 0; round < 3; round++) {
 		for (size_t i = 0; i < cap; i++) {
 			random_entry(&seed, keys[i], &e);
-			e.count = (uint32_t)(i + round);
+			e.st.count = (uint32_t)(i + round);
 			ck_assert_int_eq(urlmem_put(m, &e), 0);
 		}
 		ck_assert_uint_eq(urlmem_count(m), cap);
@@ -331,7 +331,7 @@ START_TEST(test_full_and_refusals)
 		/* Overwrites still go in, and the count stays. */
 		for (size_t i = 0; i < cap; i++) {
 			random_entry(&seed, keys[i], &e);
-			e.count = (uint32_t)(1000 + i + round);
+			e.st.count = (uint32_t)(1000 + i + round);
 			ck_assert_int_eq(urlmem_put(m, &e), 0);
 			ck_assert(urlmem_lookup(m, keys[i], &got));
 			ck_assert(entry_eq(&e, &got));
@@ -419,10 +419,10 @@ START_TEST(test_many_clears)
 
 		memset(&e, 0, sizeof(e));
 		memcpy(e.fp, keys[a], CBF_FP_LEN);
-		e.count = round;
+		e.st.count = round;
 		if (urlmem_put(m, &e) != 0)
 			ck_abort_msg("round %u: put refused", round);
-		if (!urlmem_lookup(m, keys[a], &got) || got.count != round)
+		if (!urlmem_lookup(m, keys[a], &got) || got.st.count != round)
 			ck_abort_msg("round %u: the entry put is not found",
 			    round);
 		if (b != a && (urlmem_get(m, keys[b], &got) ||
@@ -471,9 +471,9 @@ static void
 versioned(const uint8_t fp[CBF_FP_LEN], uint64_t v, struct urlmem_entry *e)
 {
 	memcpy(e->fp, fp, CBF_FP_LEN);
-	e->count = (uint32_t)v;
-	e->first_seen_ms = v * 3;
-	e->last_seen_ms = v * 5 + 1;
+	e->st.count = (uint32_t)v;
+	e->st.first_seen_ms = v * 3;
+	e->st.last_seen_ms = v * 5 + 1;
 	e->orig_seg = (uint32_t)(v * 7 % SEG_LIMIT);
 	e->orig_slot = (uint32_t)(v % SLOT_LIMIT);
 }
@@ -492,16 +492,16 @@ reader(void *arg)
 			if (!urlmem_lookup(c->m, c->keys[k], &e))
 				continue;
 			found++;
-			versioned(c->keys[k], e.count, &want);
-			if (!entry_eq(&e, &want) || e.count % CONC_KEYS != k) {
+			versioned(c->keys[k], e.st.count, &want);
+			if (!entry_eq(&e, &want) || e.st.count % CONC_KEYS != k) {
 				if (torn++ == 0)
 					snprintf(c->r[ra->id].what,
 					    sizeof(c->r[ra->id].what),
 					    "key %zu: count %u, first %llu, "
 					    "last %llu, place %u/%u", k,
-					    e.count,
-					    (unsigned long long)e.first_seen_ms,
-					    (unsigned long long)e.last_seen_ms,
+					    e.st.count,
+					    (unsigned long long)e.st.first_seen_ms,
+					    (unsigned long long)e.st.last_seen_ms,
 					    e.orig_seg, e.orig_slot);
 			}
 		}

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "cbf.h"
+#include "clock.h"
 #include "le.h"
 #include "store.h"
 #include "testutil.h"
@@ -100,13 +101,13 @@ make_keys(struct fixture *fx, const char *host)
 static void
 observe(struct fixture *fx, uint32_t *out)
 {
-	uint64_t counts[POOL];
+	struct url_state states[POOL];
 	struct urlset_tally tally = { 0 };
 
-	ck_assert_int_eq(urlset_check(fx->us, fx->rd, fx->keys, NULL, POOL,
-	    counts, &tally), STORE_OK);
+	ck_assert_int_eq(urlset_check(fx->us, fx->rd, URLNS_DEFAULT,
+	    clock_wall_ms(), fx->keys, NULL, POOL, states, &tally), STORE_OK);
 	for (int u = 0; u < POOL; u++)
-		out[u] = (uint32_t)counts[u];
+		out[u] = states[u].count;
 }
 
 static void
@@ -157,7 +158,7 @@ struct test_job {
 	struct urlset_job uj;
 	int pool[GROUP_KEYS];
 	struct url_key keys[GROUP_KEYS];
-	uint64_t counts[GROUP_KEYS];
+	struct url_state states[GROUP_KEYS];
 	bool answered;
 };
 
@@ -240,7 +241,7 @@ START_TEST(test_write_path_against_model_with_crashes)
 				t->uj.durability = dur;
 				t->uj.keys = t->keys;
 				t->uj.n = n;
-				t->uj.counts = t->counts;
+				t->uj.states = t->states;
 				t->uj.done = test_job_done;
 				t->uj.next = j + 1 < njobs ? &jobs[j + 1].uj :
 				    NULL;
@@ -279,7 +280,7 @@ START_TEST(test_write_path_against_model_with_crashes)
 					    STORE_OK);
 					for (size_t i = 0; i < jobs[j].uj.n;
 					    i++)
-						if (jobs[j].counts[i] !=
+						if (jobs[j].states[i].count !=
 						    want[j][i])
 							ck_abort_msg("step %d:"
 							    " job %d item %zu "
@@ -287,7 +288,7 @@ START_TEST(test_write_path_against_model_with_crashes)
 							    "model %llu", step,
 							    j, i,
 							    (unsigned long long)
-							    jobs[j].counts[i],
+							    jobs[j].states[i].count,
 							    (unsigned long long)
 							    want[j][i]);
 				}
@@ -366,21 +367,21 @@ START_TEST(test_group_sees_its_own_changes)
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
 	a.uj = (struct urlset_job){ .op = URLSET_SUBMIT, .keys = a.keys,
-	    .n = 3, .counts = a.counts, .done = test_job_done,
+	    .n = 3, .states = a.states, .done = test_job_done,
 	    .next = &b.uj };
 	a.keys[0] = a.keys[1] = fx.keys[1];
 	a.keys[2] = fx.keys[2];
 	b.uj = (struct urlset_job){ .op = URLSET_DELETE, .keys = b.keys,
-	    .n = 2, .counts = b.counts, .done = test_job_done };
+	    .n = 2, .states = b.states, .done = test_job_done };
 	b.keys[0] = fx.keys[1];
 	b.keys[1] = fx.keys[3];
 	urlset_apply_group(fx.us, &a.uj);
 	ck_assert(a.answered && b.answered);
-	ck_assert_uint_eq(a.counts[0], 1);
-	ck_assert_uint_eq(a.counts[1], 2);
-	ck_assert_uint_eq(a.counts[2], 1);
-	ck_assert_uint_eq(b.counts[0], 2);
-	ck_assert_uint_eq(b.counts[1], 0);
+	ck_assert_uint_eq(a.states[0].count, 1);
+	ck_assert_uint_eq(a.states[1].count, 2);
+	ck_assert_uint_eq(a.states[2].count, 1);
+	ck_assert_uint_eq(b.states[0].count, 2);
+	ck_assert_uint_eq(b.states[1].count, 0);
 	drop_set(&fx);
 	tu_rmtree(fx.dir);
 	free(fx.dir);
@@ -446,7 +447,7 @@ START_TEST(test_newer_format_is_refused_unchanged)
 	urlset_free(fx.us);
 	fx.us = NULL;
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
-	ck_assert_int_eq(store_meta_put(txn, "urls.format", "3"), STORE_OK);
+	ck_assert_int_eq(store_meta_put(txn, "urls.format", "4"), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	store_close(fx.st);
 	fx.st = NULL;
@@ -454,7 +455,7 @@ START_TEST(test_newer_format_is_refused_unchanged)
 	ck_assert_ptr_nonnull(before);
 	open_set(&fx, &cause);
 	ck_assert_ptr_null(fx.us);
-	ck_assert_msg(strstr(cause, "format 3") != NULL &&
+	ck_assert_msg(strstr(cause, "format 4") != NULL &&
 	    strstr(cause, "nothing was changed") != NULL, "%s", cause);
 	free(cause);
 	drop_set(&fx);
