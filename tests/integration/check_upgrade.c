@@ -1,8 +1,10 @@
 /*
  * Stores of other releases: a data directory written by nddd 0.1.0 (URL
- * store format 1, tests/data/store-v1) opens, is upgraded in place, and
- * answers exactly what that release answered; a store of a newer format is
- * refused with a message saying so, and not one byte of it changes.
+ * store format 1, tests/data/store-v1) or by nddd 0.2.0 (format 2, with
+ * changes left in its journal, tests/data/store-v2) opens, is upgraded in
+ * place once, and answers exactly what that release answered; a store of a
+ * newer format is refused with a message saying so, and not one byte of it
+ * changes.
  */
 #include <check.h>
 #include <stdio.h>
@@ -13,22 +15,71 @@
 #include "harness.h"
 #include "store.h"
 #include "testutil.h"
+#include "urlset.h"
 
-/* Unpacks the format 1 fixture into h's data directory. */
+/* A data directory of an earlier release, under tests/data. */
+struct fixture {
+	const char *dir;	/* tests/data/store-vN */
+	const char *files[3];	/* its files, each stored as NAME.gz */
+	const char *release;	/* the nddd that wrote it */
+	int format;		/* its URL store format */
+	size_t n_urls;		/* lines of expected.tsv */
+	uint64_t stored;	/* URLs it holds */
+	const char *replayed;	/* what the log says of its journal's
+				   replay; NULL: nothing to replay */
+	const char *doc_url;	/* its document, with what it was given */
+	uint64_t simhash, group;
+	const char *fresh;	/* a URL to submit after the upgrade */
+};
+
+static const struct fixture store_v1 = {
+	.dir = "tests/data/store-v1",
+	.files = { "data.mdb" },
+	.release = "0.1.0",
+	.format = 1,
+	.n_urls = 300,
+	.stored = 240,
+	.doc_url = "http://v1.example/doc/1",
+	.simhash = 0xfc413432173729b0ULL,
+	.group = 1,
+	.fresh = "http://v1.example/after-upgrade",
+};
+
+static const struct fixture store_v2 = {
+	.dir = "tests/data/store-v2",
+	.files = { "data.mdb", "urls.journal" },
+	.release = "0.2.0",
+	.format = 2,
+	.n_urls = 320,
+	.stored = 260,
+	.replayed = "20 URL changes of 1 journal frames replayed",
+	.doc_url = "http://v2.example/doc/1",
+	.simhash = 0xfc413432173729b0ULL,
+	.group = 1,
+	.fresh = "http://v2.example/after-upgrade",
+};
+
+/* Unpacks fixture f into h's data directory. */
 static void
-unpack_fixture(struct harness *h)
+unpack_fixture(struct harness *h, const struct fixture *f)
 {
-	char *src = tu_source_path("tests/data/store-v1/data.mdb.gz"), *cmd;
-
 	ck_assert_int_eq(mkdir(h->data_dir, 0750), 0);
-	ck_assert_int_ne(asprintf(&cmd, "gzip -dc '%s' > '%s/data.mdb'", src,
-	    h->data_dir), -1);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
-	free(src);
+	for (size_t i = 0; i < 3 && f->files[i] != NULL; i++) {
+		char *rel, *src, *cmd;
+
+		ck_assert_int_ne(asprintf(&rel, "%s/%s.gz", f->dir,
+		    f->files[i]), -1);
+		src = tu_source_path(rel);
+		ck_assert_int_ne(asprintf(&cmd, "gzip -dc '%s' > '%s/%s'",
+		    src, h->data_dir, f->files[i]), -1);
+		ck_assert_int_eq(system(cmd), 0);
+		free(cmd);
+		free(src);
+		free(rel);
+	}
 }
 
-/* The fixture's URLs with the counts nddd 0.1.0 gave them. */
+/* A fixture's URLs with the counts its release gave them. */
 struct expected {
 	char *url[400];
 	uint64_t count[400];
@@ -36,11 +87,13 @@ struct expected {
 };
 
 static void
-read_expected(struct expected *e)
+read_expected(struct expected *e, const struct fixture *f)
 {
-	char *path = tu_source_path("tests/data/store-v1/expected.tsv");
-	char *text = tu_read_file(path, NULL), *line, *save = NULL;
+	char *rel, *path, *text, *line, *save = NULL;
 
+	ck_assert_int_ne(asprintf(&rel, "%s/expected.tsv", f->dir), -1);
+	path = tu_source_path(rel);
+	text = tu_read_file(path, NULL);
 	ck_assert_ptr_nonnull(text);
 	e->n = 0;
 	for (line = strtok_r(text, "\n", &save); line != NULL;
@@ -56,11 +109,20 @@ read_expected(struct expected *e)
 	}
 	free(text);
 	free(path);
-	ck_assert_uint_eq(e->n, 300);
+	free(rel);
+	ck_assert_uint_eq(e->n, f->n_urls);
 }
 
 static void
-assert_expected(nddd_client *c, const struct expected *e, const char *when)
+free_expected(struct expected *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->url[i]);
+}
+
+static void
+assert_expected(nddd_client *c, const struct expected *e,
+    const struct fixture *f, const char *when)
 {
 	struct nddd_url_result res[400];
 
@@ -69,72 +131,143 @@ assert_expected(nddd_client *c, const struct expected *e, const char *when)
 	for (size_t i = 0; i < e->n; i++)
 		ck_assert_msg(res[i].code == NDDD_OK &&
 		    res[i].count == e->count[i], "%s: %s has count %llu, "
-		    "nddd 0.1.0 said %llu", when, e->url[i],
-		    (unsigned long long)res[i].count,
+		    "nddd %s said %llu", when, e->url[i],
+		    (unsigned long long)res[i].count, f->release,
 		    (unsigned long long)e->count[i]);
 	nddd_urls_results_free(res, e->n);
 }
 
-START_TEST(test_previous_release_store_opens)
+/* The fixture's document, with the fingerprint and group it was given. */
+static void
+assert_document(nddd_client *c, const struct fixture *f)
 {
-	struct harness h;
-	struct expected e;
-	struct nddd_verify v;
 	struct nddd_reply *r;
-	const char *fresh[] = { "http://v1.example/after-upgrade" };
-	struct nddd_url_result res[1];
-	nddd_client *c;
 	uint64_t id;
-	char *log;
 
-	read_expected(&e);
-	harness_init(&h, "[urls]\ncapacity = 1000\n");
-	unpack_fixture(&h);
-	harness_start(&h);
-	log = tu_read_file(h.log_path, NULL);
-	ck_assert_msg(log != NULL && strstr(log, "upgrading the URL store "
-	    "from format 1") != NULL, "the upgrade is not in the log");
-	free(log);
-
-	c = harness_client(&h);
-	assert_expected(c, &e, "after the upgrade");
-	/* Its document, with the fingerprint and group it was given. */
-	ck_assert_int_eq(nddd_send_doc_get(c, "http://v1.example/doc/1", 23,
+	ck_assert_int_eq(nddd_send_doc_get(c, f->doc_url, strlen(f->doc_url),
 	    &id), 0);
 	r = nddd_call(c, id);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_msg(r->kind == NDDD_REPLY_DOC, "doc_get: %s",
 	    r->message ? r->message : "?");
-	ck_assert_uint_eq(r->doc.simhash, 0xfc413432173729b0ULL);
-	ck_assert_uint_eq(r->doc.group, 1);
+	ck_assert_uint_eq(r->doc.simhash, f->simhash);
+	ck_assert_uint_eq(r->doc.group, f->group);
 	nddd_reply_free(r);
+}
+
+static void
+assert_consistent(nddd_client *c, uint64_t urls)
+{
+	struct nddd_verify v;
+
 	ck_assert_int_eq(nddd_verify(c, &v), 0);
 	ck_assert_msg(v.consistent, "%s", v.detail);
-	ck_assert_uint_eq(v.urls, 240);
-	/* It goes on like any store. */
-	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, fresh, 1, res, 1, 1,
-	    NULL, NULL), 0);
-	ck_assert_uint_eq(res[0].count, 1);
+	ck_assert_uint_eq(v.urls, urls);
+}
+
+/* The fresh URL's count, from a submit or a check. */
+static uint64_t
+fresh_count(nddd_client *c, const struct fixture *f, enum nddd_url_op op)
+{
+	const char *urls[] = { f->fresh };
+	struct nddd_url_result res[1];
+	uint64_t count;
+
+	ck_assert_int_eq(nddd_urls(c, op, urls, 1, res, 1, 1, NULL, NULL), 0);
+	ck_assert_int_eq(res[0].code, NDDD_OK);
+	count = res[0].count;
 	nddd_urls_results_free(res, 1);
+	return count;
+}
+
+/* The URL store format recorded in h's store (the daemon stopped). */
+static int
+store_format(const struct harness *h)
+{
+	struct store_options so = { .dir = h->data_dir,
+	    .map_size = 64 << 20, .sync = STORE_SYNC_FULL };
+	struct store *st;
+	struct store_txn *txn;
+	char *cause, buf[16];
+
+	st = store_open(&so, &cause);
+	ck_assert_msg(st != NULL, "%s", cause);
+	txn = store_reader_new(st);
+	ck_assert_ptr_nonnull(txn);
+	ck_assert_int_eq(store_reader_begin(txn), STORE_OK);
+	ck_assert_int_eq(store_meta_get(txn, "urls.format", buf, sizeof(buf)),
+	    STORE_OK);
+	store_reader_end(txn);
+	store_reader_free(txn);
+	store_close(st);
+	return atoi(buf);
+}
+
+/*
+ * Opens fixture f with this nddd: the upgrade is logged (and the journal's
+ * replay, if it has one), every URL has the count its release gave, its
+ * document is there, verify agrees, a submit goes through, the store is of
+ * the current format; a second start upgrades nothing and answers the
+ * same.
+ */
+static void
+check_release_store(const struct fixture *f)
+{
+	struct harness h;
+	struct expected e;
+	nddd_client *c;
+	char *log, upgrading[64];
+	size_t first_len;
+
+	read_expected(&e, f);
+	harness_init(&h, "[urls]\ncapacity = 1000\n");
+	unpack_fixture(&h, f);
+	harness_start(&h);
+	log = tu_read_file(h.log_path, &first_len);
+	snprintf(upgrading, sizeof(upgrading), "upgrading the URL store from "
+	    "format %d", f->format);
+	ck_assert_msg(log != NULL && strstr(log, upgrading) != NULL,
+	    "the upgrade is not in the log");
+	ck_assert_msg(f->replayed == NULL || strstr(log, f->replayed) != NULL,
+	    "the journal's replay is not in the log");
+	free(log);
+
+	c = harness_client(&h);
+	assert_expected(c, &e, f, "after the upgrade");
+	assert_document(c, f);
+	assert_consistent(c, f->stored);
+	/* It goes on like any store. */
+	ck_assert_uint_eq(fresh_count(c, f, NDDD_URL_SUBMIT), 1);
 	nddd_close(c);
 	ck_assert_int_eq(harness_stop(&h), 0);
+	ck_assert_int_eq(store_format(&h), URLSET_FORMAT);
 
 	harness_start(&h);
 	log = tu_read_file(h.log_path, NULL);
-	ck_assert_msg(log != NULL && strstr(strstr(log, "upgrading") + 1,
-	    "upgrading") == NULL, "upgraded twice");
+	ck_assert_ptr_nonnull(log);
+	ck_assert_msg(strstr(log + first_len, "upgrading") == NULL,
+	    "upgraded twice");
 	free(log);
 	c = harness_client(&h);
-	assert_expected(c, &e, "after a restart");
-	ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK, fresh, 1, res, 1, 1,
-	    NULL, NULL), 0);
-	ck_assert_uint_eq(res[0].count, 1);
-	nddd_urls_results_free(res, 1);
+	assert_expected(c, &e, f, "after a restart");
+	assert_document(c, f);
+	ck_assert_uint_eq(fresh_count(c, f, NDDD_URL_CHECK), 1);
+	assert_consistent(c, f->stored + 1);
 	nddd_close(c);
 	ck_assert_int_eq(harness_stop(&h), 0);
 	harness_cleanup(&h);
-	for (size_t i = 0; i < e.n; i++)
-		free(e.url[i]);
+	free_expected(&e);
+}
+
+START_TEST(test_store_v1_opens)
+{
+	check_release_store(&store_v1);
+}
+END_TEST
+
+START_TEST(test_store_v2_opens)
+{
+	check_release_store(&store_v2);
 }
 END_TEST
 
@@ -186,7 +319,8 @@ upgrade_suite(void)
 	TCase *tc = tcase_create("upgrade");
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_previous_release_store_opens);
+	tcase_add_test(tc, test_store_v1_opens);
+	tcase_add_test(tc, test_store_v2_opens);
 	tcase_add_test(tc, test_newer_format_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
