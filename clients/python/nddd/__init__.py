@@ -26,7 +26,7 @@ from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
                       FilterStats, NearStats, Neighbour, QueryResult, Stats,
                       Status, SubmitResult, UrlResult, UrlStoreStats)
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Client", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",
