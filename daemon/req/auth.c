@@ -16,18 +16,24 @@
 #include <openssl/evp.h>
 
 #include "log.h"
+#include "urlns.h"
 
 #define DIGEST_LEN 32
 
 struct auth_entry {
 	unsigned char digest[DIGEST_LEN];
 	enum role role;
+	char **namespaces;		/* NULL: every one */
+	size_t nns;
 };
 
 struct auth {
 	struct auth_entry *entries;
 	size_t n;
 };
+
+static const struct auth_entry *find(const struct auth *a, const char *token,
+    size_t len);
 
 static int
 digest(const char *token, size_t len, unsigned char out[DIGEST_LEN])
@@ -63,6 +69,40 @@ add_error(char **errors, size_t *len, const char *fmt, ...)
 	(*errors)[*len + (size_t)n] = '\n';
 	*len += (size_t)n + 1;
 	(*errors)[*len] = '\0';
+}
+
+/* The namespaces of a "namespaces=A,B" field into e; -1 if one is bad. */
+static int
+parse_namespaces(const char *field, struct auth_entry *e)
+{
+	const char *p = field + strlen("namespaces=");
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char **grown;
+
+		if (urlns_check_name(p, len) != NULL ||
+		    (grown = realloc(e->namespaces, (e->nns + 1) *
+		    sizeof(*grown))) == NULL)
+			return -1;
+		e->namespaces = grown;
+		if ((e->namespaces[e->nns] = strndup(p, len)) == NULL)
+			return -1;
+		e->nns++;
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
+}
+
+static void
+entry_free(struct auth_entry *e)
+{
+	for (size_t i = 0; i < e->nns; i++)
+		free(e->namespaces[i]);
+	free(e->namespaces);
+	e->namespaces = NULL;
+	e->nns = 0;
 }
 
 static int
@@ -103,7 +143,7 @@ auth_load(const char *path, char **errors)
 	}
 	while (getline(&line, &cap, f) != -1) {
 		char *tok, *role_s, *extra, *save = NULL;
-		struct auth_entry e, *grown;
+		struct auth_entry e = { .namespaces = NULL }, *grown;
 
 		lineno++;
 		if ((tok = strtok_r(line, " \t\r\n", &save)) == NULL ||
@@ -111,15 +151,29 @@ auth_load(const char *path, char **errors)
 			continue;
 		role_s = strtok_r(NULL, " \t\r\n", &save);
 		extra = strtok_r(NULL, " \t\r\n", &save);
+		if (extra != NULL && strncmp(extra, "namespaces=",
+		    strlen("namespaces=")) == 0) {
+			if (parse_namespaces(extra, &e) == -1) {
+				entry_free(&e);
+				add_error(errors, &errlen, "%s:%d: bad "
+				    "namespaces= (names of ASCII letters, "
+				    "digits, '.', '_', '-', separated by ',')",
+				    path, lineno);
+				continue;
+			}
+			extra = strtok_r(NULL, " \t\r\n", &save);
+		}
 		if (role_s == NULL || (extra != NULL && *extra != '#')) {
-			add_error(errors, &errlen, "%s:%d: want TOKEN ROLE",
-			    path, lineno);
+			entry_free(&e);
+			add_error(errors, &errlen, "%s:%d: want TOKEN ROLE "
+			    "[namespaces=NAME,...]", path, lineno);
 			continue;
 		}
 		/* The fields' text stays out of the message, which goes to
 		 * the log: in a line whose columns are swapped, the "role"
 		 * is the token. */
 		if (parse_role(role_s, &e.role) == -1) {
+			entry_free(&e);
 			if (parse_role(tok, &e.role) == 0)
 				add_error(errors, &errlen, "%s:%d: the role "
 				    "comes first: want TOKEN ROLE", path,
@@ -131,18 +185,21 @@ auth_load(const char *path, char **errors)
 			continue;
 		}
 		if (strlen(tok) < AUTH_MIN_TOKEN_LEN) {
+			entry_free(&e);
 			add_error(errors, &errlen, "%s:%d: token shorter than "
 			    "%d characters", path, lineno, AUTH_MIN_TOKEN_LEN);
 			continue;
 		}
 		if (digest(tok, strlen(tok), e.digest) == -1 ||
-		    auth_role(a, tok, strlen(tok)) != ROLE_NONE) {
+		    find(a, tok, strlen(tok)) != NULL) {
+			entry_free(&e);
 			add_error(errors, &errlen, "%s:%d: duplicate token",
 			    path, lineno);
 			continue;
 		}
 		if ((grown = realloc(a->entries, (a->n + 1) *
 		    sizeof(*a->entries))) == NULL) {
+			entry_free(&e);
 			add_error(errors, &errlen, "%s: out of memory", path);
 			break;
 		}
@@ -169,6 +226,8 @@ auth_free(struct auth *a)
 {
 	if (a == NULL)
 		return;
+	for (size_t i = 0; i < a->n; i++)
+		entry_free(&a->entries[i]);
 	if (a->entries != NULL)
 		OPENSSL_cleanse(a->entries, a->n * sizeof(*a->entries));
 	free(a->entries);
@@ -181,20 +240,43 @@ auth_count(const struct auth *a)
 	return a->n;
 }
 
-enum role
-auth_role(const struct auth *a, const char *token, size_t len)
+/* The entry of token[0..len), or NULL. */
+static const struct auth_entry *
+find(const struct auth *a, const char *token, size_t len)
 {
 	unsigned char d[DIGEST_LEN];
-	enum role found = ROLE_NONE;
+	const struct auth_entry *found = NULL;
 
 	if (digest(token, len, d) == -1)
-		return ROLE_NONE;
+		return NULL;
 	/* Every entry is compared, match or not: no early exit. */
 	for (size_t i = 0; i < a->n; i++) {
 		int same = CRYPTO_memcmp(d, a->entries[i].digest,
 		    DIGEST_LEN) == 0;
 
-		found = same ? a->entries[i].role : found;
+		found = same ? &a->entries[i] : found;
 	}
 	return found;
+}
+
+enum role
+auth_role(const struct auth *a, const char *token, size_t len,
+    const char *ns, bool *outside)
+{
+	const struct auth_entry *e = find(a, token, len);
+
+	if (outside != NULL)
+		*outside = false;
+	if (e == NULL)
+		return ROLE_NONE;
+	if (e->namespaces == NULL)
+		return e->role;
+	if (ns == NULL)
+		return e->role < ROLE_READ ? e->role : ROLE_READ;
+	for (size_t i = 0; i < e->nns; i++)
+		if (strcmp(e->namespaces[i], ns) == 0)
+			return e->role;
+	if (outside != NULL)
+		*outside = true;
+	return ROLE_NONE;
 }

@@ -2,7 +2,11 @@
  * auth: who may do what.  A token file names tokens and their roles, one
  * "TOKEN ROLE" per line (blank lines and '#' comments allowed); roles nest:
  * read (checks, queries, basic stats) < write (read, plus submits) < admin
- * (everything: deletes, verify, full stats).
+ * (everything: deletes, verify, full stats).  A line may add
+ * "namespaces=NAME,NAME..." (an empty NAME: the default namespace): the
+ * token then has its role in those URL namespaces only, none in the
+ * others, and at most read on what spans them all (basic stats), so it
+ * neither sees nor changes another's URLs.
  *
  * Tokens are kept only as SHA-256 digests and compared in constant time,
  * against every entry, so neither memory dumps nor timing reveal them.
@@ -10,6 +14,7 @@
 #ifndef NDDD_AUTH_H
 #define NDDD_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum role {
@@ -37,7 +42,13 @@ void auth_free(struct auth *a);
 /* Number of tokens. */
 size_t auth_count(const struct auth *a);
 
-/* The role of token[0..len), or ROLE_NONE if it is not in the file. */
-enum role auth_role(const struct auth *a, const char *token, size_t len);
+/*
+ * The role token[0..len) grants to a request acting in namespace ns (NULL:
+ * on the whole daemon, as stats and verify do), or ROLE_NONE if it is not
+ * in the file or does not reach ns; *outside (if non-NULL) says whether it
+ * was limited for want of the namespace.
+ */
+enum role auth_role(const struct auth *a, const char *token, size_t len,
+    const char *ns, bool *outside);
 
 #endif

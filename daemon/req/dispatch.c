@@ -95,20 +95,25 @@ worker_ctx_new(void *arg)
 }
 
 /*
- * The role req's token grants (ROLE_ADMIN when no tokens are configured),
- * or ROLE_NONE with *why set.
+ * The role req's token grants for operation op (ROLE_ADMIN when no tokens
+ * are configured), or ROLE_NONE with *why set.
  */
 static enum role
-authorize(struct dispatch *d, const Nddd__V1__Request *req, const char **why)
+authorize(struct dispatch *d, const struct operation *op,
+    const Nddd__V1__Request *req, const char **why)
 {
 	enum role role = ROLE_ADMIN;
+	bool outside = false;
 
 	pthread_rwlock_rdlock(&d->auth_lock);
 	if (d->auth != NULL) {
 		const char *tok = req->token ? req->token : "";
 
-		role = *tok ? auth_role(d->auth, tok, strlen(tok)) : ROLE_NONE;
-		*why = *tok ? "unknown token" : "a token is required";
+		role = *tok ? auth_role(d->auth, tok, strlen(tok),
+		    op->namespace_of != NULL ? op->namespace_of(req) : NULL,
+		    &outside) : ROLE_NONE;
+		*why = outside ? "the token does not reach this namespace" :
+		    *tok ? "unknown token" : "a token is required";
 	}
 	pthread_rwlock_unlock(&d->auth_lock);
 	return role;
@@ -147,7 +152,7 @@ run_request(struct req_task *t, struct worker_ctx *ctx)
 		return;
 	}
 	call.req = req;
-	call.role = authorize(d, req, &msg);
+	call.role = authorize(d, op, req, &msg);
 	if (call.role < operation_role(op, req)) {
 		reply_error(&t->reply, NDDD__V1__CODE__PERMISSION_DENIED,
 		    call.role == ROLE_NONE ? msg :

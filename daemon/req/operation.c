@@ -91,36 +91,95 @@ role_of_doc_batch(const Nddd__V1__Request *req)
 	return ROLE_READ;
 }
 
+static const char *
+name_or_default(const char *name)
+{
+	return name != NULL ? name : "";
+}
+
+static const char *
+batch_namespace(const Nddd__V1__UrlBatch *b)
+{
+	return b != NULL ? name_or_default(b->namespace_) : "";
+}
+
+static const char *
+namespace_of_url_submit(const Nddd__V1__Request *req)
+{
+	return batch_namespace(req->url_submit);
+}
+
+static const char *
+namespace_of_url_check(const Nddd__V1__Request *req)
+{
+	return batch_namespace(req->url_check);
+}
+
+static const char *
+namespace_of_url_delete(const Nddd__V1__Request *req)
+{
+	return batch_namespace(req->url_delete);
+}
+
+static const char *
+namespace_of_namespace_set(const Nddd__V1__Request *req)
+{
+	return req->namespace_set != NULL ?
+	    name_or_default(req->namespace_set->name) : "";
+}
+
+static const char *
+namespace_of_namespace_drop(const Nddd__V1__Request *req)
+{
+	return req->namespace_drop != NULL ?
+	    name_or_default(req->namespace_drop->name) : "";
+}
+
+/* Documents have no namespaces: they are the default namespace's. */
+static const char *
+namespace_of_docs(const Nddd__V1__Request *req)
+{
+	(void)req;
+	return "";
+}
+
 /* In the order the metrics list them; "invalid" last. */
 static const struct operation operations[] = {
 	{ "url_submit", NDDD__V1__REQUEST__OP_URL_SUBMIT, REPLY_PER_ITEM,
-	    ROLE_WRITE, NULL, validate_url_submit, urlreq_submit },
+	    ROLE_WRITE, NULL, namespace_of_url_submit, validate_url_submit,
+	    urlreq_submit },
 	{ "url_check", NDDD__V1__REQUEST__OP_URL_CHECK, REPLY_PER_ITEM,
-	    ROLE_READ, NULL, validate_url_check, urlreq_check },
+	    ROLE_READ, NULL, namespace_of_url_check, validate_url_check,
+	    urlreq_check },
 	{ "url_delete", NDDD__V1__REQUEST__OP_URL_DELETE, REPLY_PER_ITEM,
-	    ROLE_ADMIN, NULL, validate_url_delete, urlreq_delete },
+	    ROLE_ADMIN, NULL, namespace_of_url_delete, validate_url_delete,
+	    urlreq_delete },
 	{ "stats", NDDD__V1__REQUEST__OP_STATS, REPLY_STATS,
-	    ROLE_READ, NULL, NULL, statsreq_run },
+	    ROLE_READ, NULL, NULL, NULL, statsreq_run },
 	{ "verify", NDDD__V1__REQUEST__OP_VERIFY, REPLY_SMALL,
-	    ROLE_ADMIN, NULL, NULL, verifyreq_start },
+	    ROLE_ADMIN, NULL, NULL, NULL, verifyreq_start },
 	{ "doc_submit", NDDD__V1__REQUEST__OP_DOC_SUBMIT, REPLY_DOCUMENT,
-	    ROLE_WRITE, role_of_doc_submit, NULL, docreq_submit },
+	    ROLE_WRITE, role_of_doc_submit, namespace_of_docs, NULL,
+	    docreq_submit },
 	{ "doc_query", NDDD__V1__REQUEST__OP_DOC_QUERY, REPLY_DOCUMENT,
-	    ROLE_READ, NULL, NULL, docreq_query },
+	    ROLE_READ, NULL, namespace_of_docs, NULL, docreq_query },
 	{ "doc_get", NDDD__V1__REQUEST__OP_DOC_GET, REPLY_DOCUMENT,
-	    ROLE_READ, NULL, NULL, docreq_get },
+	    ROLE_READ, NULL, namespace_of_docs, NULL, docreq_get },
 	{ "doc_delete", NDDD__V1__REQUEST__OP_DOC_DELETE, REPLY_SMALL,
-	    ROLE_ADMIN, NULL, NULL, docreq_delete },
+	    ROLE_ADMIN, NULL, namespace_of_docs, NULL, docreq_delete },
 	{ "doc_batch", NDDD__V1__REQUEST__OP_DOC_BATCH, REPLY_PER_DOCUMENT,
-	    ROLE_WRITE, role_of_doc_batch, validate_doc_batch, docreq_batch },
+	    ROLE_WRITE, role_of_doc_batch, namespace_of_docs,
+	    validate_doc_batch, docreq_batch },
 	{ "namespace_set", NDDD__V1__REQUEST__OP_NAMESPACE_SET, REPLY_SMALL,
-	    ROLE_ADMIN, NULL, validate_namespace_set, urlreq_namespace_set },
+	    ROLE_ADMIN, NULL, namespace_of_namespace_set,
+	    validate_namespace_set, urlreq_namespace_set },
 	{ "namespace_drop", NDDD__V1__REQUEST__OP_NAMESPACE_DROP, REPLY_SMALL,
-	    ROLE_ADMIN, NULL, validate_namespace_drop, urlreq_namespace_drop },
+	    ROLE_ADMIN, NULL, namespace_of_namespace_drop,
+	    validate_namespace_drop, urlreq_namespace_drop },
 	/* Undecodable, or naming nothing known: who may learn that is the
 	 * same as who may do anything. */
 	{ "invalid", NDDD__V1__REQUEST__OP__NOT_SET, REPLY_SMALL,
-	    ROLE_ADMIN, NULL, validate_nothing_known, NULL },
+	    ROLE_ADMIN, NULL, NULL, validate_nothing_known, NULL },
 };
 
 #define NOPS (sizeof(operations) / sizeof(operations[0]))

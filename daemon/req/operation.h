@@ -48,6 +48,11 @@ struct operation {
 	/* The role of a request that asks for less (NULL: role). */
 	enum role (*role_of)(const Nddd__V1__Request *req);
 	/*
+	 * The URL namespace the request acts in ("": the default one), for
+	 * tokens limited to namespaces (NULL: it acts on the whole daemon).
+	 */
+	const char *(*namespace_of)(const Nddd__V1__Request *req);
+	/*
 	 * OK, or the code refusing the whole request with a static
 	 * *message (NULL: nothing to check).
 	 */

@@ -6,7 +6,7 @@
  * dropping a namespace forgets its URLs exactly (every filter counter equal
  * to min(15, the records naming it), which verify checks), also across a
  * kill -9 midway, and leaves the others intact; bad names and times are
- * INVALID_ARGUMENT.
+ * INVALID_ARGUMENT; a token limited to namespaces reaches only those.
  */
 #include <check.h>
 #include <stdio.h>
@@ -73,14 +73,16 @@ free_urls(ProtobufCBinaryData *u, size_t n)
 	free(u);
 }
 
-/* One URL batch (op: the request's case), answered with results. */
+/* One URL batch (op: the request's case) with token (NULL: none). */
 static Nddd__V1__Response *
-url_call(const struct harness *h, Nddd__V1__Request__OpCase op,
-    ProtobufCBinaryData *urls, size_t n, const char *ns, uint64_t ttl,
-    bool with_times)
+url_call_as(const struct harness *h, const char *token,
+    Nddd__V1__Request__OpCase op, ProtobufCBinaryData *urls, size_t n,
+    const char *ns, uint64_t ttl, bool with_times)
 {
 	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
 	Nddd__V1__UrlBatch b = NDDD__V1__URL_BATCH__INIT;
+
+	req.token = (char *)(token != NULL ? token : "");
 
 	b.n_urls = n;
 	b.urls = urls;
@@ -96,6 +98,14 @@ url_call(const struct harness *h, Nddd__V1__Request__OpCase op,
 	else
 		req.url_delete = &b;
 	return harness_raw_call(h, &req);
+}
+
+static Nddd__V1__Response *
+url_call(const struct harness *h, Nddd__V1__Request__OpCase op,
+    ProtobufCBinaryData *urls, size_t n, const char *ns, uint64_t ttl,
+    bool with_times)
+{
+	return url_call_as(h, NULL, op, urls, n, ns, ttl, with_times);
 }
 
 /* The counts of a batch, which must be answered. */
@@ -140,12 +150,14 @@ expect_refused(Nddd__V1__Response *r, Nddd__V1__Code code, const char *part)
 }
 
 static Nddd__V1__Response *
-ns_call(const struct harness *h, bool drop, const char *name, uint64_t ttl)
+ns_call_as(const struct harness *h, const char *token, bool drop,
+    const char *name, uint64_t ttl)
 {
 	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
 	Nddd__V1__NamespaceSet set = NDDD__V1__NAMESPACE_SET__INIT;
 	Nddd__V1__NamespaceDrop dr = NDDD__V1__NAMESPACE_DROP__INIT;
 
+	req.token = (char *)(token != NULL ? token : "");
 	req.id = 2;
 	if (drop) {
 		dr.name = (char *)name;
@@ -160,18 +172,32 @@ ns_call(const struct harness *h, bool drop, const char *name, uint64_t ttl)
 	return harness_raw_call(h, &req);
 }
 
+static Nddd__V1__Response *
+ns_call(const struct harness *h, bool drop, const char *name, uint64_t ttl)
+{
+	return ns_call_as(h, NULL, drop, name, ttl);
+}
+
 static Nddd__V1__StatsResult *
-stats_of(const struct harness *h, Nddd__V1__Response **resp)
+stats_as(const struct harness *h, const char *token,
+    Nddd__V1__Response **resp)
 {
 	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
 	Nddd__V1__StatsRequest sr = NDDD__V1__STATS_REQUEST__INIT;
 
+	req.token = (char *)(token != NULL ? token : "");
 	req.id = 3;
 	req.op_case = NDDD__V1__REQUEST__OP_STATS;
 	req.stats = &sr;
 	*resp = harness_raw_call(h, &req);
 	ck_assert_ptr_null((*resp)->status);
 	return (*resp)->stats;
+}
+
+static Nddd__V1__StatsResult *
+stats_of(const struct harness *h, Nddd__V1__Response **resp)
+{
+	return stats_as(h, NULL, resp);
 }
 
 /* The URLs stats counts in namespace name (-1: not listed). */
@@ -427,6 +453,93 @@ START_TEST(test_drop_namespace_killed_midway)
 }
 END_TEST
 
+#define CRAWL_TOKEN	"crawl-a-token-0123456789"
+#define OPS_TOKEN	"ops-token-0123456789"
+#define ADMIN_TOKEN	"admin-token-0123456789"
+
+START_TEST(test_tokens_limited_to_namespaces)
+{
+	struct harness h;
+	ProtobufCBinaryData *u = make_urls("tok.example", 3);
+	Nddd__V1__Response *r;
+	Nddd__V1__StatsResult *st;
+	char *path, conf[512], *out;
+	FILE *f;
+
+	harness_init(&h, NULL);
+	ck_assert_int_ne(asprintf(&path, "%s/tokens", h.dir), -1);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fputs(CRAWL_TOKEN " write namespaces=crawl-a\n"
+	    OPS_TOKEN " admin namespaces=,crawl-b # the default and crawl-b\n"
+	    ADMIN_TOKEN " admin\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	snprintf(conf, sizeof(conf), "[auth]\ntokens_file = %s\n", path);
+	harness_add_conf(&h, conf);
+	harness_start(&h);
+
+	/* Its role in its namespace; nothing in the others. */
+	r = url_call_as(&h, CRAWL_TOKEN, NDDD__V1__REQUEST__OP_URL_SUBMIT, u,
+	    3, "crawl-a", 0, false);
+	ck_assert_ptr_null(r->status);
+	ck_assert_uint_eq(r->urls->counts[0], 1);
+	nddd__v1__response__free_unpacked(r, NULL);
+	expect_refused(url_call_as(&h, CRAWL_TOKEN,
+	    NDDD__V1__REQUEST__OP_URL_CHECK, u, 3, "", 0, false),
+	    NDDD__V1__CODE__PERMISSION_DENIED, "does not reach");
+	expect_refused(url_call_as(&h, CRAWL_TOKEN,
+	    NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 3, "crawl-b", 0, false),
+	    NDDD__V1__CODE__PERMISSION_DENIED, "does not reach");
+	/* Within its namespace, still its role: no deletes. */
+	expect_refused(url_call_as(&h, CRAWL_TOKEN,
+	    NDDD__V1__REQUEST__OP_URL_DELETE, u, 3, "crawl-a", 0, false),
+	    NDDD__V1__CODE__PERMISSION_DENIED, "role");
+	/* What spans every namespace: read at most, so basic stats, with
+	 * no namespace listed, and no verify. */
+	st = stats_as(&h, CRAWL_TOKEN, &r);
+	ck_assert_uint_eq(st->n_namespaces, 0);
+	ck_assert_ptr_null(st->url_store);
+	nddd__v1__response__free_unpacked(r, NULL);
+
+	/* An admin of the default namespace and crawl-b. */
+	r = url_call_as(&h, OPS_TOKEN, NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 3,
+	    "crawl-b", 0, false);
+	ck_assert_ptr_null(r->status);
+	nddd__v1__response__free_unpacked(r, NULL);
+	r = url_call_as(&h, OPS_TOKEN, NDDD__V1__REQUEST__OP_URL_DELETE, u, 1,
+	    "", 0, false);
+	ck_assert_ptr_null(r->status);
+	nddd__v1__response__free_unpacked(r, NULL);
+	expect_refused(ns_call_as(&h, OPS_TOKEN, true, "crawl-a", 0),
+	    NDDD__V1__CODE__PERMISSION_DENIED, "does not reach");
+	r = ns_call_as(&h, OPS_TOKEN, true, "crawl-b", 0);
+	ck_assert_ptr_null(r->status);
+	ck_assert_uint_eq(r->namespace_->urls, 3);
+	nddd__v1__response__free_unpacked(r, NULL);
+	st = stats_as(&h, OPS_TOKEN, &r);
+	ck_assert_uint_eq(st->n_namespaces, 0);
+	nddd__v1__response__free_unpacked(r, NULL);
+	/* The unlimited admin sees them all. */
+	st = stats_as(&h, ADMIN_TOKEN, &r);
+	ck_assert_uint_ge(st->n_namespaces, 2);
+	ck_assert_str_eq(st->namespaces[1]->name, "crawl-a");
+	ck_assert_uint_eq(st->namespaces[1]->urls, 3);
+	nddd__v1__response__free_unpacked(r, NULL);
+	ck_assert_int_eq(harness_stop(&h), 0);
+
+	/* A bad namespace in the file stops the start, saying where. */
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fputs(ADMIN_TOKEN " admin namespaces=ok,not/ok\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_ne(harness_start_failing(&h, &out), 0);
+	ck_assert_msg(strstr(out, "tokens:1: bad namespaces=") != NULL, "%s",
+	    out);
+	free(out);
+	free(path);
+	harness_cleanup(&h);
+	free_urls(u, 3);
+}
+END_TEST
+
 Suite *namespaces_suite(void);
 
 Suite *
@@ -440,6 +553,7 @@ namespaces_suite(void)
 	tcase_add_test(tc, test_time_to_live);
 	tcase_add_test(tc, test_drop_namespace);
 	tcase_add_test(tc, test_drop_namespace_killed_midway);
+	tcase_add_test(tc, test_tokens_limited_to_namespaces);
 	suite_add_tcase(s, tc);
 	return s;
 }
