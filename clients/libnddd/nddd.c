@@ -66,6 +66,8 @@ struct nddd_client {
 	unsigned char *in;	/* received bytes: in[in_off..in_len) */
 	size_t in_off, in_len, in_cap;
 	enum nddd_durability durability;	/* of submits and deletes */
+	struct nddd_url_opts url_opts;	/* of URL batches; ns owned, NULL:
+					   the default namespace */
 	size_t max_frame;	/* the server's [server] max_frame */
 	nddd_canon *canon;	/* nddd_urls sends digests; NULL: URLs */
 };
@@ -343,6 +345,7 @@ nddd_close(nddd_client *c)
 	}
 	SSL_CTX_free(c->tls_ctx);
 	nddd_canon_free(c->canon);
+	free((char *)c->url_opts.ns);
 	free(c->token);
 	if (c->fd != -1)
 		close(c->fd);
@@ -504,7 +507,53 @@ nddd_set_durability(nddd_client *c, enum nddd_durability d)
 	c->durability = d;
 }
 
-/* Queues batch as op, with the client's durability where op changes. */
+int
+nddd_namespace_valid(const char *name)
+{
+	size_t n = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789._-");
+
+	return name[n] == '\0' && n <= NDDD_NAMESPACE_MAX;
+}
+
+/*
+ * Refuses here what the daemon would refuse, so that a caller learns it
+ * before anything is sent; the daemon checks all the same.
+ */
+static int
+check_ns_and_ttl(nddd_client *c, const char *name, uint64_t ttl_seconds)
+{
+	if (!nddd_namespace_valid(name))
+		return fail(c, "not a namespace name: at most %d bytes of ASCII "
+		    "letters, digits, '.', '_' and '-'", NDDD_NAMESPACE_MAX);
+	if (ttl_seconds > NDDD_TTL_MAX)
+		return fail(c, "a time to live of %llu s: at most %u s (100 "
+		    "years)", (unsigned long long)ttl_seconds, NDDD_TTL_MAX);
+	return 0;
+}
+
+int
+nddd_set_url_opts(nddd_client *c, const struct nddd_url_opts *o)
+{
+	static const struct nddd_url_opts none;
+	char *ns = NULL;
+
+	if (o == NULL)
+		o = &none;
+	if (check_ns_and_ttl(c, o->ns ? o->ns : "", o->ttl_seconds) == -1)
+		return -1;
+	if (o->ns != NULL && o->ns[0] != '\0' && (ns = strdup(o->ns)) == NULL)
+		return fail(c, "out of memory");
+	free((char *)c->url_opts.ns);
+	c->url_opts = *o;
+	c->url_opts.ns = ns;
+	return 0;
+}
+
+/*
+ * Queues batch as op, with the client's URL options, and its durability
+ * where op changes.
+ */
 static int
 queue_batch(nddd_client *c, enum nddd_url_op op, Nddd__V1__UrlBatch *batch,
     uint64_t *id)
@@ -530,6 +579,11 @@ queue_batch(nddd_client *c, enum nddd_url_op op, Nddd__V1__UrlBatch *batch,
 	/* The enums share their numbers with the protocol's. */
 	if (op != NDDD_URL_CHECK)
 		batch->durability = (Nddd__V1__Durability)c->durability;
+	if (c->url_opts.ns != NULL)
+		batch->namespace_ = (char *)c->url_opts.ns;
+	if (op == NDDD_URL_SUBMIT)
+		batch->ttl_seconds = c->url_opts.ttl_seconds;
+	batch->with_times = c->url_opts.with_times != 0;
 	return queue_request(c, &req, id);
 }
 
@@ -566,6 +620,36 @@ nddd_send_digests(nddd_client *c, enum nddd_url_op op, const char *canon_id,
 	batch.digests.len = n * NDDD_DIGEST_LEN;
 	batch.canon = (char *)(canon_id ? canon_id : "");
 	return queue_batch(c, op, &batch, id);
+}
+
+int
+nddd_send_namespace_set(nddd_client *c, const char *name,
+    uint64_t default_ttl_seconds, uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__NamespaceSet m = NDDD__V1__NAMESPACE_SET__INIT;
+
+	if (check_ns_and_ttl(c, name, default_ttl_seconds) == -1)
+		return -1;
+	m.name = (char *)name;
+	m.default_ttl_seconds = default_ttl_seconds;
+	req.op_case = NDDD__V1__REQUEST__OP_NAMESPACE_SET;
+	req.namespace_set = &m;
+	return queue_request(c, &req, id);
+}
+
+int
+nddd_send_namespace_drop(nddd_client *c, const char *name, uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__NamespaceDrop m = NDDD__V1__NAMESPACE_DROP__INIT;
+
+	if (check_ns_and_ttl(c, name, 0) == -1)
+		return -1;
+	m.name = (char *)name;
+	req.op_case = NDDD__V1__REQUEST__OP_NAMESPACE_DROP;
+	req.namespace_drop = &m;
+	return queue_request(c, &req, id);
 }
 
 int
@@ -861,6 +945,8 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 		o->url_store.index_bytes = u->index_bytes;
 		o->url_store.journal_table_bytes = u->journal_table_bytes;
 	}
+	o->urls_dropping = s->urls_dropping;
+	o->urls_expired = s->urls_expired;
 	if (s->near != NULL) {
 		o->near_k = s->near->k;
 		o->near_blocks = s->near->blocks;
@@ -877,6 +963,50 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 		o->accel_docs = s->accel->docs;
 		o->accel_bytes = s->accel->bytes;
 	}
+}
+
+/* The n namespaces m[0..n) into r's.  Returns -1 when out of memory. */
+static int
+copy_namespaces(struct nddd_reply *r, Nddd__V1__NamespaceInfo *const *m,
+    size_t n)
+{
+	if ((r->namespaces = calloc(n + 1, sizeof(*r->namespaces))) == NULL)
+		return -1;
+	r->nnamespaces = n;
+	for (size_t i = 0; i < n; i++) {
+		struct nddd_namespace *ns = &r->namespaces[i];
+
+		snprintf(ns->name, sizeof(ns->name), "%s",
+		    m[i]->name ? m[i]->name : "");
+		ns->urls = m[i]->urls;
+		ns->default_ttl_seconds = m[i]->default_ttl_seconds;
+	}
+	return 0;
+}
+
+/*
+ * The times of a URL batch's reply into r's results: each list holds one
+ * per URL, or none when the batch did not ask for them.
+ */
+static int
+copy_times(nddd_client *c, struct nddd_reply *r,
+    const Nddd__V1__UrlResults *m)
+{
+	size_t n = r->nresults;
+
+	if (m->n_first_seen_ms == 0 && m->n_last_seen_ms == 0 &&
+	    m->n_expires_ms == 0)
+		return 0;
+	if (m->n_first_seen_ms != n || m->n_last_seen_ms != n ||
+	    m->n_expires_ms != n)
+		return fail(c, "reply has %zu, %zu and %zu times for %zu URLs",
+		    m->n_first_seen_ms, m->n_last_seen_ms, m->n_expires_ms, n);
+	for (size_t i = 0; i < n; i++) {
+		r->results[i].first_seen_ms = m->first_seen_ms[i];
+		r->results[i].last_seen_ms = m->last_seen_ms[i];
+		r->results[i].expires_ms = m->expires_ms[i];
+	}
+	return 0;
 }
 
 /*
@@ -1016,10 +1146,22 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 			    (enum nddd_code)e->status->code : NDDD_INTERNAL;
 			r->results[e->index].message = dup_message(e->status);
 		}
+		if (copy_times(c, r, resp->urls) == -1) {
+			nddd_reply_free(r);
+			return NULL;
+		}
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_STATS:
 		r->kind = NDDD_REPLY_STATS;
 		copy_stats(&r->stats, resp->stats);
+		if (copy_namespaces(r, resp->stats->namespaces,
+		    resp->stats->n_namespaces) == -1)
+			goto oom;
+		return r;
+	case NDDD__V1__RESPONSE__RESULT_NAMESPACE:
+		r->kind = NDDD_REPLY_NAMESPACE;
+		if (copy_namespaces(r, &resp->namespace_, 1) == -1)
+			goto oom;
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_DOC:
 		r->kind = NDDD_REPLY_DOC;
@@ -1154,6 +1296,7 @@ nddd_reply_free(struct nddd_reply *r)
 		for (size_t i = 0; i < r->ndocs; i++)
 			doc_release(&r->docs[i]);
 	free(r->docs);
+	free(r->namespaces);
 	free((char *)r->message);
 	free(r);
 }
@@ -1254,9 +1397,7 @@ take_results(const struct inflight *f, struct nddd_reply *r,
 		    &results[f->base + (f->pos != NULL ? f->pos[j] : j)];
 
 		if (r->kind == NDDD_REPLY_URLS && j < r->nresults) {
-			res->code = r->results[j].code;
-			res->count = r->results[j].count;
-			res->message = r->results[j].message;
+			*res = r->results[j];
 			r->results[j].message = NULL;
 		} else {
 			res->code = r->kind == NDDD_REPLY_ERROR ? r->code :

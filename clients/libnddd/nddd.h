@@ -9,7 +9,9 @@
  * order; nddd_docs does the same for documents (doc_batch requests).
  *
  * Submits and deletes are acknowledged once as durable as asked
- * (nddd_set_durability).  URLs can be canonicalized and hashed here, with
+ * (nddd_set_durability); URL batches go to a namespace, submits with a
+ * time to live, and results carry the times URLs were seen when asked
+ * (nddd_set_url_opts).  URLs can be canonicalized and hashed here, with
  * the daemon's own code, and sent as digests (nddd_use_digests,
  * nddd_send_digests, nddd_canon_new): the server then does not parse them.
  *
@@ -74,6 +76,52 @@ struct nddd_url_result {
 	enum nddd_code code;	/* NDDD_OK, or why this URL failed */
 	uint64_t count;		/* reference count; see enum nddd_url_op */
 	const char *message;	/* when code != NDDD_OK; owned by the reply */
+	/* With with_times (nddd_set_url_opts), in milliseconds since the
+	 * epoch: when the URL was first and last submitted, and when its time
+	 * to live ends (0: never); all 0 for a URL never recorded, and
+	 * without with_times.  A check of a URL whose time to live has passed
+	 * answers count 0 with the times it had until the daemon reclaims
+	 * the record in the background (then as never recorded); a submit
+	 * that records it again answers the new record's. */
+	uint64_t first_seen_ms, last_seen_ms, expires_ms;
+};
+
+/* The longest namespace name, in bytes. */
+#define NDDD_NAMESPACE_MAX 64
+/* The longest time to live the daemon takes: 100 years, in seconds. */
+#define NDDD_TTL_MAX 3155760000u
+
+/*
+ * What every URL batch of a client carries besides its URLs
+ * (nddd_set_url_opts).
+ *
+ * ns: the namespace, one of the independent sets of URLs that share a
+ * daemon (one crawl, one spider, one customer); NULL or "": the default
+ * one.  A name is at most NDDD_NAMESPACE_MAX bytes of ASCII letters,
+ * digits, '.', '_' and '-'.  A check or delete in a namespace that does
+ * not exist answers as an empty set; a submit creates it.
+ *
+ * ttl_seconds (submits only): a URL recorded as new is seen for that
+ * long; afterwards a check answers unseen and a submit records it as new
+ * again.  A duplicate submit does not postpone it.  0: the namespace's
+ * default (nddd_send_namespace_set), none unless set.  At most
+ * NDDD_TTL_MAX.
+ *
+ * with_times: results carry first_seen_ms, last_seen_ms and expires_ms.
+ */
+struct nddd_url_opts {
+	const char *ns;
+	uint64_t ttl_seconds;
+	int with_times;
+};
+
+/* A namespace, as namespace_set, namespace_drop and stats answer it. */
+struct nddd_namespace {
+	char name[NDDD_NAMESPACE_MAX + 1];	/* "": the default one */
+	uint64_t urls;		/* stored, expired ones not yet reclaimed
+				   included; for a drop, those being
+				   forgotten */
+	uint64_t default_ttl_seconds;	/* 0: none */
 };
 
 struct nddd_stats {
@@ -119,6 +167,11 @@ struct nddd_stats {
 		uint64_t journal_table_bytes;	/* memory of the journal's
 						   table */
 	} url_store;
+	/* URLs of dropped namespaces not yet forgotten (counted in urls),
+	 * and URLs reclaimed after their time to live.  The namespaces
+	 * themselves come in the reply (nddd_reply: namespaces). */
+	uint64_t urls_dropping;
+	uint64_t urls_expired;
 };
 
 struct nddd_verify {
@@ -199,6 +252,7 @@ enum nddd_reply_kind {
 	NDDD_REPLY_DOC_QUERY,
 	NDDD_REPLY_DOC_DELETE,
 	NDDD_REPLY_DOCS,	/* doc batch */
+	NDDD_REPLY_NAMESPACE,	/* namespace_set, namespace_drop */
 };
 
 struct nddd_reply {
@@ -217,6 +271,10 @@ struct nddd_reply {
 	 * (near_total counts them all; nddd_send_doc_get lists them). */
 	size_t ndocs;
 	struct nddd_doc *docs;
+	/* NDDD_REPLY_STATS: every namespace, the default one first;
+	 * NDDD_REPLY_NAMESPACE: the one set or dropped. */
+	size_t nnamespaces;
+	struct nddd_namespace *namespaces;
 };
 
 /* How to connect; zero values are the defaults. */
@@ -265,6 +323,40 @@ int nddd_send_stats(nddd_client *c, uint64_t *id);
  * until set.  Checks carry none.
  */
 void nddd_set_durability(nddd_client *c, enum nddd_durability d);
+
+/*
+ * The namespace, time to live and times every later URL batch of c
+ * carries (nddd_send_urls, nddd_send_digests, nddd_urls; the time to live
+ * only submits); o NULL: the default namespace, none, none, as until set.
+ * The name is copied.  Returns -1, c unchanged and still usable, for a
+ * name the daemon would refuse (nddd_namespace_valid) or a time to live
+ * over NDDD_TTL_MAX, as nddd_errstr says.
+ */
+int nddd_set_url_opts(nddd_client *c, const struct nddd_url_opts *o);
+
+/*
+ * Whether the daemon takes name as a namespace: at most
+ * NDDD_NAMESPACE_MAX bytes of ASCII letters, digits, '.', '_' and '-'
+ * ("" is the default namespace).
+ */
+int nddd_namespace_valid(const char *name);
+
+/*
+ * Namespace settings (admin), answered by a NDDD_REPLY_NAMESPACE.
+ * nddd_send_namespace_set gives the namespace name (created if need be;
+ * "" is the default one) a default time to live for the URLs submitted
+ * to it without one (0: none), for submits from now on, not for URLs
+ * recorded before.  nddd_send_namespace_drop drops one: its name is free
+ * at once (a submit to it starts an empty set) and its URLs are forgotten
+ * in the background; the reply counts them.  Dropping the default
+ * namespace is refused INVALID_ARGUMENT, an unknown one NOT_FOUND.  A
+ * name that is not valid, or a time to live over NDDD_TTL_MAX: -1,
+ * nothing sent, the connection still usable.
+ */
+int nddd_send_namespace_set(nddd_client *c, const char *name,
+    uint64_t default_ttl_seconds, uint64_t *id);
+int nddd_send_namespace_drop(nddd_client *c, const char *name,
+    uint64_t *id);
 
 /*
  * Queues a batch of n URL digests (NDDD_DIGEST_LEN bytes each, concatenated
@@ -344,11 +436,11 @@ void nddd_reply_free(struct nddd_reply *r);
  * Applies op to urls[0..n) in batches of batch URLs with up to window
  * batches in flight, and fills results[0..n) in input order.  Messages in
  * results stay valid until nddd_urls_results_free.  progress, if not NULL,
- * is called with the number of URLs answered so far.  Submits and
- * deletes ask for the client's durability; after nddd_use_digests, URLs go
- * as digests.  Returns -1 on a connection error, or when a batch is
- * refused as a whole (every result of that batch then carries the
- * refusal's code).
+ * is called with the number of URLs answered so far.  Batches carry the
+ * client's URL options (nddd_set_url_opts), and submits and deletes ask
+ * for its durability; after nddd_use_digests, URLs go as digests.
+ * Returns -1 on a connection error, or when a batch is refused as a whole
+ * (every result of that batch then carries the refusal's code).
  */
 int nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
     size_t n, struct nddd_url_result *results, size_t batch,
@@ -391,7 +483,8 @@ int nddd_use_digests(nddd_client *c, int on, char **err);
 
 /*
  * Stats, in one call (a read token gets only version, uptime, urls, docs,
- * the tables' layout and canon).
+ * the tables' layout and canon).  The namespaces come only with the reply
+ * to nddd_send_stats (nddd_reply: namespaces).
  */
 int nddd_stats(nddd_client *c, struct nddd_stats *out);
 /* Verification, in one call (admin).  It reads the whole store. */

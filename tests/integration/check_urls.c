@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -395,6 +396,281 @@ START_TEST(test_stats)
 }
 END_TEST
 
+/* Sets c's URL options, failing the test if they are refused. */
+static void
+set_opts(nddd_client *c, const char *ns, uint64_t ttl_seconds,
+    int with_times)
+{
+	struct nddd_url_opts o = {
+		.ns = ns, .ttl_seconds = ttl_seconds, .with_times = with_times,
+	};
+
+	ck_assert_msg(nddd_set_url_opts(c, &o) == 0, "nddd_set_url_opts: %s",
+	    nddd_errstr(c));
+}
+
+/* One URL's result of op, with c's options. */
+static struct nddd_url_result
+url_op(nddd_client *c, enum nddd_url_op op, const char *url)
+{
+	struct nddd_url_result res;
+
+	ck_assert_msg(nddd_urls(c, op, &url, 1, &res, 1, 1, NULL, NULL) == 0,
+	    "nddd_urls: %s", nddd_errstr(c));
+	ck_assert_int_eq(res.code, NDDD_OK);
+	return res;
+}
+
+/* The reply to request id, which must be of kind. */
+static struct nddd_reply *
+reply_of(nddd_client *c, uint64_t id, enum nddd_reply_kind kind)
+{
+	struct nddd_reply *r = nddd_call(c, id);
+
+	ck_assert_msg(r != NULL, "nddd_call: %s", nddd_errstr(c));
+	ck_assert_msg(r->kind == kind, "reply of kind %d (%s: %s), not %d",
+	    r->kind, nddd_code_name(r->code), r->message ? r->message : "",
+	    kind);
+	return r;
+}
+
+/* The namespace name in a stats reply, or NULL. */
+static const struct nddd_namespace *
+stats_namespace(const struct nddd_reply *r, const char *name)
+{
+	for (size_t i = 0; i < r->nnamespaces; i++)
+		if (strcmp(r->namespaces[i].name, name) == 0)
+			return &r->namespaces[i];
+	return NULL;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+START_TEST(test_namespaces_are_independent_sets)
+{
+	static const char *const url = "http://ns.example/a";
+	const struct nddd_namespace *ns;
+	struct nddd_url_opts bad = { .ns = "no spaces" };
+	struct nddd_reply *r;
+	struct harness h;
+	char *err, longest[NDDD_NAMESPACE_MAX + 2];
+	nddd_client *c;
+	uint64_t id;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_SUBMIT, url).count, 1);
+	set_opts(c, "crawl-1", 0, 0);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_CHECK, url).count, 0);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_SUBMIT, url).count, 1);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_SUBMIT, url).count, 2);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_DELETE, url).count, 2);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_SUBMIT, url).count, 1);
+
+	/* Names the daemon would refuse are refused here, the options and
+	 * the connection kept. */
+	ck_assert_int_eq(nddd_set_url_opts(c, &bad), -1);
+	ck_assert_ptr_nonnull(strstr(nddd_errstr(c), "namespace"));
+	memset(longest, 'x', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = '\0';
+	bad.ns = longest;
+	ck_assert_int_eq(nddd_set_url_opts(c, &bad), -1);
+	longest[NDDD_NAMESPACE_MAX] = '\0';
+	ck_assert(nddd_namespace_valid(longest));
+	ck_assert(nddd_namespace_valid("A.b_c-9"));
+	ck_assert(nddd_namespace_valid(""));
+	ck_assert(!nddd_namespace_valid("caf\xc3\xa9"));
+	ck_assert(!nddd_namespace_valid("a/b"));
+	bad.ns = NULL;
+	bad.ttl_seconds = NDDD_TTL_MAX + 1ull;
+	ck_assert_int_eq(nddd_set_url_opts(c, &bad), -1);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_CHECK, url).count, 1);
+
+	/* Digests go to the namespace too. */
+	ck_assert_int_eq(nddd_use_digests(c, 1, &err), 0);
+	set_opts(c, "crawl-2", 0, 0);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_SUBMIT, url).count, 1);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_SUBMIT, url).count, 2);
+	ck_assert_int_eq(nddd_use_digests(c, 0, &err), 0);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_CHECK, url).count, 2);
+
+	/* Back to the default namespace, untouched by the others. */
+	ck_assert_int_eq(nddd_set_url_opts(c, NULL), 0);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_CHECK, url).count, 1);
+
+	ck_assert_int_eq(nddd_send_stats(c, &id), 0);
+	r = reply_of(c, id, NDDD_REPLY_STATS);
+	ck_assert_uint_ge(r->nnamespaces, 3);
+	ck_assert_str_eq(r->namespaces[0].name, "");
+	ck_assert_uint_eq(r->namespaces[0].urls, 1);
+	ck_assert_ptr_nonnull(ns = stats_namespace(r, "crawl-1"));
+	ck_assert_uint_eq(ns->urls, 1);
+	ck_assert_ptr_nonnull(ns = stats_namespace(r, "crawl-2"));
+	ck_assert_uint_eq(ns->urls, 1);
+	ck_assert_uint_eq(r->stats.urls, 3);
+	ck_assert_uint_eq(r->stats.urls_dropping, 0);
+	ck_assert_uint_eq(r->stats.urls_expired, 0);
+	nddd_reply_free(r);
+	nddd_close(c);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_ttl_and_times)
+{
+	static const char *const url = "http://ttl.example/a";
+	struct nddd_url_result first, res;
+	struct harness h;
+	nddd_client *c;
+	uint64_t before, deadline;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+
+	/* Without with_times, no times. */
+	res = url_op(c, NDDD_URL_SUBMIT, url);
+	ck_assert(res.first_seen_ms == 0 && res.last_seen_ms == 0 &&
+	    res.expires_ms == 0);
+	set_opts(c, NULL, 0, 1);
+	res = url_op(c, NDDD_URL_CHECK, url);
+	ck_assert_uint_ne(res.first_seen_ms, 0);
+	ck_assert_uint_eq(res.expires_ms, 0);	/* no time to live */
+	res = url_op(c, NDDD_URL_CHECK, "http://ttl.example/never");
+	ck_assert(res.count == 0 && res.first_seen_ms == 0 &&
+	    res.last_seen_ms == 0 && res.expires_ms == 0);
+
+	before = now_ms();
+	set_opts(c, "short", 2, 1);
+	first = url_op(c, NDDD_URL_SUBMIT, url);
+	ck_assert_uint_eq(first.count, 1);
+	/* The daemon's clock is this machine's. */
+	ck_assert_uint_ge(first.first_seen_ms + 1000, before);
+	ck_assert_uint_le(first.first_seen_ms, now_ms() + 1000);
+	ck_assert_uint_eq(first.last_seen_ms, first.first_seen_ms);
+	ck_assert_uint_ge(first.expires_ms, first.first_seen_ms + 2000);
+	ck_assert_uint_le(first.expires_ms, first.first_seen_ms + 3000);
+
+	/* A duplicate submit, with a time to live of its own, does not
+	 * postpone the end. */
+	usleep(20 * 1000);
+	set_opts(c, "short", 1000, 1);
+	res = url_op(c, NDDD_URL_SUBMIT, url);
+	ck_assert_uint_eq(res.count, 2);
+	ck_assert_uint_eq(res.first_seen_ms, first.first_seen_ms);
+	ck_assert_uint_gt(res.last_seen_ms, first.first_seen_ms);
+	ck_assert_uint_eq(res.expires_ms, first.expires_ms);
+
+	/* Past its time: unseen, with the times it had until the daemon
+	 * reclaims the record in the background (an idle one at once), then
+	 * as never recorded. */
+	set_opts(c, "short", 0, 1);
+	deadline = first.expires_ms + 5000;
+	do {
+		usleep(100 * 1000);
+		res = url_op(c, NDDD_URL_CHECK, url);
+	} while (res.count != 0 && now_ms() < deadline);
+	ck_assert_uint_eq(res.count, 0);
+	ck_assert_uint_ge(now_ms() + 1000, first.expires_ms);
+	if (res.first_seen_ms != 0) {
+		ck_assert_uint_eq(res.first_seen_ms, first.first_seen_ms);
+		ck_assert_uint_eq(res.expires_ms, first.expires_ms);
+	} else
+		ck_assert(res.last_seen_ms == 0 && res.expires_ms == 0);
+
+	/* A submit records it as new again, with times of its own. */
+	res = url_op(c, NDDD_URL_SUBMIT, url);
+	ck_assert_uint_eq(res.count, 1);
+	ck_assert_uint_gt(res.first_seen_ms, first.first_seen_ms);
+	ck_assert_uint_eq(res.expires_ms, 0);	/* none asked, no default */
+	nddd_close(c);
+	harness_cleanup(&h);
+}
+END_TEST
+
+START_TEST(test_namespace_set_and_drop)
+{
+	static const char *const urls[] = { "http://drop.example/a",
+	    "http://drop.example/b" };
+	struct nddd_url_result res[2], one;
+	struct nddd_reply *r;
+	struct harness h;
+	nddd_client *c;
+	uint64_t id;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+
+	/* A default time to live, for submits without one. */
+	ck_assert_int_eq(nddd_send_namespace_set(c, "daily", 86400, &id), 0);
+	r = reply_of(c, id, NDDD_REPLY_NAMESPACE);
+	ck_assert_uint_eq(r->nnamespaces, 1);
+	ck_assert_str_eq(r->namespaces[0].name, "daily");
+	ck_assert_uint_eq(r->namespaces[0].default_ttl_seconds, 86400);
+	ck_assert_uint_eq(r->namespaces[0].urls, 0);
+	nddd_reply_free(r);
+	set_opts(c, "daily", 0, 1);
+	free(urls_op(c, NDDD_URL_SUBMIT, urls, 2, res));
+	ck_assert_uint_eq(res[0].expires_ms, res[0].first_seen_ms +
+	    86400 * 1000ull);
+	/* One of its own wins. */
+	set_opts(c, "daily", 60, 1);
+	one = url_op(c, NDDD_URL_SUBMIT, "http://drop.example/c");
+	ck_assert_uint_eq(one.expires_ms, one.first_seen_ms + 60 * 1000ull);
+
+	ck_assert_int_eq(nddd_send_stats(c, &id), 0);
+	r = reply_of(c, id, NDDD_REPLY_STATS);
+	ck_assert_ptr_nonnull(stats_namespace(r, "daily"));
+	ck_assert_uint_eq(stats_namespace(r, "daily")->urls, 3);
+	ck_assert_uint_eq(stats_namespace(r, "daily")->default_ttl_seconds,
+	    86400);
+	nddd_reply_free(r);
+
+	/* Dropped: the name is free at once, the URLs go. */
+	ck_assert_int_eq(nddd_send_namespace_drop(c, "daily", &id), 0);
+	r = reply_of(c, id, NDDD_REPLY_NAMESPACE);
+	ck_assert_str_eq(r->namespaces[0].name, "daily");
+	ck_assert_uint_eq(r->namespaces[0].urls, 3);
+	nddd_reply_free(r);
+	set_opts(c, "daily", 0, 0);
+	free(urls_op(c, NDDD_URL_CHECK, urls, 2, res));
+	ck_assert(res[0].count == 0 && res[1].count == 0);
+	ck_assert_uint_eq(url_op(c, NDDD_URL_SUBMIT, urls[0]).count, 1);
+
+	/* Unknown, the default one, a bad name. */
+	ck_assert_int_eq(nddd_send_namespace_drop(c, "nothing", &id), 0);
+	r = reply_of(c, id, NDDD_REPLY_ERROR);
+	ck_assert_int_eq(r->code, NDDD_NOT_FOUND);
+	nddd_reply_free(r);
+	ck_assert_int_eq(nddd_send_namespace_drop(c, "", &id), 0);
+	r = reply_of(c, id, NDDD_REPLY_ERROR);
+	ck_assert_int_eq(r->code, NDDD_INVALID_ARGUMENT);
+	nddd_reply_free(r);
+	ck_assert_int_eq(nddd_send_namespace_set(c, "a b", 0, &id), -1);
+	ck_assert_int_eq(nddd_send_namespace_set(c, "a", NDDD_TTL_MAX + 1ull,
+	    &id), -1);
+	ck_assert_uint_eq(nddd_outstanding(c), 0);
+
+	/* The default namespace has settings too. */
+	ck_assert_int_eq(nddd_send_namespace_set(c, "", 3600, &id), 0);
+	r = reply_of(c, id, NDDD_REPLY_NAMESPACE);
+	ck_assert_str_eq(r->namespaces[0].name, "");
+	ck_assert_uint_eq(r->namespaces[0].default_ttl_seconds, 3600);
+	nddd_reply_free(r);
+	nddd_close(c);
+	harness_cleanup(&h);
+}
+END_TEST
+
 Suite *urls_suite(void);
 
 Suite *
@@ -411,6 +687,12 @@ urls_suite(void)
 	tcase_add_loop_test(tc, test_kill9_loses_no_relaxed_submit, 0, 3);
 	tcase_add_test(tc, test_merges_bound_dead_records);
 	tcase_add_test(tc, test_stats);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("namespaces");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_namespaces_are_independent_sets);
+	tcase_add_test(tc, test_ttl_and_times);
+	tcase_add_test(tc, test_namespace_set_and_drop);
 	suite_add_tcase(s, tc);
 	return s;
 }
