@@ -26,11 +26,26 @@ static const struct command {
 	const char *help;
 } commands[] = {
 	{ "url-submit", nddctl_url_submit, NULL,
-	  "URL...|-    record URLs; prints new or duplicate and the count" },
+	  "[-n NAMESPACE] [--ttl SECONDS] [--times] URL...|-\n"
+	  "                record URLs; prints new or duplicate and the count\n"
+	  "                (--ttl: seen for that long; 0: the namespace's "
+	  "default)" },
 	{ "url-check", nddctl_url_check, NULL,
-	  "URL...|-     has each URL been seen? prints seen or unseen" },
+	  "[-n NAMESPACE] [--times] URL...|-\n"
+	  "                has each URL been seen? prints seen or unseen" },
 	{ "url-delete", nddctl_url_delete, NULL,
-	  "URL...|-    forget URLs; prints deleted or not_found" },
+	  "[-n NAMESPACE] [--times] URL...|-\n"
+	  "                forget URLs; prints deleted or not_found" },
+	{ "ns-set", nddctl_ns_set, NULL,
+	  "NAME [--default-ttl SECONDS]\n"
+	  "                create a namespace, or set its default time to "
+	  "live\n"
+	  "                (0: none) for later submits (admin)" },
+	{ "ns-drop", nddctl_ns_drop, NULL,
+	  "NAME\n"
+	  "                drop a namespace; its URLs are forgotten in the "
+	  "background\n"
+	  "                (admin)" },
 	{ "doc-submit", nddctl_doc_submit, NULL,
 	  "--url URL [--html] [--query-only] [FILE|-]\n"
 	  "                | --jsonl [--batch N] [--query-only] [FILE|-]\n"
@@ -72,7 +87,11 @@ usage(FILE *out)
 	    "\nURLs come from the arguments, or one per line from standard "
 	    "input when the\nonly argument is '-'.  Results are printed in "
 	    "input order, one line each, as\nsoon as they are acknowledged "
-	    "(tab-separated, or one JSON object per line\nwith --json).\n"
+	    "(tab-separated, or one JSON object per line\nwith --json).  "
+	    "-n (--namespace) names the set of URLs to work in (none:\nthe "
+	    "default one); --times prints when each URL was first and last "
+	    "submitted\nand when its time to live ends (ISO 8601, UTC; with "
+	    "--json, milliseconds too).\n"
 	    "\noptions:\n"
 	    "  -H, --host HOST:PORT  daemon address (default 127.0.0.1:%d)\n"
 	    "  --json                one JSON object per result line\n"
@@ -372,6 +391,36 @@ nddctl_connect(const struct nddctl_common *co)
 	return c;
 }
 
+bool
+nddctl_parse_ttl(const char *opt, const char *arg, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	/* strtoull takes "-1" as the largest number: digits only. */
+	if (!isdigit((unsigned char)*arg) || *end != '\0' || errno != 0 ||
+	    v > NDDD_TTL_MAX) {
+		fprintf(stderr, "nddctl: %s: 0 to %u seconds (100 years), not "
+		    "'%s'\n", opt, NDDD_TTL_MAX, arg);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+bool
+nddctl_namespace_ok(const char *name)
+{
+	if (nddd_namespace_valid(name))
+		return true;
+	fprintf(stderr, "nddctl: '%s' is not a namespace name: at most %d "
+	    "bytes of ASCII letters, digits, '.', '_' and '-'\n", name,
+	    NDDD_NAMESPACE_MAX);
+	return false;
+}
+
 void
 nddctl_put_field(const char *s, size_t len)
 {
@@ -401,16 +450,30 @@ nddctl_put_field(const char *s, size_t len)
 }
 
 void
-nddctl_print_error(const char *code, const char *message, const char *url,
-    size_t url_len)
+nddctl_print_failure(const struct nddctl_common *co, enum nddd_code code,
+    const char *message, const char *key, const char *value, size_t len)
 {
-	printf("error\t%s: ", code);
-	if (message != NULL)
-		nddctl_put_field(message, strlen(message));
-	putchar('\t');
-	if (url != NULL)
-		nddctl_put_field(url, url_len);
-	putchar('\n');
+	json_t *o, *e;
+
+	if (!co->json) {
+		printf("error\t%s: ", nddd_code_name(code));
+		if (message != NULL)
+			nddctl_put_field(message, strlen(message));
+		putchar('\t');
+		if (value != NULL)
+			nddctl_put_field(value, len);
+		putchar('\n');
+		return;
+	}
+	o = json_object();
+	e = json_object();
+	json_object_set_new(o, key, value ? nddctl_json_string(value, len) :
+	    json_null());
+	json_object_set_new(e, "code", json_string(nddd_code_name(code)));
+	json_object_set_new(e, "message", nddctl_json_string(message ?
+	    message : "", message ? strlen(message) : 0));
+	json_object_set_new(o, "error", e);
+	nddctl_print_json(o);
 }
 
 void

@@ -46,10 +46,20 @@ int nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_doc_get(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_doc_delete(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_ns_set(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_ns_drop(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_simhash(int argc, char **argv);
 
 /* Connects or prints why not; NULL means exit NDDCTL_EXIT_UNREACHABLE. */
 nddd_client *nddctl_connect(const struct nddctl_common *co);
+
+/*
+ * Parses arg, the value of option opt, as seconds of a time to live (0 to
+ * NDDD_TTL_MAX) into *out, or says why not and returns false.
+ */
+bool nddctl_parse_ttl(const char *opt, const char *arg, uint64_t *out);
+/* Whether name is a namespace name; says why not if it is not. */
+bool nddctl_namespace_ok(const char *name);
 
 /*
  * Writes s[0..len) to stdout as one field of a text line: a backslash, TAB,
@@ -57,14 +67,26 @@ nddd_client *nddctl_connect(const struct nddctl_common *co);
  * no field splits a line or a column.
  */
 void nddctl_put_field(const char *s, size_t len);
-/* "error<TAB>CODE: message<TAB>url" on stdout, its fields escaped. */
-void nddctl_print_error(const char *code, const char *message,
-    const char *url, size_t url_len);
+/*
+ * An item's failure on stdout: "error<TAB>CODE: message<TAB>value", its
+ * fields escaped, or with --json {key: value, "error": {"code": CODE,
+ * "message": message}} (value NULL: null, or an empty field).
+ */
+void nddctl_print_failure(const struct nddctl_common *co, enum nddd_code code,
+    const char *message, const char *key, const char *value, size_t len);
 
 /* Prints obj as one line of JSON on stdout and releases it. */
 void nddctl_print_json(json_t *obj);
 /* A JSON string of s[0..len); invalid UTF-8 bytes become U+FFFD. */
 json_t *nddctl_json_string(const char *s, size_t len);
+
+/*
+ * A namespace as ns-set and stats print it: the text line
+ * "namespace<TAB>urls<TAB>default_ttl_seconds<TAB>name", or the JSON
+ * object {"name", "urls", "default_ttl_seconds"}.
+ */
+void nddctl_print_namespace(const struct nddd_namespace *ns);
+json_t *nddctl_namespace_json(const struct nddd_namespace *ns);
 
 /*
  * The fields of a --jsonl document line (not NUL-terminated; NULL when

@@ -107,28 +107,6 @@ print_near_text(const struct nddd_doc *d)
 		printf("more\t%" PRIu64 "\n", d->near_total - d->nnear);
 }
 
-/* Prints an item's failure: code and message, for the document url. */
-static void
-print_failure(const struct nddctl_common *co, enum nddd_code code,
-    const char *message, const char *url, size_t url_len)
-{
-	json_t *o, *e;
-
-	if (!co->json) {
-		nddctl_print_error(nddd_code_name(code), message, url, url_len);
-		return;
-	}
-	o = json_object();
-	e = json_object();
-	json_object_set_new(o, "url", url ? nddctl_json_string(url, url_len) :
-	    json_null());
-	json_object_set_new(e, "code", json_string(nddd_code_name(code)));
-	json_object_set_new(e, "message", nddctl_json_string(message ?
-	    message : "", message ? strlen(message) : 0));
-	json_object_set_new(o, "error", e);
-	nddctl_print_json(o);
-}
-
 /* Prints a document's result (doc-submit, doc-get), named by url. */
 static void
 print_doc(const struct nddctl_common *co, const char *url, size_t url_len,
@@ -175,7 +153,8 @@ print_reply(const struct nddctl_common *co, const char *url, size_t url_len,
 
 	switch (r->kind) {
 	case NDDD_REPLY_ERROR:
-		print_failure(co, r->code, r->message, url, url_len);
+		nddctl_print_failure(co, r->code, r->message, "url", url,
+		    url_len);
 		return 1;
 	case NDDD_REPLY_DOC:
 		print_doc(co, url, url_len, &r->doc);
@@ -575,8 +554,8 @@ print_batch(const struct nddctl_common *co, const struct batch *b)
 		const struct line *l = &b->lines[i];
 
 		if (l->error != NULL) {
-			print_failure(co, l->code, l->error, l->url,
-			    l->url_len);
+			nddctl_print_failure(co, l->code, l->error, "url",
+			    l->url, l->url_len);
 			failed = true;
 		} else if (r->kind == NDDD_REPLY_DOCS && j < r->ndocs) {
 			const struct nddd_doc *d = &r->docs[j++];
@@ -584,15 +563,16 @@ print_batch(const struct nddctl_common *co, const struct batch *b)
 			if (d->code == NDDD_OK)
 				print_doc(co, l->url, l->url_len, d);
 			else {
-				print_failure(co, d->code, d->message, l->url,
-				    l->url_len);
+				nddctl_print_failure(co, d->code, d->message,
+				    "url", l->url, l->url_len);
 				failed = true;
 			}
 		} else {
-			print_failure(co, r->kind == NDDD_REPLY_ERROR ?
+			nddctl_print_failure(co, r->kind == NDDD_REPLY_ERROR ?
 			    r->code : NDDD_INTERNAL, r->kind ==
 			    NDDD_REPLY_ERROR ? r->message :
-			    "reply has too few results", l->url, l->url_len);
+			    "reply has too few results", "url", l->url,
+			    l->url_len);
 			failed = true;
 		}
 	}

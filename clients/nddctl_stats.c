@@ -1,6 +1,7 @@
 /*
- * nddctl stats and verify: the daemon's statistics, and the check of its
- * memory against its store; as text or one JSON object.
+ * nddctl stats and verify: the daemon's statistics (with its namespaces),
+ * and the check of its memory against its store; as text or one JSON
+ * object.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -49,8 +50,10 @@ int
 nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 {
 	struct nddd_stats s;
+	struct nddd_reply *r;
 	nddd_client *c;
-	json_t *o, *cbf, *near, *accel, *us;
+	uint64_t id;
+	json_t *o, *cbf, *near, *accel, *us, *nss;
 
 	(void)argv;
 	if (argc != 1) {
@@ -59,16 +62,26 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	}
 	if ((c = nddctl_connect(co)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
-	if (nddd_stats(c, &s) == -1) {
+	/* The reply, not nddd_stats: it holds the namespaces. */
+	if (nddd_send_stats(c, &id) == -1 || (r = nddd_call(c, id)) == NULL) {
 		fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
 		nddd_close(c);
 		return NDDCTL_EXIT_UNREACHABLE;
 	}
 	nddd_close(c);
+	if (r->kind != NDDD_REPLY_STATS) {
+		fprintf(stderr, "nddctl: stats refused: %s: %s\n",
+		    nddd_code_name(r->code), r->message ? r->message : "");
+		nddd_reply_free(r);
+		return NDDCTL_EXIT_UNREACHABLE;
+	}
+	s = r->stats;
 	if (!co->json) {
 		printf("version\t%s\n", s.version);
 		printf("uptime_seconds\t%" PRIu64 "\n", s.uptime_seconds);
 		printf("urls\t%" PRIu64 "\n", s.urls);
+		printf("urls_dropping\t%" PRIu64 "\n", s.urls_dropping);
+		printf("urls_expired\t%" PRIu64 "\n", s.urls_expired);
 		printf("docs\t%" PRIu64 "\n", s.docs);
 		printf("near.k\t%" PRIu32 "\n", s.near_k);
 		printf("near.blocks\t%" PRIu32 "\n", s.near_blocks);
@@ -102,6 +115,9 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		for (size_t i = 0; i < N_URL_STORE_FIELDS; i++)
 			printf("url_store.%s\t%" PRIu64 "\n",
 			    url_store_fields[i].name, url_store_value(&s, i));
+		for (size_t i = 0; i < r->nnamespaces; i++)
+			nddctl_print_namespace(&r->namespaces[i]);
+		nddd_reply_free(r);
 		return NDDCTL_EXIT_OK;
 	}
 	o = json_object();
@@ -110,6 +126,10 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	json_object_set_new(o, "uptime_seconds",
 	    json_integer((json_int_t)s.uptime_seconds));
 	json_object_set_new(o, "urls", json_integer((json_int_t)s.urls));
+	json_object_set_new(o, "urls_dropping",
+	    json_integer((json_int_t)s.urls_dropping));
+	json_object_set_new(o, "urls_expired",
+	    json_integer((json_int_t)s.urls_expired));
 	json_object_set_new(o, "docs", json_integer((json_int_t)s.docs));
 	near = json_object();
 	json_object_set_new(near, "k", json_integer(s.near_k));
@@ -161,6 +181,12 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		json_object_set_new(us, url_store_fields[i].name,
 		    json_integer((json_int_t)url_store_value(&s, i)));
 	json_object_set_new(o, "url_store", us);
+	nss = json_array();
+	for (size_t i = 0; i < r->nnamespaces; i++)
+		json_array_append_new(nss,
+		    nddctl_namespace_json(&r->namespaces[i]));
+	json_object_set_new(o, "namespaces", nss);
+	nddd_reply_free(r);
 	nddctl_print_json(o);
 	return NDDCTL_EXIT_OK;
 }

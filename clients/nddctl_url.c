@@ -9,10 +9,17 @@
  * With --digests, URLs are canonicalized and hashed here with the daemon's
  * rules (asked from it once) and only the digests of the valid ones are
  * sent; the invalid ones are answered here with the daemon's message.
+ *
+ * -n names the namespace of every batch, --ttl the time to live of
+ * submits, and --times asks for the times each URL was seen, printed
+ * between its count and the URL.
  */
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nddctl.h"
 
@@ -86,30 +93,70 @@ read_batch(struct source *src, struct batch *b, size_t max)
 	return 0;
 }
 
+/*
+ * A time of the daemon's, in milliseconds since the epoch, as ISO 8601 in
+ * UTC to the millisecond (2026-11-24T20:40:30.123Z) in buf.
+ */
+static void
+format_time(uint64_t ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	/* A time gmtime_r cannot place: the count as it came. */
+	if (gmtime_r(&t, &tm) == NULL) {
+		snprintf(buf, size, "%" PRIu64 "ms", ms);
+		return;
+	}
+	n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, size - n, ".%03uZ", (unsigned)(ms % 1000));
+}
+
+/*
+ * A result's three times: text fields, each followed by a TAB ("-" for
+ * 0: never, or not recorded), or in o both NAME_ms and NAME (ISO 8601,
+ * null for 0).
+ */
+static void
+print_times(json_t *o, const struct nddd_url_result *res)
+{
+	const struct {
+		const char *name, *ms_name;
+		uint64_t ms;
+	} times[] = {
+		{ "first_seen", "first_seen_ms", res->first_seen_ms },
+		{ "last_seen", "last_seen_ms", res->last_seen_ms },
+		{ "expires", "expires_ms", res->expires_ms },
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		if (times[i].ms != 0)
+			format_time(times[i].ms, buf, sizeof(buf));
+		if (o == NULL) {
+			printf("%s\t", times[i].ms != 0 ? buf : "-");
+			continue;
+		}
+		json_object_set_new(o, times[i].ms_name,
+		    json_integer((json_int_t)times[i].ms));
+		json_object_set_new(o, times[i].name, times[i].ms != 0 ?
+		    json_string(buf) : json_null());
+	}
+}
+
 static void
 print_result(const struct nddctl_common *co, enum nddd_url_op op,
-    const char *url, size_t len, enum nddd_code code, uint64_t count,
-    const char *message)
+    bool times, const char *url, size_t len,
+    const struct nddd_url_result *res)
 {
+	uint64_t count = res->count;
 	const char *status;
-	json_t *o, *e;
+	json_t *o;
 
-	if (code != NDDD_OK) {
-		if (!co->json) {
-			nddctl_print_error(nddd_code_name(code), message, url,
-			    len);
-			return;
-		}
-		o = json_object();
-		e = json_object();
-		json_object_set_new(o, "url", nddctl_json_string(url, len));
-		json_object_set_new(e, "code",
-		    json_string(nddd_code_name(code)));
-		json_object_set_new(e, "message",
-		    nddctl_json_string(message ? message : "",
-		    message ? strlen(message) : 0));
-		json_object_set_new(o, "error", e);
-		nddctl_print_json(o);
+	if (res->code != NDDD_OK) {
+		nddctl_print_failure(co, res->code, res->message, "url", url,
+		    len);
 		return;
 	}
 	switch (op) {
@@ -125,6 +172,8 @@ print_result(const struct nddctl_common *co, enum nddd_url_op op,
 	}
 	if (!co->json) {
 		printf("%s\t%llu\t", status, (unsigned long long)count);
+		if (times)
+			print_times(NULL, res);
 		nddctl_put_field(url, len);
 		putchar('\n');
 		return;
@@ -137,38 +186,36 @@ print_result(const struct nddctl_common *co, enum nddd_url_op op,
 		json_object_set_new(o, "status", json_string(status));
 	if (op != NDDD_URL_DELETE)
 		json_object_set_new(o, "count", json_integer((json_int_t)count));
+	if (times)
+		print_times(o, res);
 	nddctl_print_json(o);
 }
 
 /* Prints a batch's results; returns whether any item failed. */
 static bool
 print_batch(const struct nddctl_common *co, enum nddd_url_op op,
-    struct batch *b)
+    bool times, struct batch *b)
 {
 	const struct nddd_reply *r = b->reply;
 	bool failed = false;
 
 	/* The reply's j-th result is that of the j-th URL sent. */
 	for (size_t i = 0, j = 0; i < b->n; i++) {
-		if (b->cause != NULL && b->cause[i] != NULL) {
-			print_result(co, op, b->urls[i], b->lens[i],
-			    NDDD_INVALID_ARGUMENT, 0, b->cause[i]);
-			failed = true;
-			continue;
-		}
-		if (r->kind == NDDD_REPLY_URLS && j < r->nresults) {
-			const struct nddd_url_result *res = &r->results[j++];
+		struct nddd_url_result failure = { .code = NDDD_INTERNAL };
+		const struct nddd_url_result *res = &failure;
 
-			print_result(co, op, b->urls[i], b->lens[i], res->code,
-			    res->count, res->message);
-			failed |= res->code != NDDD_OK;
-		} else {
-			print_result(co, op, b->urls[i], b->lens[i],
-			    r->kind == NDDD_REPLY_ERROR ? r->code :
-			    NDDD_INTERNAL, 0, r->kind == NDDD_REPLY_ERROR ?
-			    r->message : "reply has too few results");
-			failed = true;
-		}
+		if (b->cause != NULL && b->cause[i] != NULL) {
+			failure.code = NDDD_INVALID_ARGUMENT;
+			failure.message = b->cause[i];
+		} else if (r->kind == NDDD_REPLY_URLS && j < r->nresults)
+			res = &r->results[j++];
+		else if (r->kind == NDDD_REPLY_ERROR) {
+			failure.code = r->code;
+			failure.message = r->message;
+		} else
+			failure.message = "reply has too few results";
+		print_result(co, op, times, b->urls[i], b->lens[i], res);
+		failed |= res->code != NDDD_OK;
 	}
 	fflush(stdout);
 	return failed;
@@ -248,6 +295,13 @@ static int
 run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
     char **argv)
 {
+	static const struct option longopts[] = {
+		{ "namespace", required_argument, NULL, 'n' },
+		{ "ttl", required_argument, NULL, 't' },
+		{ "times", no_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nddd_url_opts opts = { 0 };
 	struct source src = { 0 };
 	struct batch *ring = NULL;
 	nddd_canon *canon = NULL;
@@ -256,21 +310,47 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
 	unsigned window = co->window;
 	bool failed = false;
 	nddd_client *c;
-	int status = NDDCTL_EXIT_OK;
+	int ch, nargs, status = NDDCTL_EXIT_OK;
 
-	if (argc < 2 || (argc > 2 && strcmp(argv[1], "-") == 0)) {
-		fprintf(stderr, "usage: nddctl %s URL...|-\n", argv[0]);
-		return NDDCTL_EXIT_USAGE;
+	while ((ch = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n':
+			if (!nddctl_namespace_ok(optarg))
+				return NDDCTL_EXIT_USAGE;
+			opts.ns = optarg;
+			break;
+		case 't':
+			/* Only a submit records a URL for a time. */
+			if (op != NDDD_URL_SUBMIT)
+				goto usage;
+			if (!nddctl_parse_ttl("--ttl", optarg,
+			    &opts.ttl_seconds))
+				return NDDCTL_EXIT_USAGE;
+			break;
+		case 'T':
+			opts.with_times = 1;
+			break;
+		default:
+			goto usage;
+		}
 	}
-	if (argc == 2 && strcmp(argv[1], "-") == 0)
+	nargs = argc - optind;
+	if (nargs < 1 || (nargs > 1 && strcmp(argv[optind], "-") == 0))
+		goto usage;
+	if (nargs == 1 && strcmp(argv[optind], "-") == 0)
 		src.args = NULL;
 	else {
-		src.args = argv + 1;
-		src.nargs = argc - 1;
+		src.args = argv + optind;
+		src.nargs = nargs;
 	}
 	if ((c = nddctl_connect(co)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
 	nddd_set_durability(c, co->durability);
+	if (nddd_set_url_opts(c, &opts) == -1) {
+		fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
+		status = NDDCTL_EXIT_USAGE;
+		goto out;
+	}
 	if (co->digests && (canon = daemon_canon(c, &status)) == NULL)
 		goto out;
 	if ((ring = calloc(window, sizeof(*ring))) == NULL)
@@ -309,7 +389,8 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
 		}
 		/* Print what is complete, in input order. */
 		while (count > 0 && ring[head].answered) {
-			failed |= print_batch(co, op, &ring[head]);
+			failed |= print_batch(co, op, opts.with_times,
+			    &ring[head]);
 			done += ring[head].n;
 			batch_clear(&ring[head]);
 			head = (head + 1) % window;
@@ -366,6 +447,11 @@ out:
 	nddd_canon_free(canon);
 	nddd_close(c);
 	return status;
+usage:
+	fprintf(stderr, "usage: nddctl %s [-n NAMESPACE]%s [--times] "
+	    "URL...|-\n", argv[0], op == NDDD_URL_SUBMIT ?
+	    " [--ttl SECONDS]" : "");
+	return NDDCTL_EXIT_USAGE;
 }
 
 int

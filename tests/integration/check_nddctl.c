@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -440,6 +441,211 @@ START_TEST(test_option_usage)
 	ck_assert_ptr_nonnull(strstr(out, "--digests"));
 	ck_assert_ptr_nonnull(strstr(out, "--token-file"));
 	free(out);
+}
+END_TEST
+
+/*
+ * Milliseconds since the epoch of an ISO 8601 time as nddctl prints it
+ * (2026-11-24T20:40:30.123Z, 24 characters), read back independently of
+ * how it was made; the test fails if it is not one.
+ */
+static uint64_t
+iso_ms(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	unsigned ms;
+
+	ck_assert_msg(rest != NULL && sscanf(rest, ".%3uZ", &ms) == 1 &&
+	    rest[4] == 'Z', "not an ISO 8601 time to the millisecond: %s", s);
+	return (uint64_t)timegm(&tm) * 1000 + ms;
+}
+
+/* Field i (from 0) of a tab-separated line, in buf. */
+static const char *
+field(const char *line, int i, char *buf, size_t size)
+{
+	size_t len;
+
+	for (; i > 0; i--) {
+		line = strchr(line, '\t');
+		ck_assert_ptr_nonnull(line);
+		line++;
+	}
+	len = strcspn(line, "\t\n");
+	ck_assert_uint_lt(len, size);
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	return buf;
+}
+
+/* The JSON object of out's line i (from 0); the caller releases it. */
+static json_t *
+json_line(const char *out, int i)
+{
+	json_error_t err;
+	json_t *o;
+
+	for (; i > 0; i--) {
+		out = strchr(out, '\n');
+		ck_assert_ptr_nonnull(out);
+		out++;
+	}
+	o = json_loadb(out, strcspn(out, "\n"), 0, &err);
+	ck_assert_msg(o != NULL, "%s: %s", out, err.text);
+	return o;
+}
+
+/*
+ * -n, --ttl and --times of the URL commands (text and JSON, times in ISO
+ * 8601 and milliseconds); ns-set, ns-drop and the namespaces in stats;
+ * their usage errors.
+ */
+START_TEST(test_namespaces)
+{
+	struct harness h;
+	char *args, *out, f[64], *line;
+	uint64_t first;
+	json_t *o, *nss;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-submit -n crawl-1 --ttl "
+	    "3600 --times http://n.example/ http://n.example/", h.address),
+	    -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	free(args);
+	ck_assert_str_eq(field(out, 0, f, sizeof(f)), "new");
+	first = iso_ms(field(out, 2, f, sizeof(f)));
+	ck_assert_uint_eq(iso_ms(field(out, 3, f, sizeof(f))), first);
+	ck_assert_uint_eq(iso_ms(field(out, 4, f, sizeof(f))),
+	    first + 3600 * 1000);
+	ck_assert_str_eq(field(out, 5, f, sizeof(f)), "http://n.example/");
+	line = strchr(out, '\n') + 1;
+	ck_assert_str_eq(field(line, 0, f, sizeof(f)), "duplicate");
+	ck_assert_uint_eq(iso_ms(field(line, 2, f, sizeof(f))), first);
+	free(out);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s --json url-check --times "
+	    "--namespace crawl-1 http://n.example/ http://m.example/",
+	    h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	free(args);
+	o = json_line(out, 0);
+	ck_assert(json_is_true(json_object_get(o, "seen")));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "count")), 2);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(o,
+	    "first_seen_ms")), first);
+	ck_assert_uint_eq(iso_ms(json_string_value(json_object_get(o,
+	    "first_seen"))), first);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(o,
+	    "expires_ms")), first + 3600 * 1000);
+	ck_assert_uint_eq(iso_ms(json_string_value(json_object_get(o,
+	    "expires"))), first + 3600 * 1000);
+	json_decref(o);
+	o = json_line(out, 1);
+	ck_assert(json_is_false(json_object_get(o, "seen")));
+	ck_assert_int_eq(json_integer_value(json_object_get(o,
+	    "last_seen_ms")), 0);
+	ck_assert(json_is_null(json_object_get(o, "last_seen")));
+	json_decref(o);
+	free(out);
+
+	/* Another namespace, the default one: never seen there. */
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check --times "
+	    "http://n.example/", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "unseen\t0\t-\t-\t-\thttp://n.example/\n");
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s ns-set crawl-1 --default-ttl "
+	    "60", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "namespace\t1\t60\tcrawl-1\n");
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json ns-set crawl-2",
+	    h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "{\"name\": \"crawl-2\", \"urls\": 0, "
+	    "\"default_ttl_seconds\": 0}\n");
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s stats", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_msg(strstr(out, "\nnamespace\t0\t0\t\n") != NULL &&
+	    strstr(out, "\nnamespace\t1\t60\tcrawl-1\n") != NULL &&
+	    strstr(out, "\nnamespace\t0\t0\tcrawl-2\n") != NULL &&
+	    strstr(out, "\nurls_dropping\t0\n") != NULL &&
+	    strstr(out, "\nurls_expired\t0\n") != NULL, "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json stats", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	o = json_line(out, 0);
+	nss = json_object_get(o, "namespaces");
+	ck_assert_msg(json_is_array(nss) && json_array_size(nss) == 3, "%s",
+	    out);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nss,
+	    0), "name")), "");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "urls")), 1);
+	ck_assert(json_is_integer(json_object_get(o, "urls_dropping")));
+	ck_assert(json_is_integer(json_object_get(o, "urls_expired")));
+	json_decref(o);
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s ns-drop crawl-1", h.address),
+	    -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "dropped\t1\tcrawl-1\n");
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json ns-drop crawl-1",
+	    h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 1);
+	o = json_line(out, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "name")),
+	    "crawl-1");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o,
+	    "error"), "code")), "NOT_FOUND");
+	json_decref(o);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s ns-drop ''", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 1);
+	ck_assert_msg(strncmp(out, "error\tINVALID_ARGUMENT: ", 24) == 0, "%s",
+	    out);
+	free(out);
+	free(args);
+
+	/* Usage errors, found before any daemon is asked. */
+	ck_assert_int_eq(run("-H 127.0.0.1:1 url-check --ttl 5 http://x/",
+	    NULL, &out), 2);
+	free(out);
+	ck_assert_int_eq(run("-H 127.0.0.1:1 url-submit --ttl -1 http://x/",
+	    NULL, &out), 2);
+	free(out);
+	ck_assert_int_eq(run("-H 127.0.0.1:1 url-submit --ttl 3155760001 "
+	    "http://x/", NULL, &out), 2);
+	free(out);
+	ck_assert_int_eq(run("-H 127.0.0.1:1 url-submit -n 'a b' http://x/",
+	    NULL, &out), 2);
+	free(out);
+	ck_assert_int_eq(run("-H 127.0.0.1:1 ns-set "
+	    "x12345678901234567890123456789012345678901234567890123456789012345",
+	    NULL, &out), 2);
+	free(out);
+	ck_assert_int_eq(run("-H 127.0.0.1:1 ns-set a --default-ttl x", NULL,
+	    &out), 2);
+	free(out);
+	ck_assert_int_eq(run("-H 127.0.0.1:1 ns-drop a b", NULL, &out), 2);
+	free(out);
+	ck_assert_int_eq(run("-H 127.0.0.1:1 ns-drop", NULL, &out), 2);
+	free(out);
+	harness_cleanup(&h);
 }
 END_TEST
 
@@ -948,6 +1154,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_option_usage);
 	tcase_add_test(tc, test_token_file);
 	tcase_add_test(tc, test_jsonl_batches_as_single_submits);
+	tcase_add_test(tc, test_namespaces);
 	suite_add_tcase(s, tc);
 	return s;
 }
