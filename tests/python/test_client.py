@@ -11,6 +11,7 @@ import tempfile
 import threading
 import time
 import unittest
+from datetime import datetime, timedelta, timezone
 
 import harness  # sets sys.path for nddd
 
@@ -234,6 +235,114 @@ class TestDurability(DaemonTest):
         self.assertGreater(self.syncs(), after)
         self.assertEqual([x.count for x in other.check_urls(urls)],
                          [1] * 10 + [0, 1, 0, 0, 1, 1, 1, 1, 0, 0])
+
+
+class TestNamespaces(DaemonTest):
+    def test_independent_sets(self):
+        c = self.client
+        url = "http://ns.example/a"
+        self.assertTrue(c.submit_url(url).new)
+        self.assertFalse(c.check_url(url, namespace="crawl-1").seen)
+        self.assertTrue(c.submit_url(url, namespace="crawl-1").new)
+        crawl = nddd.Client(self.daemon.address, namespace="crawl-1")
+        self.addCleanup(crawl.close)
+        self.assertEqual(crawl.namespace, "crawl-1")
+        self.assertEqual(crawl.submit_urls([url])[0].count, 2)
+        self.assertEqual(crawl.check_url(url, namespace="").count, 1)
+        self.assertEqual(crawl.delete_url(url).count, 2)
+        self.assertTrue(c.check_url(url).seen)
+        self.assertFalse(crawl.check_url(url).seen)
+        # Digests go to the namespace too.
+        digests = nddd.Client(self.daemon.address, namespace="crawl-2",
+                              digests=True)
+        self.addCleanup(digests.close)
+        self.assertTrue(digests.submit_url(url).new)
+        self.assertEqual(c.check_url(url, namespace="crawl-2").count, 1)
+
+        s = c.stats()
+        self.assertEqual(s.namespaces[0], nddd.Namespace("", 1, 0))
+        names = {ns.name: ns for ns in s.namespaces}
+        self.assertEqual(names["crawl-1"].urls, 0)
+        self.assertEqual(names["crawl-2"].urls, 1)
+        self.assertEqual(s.urls, 2)
+        self.assertEqual((s.urls_dropping, s.urls_expired), (0, 0))
+
+    def test_ttl_and_times(self):
+        c = self.client
+        url = "http://ttl.example/a"
+        r = c.submit_url(url)
+        self.assertEqual((r.first_seen_ms, r.first_seen, r.expires), (0, None,
+                                                                      None))
+        r = c.check_url(url, with_times=True)
+        self.assertGreater(r.first_seen_ms, 0)
+        self.assertIsNone(r.expires)            # no time to live
+        never = c.check_url("http://ttl.example/never", with_times=True)
+        self.assertEqual((never.count, never.first_seen_ms,
+                          never.last_seen_ms, never.expires_ms), (0, 0, 0, 0))
+
+        before = datetime.now(timezone.utc)
+        first = c.submit_url(url, namespace="short", ttl=2, with_times=True)
+        self.assertTrue(first.new)
+        self.assertEqual(first.first_seen.tzinfo, timezone.utc)
+        # The daemon's clock is this machine's.
+        self.assertLess(abs(first.first_seen - before), timedelta(seconds=5))
+        self.assertEqual(first.last_seen, first.first_seen)
+        self.assertGreaterEqual(first.expires - first.first_seen,
+                                timedelta(seconds=2))
+        self.assertLessEqual(first.expires - first.first_seen,
+                             timedelta(seconds=3))
+        # A duplicate, with a time to live of its own, does not postpone
+        # the end.
+        time.sleep(0.02)
+        r = c.submit_url(url, namespace="short", ttl=1000, with_times=True)
+        self.assertEqual(r.count, 2)
+        self.assertEqual((r.first_seen, r.expires),
+                         (first.first_seen, first.expires))
+        self.assertGreater(r.last_seen, first.first_seen)
+        # Past its time: unseen, with the times it had until the daemon
+        # reclaims the record in the background (an idle one at once),
+        # then as never recorded.
+        deadline = time.monotonic() + (first.expires_ms / 1000
+                                       - time.time()) + 5
+        while True:
+            r = c.check_url(url, namespace="short", with_times=True)
+            if not r.seen or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertFalse(r.seen)
+        self.assertGreaterEqual(time.time() + 1, first.expires_ms / 1000)
+        self.assertIn((r.first_seen_ms, r.expires_ms),
+                      [(first.first_seen_ms, first.expires_ms), (0, 0)])
+        # New again.
+        r = c.submit_url(url, namespace="short", with_times=True)
+        self.assertTrue(r.new)
+        self.assertGreater(r.first_seen, first.first_seen)
+        self.assertIsNone(r.expires)
+
+    def test_set_and_drop(self):
+        c = self.client
+        urls = ["http://drop.example/%d" % i for i in range(3)]
+        self.assertEqual(c.set_namespace("daily", default_ttl=86400),
+                         nddd.Namespace("daily", 0, 86400))
+        r = c.submit_urls(urls[:2], namespace="daily", with_times=True)
+        self.assertEqual(r[0].expires - r[0].first_seen, timedelta(days=1))
+        r = c.submit_url(urls[2], namespace="daily", ttl=60, with_times=True)
+        self.assertEqual(r.expires - r.first_seen, timedelta(seconds=60))
+        names = {ns.name: ns for ns in c.stats().namespaces}
+        self.assertEqual(names["daily"], nddd.Namespace("daily", 3, 86400))
+
+        dropped = c.drop_namespace("daily")
+        self.assertEqual((dropped.name, dropped.urls), ("daily", 3))
+        self.assertFalse(any(x.seen for x in c.check_urls(
+            urls, namespace="daily")))
+        self.assertTrue(c.submit_url(urls[0], namespace="daily").new)
+        self.assertIsNone(c.drop_namespace("nothing"))
+        with self.assertRaises(nddd.NdddRequestError) as cm:
+            c.drop_namespace("")
+        self.assertEqual(cm.exception.code, Code.INVALID_ARGUMENT)
+        # The default namespace has settings too.
+        self.assertEqual(c.set_namespace("").default_ttl_seconds, 0)
+        self.assertEqual(c.set_namespace("", default_ttl=3600).name, "")
 
 
 class TestDigests(DaemonTest):
@@ -1044,6 +1153,114 @@ class TestScripted(unittest.TestCase):
             ("url_delete", pb.RELAXED, 2),
             ("url_delete", pb.DURABILITY_DEFAULT, 1),
             ("url_submit", pb.RELAXED, 1)])
+
+    def test_namespaces_on_the_wire(self):
+        # What each call asks, and times answered when asked for: each
+        # URL's number, in ms.
+        seen = []
+
+        def script(sock):
+            for _ in range(5):
+                req = _read_frame(sock)
+                op = req.WhichOneof("op")
+                batch = getattr(req, op)
+                seen.append((op, batch.namespace, batch.ttl_seconds,
+                             batch.with_times))
+                resp = pb.Response(id=req.id)
+                resp.urls.counts.extend([1] * len(batch.urls))
+                if batch.with_times:
+                    n = [int(u.rsplit(b"/", 1)[1]) for u in batch.urls]
+                    resp.urls.first_seen_ms.extend(n)
+                    resp.urls.last_seen_ms.extend(x + 1 for x in n)
+                    resp.urls.expires_ms.extend([0] * len(n))
+                _write_frame(sock, resp)
+            req = _read_frame(sock)
+            seen.append((req.WhichOneof("op"), req.namespace_set.name,
+                         req.namespace_set.default_ttl_seconds))
+            resp = pb.Response(id=req.id)
+            resp.namespace.name = req.namespace_set.name
+            resp.namespace.default_ttl_seconds = 7
+            _write_frame(sock, resp)
+            for _ in range(2):
+                req = _read_frame(sock)
+                seen.append((req.WhichOneof("op"), req.namespace_drop.name))
+                resp = pb.Response(id=req.id)
+                if req.namespace_drop.name == "gone":
+                    resp.status.code = pb.NOT_FOUND
+                else:
+                    resp.namespace.name = req.namespace_drop.name
+                    resp.namespace.urls = 5
+                _write_frame(sock, resp)
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address, namespace="c1")
+        r = c.submit_urls(["http://a/1000", "http://a/2000"], ttl=60,
+                          with_times=True)
+        self.assertEqual([(x.first_seen_ms, x.last_seen_ms, x.expires_ms)
+                          for x in r], [(1000, 1001, 0), (2000, 2001, 0)])
+        self.assertEqual(r[0].first_seen,
+                         datetime(1970, 1, 1, 0, 0, 1, tzinfo=timezone.utc))
+        self.assertEqual(r[0].last_seen - r[0].first_seen,
+                         timedelta(milliseconds=1))
+        self.assertIsNone(r[0].expires)
+        self.assertEqual(c.check_url("http://a/3", namespace="",
+                                     with_times=True).first_seen_ms, 3)
+        r = c.delete_urls(["http://a/4"], namespace="c2")
+        self.assertEqual((r[0].first_seen_ms, r[0].first_seen), (0, None))
+        c.submit_url("http://a/5", ttl=0)
+        c.check_urls(["http://a/6"])
+        self.assertEqual(c.set_namespace("c3", default_ttl=7),
+                         nddd.Namespace("c3", 0, 7))
+        self.assertIsNone(c.drop_namespace("gone"))
+        self.assertEqual(c.drop_namespace("c1").urls, 5)
+        c.close()
+        srv.close()
+        self.assertEqual(seen, [
+            ("url_submit", "c1", 60, True), ("url_check", "", 0, True),
+            ("url_delete", "c2", 0, False), ("url_submit", "c1", 0, False),
+            ("url_check", "c1", 0, False), ("namespace_set", "c3", 7),
+            ("namespace_drop", "gone"), ("namespace_drop", "c1")])
+
+    def test_times_of_the_wrong_length(self):
+        def script(sock):
+            req = _read_frame(sock)
+            resp = pb.Response(id=req.id)
+            resp.urls.counts.extend([1, 1])
+            resp.urls.first_seen_ms.append(1)
+            _write_frame(sock, resp)
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address)
+        with self.assertRaises(nddd.NdddProtocolError) as cm:
+            c.check_urls(["http://a/", "http://b/"], with_times=True)
+        self.assertIn("times", str(cm.exception))
+        srv.close()
+
+    def test_namespace_and_ttl_refused_before_sending(self):
+        # Nothing listens there: a call that got as far as connecting
+        # would raise NdddConnectionError.
+        c = nddd.Client("127.0.0.1:%d" % harness.free_port())
+        for bad in ("a b", "x" * 65, "caf\u00e9", "a/b", "a\n"):
+            with self.assertRaises(ValueError, msg=bad):
+                c.check_url("http://a/", namespace=bad)
+            with self.assertRaises(ValueError, msg=bad):
+                nddd.Client(namespace=bad)
+            with self.assertRaises(ValueError, msg=bad):
+                c.drop_namespace(bad)
+        with self.assertRaises(TypeError):
+            c.submit_url("http://a/", namespace=b"crawl")
+        for bad in (-1, nddd.TTL_MAX + 1, 2 ** 64):
+            with self.assertRaises(ValueError, msg=bad):
+                c.submit_urls(["http://a/"], ttl=bad)
+            with self.assertRaises(ValueError, msg=bad):
+                c.set_namespace("a", default_ttl=bad)
+        for bad in (1.5, "60", True):
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                c.submit_url("http://a/", ttl=bad)
+        self.assertFalse(c.connected)
+        # The longest name and time to live are nddd's.
+        self.assertEqual(nddd.Client(namespace="A.b_c-9" + "x" * 57)
+                         .namespace, "A.b_c-9" + "x" * 57)
 
     def test_id_zero_refusal(self):
         # What the daemon sends for a frame it will not take, or when it

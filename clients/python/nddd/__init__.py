@@ -11,7 +11,9 @@
 
 Client(..., durability="relaxed") answers submits and deletes before they
 reach the disk; Client(..., digests=True) canonicalizes URLs here (through
-libnddd.so) and sends their digests.
+libnddd.so) and sends their digests; Client(..., namespace="crawl-7") keeps
+its URLs in a set of their own, and submit_urls(..., ttl=86400) records
+them for a day.
 
 See nddd.client for connections, batching and failures, nddd.errors for
 the exceptions, nddd.results for the results, and nddd.scrapy for the
@@ -19,21 +21,23 @@ Scrapy dupe filter.
 """
 
 from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, DEFAULT_MAX_FRAME,
-                     DEFAULT_TIMEOUT, DEFAULT_WINDOW, Client, parse_address)
+                     DEFAULT_TIMEOUT, DEFAULT_WINDOW, TTL_MAX, Client,
+                     parse_address)
 from .errors import (NdddConnectionError, NdddError, NdddLibraryError,
                      NdddProtocolError, NdddRequestError, NdddTimeoutError)
 from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
-                      FilterStats, NearStats, Neighbour, QueryResult, Stats,
-                      Status, SubmitResult, UrlResult, UrlStoreStats)
+                      FilterStats, Namespace, NearStats, Neighbour,
+                      QueryResult, Stats, Status, SubmitResult, UrlResult,
+                      UrlStoreStats)
 
 __version__ = "0.3.0"
 
 __all__ = [
     "Client", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",
-    "DEFAULT_MAX_FRAME", "DEFAULT_TIMEOUT", "DEFAULT_WINDOW",
+    "DEFAULT_MAX_FRAME", "DEFAULT_TIMEOUT", "DEFAULT_WINDOW", "TTL_MAX",
     "NdddError", "NdddRequestError", "NdddConnectionError",
     "NdddTimeoutError", "NdddProtocolError", "NdddLibraryError",
     "Code", "Status", "UrlResult", "SubmitResult", "CheckResult",
     "DeleteResult", "DocResult", "QueryResult", "Neighbour", "Stats",
-    "FilterStats", "NearStats", "AccelStats", "UrlStoreStats",
+    "FilterStats", "NearStats", "AccelStats", "UrlStoreStats", "Namespace",
 ]

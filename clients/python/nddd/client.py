@@ -46,6 +46,16 @@ client asks (``durability``, per client or per call): "durable" (on disk),
 of nddd, not of the machine) or None (the daemon's default, durable unless
 its ``[store] sync`` is none).
 
+Namespaces: URL operations go to a namespace, one of the independent sets
+of URLs sharing the daemon (one crawl, one customer): the client's
+(``namespace``, default "": the default namespace) or the call's.  A name
+is at most 64 bytes of ASCII letters, digits, '.', '_' and '-'; another
+raises ValueError before anything is sent.  Submits may give the URLs
+they record as new a time to live (``ttl``, seconds; 0 or None: the
+namespace's default, set by :meth:`Client.set_namespace`), after which
+they are unseen, and new again; ``with_times`` has results carry when
+each URL was first and last submitted and when its time to live ends.
+
 TLS: with ``tls=True`` (or any of ``ca_file``, ``cert_file``, ``key_file``,
 ``server_hostname``, ``ssl_context``) the connection is a TLS one, to the
 daemon's ``[tls] listen``.  The daemon's certificate must verify against
@@ -71,6 +81,7 @@ A Client may be shared by threads: calls are serialized by a lock.
 
 import math
 import os
+import re
 import select
 import socket
 import ssl
@@ -86,7 +97,7 @@ from ._proto import pb
 from . import _canon
 from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
                      NdddRequestError, NdddTimeoutError)
-from .results import (CheckResult, Code, DeleteResult, DocResult,
+from .results import (CheckResult, Code, DeleteResult, DocResult, Namespace,
                       QueryResult, Stats, Status, SubmitResult, Url,
                       UrlResult, _neighbours, code_of)
 
@@ -163,6 +174,38 @@ def _durability(value) -> int:
         raise ValueError("durability must be \"durable\", \"relaxed\" or "
                          "None (the daemon's default), not %r"
                          % (value,)) from None
+
+
+#: The longest time to live nddd takes: 100 years, in seconds.
+TTL_MAX = 3155760000
+_NAMESPACE = re.compile(r"[A-Za-z0-9._-]{0,64}")
+
+
+def _namespace(name) -> str:
+    """name, if nddd takes it as a namespace: at most 64 bytes of ASCII
+    letters, digits, '.', '_' and '-' ("": the default namespace).  Raises
+    TypeError or ValueError, as nddd would refuse it (INVALID_ARGUMENT)."""
+    if not isinstance(name, str):
+        raise TypeError("a namespace is a str, not %s" % type(name).__name__)
+    if not _NAMESPACE.fullmatch(name):
+        raise ValueError("namespace %r: at most 64 bytes of ASCII letters, "
+                         "digits, '.', '_' and '-'" % name)
+    return name
+
+
+def _ttl(seconds, what: str) -> int:
+    """A time to live in seconds, 0 for None.  Raises TypeError or
+    ValueError (negative, or beyond nddd's 100 years), naming what."""
+    if seconds is None:
+        return 0
+    if isinstance(seconds, bool) or not isinstance(seconds, int):
+        raise TypeError("%s is a number of seconds (int), not %s"
+                        % (what, type(seconds).__name__))
+    if not 0 <= seconds <= TTL_MAX:
+        raise ValueError("%s must be 0 to %d seconds (100 years), not %d"
+                         % (what, TTL_MAX, seconds))
+    return seconds
+
 
 Address = Union[str, Tuple[str, int]]
 
@@ -288,9 +331,11 @@ class Client:
     ``durability``: when submits and deletes are answered: "durable" (on
     disk), "relaxed" (applied and written to the operating system, not yet
     synced) or None (the daemon's default); each call may say otherwise.
-    ``digests``: canonicalize and hash URLs here, through libnddd.so, and
-    send their digests (raises NdddLibraryError at once if libnddd.so
-    cannot be loaded).
+    ``namespace``: the namespace of URL operations ("": the default one;
+    raises ValueError for a name nddd would refuse); each call may say
+    otherwise.  ``digests``: canonicalize and hash URLs here, through
+    libnddd.so, and send their digests (raises NdddLibraryError at once if
+    libnddd.so cannot be loaded).
 
     TLS (to the daemon's ``[tls] listen``): ``tls``: speak TLS; any of the
     following turns it on too.  ``ca_file``: the CA certificates (PEM) the
@@ -316,6 +361,7 @@ class Client:
                  doc_batch_size: int = DEFAULT_DOC_BATCH_SIZE,
                  token: Optional[str] = None,
                  durability: Optional[str] = None,
+                 namespace: str = "",
                  digests: bool = False,
                  tls: bool = False,
                  ca_file: Optional[str] = None,
@@ -353,6 +399,7 @@ class Client:
         self.doc_batch_size = doc_batch_size
         self._durability = _durability(durability)
         self.durability = durability
+        self.namespace = _namespace(namespace)
         self.digests = bool(digests)
         if self.digests:
             _canon.load_library()
@@ -402,45 +449,99 @@ class Client:
             self._drop()
 
     # URL operations.  Each takes an iterable of URLs (str or bytes) and
-    # returns one result per URL, in order.
+    # returns one result per URL, in order.  namespace: the call's (None:
+    # the client's); with_times: results carry the times each URL was
+    # seen.
 
     def submit_urls(self, urls: Iterable[Url], *,
-                    durability: Optional[str] = None) -> List[SubmitResult]:
+                    durability: Optional[str] = None,
+                    namespace: Optional[str] = None,
+                    ttl: Optional[int] = None,
+                    with_times: bool = False) -> List[SubmitResult]:
         """Records the URLs (url_submit).  A result's ``new`` is True when
         the URL was not stored before, ``duplicate`` when it was; ``count``
         is its reference count after this submit.  Submits are answered
         once as durable as ``durability`` asks ("durable", "relaxed",
-        "default"; None: the client's)."""
-        return self._url_op("url_submit", urls, SubmitResult, durability)
+        "default"; None: the client's).  ``ttl``: the seconds a URL
+        recorded as new is seen (0 or None: the namespace's default; at
+        most TTL_MAX, 100 years); a duplicate does not postpone its end."""
+        return self._url_op("url_submit", urls, SubmitResult, durability,
+                            namespace, ttl, with_times)
 
-    def check_urls(self, urls: Iterable[Url]) -> List[CheckResult]:
+    def check_urls(self, urls: Iterable[Url], *,
+                   namespace: Optional[str] = None,
+                   with_times: bool = False) -> List[CheckResult]:
         """Asks whether the URLs are stored (url_check), changing nothing.
         A result's ``seen`` is True when it is; ``count`` is its reference
-        count, 0 when unseen."""
-        return self._url_op("url_check", urls, CheckResult)
+        count, 0 when unseen (or past its time to live)."""
+        return self._url_op("url_check", urls, CheckResult, None,
+                            namespace, None, with_times)
 
     def delete_urls(self, urls: Iterable[Url], *,
-                    durability: Optional[str] = None) -> List[DeleteResult]:
+                    durability: Optional[str] = None,
+                    namespace: Optional[str] = None,
+                    with_times: bool = False) -> List[DeleteResult]:
         """Forgets the URLs (url_delete).  A result's ``deleted`` is True
         when the URL was stored; ``count`` is the count it had.
         ``durability`` as for submit_urls."""
-        return self._url_op("url_delete", urls, DeleteResult, durability)
+        return self._url_op("url_delete", urls, DeleteResult, durability,
+                            namespace, None, with_times)
 
     def submit_url(self, url: Url, *,
-                   durability: Optional[str] = None) -> SubmitResult:
+                   durability: Optional[str] = None,
+                   namespace: Optional[str] = None,
+                   ttl: Optional[int] = None,
+                   with_times: bool = False) -> SubmitResult:
         """submit_urls for one URL."""
-        return self._url_op("url_submit", (url,), SubmitResult,
-                            durability)[0]
+        return self._url_op("url_submit", (url,), SubmitResult, durability,
+                            namespace, ttl, with_times)[0]
 
-    def check_url(self, url: Url) -> CheckResult:
+    def check_url(self, url: Url, *, namespace: Optional[str] = None,
+                  with_times: bool = False) -> CheckResult:
         """check_urls for one URL."""
-        return self._url_op("url_check", (url,), CheckResult)[0]
+        return self._url_op("url_check", (url,), CheckResult, None,
+                            namespace, None, with_times)[0]
 
     def delete_url(self, url: Url, *,
-                   durability: Optional[str] = None) -> DeleteResult:
+                   durability: Optional[str] = None,
+                   namespace: Optional[str] = None,
+                   with_times: bool = False) -> DeleteResult:
         """delete_urls for one URL."""
-        return self._url_op("url_delete", (url,), DeleteResult,
-                            durability)[0]
+        return self._url_op("url_delete", (url,), DeleteResult, durability,
+                            namespace, None, with_times)[0]
+
+    # Namespaces (admin).
+
+    def set_namespace(self, name: str, *,
+                      default_ttl: Optional[int] = None) -> Namespace:
+        """Creates the namespace name if need be ("": the default one) and
+        sets its default time to live: the seconds a URL submitted to it
+        without a ttl is seen (0 or None: none), for submits from now on,
+        not for the URLs recorded before.  Returns the namespace."""
+        req = pb.Request()
+        req.namespace_set.SetInParent()
+        req.namespace_set.name = _namespace(name)
+        req.namespace_set.default_ttl_seconds = _ttl(default_ttl,
+                                                     "default_ttl")
+        return Namespace.from_message(self._result(self._call(req),
+                                                   "namespace"))
+
+    def drop_namespace(self, name: str) -> Optional[Namespace]:
+        """Drops the namespace name: its name is free at once (a submit to
+        it starts an empty set) and its URLs are forgotten in the
+        background.  Returns it, ``urls`` counting those being forgotten,
+        or None when there is no such namespace.  The default namespace
+        cannot be dropped (NdddRequestError, INVALID_ARGUMENT)."""
+        req = pb.Request()
+        req.namespace_drop.SetInParent()
+        req.namespace_drop.name = _namespace(name)
+        try:
+            resp = self._call(req)
+        except NdddRequestError as e:
+            if e.code == pb.NOT_FOUND:
+                return None
+            raise
+        return Namespace.from_message(self._result(resp, "namespace"))
 
     # Document operations.  A document is named by its URL and has a
     # body, text or HTML.  nddd fingerprints it (64-bit simhash), finds the
@@ -658,7 +759,8 @@ class Client:
         return resp
 
     def _url_op(self, field: str, urls: Iterable[Url], result_cls: type,
-                durability: Optional[str] = None) -> List[UrlResult]:
+                durability: Optional[str], namespace: Optional[str],
+                ttl: Optional[int], with_times: bool) -> List[UrlResult]:
         """The URL operation ``field`` of Request (a UrlBatch) over urls;
         a result_cls per URL from the replies' UrlResults.  With digests,
         the URLs the canonicalizer refuses are answered here and the
@@ -670,6 +772,8 @@ class Client:
                  else _durability(durability))
         if field == "url_check":
             level = pb.DURABILITY_DEFAULT
+        ns = self.namespace if namespace is None else _namespace(namespace)
+        ttl = _ttl(ttl, "ttl")
         urls = list(urls)
         encoded = [_encode_url(u) for u in urls]
         canon_id = None
@@ -697,6 +801,12 @@ class Client:
                 batch.canon = canon_id
             if level != pb.DURABILITY_DEFAULT:
                 batch.durability = level
+            if ns:
+                batch.namespace = ns
+            if ttl:
+                batch.ttl_seconds = ttl
+            if with_times:
+                batch.with_times = True
             return req
 
         def read(resp, chunk):
@@ -709,7 +819,18 @@ class Client:
                 raise self._protocol_error(
                     "reply to %s has %d counts for %d URLs"
                     % (field, len(counts), n))
-            results = list(map(result_cls, chunk, counts, repeat(None)))
+            # The times, one per URL each, or none when not asked for.
+            times = (resp.urls.first_seen_ms, resp.urls.last_seen_ms,
+                     resp.urls.expires_ms)
+            if any(times):
+                if any(len(t) != n for t in times):
+                    raise self._protocol_error(
+                        "reply to %s has %d, %d and %d times for %d URLs"
+                        % ((field,) + tuple(map(len, times)) + (n,)))
+                results = list(map(result_cls, chunk, counts, repeat(None),
+                                   *times))
+            else:
+                results = list(map(result_cls, chunk, counts, repeat(None)))
             for err in resp.urls.errors:
                 i = err.index
                 if i >= n:

@@ -2,13 +2,17 @@
 
 A batch operation answers one result per item, in the order given.  A URL's
 result keeps the URL exactly as the caller gave it (``str`` or ``bytes``),
-its reference count as nddd reports it, and, when that one item failed, the
-error nddd gave for it (the rest of the batch is unaffected).
+its reference count as nddd reports it, when asked (``with_times``) the
+times it was seen, and, when that one item failed, the error nddd gave for
+it (the rest of the batch is unaffected).
 """
 
 import enum
 from dataclasses import dataclass, fields
+from datetime import datetime, timedelta, timezone
 from typing import List, Optional, Union
+
+from google.protobuf.message import Message
 
 from ._proto import pb
 
@@ -47,6 +51,14 @@ class Status:
 
 Url = Union[str, bytes]
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _time(ms: int) -> Optional[datetime]:
+    """A time nddd gives in milliseconds since the epoch, as an aware
+    datetime in UTC; None for 0 (never, or not known)."""
+    return _EPOCH + timedelta(milliseconds=ms) if ms else None
+
 
 @dataclass(frozen=True, slots=True)
 class UrlResult:
@@ -55,15 +67,39 @@ class UrlResult:
     ``url`` is the URL as given; ``count`` its reference count (how many
     times it was submitted, see the subclasses for each operation); ``error``
     is None, or the Status of this item's failure (then ``count`` is 0).
+
+    With ``with_times``, in milliseconds since the epoch: ``first_seen_ms``
+    and ``last_seen_ms``, when the URL was first and last submitted, and
+    ``expires_ms``, when its time to live ends (0: never); all 0 for a URL
+    never recorded, and without ``with_times``.  ``first_seen``,
+    ``last_seen`` and ``expires`` are the same as datetimes in UTC (None
+    for 0).  A check of a URL whose time to live has passed answers count
+    0 with the times it had until nddd reclaims the record in the
+    background (then as never recorded).
     """
     url: Url
     count: int
     error: Optional[Status]
+    first_seen_ms: int = 0
+    last_seen_ms: int = 0
+    expires_ms: int = 0
 
     @property
     def ok(self) -> bool:
         """True unless this item failed."""
         return self.error is None
+
+    @property
+    def first_seen(self) -> Optional[datetime]:
+        return _time(self.first_seen_ms)
+
+    @property
+    def last_seen(self) -> Optional[datetime]:
+        return _time(self.last_seen_ms)
+
+    @property
+    def expires(self) -> Optional[datetime]:
+        return _time(self.expires_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,13 +203,35 @@ class QueryResult:
 
 def _from_message(cls, msg):
     """An instance of the dataclass cls from the protobuf message msg, field
-    by field (same names); nested dataclasses are converted too."""
+    by field (same names); nested dataclasses are converted too, a list of
+    them from a repeated field."""
     values = {}
     for f in fields(cls):
         v = getattr(msg, f.name)
         sub = _NESTED.get(f.name)
-        values[f.name] = _from_message(sub, v) if sub else v
+        if sub is None:
+            values[f.name] = v
+        elif isinstance(v, Message):
+            values[f.name] = _from_message(sub, v)
+        else:
+            values[f.name] = [_from_message(sub, m) for m in v]
     return cls(**values)
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A namespace of URLs (nddd.v1.NamespaceInfo): an independent set of
+    URLs sharing the daemon (one crawl, one customer); ``name`` "" is the
+    default one."""
+    name: str
+    urls: int                   # stored, expired ones not yet reclaimed
+                                # included; for drop_namespace, those
+                                # being forgotten
+    default_ttl_seconds: int    # for submits without a ttl; 0: none
+
+    @classmethod
+    def from_message(cls, msg) -> "Namespace":
+        return _from_message(cls, msg)
 
 
 @dataclass(frozen=True)
@@ -255,6 +313,10 @@ class Stats:
     # strip_session_ids=no strip_tracking=no sort_query=no".
     canon: str
     url_store: UrlStoreStats     # the URL store's write path
+    namespaces: List[Namespace]  # every namespace, the default one first
+    urls_dropping: int           # of dropped namespaces, not yet forgotten
+                                 # (counted in urls)
+    urls_expired: int            # reclaimed after their time to live
 
     @classmethod
     def from_message(cls, msg) -> "Stats":
@@ -262,4 +324,4 @@ class Stats:
 
 
 _NESTED = {"cbf": FilterStats, "near": NearStats, "accel": AccelStats,
-           "url_store": UrlStoreStats}
+           "url_store": UrlStoreStats, "namespaces": Namespace}
