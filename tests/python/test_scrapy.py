@@ -1,5 +1,6 @@
-"""nddd.scrapy.NdddDupeFilter: real crawls with Scrapy, and the filter's
-decisions called directly.
+"""nddd.scrapy.NdddDupeFilter and NdddBatchMiddleware: real crawls with
+Scrapy, with the filter alone and with the middleware, and their decisions
+called directly.
 
 The crawled site is generated into a temporary directory and served on
 loopback by an HTTP proxy in this process: Scrapy is told (http_proxy) to
@@ -7,20 +8,25 @@ fetch everything through it, so the site can be http://site.test/ on the
 default port, and its links can spell a page's URL in many ways (case of
 scheme and host, explicit default port, empty port, dot segments,
 fragments, escaped unreserved characters).  The proxy counts the fetches
-of each page.  Each crawl is a `scrapy runspider` subprocess (Twisted's
-reactor runs once per process).
+of each page, redirects /redirect/PATH to /PATH, and can run a function
+when a path is fetched (to kill a daemon mid-crawl).  Each crawl is a
+`scrapy runspider` subprocess (Twisted's reactor runs once per process).
 
-The daemons of the crawls run with `sync = none`: the filter submits one
-URL per request and waits for the answer, and with `sync = full` every
+The daemons of the crawls run with `sync = none`: the filter alone submits
+one URL per request and waits for the answer, and with `sync = full` every
 answer waits for an fsync, which triples the crawls' time on a slow disk
-and is not what these tests are about.
+and is not what these tests are about.  The daemons count the url_submit
+requests they answer (/metrics): with the middleware, one per response.
 """
 
+import asyncio
 import collections
+import http.client
 import json
 import logging
 import os
 import posixpath
+import re
 import shutil
 import socket
 import subprocess
@@ -34,7 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import harness  # sets sys.path for nddd
 
 import nddd
-from nddd.scrapy import NdddDupeFilter
+from nddd.scrapy import META_KEY, NdddBatchMiddleware, NdddDupeFilter
 
 SPIDER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       "crawl_spider.py")
@@ -42,6 +48,7 @@ PAGES = 300
 PER_DIR = 25
 START = "http://site.test/"
 SMALL_START = "http://site.test/small/"
+MOVED_START = "http://site.test/moved/"
 DATA_URL = "data:text/plain,nddd-data"
 
 
@@ -99,12 +106,20 @@ def write_site(root):
         "file://" + local])
     page("/small/a.html", "a", ["./b.html"])
     page("/small/b.html", "b", [])
+    # Redirects: one to a page also linked directly, one to a page linked
+    # only through it.
+    page("/moved/index.html", "moved", [
+        "a.html", "/redirect/moved/a.html", "/redirect/moved/b.html"])
+    page("/moved/a.html", "a", [])
+    page("/moved/b.html", "b", [])
     return "file://" + local
 
 
 class SiteProxy(ThreadingHTTPServer):
     """Serves root as http://site.test/ to proxy requests; counts fetches
-    per page (the path with escapes decoded and dot segments removed)."""
+    per page (the path with escapes decoded and dot segments removed).
+    /redirect/PATH answers 302 to /PATH.  hooks[path]() runs once, before
+    the page is served."""
 
     daemon_threads = True
 
@@ -113,6 +128,7 @@ class SiteProxy(ThreadingHTTPServer):
         self.root = root
         self.lock = threading.Lock()
         self.fetched = collections.Counter()
+        self.hooks = {}
         self.thread = threading.Thread(target=self.serve_forever,
                                        daemon=True)
         self.thread.start()
@@ -146,6 +162,16 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         path = "/" + path.lstrip("/")
         with self.server.lock:
             self.server.fetched[path] += 1
+            hook = self.server.hooks.pop(path, None)
+        if hook is not None:
+            hook()
+        if path.startswith("/redirect/"):
+            self.send_response(302)
+            self.send_header("Location", "http://site.test/"
+                             + path[len("/redirect/"):])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         full = os.path.join(self.server.root, path.lstrip("/"))
         if os.path.isdir(full):
             full = os.path.join(full, "index.html")
@@ -183,9 +209,14 @@ def tearDownModule():
     shutil.rmtree(Site.dir, ignore_errors=True)
 
 
-def crawl(test, start, address, unreachable="open", nddd_filter=True):
-    """Runs the spider from start through the proxy; returns its output
-    (fetched, stats) and its log."""
+BATCH = json.dumps({"nddd.scrapy.NdddBatchMiddleware": 100})
+
+
+def crawl(test, start, address, unreachable="open", nddd_filter=True,
+          batch=False, settings=(), reason="finished"):
+    """Runs the spider from start through the proxy, with nddd's filter
+    (nddd_filter) and its middleware (batch), and settings ("NAME=VALUE");
+    returns its output (fetched, stats) and its log."""
     out = os.path.join(Site.dir, "crawl-%d.json" % time.monotonic_ns())
     cmd = [harness.PYTHON, "-m", "scrapy", "runspider", SPIDER,
            "-a", "start=" + start, "-a", "out=" + out,
@@ -196,6 +227,10 @@ def crawl(test, start, address, unreachable="open", nddd_filter=True):
                 "-s", "NDDD_ADDRESS=" + address,
                 "-s", "NDDD_UNREACHABLE=" + unreachable,
                 "-s", "NDDD_TIMEOUT=5"]
+    if batch:
+        cmd += ["-s", "SPIDER_MIDDLEWARES=" + BATCH]
+    for setting in settings:
+        cmd += ["-s", setting]
     env = {k: v for k, v in os.environ.items()
            if k.lower() not in ("no_proxy", "http_proxy", "https_proxy",
                                 "all_proxy")}
@@ -211,7 +246,7 @@ def crawl(test, start, address, unreachable="open", nddd_filter=True):
     with open(out) as f:
         result = json.load(f)
     os.unlink(out)
-    test.assertEqual(result["reason"], "finished", log[-5000:])
+    test.assertEqual(result["reason"], reason, log[-5000:])
     test.assertNotIn("Traceback", log, log[-5000:])
     return result, log
 
@@ -219,18 +254,47 @@ def crawl(test, start, address, unreachable="open", nddd_filter=True):
 CRAWL_CONF = "[store]\nsync = none\n"
 
 
+def start_daemon(test, conf=CRAWL_CONF):
+    """A daemon started for test, with a /metrics listener at
+    daemon.metrics."""
+    metrics = "127.0.0.1:%d" % harness.free_port()
+    daemon = harness.Daemon("%s\n[metrics]\nlisten = %s\n" % (conf, metrics))
+    test.addCleanup(daemon.cleanup)
+    daemon.start()
+    daemon.metrics = metrics
+    return daemon
+
+
+def url_submits(daemon):
+    """The url_submit requests daemon has answered."""
+    host, port = daemon.metrics.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        body = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    return int(re.search(r'^nddd_requests_total\{op="url_submit"\} (\d+)$',
+                         body, re.M).group(1))
+
+
 class TestCrawl(unittest.TestCase):
     def setUp(self):
-        self.daemon = harness.Daemon(CRAWL_CONF)
-        self.addCleanup(self.daemon.cleanup)
-        self.daemon.start()
+        self.daemon = start_daemon(self)
+        self.submits = 0
         Site.proxy.take()
 
-    def test_crawl_recrawl_delete(self):
+    def new_submits(self):
+        """url_submit requests since the last call."""
+        total = url_submits(self.daemon)
+        new, self.submits = total - self.submits, total
+        return new
+
+    def crawl_recrawl_delete(self, batch):
         every_page = {page_path(i): 1 for i in range(PAGES)}
 
         # 1. Every page once, whichever way its links spell it.
-        result, log = crawl(self, START, self.daemon.address)
+        result, log = crawl(self, START, self.daemon.address, batch=batch)
         fetched = Site.proxy.take()
         self.assertEqual(dict(fetched), dict(every_page, **{"/": 1}))
         stats = result["stats"]
@@ -243,22 +307,81 @@ class TestCrawl(unittest.TestCase):
                       % self.daemon.address, log)
         self.assertEqual(log.count("Filtered duplicate request"), 1)
         self.assertIn("no more duplicates will be shown", log)
+        if batch:
+            # One url_submit per response: the start page and each page.
+            self.assertEqual(stats["nddd/batches"], PAGES + 1)
+            self.assertEqual(self.new_submits(), PAGES + 1)
+        else:
+            self.assertNotIn("nddd/batches", stats)
+            self.assertEqual(self.new_submits(), links)
 
         # 2. Same nddd: only the start URL (dont_filter) is fetched.
-        result, log = crawl(self, START, self.daemon.address)
+        result, log = crawl(self, START, self.daemon.address, batch=batch)
         self.assertEqual(dict(Site.proxy.take()), {"/": 1})
         self.assertEqual(result["stats"]["dupefilter/filtered"], 5)
         self.assertNotIn("nddd/new", result["stats"])
+        self.assertEqual(self.new_submits(), 1 if batch else 5)
 
         # 3. Page 3 forgotten (named another way): fetched again, alone.
         status, out = self.daemon.nddctl(
             "url-delete", "HTTP://Site.Test:80/s/0/./3.html#top")
         self.assertEqual(status, 0, out)
         self.assertTrue(out.startswith("deleted\t"), out)
-        result, log = crawl(self, START, self.daemon.address)
+        result, log = crawl(self, START, self.daemon.address, batch=batch)
         self.assertEqual(dict(Site.proxy.take()), {"/": 1, page_path(3): 1})
         self.assertEqual(result["stats"]["nddd/new"], 1)
         self.assertEqual(result["stats"]["dupefilter/filtered"], 4 + 5)
+        self.assertEqual(self.new_submits(), 2 if batch else 10)
+
+    def test_crawl_recrawl_delete(self):
+        self.crawl_recrawl_delete(batch=False)
+
+    def test_batch_crawl_recrawl_delete(self):
+        self.crawl_recrawl_delete(batch=True)
+
+    def test_redirects(self):
+        # A redirect's request is a copy of the redirected one, meta
+        # included: it is checked for its own URL.  /moved/a.html, linked
+        # directly and through a redirect, is fetched once.
+        for batch in (False, True):
+            with self.subTest(batch=batch):
+                daemon = start_daemon(self)
+                result, log = crawl(self, MOVED_START, daemon.address,
+                                    batch=batch)
+                self.assertEqual(dict(Site.proxy.take()), {
+                    "/moved": 1, "/moved/a.html": 1, "/moved/b.html": 1,
+                    "/redirect/moved/a.html": 1,
+                    "/redirect/moved/b.html": 1})
+                stats = result["stats"]
+                self.assertEqual(stats["nddd/new"], 4)
+                self.assertEqual(stats["nddd/duplicate"], 1)
+                self.assertEqual(stats["dupefilter/filtered"], 1)
+                self.assertEqual(stats.get("nddd/batches"),
+                                 1 if batch else None)
+
+    def resume(self, batch):
+        # Stopped early, then resumed from JOBDIR: Scrapy keeps the queue,
+        # nddd the URLs seen.  The start URL is fetched by each crawl.
+        jobdir = tempfile.mkdtemp(prefix="nddd-job-")
+        self.addCleanup(shutil.rmtree, jobdir, True)
+        settings = ["JOBDIR=" + jobdir]
+        crawl(self, START, self.daemon.address, batch=batch,
+              settings=settings + ["CLOSESPIDER_PAGECOUNT=50"],
+              reason="closespider_pagecount")
+        first = Site.proxy.take()
+        self.assertLess(sum(first.values()), PAGES // 2)
+        result, log = crawl(self, START, self.daemon.address, batch=batch,
+                            settings=settings)
+        self.assertIn("Resuming crawl", log)
+        self.assertEqual(dict(first + Site.proxy.take()),
+                         dict({page_path(i): 1 for i in range(PAGES)},
+                              **{"/": 2}))
+
+    def test_resume(self):
+        self.resume(batch=False)
+
+    def test_batch_resume(self):
+        self.resume(batch=True)
 
     def test_scrapy_default_filter_fetches_variants_again(self):
         # Without nddd, Scrapy's own filter takes some spellings of a page
@@ -273,43 +396,86 @@ class TestCrawl(unittest.TestCase):
 class TestCrawlFailures(unittest.TestCase):
     def setUp(self):
         Site.proxy.take()
+        self.addCleanup(Site.proxy.hooks.clear)
 
-    def small_crawl(self, address, unreachable):
-        result, log = crawl(self, SMALL_START, address, unreachable)
+    def small_crawl(self, address, unreachable, batch=False):
+        result, log = crawl(self, SMALL_START, address, unreachable,
+                            batch=batch)
         return (result["fetched"], dict(Site.proxy.take()),
                 result["stats"], log)
 
     def test_unreachable_open(self):
-        address = "127.0.0.1:%d" % harness.free_port()
-        fetched, pages, stats, log = self.small_crawl(address, "open")
-        # Nothing filtered: b.html twice (linked from the start and a).
-        self.assertEqual(pages, {"/small": 1, "/small/a.html": 1,
-                                 "/small/b.html": 2})
-        self.assertIn(DATA_URL, fetched)
-        self.assertIn(Site.file_url, fetched)
-        self.assertIn("ERROR: nddd at %s is unreachable" % address, log)
-        self.assertIn("letting requests through unchecked", log)
-        self.assertEqual(stats["nddd/unreachable"], 5)
-        self.assertEqual(stats["nddd/let_through"], 5)
-        self.assertNotIn("dupefilter/filtered", stats)
+        for batch in (False, True):
+            with self.subTest(batch=batch):
+                address = "127.0.0.1:%d" % harness.free_port()
+                fetched, pages, stats, log = self.small_crawl(
+                    address, "open", batch)
+                # Nothing filtered: b.html twice (linked from the start
+                # and a).
+                self.assertEqual(pages, {"/small": 1, "/small/a.html": 1,
+                                         "/small/b.html": 2})
+                self.assertIn(DATA_URL, fetched)
+                self.assertIn(Site.file_url, fetched)
+                self.assertIn("ERROR: nddd at %s is unreachable" % address,
+                              log)
+                self.assertIn("letting requests through unchecked", log)
+                self.assertEqual(stats["nddd/unreachable"], 5)
+                self.assertEqual(stats["nddd/let_through"], 5)
+                self.assertNotIn("dupefilter/filtered", stats)
+                # Not tried again within NDDD_RETRY_INTERVAL.
+                self.assertNotIn("nddd/batches", stats)
 
     def test_unreachable_closed(self):
-        address = "127.0.0.1:%d" % harness.free_port()
-        fetched, pages, stats, log = self.small_crawl(address, "closed")
-        self.assertEqual(pages, {"/small": 1})
-        self.assertEqual(fetched, [SMALL_START])
-        self.assertIn("ERROR: nddd at %s is unreachable" % address, log)
-        self.assertIn("dropping requests (NDDD_UNREACHABLE = closed)", log)
-        self.assertEqual(stats["nddd/unreachable"], 4)
-        self.assertEqual(stats["nddd/dropped"], 4)
-        self.assertNotIn("dupefilter/filtered", stats)
+        for batch in (False, True):
+            with self.subTest(batch=batch):
+                address = "127.0.0.1:%d" % harness.free_port()
+                fetched, pages, stats, log = self.small_crawl(
+                    address, "closed", batch)
+                self.assertEqual(pages, {"/small": 1})
+                self.assertEqual(fetched, [SMALL_START])
+                self.assertIn("ERROR: nddd at %s is unreachable" % address,
+                              log)
+                self.assertIn("dropping requests (NDDD_UNREACHABLE = "
+                              "closed)", log)
+                self.assertEqual(stats["nddd/unreachable"], 4)
+                self.assertEqual(stats["nddd/dropped"], 4)
+                self.assertNotIn("dupefilter/filtered", stats)
+                self.assertNotIn("nddd/batches", stats)
 
-    def bad_urls(self, unreachable):
-        daemon = harness.Daemon(CRAWL_CONF)
-        self.addCleanup(daemon.cleanup)
-        daemon.start()
+    def outage_mid_crawl(self, unreachable):
+        # nddd is killed as a.html is fetched: its link to b.html is
+        # decided by NDDD_UNREACHABLE.
+        daemon = start_daemon(self)
+        Site.proxy.hooks["/small/a.html"] = daemon.kill
+        fetched, pages, stats, log = self.small_crawl(
+            daemon.address, unreachable, batch=True)
+        self.assertEqual(stats["nddd/batches"], 2)  # the start's, a.html's
+        self.assertEqual(stats["nddd/new"], 2)
+        self.assertEqual(stats["nddd/url_error"], 2)
+        self.assertEqual(stats["nddd/unreachable"], 1)
+        self.assertNotIn("dupefilter/filtered", stats)
+        self.assertIn("ERROR: nddd at %s is unreachable" % daemon.address,
+                      log)
+        return pages, stats, log
+
+    def test_outage_mid_crawl_open(self):
+        pages, stats, log = self.outage_mid_crawl("open")
+        self.assertEqual(pages, {"/small": 1, "/small/a.html": 1,
+                                 "/small/b.html": 2})
+        self.assertEqual(stats["nddd/let_through"], 3)
+        self.assertIn("1 request(s) were let through unchecked", log)
+
+    def test_outage_mid_crawl_closed(self):
+        pages, stats, log = self.outage_mid_crawl("closed")
+        self.assertEqual(pages, {"/small": 1, "/small/a.html": 1,
+                                 "/small/b.html": 1})
+        self.assertEqual(stats["nddd/dropped"], 3)
+        self.assertIn("1 request(s) were dropped", log)
+
+    def bad_urls(self, unreachable, batch):
+        daemon = start_daemon(self)
         fetched, pages, stats, log = self.small_crawl(daemon.address,
-                                                      unreachable)
+                                                      unreachable, batch)
         self.assertEqual(pages, {"/small": 1, "/small/a.html": 1,
                                  "/small/b.html": 1})
         self.assertEqual(stats["nddd/url_error"], 2)
@@ -317,21 +483,27 @@ class TestCrawlFailures(unittest.TestCase):
         for url in (DATA_URL, Site.file_url):
             self.assertRegex(log, r"ERROR: nddd refused the URL of <GET %s>: "
                              r"INVALID_ARGUMENT: " % url)
+        self.assertEqual(url_submits(daemon), 2 if batch else 5)
         return fetched, stats, log
 
     def test_bad_urls_open(self):
-        fetched, stats, log = self.bad_urls("open")
-        self.assertIn(DATA_URL, fetched)
-        self.assertIn(Site.file_url, fetched)
-        self.assertEqual(stats["nddd/let_through"], 2)
-        self.assertIn("letting it through (NDDD_UNREACHABLE = open)", log)
+        for batch in (False, True):
+            with self.subTest(batch=batch):
+                fetched, stats, log = self.bad_urls("open", batch)
+                self.assertIn(DATA_URL, fetched)
+                self.assertIn(Site.file_url, fetched)
+                self.assertEqual(stats["nddd/let_through"], 2)
+                self.assertIn("letting it through (NDDD_UNREACHABLE = open)",
+                              log)
 
     def test_bad_urls_closed(self):
-        fetched, stats, log = self.bad_urls("closed")
-        self.assertNotIn(DATA_URL, fetched)
-        self.assertNotIn(Site.file_url, fetched)
-        self.assertEqual(stats["nddd/dropped"], 2)
-        self.assertIn("dropping it (NDDD_UNREACHABLE = closed)", log)
+        for batch in (False, True):
+            with self.subTest(batch=batch):
+                fetched, stats, log = self.bad_urls("closed", batch)
+                self.assertNotIn(DATA_URL, fetched)
+                self.assertNotIn(Site.file_url, fetched)
+                self.assertEqual(stats["nddd/dropped"], 2)
+                self.assertIn("dropping it (NDDD_UNREACHABLE = closed)", log)
 
 
 class FakeRequest:
@@ -343,26 +515,21 @@ class FakeRequest:
         self.method = method
         self.dont_filter = dont_filter
         self.headers = {}
+        self.meta = {}
 
     def __str__(self):
         return "<%s %s>" % (self.method, self.url)
 
 
-class TestFilterInProcess(unittest.TestCase):
-    """The filter's decisions, called the way Scrapy's scheduler calls it
-    (request_seen, then log when it returned True)."""
-
-    def setUp(self):
-        from scrapy.utils.test import get_crawler
-        self.daemon = harness.Daemon()
-        self.addCleanup(self.daemon.cleanup)
-        self.daemon.start()
-        self.get_crawler = get_crawler
+class InProcess:
+    """A filter made as Scrapy makes it, asked the way Scrapy's scheduler
+    asks it (request_seen, then log when it returned True)."""
 
     def make(self, **settings):
+        from scrapy.utils.test import get_crawler
         settings.setdefault("NDDD_ADDRESS", self.daemon.address)
         settings.setdefault("REQUEST_FINGERPRINTER_IMPLEMENTATION", "2.7")
-        crawler = self.get_crawler(settings_dict=settings)
+        crawler = get_crawler(settings_dict=settings)
         spider = crawler.spidercls.from_crawler(crawler, name="test")
         crawler.spider = spider
         df = NdddDupeFilter.from_crawler(crawler)
@@ -376,6 +543,15 @@ class TestFilterInProcess(unittest.TestCase):
             df.log(request, spider)
             return False
         return True
+
+
+class TestFilterInProcess(InProcess, unittest.TestCase):
+    """The filter's decisions."""
+
+    def setUp(self):
+        self.daemon = harness.Daemon()
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
 
     def test_duplicates_and_logging(self):
         from scrapy import Request
@@ -539,6 +715,201 @@ class TestFilterInProcess(unittest.TestCase):
                                       NDDD_DIGESTS="false")
         self.assertEqual(df.client.durability, "durable")
         self.assertFalse(df.client.digests)
+
+
+class TestBatchInProcess(InProcess, unittest.TestCase):
+    """NdddBatchMiddleware given a callback's output as Scrapy gives it,
+    its requests then scheduled (the daemon syncs every submit)."""
+
+    def setUp(self):
+        self.daemon = start_daemon(self, "")
+
+    def make_batch(self, **settings):
+        settings.setdefault("DUPEFILTER_CLASS",
+                            "nddd.scrapy.NdddDupeFilter")
+        df, spider, stats = self.make(**settings)
+        mw = NdddBatchMiddleware.from_crawler(spider.crawler)
+        mw.df = df                  # as the spider's opening does
+        return df, mw, spider, stats
+
+    def batch(self, mw, spider, output):
+        """What mw passes on of a callback's output, as a list."""
+        return list(self.passed(mw, spider, output))
+
+    def passed(self, mw, spider, output):
+        from scrapy.http import HtmlResponse
+        return mw.process_spider_output(
+            HtmlResponse("http://a.test/", body=b""), iter(output), spider)
+
+    def test_one_call_per_response(self):
+        from scrapy import FormRequest, Request
+        df, mw, spider, stats = self.make_batch()
+        x = Request("http://a.test/x")
+        output = [x, {"item": 1}, Request("http://A.TEST:80/./x#y"),
+                  Request("http://a.test/start", dont_filter=True),
+                  FormRequest("http://a.test/x", formdata={"u": "me"}),
+                  Request(DATA_URL), {"item": 2}, x,
+                  Request("http://a.test/z")]
+        with self.assertLogs("nddd.scrapy", logging.DEBUG) as logs:
+            # All of it, in order.
+            self.assertEqual(self.batch(mw, spider, output), output)
+            self.assertEqual(url_submits(self.daemon), 1)
+            self.assertEqual(
+                [self.schedule(df, spider, r) for r in output
+                 if isinstance(r, Request)],
+                [True, False, True, True, True, False, True])
+        # The filter took the answers: none was asked for again but x's
+        # second scheduling (a request scheduled again is a duplicate).
+        self.assertEqual(url_submits(self.daemon), 2)
+        self.assertFalse(any(META_KEY in r.meta for r in output
+                             if isinstance(r, Request)))
+        self.assertEqual(stats.get_value("nddd/batches"), 1)
+        self.assertEqual(stats.get_value("nddd/new"), 2)
+        self.assertEqual(stats.get_value("nddd/duplicate"), 2)
+        self.assertEqual(stats.get_value("nddd/url_error"), 1)
+        self.assertEqual(stats.get_value("nddd/let_through"), 1)
+        self.assertEqual(stats.get_value("dupefilter/filtered"), 2)
+        self.assertIn("nddd refused the URL of <GET %s>: INVALID_ARGUMENT"
+                      % DATA_URL, "\n".join(logs.output))
+        with nddd.Client(self.daemon.address) as c:
+            self.assertEqual(c.check_url("http://a.test/x").count, 3)
+            self.assertFalse(c.check_url("http://a.test/start").seen)
+        # A response without requests costs nothing.
+        self.assertEqual(self.batch(mw, spider, [{"item": 3}]),
+                         [{"item": 3}])
+        self.assertEqual(url_submits(self.daemon), 2)
+
+    def test_large_responses_split(self):
+        from scrapy import Request
+        df, mw, spider, stats = self.make_batch(NDDD_BATCH_SIZE=100)
+        output = [Request("http://a.test/%d" % (i % 200)) for i in range(250)]
+        self.batch(mw, spider, output)
+        self.assertEqual(url_submits(self.daemon), 3)
+        self.assertEqual([self.schedule(df, spider, r) for r in output],
+                         [True] * 200 + [False] * 50)
+        self.assertEqual(url_submits(self.daemon), 3)
+        self.assertEqual(stats.get_value("nddd/batches"), 1)
+
+    def test_answer_is_for_its_url(self):
+        from scrapy import Request
+        df, mw, spider, stats = self.make_batch()
+        self.assertTrue(self.schedule(df, spider,
+                                      Request("http://a.test/old")))
+        new = Request("http://a.test/new")
+        self.batch(mw, spider, [new])
+        # Copies carry the answer (Request.replace copies meta); it holds
+        # for the URL it was given for only.
+        moved = new.replace(url="http://a.test/old")
+        self.assertIn(META_KEY, moved.meta)
+        self.assertFalse(self.schedule(df, spider, moved))
+        self.assertTrue(self.schedule(df, spider, new.replace(priority=1)))
+        self.assertEqual(url_submits(self.daemon), 3)
+
+    def test_outage_and_recovery(self):
+        from scrapy import Request
+        df, mw, spider, stats = self.make_batch(
+            NDDD_RETRY_INTERVAL=0.5, NDDD_UNREACHABLE="closed")
+
+        def response(i):
+            output = [Request("http://a.test/%d/%d" % (i, j))
+                      for j in range(4)]
+            self.batch(mw, spider, output)
+            return [self.schedule(df, spider, r) for r in output]
+
+        self.assertEqual(response(0), [True] * 4)
+        self.daemon.kill()
+        with self.assertLogs("nddd.scrapy", logging.DEBUG) as logs:
+            self.assertEqual(response(1), [False] * 4)
+            self.assertEqual(response(2), [False] * 4)
+        errors = [m for m in logs.output if m.startswith("ERROR")]
+        self.assertEqual(len(errors), 1)  # once per outage
+        self.assertIn("is unreachable", errors[0])
+        # The second response was decided without trying nddd.
+        self.assertEqual(stats.get_value("nddd/batches"), 2)
+        self.assertEqual(stats.get_value("nddd/unreachable"), 8)
+        self.assertEqual(stats.get_value("nddd/dropped"), 8)
+        self.daemon.start()
+        time.sleep(0.6)
+        with self.assertLogs("nddd.scrapy", logging.WARNING) as logs:
+            self.assertEqual(response(3), [True] * 4)
+        self.assertIn("answers again: 8 request(s) were dropped",
+                      logs.output[0])
+        self.assertEqual(stats.get_value("nddd/batches"), 3)
+        self.assertEqual(url_submits(self.daemon), 1)  # since its restart
+
+    def test_refused_batch(self):
+        from scrapy import Request
+        daemon = start_daemon(self, "[server]\nmax_batch = 10\n")
+        df, mw, spider, stats = self.make_batch(
+            NDDD_ADDRESS=daemon.address)
+        output = [Request("http://a.test/%d" % (i % 12)) for i in range(15)]
+        with self.assertLogs("nddd.scrapy", logging.WARNING) as logs:
+            self.batch(mw, spider, output)
+        self.assertIn("refused a batch of 15 URL(s): RESOURCE_EXHAUSTED",
+                      logs.output[0])
+        # Each request is then asked about alone.
+        self.assertEqual([self.schedule(df, spider, r) for r in output],
+                         [True] * 12 + [False] * 3)
+        self.assertEqual(url_submits(daemon), 1 + 15)
+        self.assertIsNone(stats.get_value("nddd/unreachable"))
+        # At the daemon's max_batch, they go in two requests.
+        df, mw, spider, stats = self.make_batch(
+            NDDD_ADDRESS=daemon.address, NDDD_BATCH_SIZE=10)
+        output = [Request("http://b.test/%d" % i) for i in range(15)]
+        self.batch(mw, spider, output)
+        self.assertEqual(url_submits(daemon), 16 + 2)
+        self.assertEqual([self.schedule(df, spider, r) for r in output],
+                         [True] * 15)
+        self.assertEqual(url_submits(daemon), 18)
+
+    def test_callback_error(self):
+        # What the callback gave before failing goes on, then its error.
+        from scrapy import Request
+        df, mw, spider, stats = self.make_batch()
+        a, b = Request("http://a.test/a"), Request("http://a.test/b")
+
+        def callback():
+            yield a
+            yield {"item": 1}
+            yield b
+            raise ValueError("parse error")
+
+        given = []
+        with self.assertRaisesRegex(ValueError, "parse error"):
+            for r in self.passed(mw, spider, callback()):
+                given.append(r)
+        self.assertEqual(given, [a, {"item": 1}, b])
+        self.assertEqual(url_submits(self.daemon), 1)
+        self.assertEqual(a.meta[META_KEY].count, 1)
+        self.assertEqual(b.meta[META_KEY].count, 1)
+
+    def test_async_callback(self):
+        from scrapy import Request
+        from scrapy.http import HtmlResponse
+        df, mw, spider, stats = self.make_batch()
+        output = [Request("http://a.test/a"), {"item": 1},
+                  Request("http://A.test/a")]
+
+        async def callback():
+            for r in output:
+                yield r
+
+        async def run():
+            return [r async for r in mw.process_spider_output_async(
+                HtmlResponse("http://a.test/", body=b""), callback(),
+                spider)]
+
+        self.assertEqual(asyncio.run(run()), output)
+        self.assertEqual(url_submits(self.daemon), 1)
+        self.assertEqual([self.schedule(df, spider, r)
+                          for r in (output[0], output[2])], [True, False])
+        self.assertEqual(url_submits(self.daemon), 1)
+
+    def test_needs_the_filter(self):
+        from scrapy.utils.test import get_crawler
+        with self.assertRaisesRegex(ValueError, "NdddBatchMiddleware needs "
+                                    "DUPEFILTER_CLASS"):
+            NdddBatchMiddleware.from_crawler(get_crawler())
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""A Scrapy dupe filter that asks nddd.
+"""A Scrapy dupe filter that asks nddd, and a spider middleware that asks
+it about all the requests of a response at once.
 
 In a Scrapy project's settings::
 
     DUPEFILTER_CLASS = "nddd.scrapy.NdddDupeFilter"
+    SPIDER_MIDDLEWARES = {"nddd.scrapy.NdddBatchMiddleware": 100}
     NDDD_ADDRESS = "127.0.0.1:6464"
 
 Each request the scheduler is given is submitted to nddd by URL
@@ -11,6 +13,30 @@ the URL was recorded before (its count is above 1).  nddd compares URLs in
 their canonical form (RFC 3986 normalization, default port and fragment
 dropped), remembers them across crawls and processes, and can forget them
 (``nddctl url-delete``) so that they are fetched again.
+
+Scrapy asks the filter about one request at a time and waits for the
+answer: alone, the filter costs a round trip to nddd per request, and with
+nddd's durable default (``[store] sync = full``) the wait for a disk sync.
+NdddBatchMiddleware (for this filter only) takes everything a response's
+callback gives, submits in one call the URLs of the requests the filter
+would check, then passes it all on in its order (items unchanged), each of
+those requests carrying nddd's answer in ``meta["nddd"]``, which the
+filter takes instead of asking: a round trip and a disk sync per response.
+More than NDDD_BATCH_SIZE such requests go in several url_submit requests,
+in flight together.  An answer serves once, and only its URL: a request
+scheduled again is asked about again (it is a duplicate), and so is a copy
+made for another URL (Request.replace copies meta).  Requests left without
+an answer (nddd unreachable, or refusing the batch) are decided by the
+filter as without the middleware.  Its order, 100, puts it after the
+middlewares that drop requests (OffsiteMiddleware, UrlLengthMiddleware,
+DepthMiddleware: a spider's output goes through middlewares from the
+highest number down), so that nddd records only the URLs the scheduler is
+given.  Start requests do not go through it: those of start_urls are
+dont_filter (see below), others are checked by the filter one at a time.
+
+With JOBDIR, Scrapy keeps the crawl's queue there and nddd the URLs seen:
+a crawl stopped and resumed fetches each page once (and its start URLs
+once per run, as they are dont_filter).
 
 Settings:
 
@@ -38,7 +64,11 @@ Settings:
     "durable": nddd answers once a URL is recorded on disk; "relaxed":
     once it is recorded and written to the operating system, not yet on
     disk (it survives a crash of nddd, not of the machine), which spares
-    the crawl a disk sync per request.
+    the crawl a disk sync per request (per response with
+    NdddBatchMiddleware).
+``NDDD_BATCH_SIZE`` (default 1000)
+    most URLs per url_submit request of NdddBatchMiddleware; at most the
+    daemon's ``[server] max_batch``.
 ``NDDD_DIGESTS`` (default False)
     canonicalize and hash each URL here, with the daemon's own code
     (libnddd.so, found at $NDDD_LIBRARY, next to the package, in the
@@ -72,7 +102,9 @@ filter counts them), ``nddd/new`` and ``nddd/duplicate`` (nddd's answers),
 ``nddd/unreachable`` (requests decided without nddd's answer because it
 could not be reached, timed out or refused the request),
 ``nddd/url_error`` (requests whose URL nddd refused), ``nddd/let_through``
-and ``nddd/dropped`` (decisions taken by NDDD_UNREACHABLE).
+and ``nddd/dropped`` (decisions taken by NDDD_UNREACHABLE); and of
+NdddBatchMiddleware, ``nddd/batches`` (its url_submit calls, one per
+response with requests to check, none while nddd is unreachable).
 """
 
 import logging
@@ -80,11 +112,14 @@ import time
 import weakref
 from typing import Optional
 
+from scrapy import signals
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.http import Request
+from scrapy.utils.misc import load_object
 from scrapy.utils.request import RequestFingerprinter, referer_str
 
-from .client import DEFAULT_ADDRESS, Client, _durability
+from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, Client,
+                     _durability)
 from .errors import NdddConnectionError, NdddRequestError
 from .results import Code
 
@@ -94,6 +129,9 @@ DEFAULT_TIMEOUT = 5.0
 DEFAULT_RETRY_INTERVAL = 10.0
 DEFAULT_METHODS = ("GET",)
 UNREACHABLE_CHOICES = ("open", "closed")
+#: The request.meta key under which NdddBatchMiddleware leaves nddd's
+#: answer (a SubmitResult) for the filter.
+META_KEY = "nddd"
 
 
 class NdddDupeFilter(BaseDupeFilter):
@@ -106,6 +144,7 @@ class NdddDupeFilter(BaseDupeFilter):
                  retry_interval: float = DEFAULT_RETRY_INTERVAL,
                  methods=DEFAULT_METHODS, debug: bool = False, *,
                  durability: Optional[str] = None, digests: bool = False,
+                 batch_size: int = DEFAULT_BATCH_SIZE,
                  tls: bool = False, tls_ca: Optional[str] = None,
                  tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None,
@@ -124,13 +163,14 @@ class NdddDupeFilter(BaseDupeFilter):
         try:
             self.client = Client(address, timeout=timeout,
                                  durability=durability, digests=digests,
+                                 batch_size=batch_size,
                                  tls=tls, ca_file=tls_ca or None,
                                  cert_file=tls_cert or None,
                                  key_file=tls_key or None,
                                  server_hostname=tls_server_hostname or None)
         except ValueError as e:
             raise ValueError("nddd settings (NDDD_ADDRESS, NDDD_TIMEOUT, "
-                             "NDDD_TLS_*): %s" % e) from None
+                             "NDDD_BATCH_SIZE, NDDD_TLS_*): %s" % e) from None
         self.address = self.client.address
         self.fail_open = unreachable == "open"
         self.retry_interval = retry_interval
@@ -159,6 +199,8 @@ class NdddDupeFilter(BaseDupeFilter):
             debug=settings.getbool("DUPEFILTER_DEBUG"),
             durability=settings.get("NDDD_DURABILITY"),
             digests=settings.getbool("NDDD_DIGESTS", False),
+            batch_size=settings.getint("NDDD_BATCH_SIZE",
+                                       DEFAULT_BATCH_SIZE),
             tls=settings.getbool("NDDD_TLS", False),
             tls_ca=settings.get("NDDD_TLS_CA"),
             tls_cert=settings.get("NDDD_TLS_CERT"),
@@ -209,24 +251,25 @@ class NdddDupeFilter(BaseDupeFilter):
                 return True
             self._fingerprints.add(fp)
             return False
-        if self._down_since is not None and time.monotonic() < self._retry_at:
-            return self._undecided_request(request)
-        try:
-            result = self.client.submit_url(request.url)
-        except NdddConnectionError as e:
-            self._went_down(e)
-            return self._undecided_request(request)
-        except NdddRequestError as e:
-            if e.code == Code.UNAVAILABLE:  # shutting down: an outage
-                self._went_down(e)
+        # NdddBatchMiddleware's answer serves once: a request scheduled
+        # again is a duplicate, as nddd would say.  It is copied with meta
+        # (Request.replace) into requests for other URLs, which it does not
+        # answer for.
+        result = request.meta.pop(META_KEY, None)
+        if result is None or result.url != request.url:
+            if self._holding_off():
                 return self._undecided_request(request)
-            self._inc("nddd/unreachable")
-            logger.error("nddd at %s refused to check %s: %s; %s",
-                         self.address, request, e, self._decision(),
-                         extra=self._extra())
-            return self._decide(request)
-        if self._down_since is not None:
-            self._outage_ended()
+            try:
+                result = self._submit([request.url])[0]
+            except (NdddConnectionError, NdddRequestError) as e:
+                if self._outage(e):
+                    return self._undecided_request(request)
+                self._inc("nddd/unreachable")
+                logger.error("nddd at %s refused to check %s: %s; %s",
+                             self.address, request, e, self._decision(),
+                             extra=self._extra())
+                return self._decide(request)
+            self._answered()
         if result.error is not None:
             self._inc("nddd/url_error")
             logger.error("nddd refused the URL of %s: %s; %s", request,
@@ -238,6 +281,41 @@ class NdddDupeFilter(BaseDupeFilter):
             return True
         self._inc("nddd/new")
         return False
+
+    def submit_requests(self, requests) -> None:
+        """Submits the URLs of those of requests that request_seen checks
+        with nddd, in one call (several url_submit requests in flight when
+        there are more than the client's batch_size), and leaves each
+        answer in its request's meta for request_seen.  Requests left
+        without an answer (nddd unreachable, or refusing the batch) are
+        decided by request_seen as if this had not been called."""
+        # A request given twice is submitted once: the second time it is
+        # scheduled it is a duplicate.
+        todo = list(dict.fromkeys(
+            r for r in requests
+            if not r.dont_filter and r.method.upper() in self.methods))
+        if not todo or self._holding_off():
+            return
+        self._inc("nddd/batches")
+        try:
+            results = self._submit([r.url for r in todo])
+        except (NdddConnectionError, NdddRequestError) as e:
+            results = e.results or ()
+            if not self._outage(e):
+                logger.warning("nddd at %s refused a batch of %d URL(s): "
+                               "%s; checking them one request at a time",
+                               self.address, len(todo), e,
+                               extra=self._extra())
+        else:
+            self._answered()
+        for request, result in zip(todo, results):
+            if result is not None:
+                request.meta[META_KEY] = result
+
+    def _submit(self, urls) -> list:
+        """nddd's answers for urls: every URL this filter checks is
+        submitted here."""
+        return self.client.submit_urls(urls)
 
     def log(self, request: Request, spider) -> None:
         if request in self._dropped:
@@ -283,6 +361,21 @@ class NdddDupeFilter(BaseDupeFilter):
     def _outcome(self) -> str:
         return "let through unchecked" if self.fail_open else "dropped"
 
+    def _holding_off(self) -> bool:
+        """nddd was unreachable less than retry_interval ago: requests are
+        decided without trying it."""
+        return (self._down_since is not None
+                and time.monotonic() < self._retry_at)
+
+    def _outage(self, error: Exception) -> bool:
+        """Whether error says nddd is unreachable (noted as such) rather
+        than refusing a request."""
+        if (isinstance(error, NdddConnectionError)
+                or error.code == Code.UNAVAILABLE):  # shutting down
+            self._went_down(error)
+            return True
+        return False
+
     def _went_down(self, error: Exception) -> None:
         now = time.monotonic()
         self._retry_at = now + self.retry_interval
@@ -298,7 +391,10 @@ class NdddDupeFilter(BaseDupeFilter):
             "dropping requests (NDDD_UNREACHABLE = closed)",
             self.retry_interval, extra=self._extra())
 
-    def _outage_ended(self) -> None:
+    def _answered(self) -> None:
+        """nddd answered: an outage, if any, is over."""
+        if self._down_since is None:
+            return
         logger.warning(
             "nddd at %s answers again: %d request(s) were %s in the %.1f s "
             "it was unreachable", self.address, self._undecided,
@@ -316,3 +412,55 @@ class NdddDupeFilter(BaseDupeFilter):
 
     def _extra(self) -> dict:
         return {"spider": self._spider()}
+
+
+class NdddBatchMiddleware:
+    """A spider middleware that checks all the requests of a response with
+    nddd in one call, for NdddDupeFilter, which must be the crawl's
+    DUPEFILTER_CLASS.  See the module documentation."""
+
+    def __init__(self, crawler):
+        if not issubclass(load_object(crawler.settings["DUPEFILTER_CLASS"]),
+                          NdddDupeFilter):
+            raise ValueError("NdddBatchMiddleware needs DUPEFILTER_CLASS = "
+                             "\"nddd.scrapy.NdddDupeFilter\", not %r"
+                             % crawler.settings["DUPEFILTER_CLASS"])
+        self.crawler = crawler
+        self.df: Optional[NdddDupeFilter] = None
+        crawler.signals.connect(self.spider_opened, signals.spider_opened)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def spider_opened(self, spider) -> None:
+        # The scheduler makes its filter when the spider opens.
+        self.df = self.crawler.engine.slot.scheduler.df
+
+    def process_spider_output(self, response, result, spider):
+        output = []
+        try:
+            output.extend(result)
+        except Exception:
+            # What the callback gave before failing goes on, then the
+            # exception, as without this middleware.
+            yield from self._checked(output)
+            raise
+        yield from self._checked(output)
+
+    async def process_spider_output_async(self, response, result, spider):
+        output = []
+        try:
+            async for r in result:
+                output.append(r)
+        except Exception:
+            for r in self._checked(output):
+                yield r
+            raise
+        for r in self._checked(output):
+            yield r
+
+    def _checked(self, output: list) -> list:
+        """output, once the URLs of its requests have been submitted."""
+        self.df.submit_requests(r for r in output if isinstance(r, Request))
+        return output
