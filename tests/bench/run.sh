@@ -47,6 +47,11 @@
 # BENCH_PY_URLS (default 200,000) URLs in batches, BENCH_PY_SINGLE (default
 # 10,000) one call per URL, each phase BENCH_PY_REPEAT (default 3) times.
 #
+# Scrapy crawls (tests/bench/scrapy_bench.py): a generated loopback site of
+# 1,500 pages with 100 links each, crawled with Scrapy's own dupe filter,
+# with nddd's filter and batch middleware, and with nddd's filter alone
+# (each nddd fresh, sync = full), BENCH_SCRAPY_REPEAT (default 1) times.
+#
 # Near-duplicate index: nearidx_bench, in memory, with FAISS measured on
 # the same data in the same process (BENCH_NEARIDX=0 skips it).
 #
@@ -491,6 +496,11 @@ PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 	"$root/tests/bench/python_bench.py" --bin "$bin" \
 	--urls "${BENCH_PY_URLS:-200000}" --single "${BENCH_PY_SINGLE:-10000}" \
 	--repeat "${BENCH_PY_REPEAT:-3}"
+
+echo "== scrapy crawls (tests/bench/scrapy_bench.py)"
+PYTHONPATH="$root/clients/python" /usr/bin/python3 \
+	"$root/tests/bench/scrapy_bench.py" --bin "$bin" \
+	--repeat "${BENCH_SCRAPY_REPEAT:-1}"
 
 if [ "${BENCH_NEARIDX:-1}" != 0 ]; then
 	echo "== near-duplicate index: $bin/nearidx_bench"
