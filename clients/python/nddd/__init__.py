@@ -17,7 +17,7 @@ them for a day.
 
 See nddd.client for connections, batching and failures, nddd.errors for
 the exceptions, nddd.results for the results, and nddd.scrapy for the
-Scrapy dupe filter.
+Scrapy dupe filter and its batch middleware.
 """
 
 from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, DEFAULT_MAX_FRAME,
