@@ -26,9 +26,9 @@ For each crawl: pages/s (the pages fetched, over the crawl's
 elapsed_time_seconds in Scrapy's stats, from the spider's opening to its
 closing), fetches in all and per page, the pages fetched more than once,
 and for nddd the url_submit requests it answered (its /metrics).  Page 0,
-the start page, is fetched once more than the others with any filter:
-Scrapy never gives start requests to a dupe filter, so the link that finds
-it again is not a duplicate of anything.  --repeat runs each crawl that
+the start page, is fetched once more than the links to it make it: Scrapy
+never gives start requests to a dupe filter, so the first link found to it
+is not taken for a duplicate.  --repeat runs each crawl that
 many times (in turns); the summary compares medians of pages/s and of
 fetches/s, nddd's over Scrapy's filter's, from this run.
 """
