@@ -353,6 +353,7 @@ open_everything(struct daemon *d)
 		.segment_records = (uint32_t)d->cfg.segment_records,
 		.sync = d->cfg.sync == STORE_SYNC_FULL,
 		.relaxed_sync_ms = d->cfg.relaxed_sync_interval_ms,
+		.keep_expired_ms = d->cfg.keep_expired_ms,
 	};
 	struct auth *tokens = load_tokens(&d->cfg);
 	struct dispatch_deps deps;

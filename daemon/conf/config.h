@@ -68,6 +68,7 @@ struct config {
 	bool sort_query;
 	uint64_t journal_entries;	/* URLs changed between flushes */
 	uint64_t segment_records;	/* records per segment */
+	uint64_t keep_expired_ms;	/* expired URLs kept this long */
 	/* [simhash] */
 	enum simhash_term_hash term_hash;
 	char *stopwords;		/* path, or "none" */

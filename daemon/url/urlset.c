@@ -279,6 +279,7 @@ urlset_open(struct store *st, const char *dir,
 	us->capacity = opts->capacity;
 	us->sync = opts->sync;
 	us->relaxed_sync_ms = opts->relaxed_sync_ms;
+	us->keep_expired_ms = opts->keep_expired_ms;
 	us->seg_records = opts->segment_records ? opts->segment_records :
 	    URLSEG_MAX;
 	if (us->seg_records > URLSEG_MAX)

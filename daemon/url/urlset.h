@@ -27,7 +27,8 @@
  * readers of its namespace (so a dropped namespace's records, forgotten
  * in the background, are not seen under the name's next namespace) and
  * only until its time to live ends (then the writer reclaims it, in the
- * background too, exactly: a delete like any other).
+ * background too, exactly: a delete like any other, once it has been
+ * expired for keep_expired_ms).
  *
  * A check reads the filter, the journal's table, the index and, for a URL
  * that is there, one page of one segment; a batch of checks asks the kernel
@@ -87,6 +88,9 @@ struct urlset_options {
 	uint64_t relaxed_sync_ms;	/* fdatasync relaxed groups at least
 					   this often; 0: only with the next
 					   durable group or flush */
+	uint64_t keep_expired_ms;	/* an expired URL's record is kept
+					   this long (checks tell its times),
+					   then reclaimed */
 };
 
 struct urlset_stats {

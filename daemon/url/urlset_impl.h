@@ -88,6 +88,7 @@ struct urlset {
 	uint32_t seg_records;
 	bool sync;
 	uint64_t relaxed_sync_ms;
+	uint64_t keep_expired_ms;
 
 	/* The writer thread and its queue (lock guards the queue, stopping
 	 * and pending; the writer waits on cond). */
@@ -216,6 +217,16 @@ void urlset_release_scratch(struct urlset *us);
 /* Applies a group of jobs (all of one durability) now, in this thread: what
  * the writer does; open and the tests call it directly. */
 void urlset_apply_group(struct urlset *us, struct urlset_job *list);
+
+/* Whether a record in state st is to be reclaimed at now_ms for its time
+ * to live: expired at least keep_expired_ms ago. */
+static inline bool
+urlset_reclaimable(const struct urlset *us, const struct url_state *st,
+    uint64_t now_ms)
+{
+	return st->expires_ms != 0 &&
+	    st->expires_ms + us->keep_expired_ms <= now_ms;
+}
 
 /* urlsweep.c.  One step of the sweep if one is due (idle: the writer has
  * nothing else to do); true if it did some work. */

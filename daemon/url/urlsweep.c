@@ -4,7 +4,9 @@
  * A record whose time to live has passed answers as unseen at once (a
  * reader compares the time), and a record of a dropped namespace answers
  * to nobody (no name leads to its id).  The sweep deletes both from the
- * store the way a delete does, so that the filter stays exact and a crash
+ * store (an expired one once it has been expired for keep_expired_ms,
+ * while checks still tell its times) the way a delete does, so that the
+ * filter stays exact and a crash
  * loses nothing: a step reads the live records of a few segments, gathers
  * the keys of those to forget, and applies them as a group of the
  * writer's own (URLSET_RECLAIM, relaxed: a step a power failure undoes is
@@ -14,7 +16,7 @@
  * order, round after round; at the end of a round the journal's table is
  * flushed, and a dropped namespace none of whose records is left is
  * retired.  Otherwise only those whose directory entry says a live record
- * has expired by now.
+ * is to be reclaimed by now.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +56,11 @@ urlset_expires_s(const uint8_t *recs, size_t n)
 }
 
 static bool
-segment_due(const struct segdir *d, bool dropping, uint64_t now_ms)
+segment_due(const struct urlset *us, const struct segdir *d, bool dropping,
+    uint64_t now_ms)
 {
-	return d->nrec != 0 && (dropping ||
-	    (d->expires_s != 0 && (uint64_t)d->expires_s * 1000 <= now_ms));
+	return d->nrec != 0 && (dropping || (d->expires_s != 0 &&
+	    (uint64_t)d->expires_s * 1000 + us->keep_expired_ms <= now_ms));
 }
 
 /*
@@ -96,8 +99,8 @@ gather(struct urlset *us, uint32_t id, uint64_t now_ms, struct url_key *keys,
 		if (!urlseg_bit(b.data, i))
 			continue;
 		urlrec_decode(urlseg_record(v.data, i), &r);
-		if (urlns_dropping(us->ns, r.st.ns) || (r.st.expires_ms != 0 &&
-		    r.st.expires_ms <= now_ms)) {
+		if (urlns_dropping(us->ns, r.st.ns) ||
+		    urlset_reclaimable(us, &r.st, now_ms)) {
 			memcpy(keys[*n].fp, r.fp, CBF_FP_LEN);
 			memcpy(keys[*n].idx, r.idx, sizeof(r.idx));
 			(*n)++;
@@ -152,7 +155,7 @@ urlset_sweep_step(struct urlset *us, bool idle)
 		return false;
 	us->sweep_last_ms = mono;
 	for (id = us->sweep_next; id < us->dir_len; id++)
-		if (segment_due(&us->dir[id], dropping, now))
+		if (segment_due(us, &us->dir[id], dropping, now))
 			break;
 	if (id >= us->dir_len) {
 		us->sweep_next = 1;
@@ -175,7 +178,7 @@ urlset_sweep_step(struct urlset *us, bool idle)
 	if ((keys = malloc(cap * sizeof(*keys))) == NULL)
 		return false;
 	while (id < us->dir_len && segs < SWEEP_SEGMENTS && n < cap) {
-		if (segment_due(&us->dir[id], dropping, now)) {
+		if (segment_due(us, &us->dir[id], dropping, now)) {
 			if (gather(us, id, now, keys, &n, cap) != STORE_OK)
 				break;
 			segs++;

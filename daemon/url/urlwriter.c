@@ -382,7 +382,7 @@ stage_job(struct urlset *us, struct urlset_job *job, uint32_t ns,
 				break;
 			if (urlns_dropping(us->ns, st->ns))
 				st->count = 0;
-			else if (st->expires_ms != 0 && st->expires_ms <= now) {
+			else if (urlset_reclaimable(us, st, now)) {
 				st->count = 0;
 				(*expired)++;
 			}

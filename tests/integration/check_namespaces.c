@@ -317,7 +317,9 @@ START_TEST(test_time_to_live)
 	Nddd__V1__Response *r;
 	uint64_t c[40];
 
-	harness_init(&h, NULL);
+	/* Expired records are kept 5 s, telling their times, then
+	 * reclaimed. */
+	harness_init(&h, "[urls]\nkeep_expired = 5s\n");
 	start_with_clock(&h, t0);
 	/* A default of 60 s for the namespace; 10 s given for half. */
 	r = ns_call(&h, false, "recrawl", 60);
@@ -367,7 +369,18 @@ START_TEST(test_time_to_live)
 	ck_assert_uint_eq(r->urls->expires_ms[0], t0 + 70000);
 	nddd__v1__response__free_unpacked(r, NULL);
 
-	/* The other 18 are reclaimed in the background, exactly. */
+	/* Not before they have been expired for 5 s. */
+	usleep(300 * 1000);
+	r = url_call(&h, NDDD__V1__REQUEST__OP_URL_CHECK, u + 2, 18, "recrawl",
+	    0, true);
+	for (size_t i = 0; i < 18; i++)
+		ck_assert_uint_eq(r->urls->first_seen_ms[i], t0);
+	nddd__v1__response__free_unpacked(r, NULL);
+	r = NULL;
+	ck_assert_uint_eq(stats_of(&h, &r)->urls_expired, 0);
+	nddd__v1__response__free_unpacked(r, NULL);
+	/* Then the other 18 are reclaimed in the background, exactly. */
+	set_clock(&h, t0 + 15000);
 	for (int i = 0; i < 400; i++) {
 		Nddd__V1__Response *sr;
 		uint64_t expired = stats_of(&h, &sr)->urls_expired;
@@ -380,6 +393,11 @@ START_TEST(test_time_to_live)
 	}
 	ck_assert_int_eq(ns_urls(&h, "recrawl"), 22);
 	assert_verified(&h, 62, "after the reclaim");
+	r = url_call(&h, NDDD__V1__REQUEST__OP_URL_CHECK, u + 2, 18, "recrawl",
+	    0, true);
+	for (size_t i = 0; i < 18; i++)
+		ck_assert_uint_eq(r->urls->first_seen_ms[i], 0);
+	nddd__v1__response__free_unpacked(r, NULL);
 	/* After a restart, at 61 s: everything in recrawl but the two
 	 * renewed has expired. */
 	ck_assert_int_eq(harness_stop(&h), 0);
