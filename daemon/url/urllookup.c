@@ -33,14 +33,26 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "urlset_impl.h"
 
 /* Pages whose residency a stage samples before reading them. */
 #define LOOKUP_SAMPLE		8
-/* Snapshots tried for one batch before the store is declared inconsistent
- * with the index (it cannot happen while both are right). */
-#define LOOKUP_MAX_RETRIES	1000
+/* How long a batch may find the index naming segments its snapshots do not
+ * hold before the store is declared inconsistent with the index (it cannot
+ * happen while both are right: the writer is then between a commit and
+ * the index's update, which takes milliseconds). */
+#define LOOKUP_GIVE_UP_MS	10000
+/* The wait before the next snapshot when the last one was no newer: the
+ * writer is updating the index after its commit.  Doubles up to the most. */
+#define LOOKUP_WAIT_MIN_NS	20000
+#define LOOKUP_WAIT_MAX_NS	1000000
+/* Snapshots tried for one batch before the reader asks the writer to hold
+ * its merges back: a batch of a thousand URLs spread over every segment
+ * meets a segment each merge moves, and a backlog of merges done back to
+ * back could otherwise outrun it. */
+#define LOOKUP_STARVING		16
 #define PAGE			4096
 
 struct lookup_cand {
@@ -410,6 +422,8 @@ urlset_check(struct urlset *us, struct urlset_reader *rd, uint32_t ns,
     size_t n, struct url_state *states, struct urlset_tally *tally)
 {
 	size_t nmaybe = 0, nw, nretry = 0, tries = 0;
+	uint64_t started = 0, last_txn = 0;
+	long wait_ns = LOOKUP_WAIT_MIN_NS;
 	int rc;
 
 	if (urlset_reader_reserve(rd, n) == -1)
@@ -489,20 +503,35 @@ urlset_check(struct urlset *us, struct urlset_reader *rd, uint32_t ns,
 			    sizeof(*rd->which));
 			nw = nretry;
 		}
-		if (++tries > LOOKUP_MAX_RETRIES) {
+		if (++tries == LOOKUP_STARVING)
+			__atomic_fetch_add(&us->starving, 1, __ATOMIC_SEQ_CST);
+		if (tries == 1)
+			started = clock_mono_ms();
+		else if (clock_mono_ms() - started > LOOKUP_GIVE_UP_MS) {
 			log_warnx("%s: the index names segments the store "
 			    "does not hold", __func__);
 			rc = STORE_FAILED;
 			break;
 		}
+		last_txn = store_txn_id(rd->txn);
 		store_reader_end(rd->txn);
-		if ((rc = store_reader_begin(rd->txn)) != STORE_OK) {
-			urlset_leave(rd);
-			return rc;
-		}
+		if ((rc = store_reader_begin(rd->txn)) != STORE_OK)
+			break;
+		/* No newer commit: the writer is still updating the index
+		 * after its last one.  Let it, rather than spin. */
+		if (store_txn_id(rd->txn) == last_txn) {
+			struct timespec nap = { 0, wait_ns };
+
+			nanosleep(&nap, NULL);
+			if (wait_ns < LOOKUP_WAIT_MAX_NS)
+				wait_ns *= 2;
+		} else
+			wait_ns = LOOKUP_WAIT_MIN_NS;
 	}
 	urlset_leave(rd);
 	store_reader_end(rd->txn);
+	if (tries >= LOOKUP_STARVING)
+		__atomic_fetch_sub(&us->starving, 1, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < nmaybe; i++)
 		tally->false_positives += states[rd->maybe[i]].count == 0;
 	return rc;

@@ -134,6 +134,9 @@ struct urlset {
 	/* The transaction of the last flush, published before the journal's
 	 * table is cleared (acquire, release). */
 	uint64_t flush_txnid;
+	/* Readers whose batch the writer's merges keep sending to newer
+	 * snapshots (atomic): while there are any, merges wait. */
+	uint32_t starving;
 
 	/* Statistics. */
 	uint64_t live;			/* URLs stored */

@@ -581,6 +581,14 @@ relaxed_sync(struct urlset *us)
 	publish_journal_stats(us);
 }
 
+/* Whether merges wait for readers that they keep sending to newer
+ * snapshots (urllookup.c). */
+static bool
+merges_wait(struct urlset *us)
+{
+	return __atomic_load_n(&us->starving, __ATOMIC_SEQ_CST) > 0;
+}
+
 /* Writer, between groups: merges first when the backlog holds writers
  * back; fdatasyncs relaxed frames that are due; forgets, now and then, a
  * little of what expired or was dropped, so that a writer never idle
@@ -593,8 +601,9 @@ after_group(struct urlset *us)
 	if (relaxed_sync_due(us, clock_mono_ms()))
 		relaxed_sync(us);
 	/* The backlog holds the next group back until it is below the
-	 * bounds again: the store cannot grow without bound behind it. */
-	while (urlset_merge_due(us, &forced) && forced) {
+	 * bounds again: the store cannot grow without bound behind it (but
+	 * not while a reader's batch needs the segments to hold still). */
+	while (!merges_wait(us) && urlset_merge_due(us, &forced) && forced) {
 		int rc;
 
 		if (!room_may_try(us, &rc))
@@ -653,7 +662,8 @@ idle_work(struct urlset *us, uint64_t idle_since)
 		return false;
 	if (urlmem_count(us->mem) > 0 && quiet)
 		return room_tried(us, urlset_flush(us, true)) == STORE_OK;
-	if (urlmem_count(us->mem) == 0 && urlset_merge_due(us, &forced) &&
+	if (urlmem_count(us->mem) == 0 && !merges_wait(us) &&
+	    urlset_merge_due(us, &forced) &&
 	    room_tried(us, urlset_merge_step(us, &did, forced)) == STORE_OK &&
 	    did)
 		return true;
