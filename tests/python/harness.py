@@ -6,6 +6,11 @@ with NOTIFY_SOCKET pointing at a socket of the harness: "started" means it
 said READY=1 (its filter rebuilt, its listener open).  Its standard error
 goes to nddd.log in the directory, shown when a start fails.  The daemon
 gets SIGKILL if the test process dies.
+
+A daemon made with clock_ms reads its wall clock (the times URLs are
+recorded at, and their times to live) from a file of the harness instead
+of the system's clock (NDDD_TEST_CLOCK, for tests only), and the test moves
+it at will: set_clock(ms), advance(seconds).
 """
 
 import ctypes
@@ -84,7 +89,7 @@ def make_certs(directory):
 class Daemon:
     """One nddd: Daemon(extra_conf).start(), .stop(), .cleanup()."""
 
-    def __init__(self, extra_conf="", port=None):
+    def __init__(self, extra_conf="", port=None, clock_ms=None):
         self.dir = tempfile.mkdtemp(prefix="nddd-py-")
         self.data_dir = os.path.join(self.dir, "data")
         self.conf_path = os.path.join(self.dir, "nddd.conf")
@@ -92,6 +97,11 @@ class Daemon:
         self.port = port or free_port()
         self.address = "127.0.0.1:%d" % self.port
         self.proc = None
+        self.clock_path = None
+        self.clock_ms = None
+        if clock_ms is not None:
+            self.clock_path = os.path.join(self.dir, "clock")
+            self.set_clock(clock_ms)
         with open(self.conf_path, "w") as f:
             f.write("[server]\nlisten = %s\nworkers = 2\n\n[store]\n"
                     "data_dir = %s\n\n[urls]\ncapacity = 100000\n\n[log]\n"
@@ -107,6 +117,9 @@ class Daemon:
         try:
             notify.bind(notify_path)
             env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+            env.pop("NDDD_TEST_CLOCK", None)
+            if self.clock_path is not None:
+                env["NDDD_TEST_CLOCK"] = self.clock_path
             with open(self.log_path, "ab") as log:
                 # nddd refuses root unless told; tests may run as root.
                 root = ["--allow-root"] if os.geteuid() == 0 else []
@@ -130,6 +143,27 @@ class Daemon:
                         return self
         finally:
             notify.close()
+
+    def set_clock(self, ms):
+        """Sets the wall clock of a daemon made with clock_ms to ms
+        (milliseconds since the epoch), at once: the file is replaced
+        whole (renamed over), as the daemon reads it at every use."""
+        if self.clock_path is None:
+            raise RuntimeError("this daemon reads the system's clock "
+                               "(make it with clock_ms)")
+        ms = int(ms)
+        if ms <= 0:
+            raise ValueError("the clock must be after the epoch")
+        tmp = self.clock_path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d" % ms)
+        os.replace(tmp, self.clock_path)
+        self.clock_ms = ms
+
+    def advance(self, seconds):
+        """Moves the wall clock of a daemon made with clock_ms on by
+        seconds (a float: milliseconds count)."""
+        self.set_clock(self.clock_ms + round(seconds * 1000))
 
     def stop(self):
         """SIGTERM and wait; returns the exit status."""
