@@ -1,8 +1,10 @@
 """The spider the Scrapy tests run with `scrapy runspider`.
 
-    scrapy runspider crawl_spider.py -a start=URL -a out=FILE
+    scrapy runspider crawl_spider.py -a start=URL -a out=FILE [-a name=NAME]
 
-Follows every link from its start URL.  At the end it writes to FILE, as
+Follows every link from its start URL.  Its name is "crawl" unless NAME
+is given (Scrapy's Spider takes it), and with it the nddd namespace of its
+URLs unless NDDD_NAMESPACE is set.  At the end it writes to FILE, as
 JSON, the URLs of the responses it got, in order, and the crawl's stats.
 """
 

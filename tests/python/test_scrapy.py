@@ -12,6 +12,11 @@ of each page, redirects /redirect/PATH to /PATH, and can run a function
 when a path is fetched (to kill a daemon mid-crawl).  Each crawl is a
 `scrapy runspider` subprocess (Twisted's reactor runs once per process).
 
+Crawls record their URLs in the spider's namespace ("crawl", or the name
+given with `-a name=`) unless NDDD_NAMESPACE says otherwise.  The crawls
+with NDDD_TTL run against a daemon whose wall clock is a file the test
+writes (harness.Daemon(clock_ms=...)), so that times to live pass at once.
+
 The daemons of the crawls run with `sync = none`: the filter alone submits
 one URL per request and waits for the answer, and with `sync = full` every
 answer waits for an fsync, which triples the crawls' time on a slow disk
@@ -40,6 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import harness  # sets sys.path for nddd
 
 import nddd
+from nddd.client import TTL_MAX
 from nddd.scrapy import META_KEY, NdddBatchMiddleware, NdddDupeFilter
 
 SPIDER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -212,16 +218,19 @@ def tearDownModule():
 BATCH = json.dumps({"nddd.scrapy.NdddBatchMiddleware": 100})
 
 
-def crawl(test, start, address, unreachable="open", nddd_filter=True,
-          batch=False, settings=(), reason="finished"):
+def run_crawl(start, address, unreachable="open", nddd_filter=True,
+              batch=False, settings=(), name=None):
     """Runs the spider from start through the proxy, with nddd's filter
-    (nddd_filter) and its middleware (batch), and settings ("NAME=VALUE");
-    returns its output (fetched, stats) and its log."""
+    (nddd_filter) and its middleware (batch), and settings ("NAME=VALUE"),
+    named name (default "crawl"); returns the subprocess, with its log as
+    stdout, and the path of its output."""
     out = os.path.join(Site.dir, "crawl-%d.json" % time.monotonic_ns())
     cmd = [harness.PYTHON, "-m", "scrapy", "runspider", SPIDER,
            "-a", "start=" + start, "-a", "out=" + out,
            "-s", "LOG_LEVEL=DEBUG", "-s", "TELNETCONSOLE_ENABLED=False",
            "-s", "REQUEST_FINGERPRINTER_IMPLEMENTATION=2.7"]
+    if name is not None:
+        cmd += ["-a", "name=" + name]
     if nddd_filter:
         cmd += ["-s", "DUPEFILTER_CLASS=nddd.scrapy.NdddDupeFilter",
                 "-s", "NDDD_ADDRESS=" + address,
@@ -240,6 +249,15 @@ def crawl(test, start, address, unreachable="open", nddd_filter=True,
     p = subprocess.run(cmd, cwd=Site.dir, env=env, stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=180)
+    return p, out
+
+
+def crawl(test, start, address, unreachable="open", nddd_filter=True,
+          batch=False, settings=(), reason="finished", name=None):
+    """Runs the spider (see run_crawl); returns its output (fetched,
+    stats) and its log."""
+    p, out = run_crawl(start, address, unreachable, nddd_filter, batch,
+                       settings, name)
     log = p.stdout
     test.assertEqual(p.returncode, 0, log[-5000:])
     test.assertTrue(os.path.exists(out), log[-5000:])
@@ -254,15 +272,25 @@ def crawl(test, start, address, unreachable="open", nddd_filter=True,
 CRAWL_CONF = "[store]\nsync = none\n"
 
 
-def start_daemon(test, conf=CRAWL_CONF):
+def start_daemon(test, conf=CRAWL_CONF, clock_ms=None):
     """A daemon started for test, with a /metrics listener at
-    daemon.metrics."""
+    daemon.metrics (and with clock_ms, a wall clock the test moves)."""
     metrics = "127.0.0.1:%d" % harness.free_port()
-    daemon = harness.Daemon("%s\n[metrics]\nlisten = %s\n" % (conf, metrics))
+    daemon = harness.Daemon("%s\n[metrics]\nlisten = %s\n" % (conf, metrics),
+                            clock_ms=clock_ms)
     test.addCleanup(daemon.cleanup)
     daemon.start()
     daemon.metrics = metrics
     return daemon
+
+
+def seen_urls(daemon, namespace, urls):
+    """Those of urls that daemon holds as seen in namespace."""
+    with nddd.Client(daemon.address, namespace=namespace) as c:
+        return {r.url for r in c.check_urls(urls) if r.seen}
+
+
+EVERY_PAGE_URL = ["http://site.test" + page_path(i) for i in range(PAGES)]
 
 
 def url_submits(daemon):
@@ -290,11 +318,16 @@ class TestCrawl(unittest.TestCase):
         new, self.submits = total - self.submits, total
         return new
 
-    def crawl_recrawl_delete(self, batch):
+    def crawl_recrawl_delete(self, batch, namespace):
+        """namespace: NDDD_NAMESPACE, None for the spider's name ("crawl")."""
         every_page = {page_path(i): 1 for i in range(PAGES)}
+        settings = ([] if namespace is None
+                    else ["NDDD_NAMESPACE=" + namespace])
+        ns = "crawl" if namespace is None else namespace
 
         # 1. Every page once, whichever way its links spell it.
-        result, log = crawl(self, START, self.daemon.address, batch=batch)
+        result, log = crawl(self, START, self.daemon.address, batch=batch,
+                            settings=settings)
         fetched = Site.proxy.take()
         self.assertEqual(dict(fetched), dict(every_page, **{"/": 1}))
         stats = result["stats"]
@@ -303,8 +336,10 @@ class TestCrawl(unittest.TestCase):
         self.assertEqual(stats["nddd/duplicate"], links - PAGES)
         self.assertEqual(stats["dupefilter/filtered"], links - PAGES)
         self.assertNotIn("nddd/unreachable", stats)
-        self.assertIn("Checking request URLs with nddd at %s"
-                      % self.daemon.address, log)
+        self.assertIn("Checking request URLs with nddd at %s in %s"
+                      % (self.daemon.address,
+                         "namespace %r" % ns if ns
+                         else "the default namespace"), log)
         self.assertEqual(log.count("Filtered duplicate request"), 1)
         self.assertIn("no more duplicates will be shown", log)
         if batch:
@@ -315,8 +350,16 @@ class TestCrawl(unittest.TestCase):
             self.assertNotIn("nddd/batches", stats)
             self.assertEqual(self.new_submits(), links)
 
+        # Recorded in the crawl's namespace only.
+        self.assertEqual(seen_urls(self.daemon, ns, EVERY_PAGE_URL),
+                         set(EVERY_PAGE_URL))
+        other = "" if ns else "crawl"
+        self.assertEqual(seen_urls(self.daemon, other, EVERY_PAGE_URL),
+                         set())
+
         # 2. Same nddd: only the start URL (dont_filter) is fetched.
-        result, log = crawl(self, START, self.daemon.address, batch=batch)
+        result, log = crawl(self, START, self.daemon.address, batch=batch,
+                            settings=settings)
         self.assertEqual(dict(Site.proxy.take()), {"/": 1})
         self.assertEqual(result["stats"]["dupefilter/filtered"], 5)
         self.assertNotIn("nddd/new", result["stats"])
@@ -324,20 +367,85 @@ class TestCrawl(unittest.TestCase):
 
         # 3. Page 3 forgotten (named another way): fetched again, alone.
         status, out = self.daemon.nddctl(
-            "url-delete", "HTTP://Site.Test:80/s/0/./3.html#top")
+            "url-delete", *(["-n", ns] if ns else []),
+            "HTTP://Site.Test:80/s/0/./3.html#top")
         self.assertEqual(status, 0, out)
         self.assertTrue(out.startswith("deleted\t"), out)
-        result, log = crawl(self, START, self.daemon.address, batch=batch)
+        result, log = crawl(self, START, self.daemon.address, batch=batch,
+                            settings=settings)
         self.assertEqual(dict(Site.proxy.take()), {"/": 1, page_path(3): 1})
         self.assertEqual(result["stats"]["nddd/new"], 1)
         self.assertEqual(result["stats"]["dupefilter/filtered"], 4 + 5)
         self.assertEqual(self.new_submits(), 2 if batch else 10)
 
     def test_crawl_recrawl_delete(self):
-        self.crawl_recrawl_delete(batch=False)
+        # In the default namespace, as before namespaces: then a crawl
+        # with NDDD_NAMESPACE unset, in the spider's namespace, starts
+        # over.
+        self.crawl_recrawl_delete(batch=False, namespace="")
+        result, log = crawl(self, START, self.daemon.address)
+        self.assertIn("in namespace 'crawl'", log)
+        self.assertEqual(dict(Site.proxy.take()),
+                         dict({page_path(i): 1 for i in range(PAGES)},
+                              **{"/": 1}))
 
     def test_batch_crawl_recrawl_delete(self):
-        self.crawl_recrawl_delete(batch=True)
+        # In the spider's namespace.
+        self.crawl_recrawl_delete(batch=True, namespace=None)
+
+    def namespaces(self, batch):
+        # Two spiders (by name), then a spider told another's namespace.
+        every_page = dict({page_path(i): 1 for i in range(PAGES)},
+                          **{"/": 1})
+        for name in ("alpha", "beta"):
+            result, log = crawl(self, START, self.daemon.address,
+                                batch=batch, name=name)
+            self.assertIn("in namespace %r" % name, log)
+            self.assertEqual(dict(Site.proxy.take()), every_page)
+            self.assertEqual(result["stats"]["nddd/new"], PAGES)
+        result, log = crawl(self, START, self.daemon.address, batch=batch,
+                            name="beta", settings=["NDDD_NAMESPACE=alpha"])
+        self.assertIn("in namespace 'alpha'", log)
+        self.assertEqual(dict(Site.proxy.take()), {"/": 1})
+        self.assertNotIn("nddd/new", result["stats"])
+        for ns in ("alpha", "beta"):
+            self.assertEqual(seen_urls(self.daemon, ns, EVERY_PAGE_URL),
+                             set(EVERY_PAGE_URL))
+        self.assertEqual(seen_urls(self.daemon, "", EVERY_PAGE_URL), set())
+        with nddd.Client(self.daemon.address) as c:
+            self.assertEqual({n.name: n.urls for n in c.stats().namespaces},
+                             {"": 0, "alpha": PAGES, "beta": PAGES})
+
+    def test_namespaces(self):
+        self.namespaces(batch=False)
+
+    def test_batch_namespaces(self):
+        self.namespaces(batch=True)
+
+    def test_bad_namespace_or_ttl_stops_the_crawl(self):
+        # The crawl stops as it opens, nothing fetched, the error naming
+        # the setting.  (Scrapy logs it and exits with status 0.)
+        for name, settings, error in (
+                ("my spider", [],
+                 "ValueError: NDDD_NAMESPACE is not set, so the crawl's nddd "
+                 "namespace would be the spider's name, 'my spider', which "
+                 "nddd does not take as a namespace"),
+                ("crawl", ["NDDD_NAMESPACE=a/b"],
+                 "ValueError: NDDD_NAMESPACE must be at most 64 bytes"),
+                ("crawl", ["NDDD_TTL=1.5"],
+                 "ValueError: NDDD_TTL must be a whole number of seconds")):
+            with self.subTest(name=name, settings=settings):
+                p, out = run_crawl(SMALL_START, self.daemon.address,
+                                   batch=True, name=name, settings=settings)
+                self.assertIn(error, p.stdout, p.stdout[-5000:])
+                self.assertFalse(os.path.exists(out))
+                self.assertEqual(dict(Site.proxy.take()), {})
+        self.assertEqual(url_submits(self.daemon), 0)
+        # That spider runs with NDDD_NAMESPACE set.
+        crawl(self, SMALL_START, self.daemon.address, batch=True,
+              name="my spider", settings=["NDDD_NAMESPACE=mine"])
+        self.assertEqual(dict(Site.proxy.take()), {
+            "/small": 1, "/small/a.html": 1, "/small/b.html": 1})
 
     def test_redirects(self):
         # A redirect's request is a copy of the redirected one, meta
@@ -359,12 +467,15 @@ class TestCrawl(unittest.TestCase):
                 self.assertEqual(stats.get("nddd/batches"),
                                  1 if batch else None)
 
-    def resume(self, batch):
+    def resume(self, batch, namespace):
         # Stopped early, then resumed from JOBDIR: Scrapy keeps the queue,
-        # nddd the URLs seen.  The start URL is fetched by each crawl.
+        # nddd the URLs seen (in namespace: NDDD_NAMESPACE, or None for the
+        # spider's name).  The start URL is fetched by each crawl.
         jobdir = tempfile.mkdtemp(prefix="nddd-job-")
         self.addCleanup(shutil.rmtree, jobdir, True)
         settings = ["JOBDIR=" + jobdir]
+        if namespace is not None:
+            settings.append("NDDD_NAMESPACE=" + namespace)
         crawl(self, START, self.daemon.address, batch=batch,
               settings=settings + ["CLOSESPIDER_PAGECOUNT=50"],
               reason="closespider_pagecount")
@@ -376,12 +487,16 @@ class TestCrawl(unittest.TestCase):
         self.assertEqual(dict(first + Site.proxy.take()),
                          dict({page_path(i): 1 for i in range(PAGES)},
                               **{"/": 2}))
+        ns = "crawl" if namespace is None else namespace
+        self.assertEqual(seen_urls(self.daemon, ns, EVERY_PAGE_URL),
+                         set(EVERY_PAGE_URL))
+        self.assertEqual(seen_urls(self.daemon, "", EVERY_PAGE_URL), set())
 
     def test_resume(self):
-        self.resume(batch=False)
+        self.resume(batch=False, namespace="resumed")
 
     def test_batch_resume(self):
-        self.resume(batch=True)
+        self.resume(batch=True, namespace=None)
 
     def test_scrapy_default_filter_fetches_variants_again(self):
         # Without nddd, Scrapy's own filter takes some spellings of a page
@@ -391,6 +506,110 @@ class TestCrawl(unittest.TestCase):
         self.assertEqual(set(fetched), set([page_path(i)
                                             for i in range(PAGES)] + ["/"]))
         self.assertGreater(sum(fetched.values()), PAGES + 1 + 100)
+
+
+class TestRecrawlAfterTtl(unittest.TestCase):
+    """Crawls with NDDD_TTL against a daemon whose wall clock the test
+    moves (NDDD_TEST_CLOCK)."""
+
+    T0 = 1800000000000          # ms since the epoch (January 2027)
+    TTL = 3600                  # s
+
+    def setUp(self):
+        self.daemon = start_daemon(self, clock_ms=self.T0)
+        Site.proxy.take()
+
+    def at(self, seconds):
+        """Sets the daemon's clock to T0 + seconds."""
+        self.daemon.set_clock(self.T0 + seconds * 1000)
+
+    def times(self, i):
+        with nddd.Client(self.daemon.address, namespace="crawl") as c:
+            r = c.check_url("http://site.test" + page_path(i),
+                            with_times=True)
+        return r.seen, r.first_seen_ms, r.last_seen_ms, r.expires_ms
+
+    def recrawl_after_ttl(self, batch):
+        T = self.TTL
+        ttl = ["NDDD_TTL=%d" % T]
+
+        def crawl_at(seconds, settings=ttl):
+            self.at(seconds)
+            result, log = crawl(self, START, self.daemon.address,
+                                batch=batch, settings=settings)
+            return dict(Site.proxy.take()), result["stats"], log
+
+        def pages(numbers):
+            return {page_path(i): 1 for i in numbers}
+
+        # 1. At T0: every page once, each seen until T0 + T.
+        fetched, stats, log = crawl_at(0)
+        self.assertIn("in namespace 'crawl' (time to live: %d s" % T, log)
+        self.assertEqual(fetched, dict(pages(range(PAGES)), **{"/": 1}))
+        self.assertEqual(stats["nddd/new"], PAGES)
+        self.assertEqual(self.times(4),
+                         (True, self.T0, self.T0, self.T0 + T * 1000))
+        # Another namespace, without NDDD_TTL: seen for ever.
+        fetched, stats, log = crawl_at(0, ["NDDD_NAMESPACE=forever"])
+        self.assertIn("in namespace 'forever' (time to live: the "
+                      "namespace's", log)
+        self.assertEqual(fetched, dict(pages(range(PAGES)), **{"/": 1}))
+
+        # 2. At T0 + T/2: nothing but the start page.  The links found
+        # again (to pages 0 to 4) do not postpone the times to live.
+        fetched, stats, log = crawl_at(T // 2)
+        self.assertEqual(fetched, {"/": 1})
+        self.assertNotIn("nddd/new", stats)
+        self.assertEqual(self.times(4),
+                         (True, self.T0, self.T0 + T // 2 * 1000,
+                          self.T0 + T * 1000))
+
+        # 3. Still at T0 + T/2, pages 0 to 3 (linked from the start page)
+        # are deleted and fetched again: seen until T0 + 3T/2.
+        forgotten = range(4)
+        with nddd.Client(self.daemon.address, namespace="crawl") as c:
+            self.assertTrue(all(r.deleted for r in c.delete_urls(
+                "http://site.test" + page_path(i) for i in forgotten)))
+        fetched, stats, log = crawl_at(T // 2)
+        self.assertEqual(fetched, dict(pages(forgotten), **{"/": 1}))
+        self.assertEqual(stats["nddd/new"], len(forgotten))
+        self.assertEqual(self.times(0)[3], self.T0 + (T + T // 2) * 1000)
+
+        # 4. Just past T0 + T: the other pages are unseen again, and
+        # fetched again, each once (page 4 is linked from the start page,
+        # and each page from the one before it).
+        later = range(len(forgotten), PAGES)
+        with nddd.Client(self.daemon.address, namespace="crawl") as c:
+            page = "http://site.test" + page_path(4)
+            self.daemon.set_clock(self.T0 + T * 1000 - 1)
+            self.assertTrue(c.check_url(page).seen)
+            self.at(T)
+            self.assertFalse(c.check_url(page).seen)
+        fetched, stats, log = crawl_at(T + 1)
+        self.assertEqual(fetched, dict(pages(later), **{"/": 1}))
+        self.assertEqual(stats["nddd/new"], len(later))
+        self.assertEqual(self.times(4),
+                         (True, self.T0 + (T + 1) * 1000,
+                          self.T0 + (T + 1) * 1000,
+                          self.T0 + (2 * T + 1) * 1000))
+
+        # 5. Just past T0 + 3T/2: pages 0 to 3 only.
+        fetched, stats, log = crawl_at(T + T // 2 + 1)
+        self.assertEqual(fetched, dict(pages(forgotten), **{"/": 1}))
+        self.assertEqual(stats["nddd/new"], len(forgotten))
+
+        # Without NDDD_TTL, nothing expired.
+        fetched, stats, log = crawl_at(T + T // 2 + 1,
+                                       ["NDDD_NAMESPACE=forever"])
+        self.assertEqual(fetched, {"/": 1})
+        self.assertEqual(seen_urls(self.daemon, "forever", EVERY_PAGE_URL),
+                         set(EVERY_PAGE_URL))
+
+    def test_recrawl_after_ttl(self):
+        self.recrawl_after_ttl(batch=False)
+
+    def test_batch_recrawl_after_ttl(self):
+        self.recrawl_after_ttl(batch=True)
 
 
 class TestCrawlFailures(unittest.TestCase):
@@ -525,12 +744,14 @@ class InProcess:
     """A filter made as Scrapy makes it, asked the way Scrapy's scheduler
     asks it (request_seen, then log when it returned True)."""
 
-    def make(self, **settings):
+    def make(self, spider_name="test", **settings):
+        """A filter of a spider named spider_name (its namespace unless
+        NDDD_NAMESPACE says otherwise), opened."""
         from scrapy.utils.test import get_crawler
         settings.setdefault("NDDD_ADDRESS", self.daemon.address)
         settings.setdefault("REQUEST_FINGERPRINTER_IMPLEMENTATION", "2.7")
         crawler = get_crawler(settings_dict=settings)
-        spider = crawler.spidercls.from_crawler(crawler, name="test")
+        spider = crawler.spidercls.from_crawler(crawler, name=spider_name)
         crawler.spider = spider
         df = NdddDupeFilter.from_crawler(crawler)
         df.open()
@@ -583,7 +804,7 @@ class TestFilterInProcess(InProcess, unittest.TestCase):
         # Scrapy's scheduler does not ask; another caller gets "not seen".
         self.assertFalse(df.request_seen(r))
         self.assertFalse(df.request_seen(r))
-        with nddd.Client(self.daemon.address) as c:
+        with nddd.Client(self.daemon.address, namespace="test") as c:
             self.assertFalse(c.check_url("http://a.test/start").seen)
 
     def test_other_methods_by_fingerprint(self):
@@ -596,7 +817,7 @@ class TestFilterInProcess(InProcess, unittest.TestCase):
         self.assertFalse(self.schedule(df, spider, post.replace()))
         other = FormRequest("http://a.test/login", formdata={"u": "you"})
         self.assertTrue(self.schedule(df, spider, other))
-        with nddd.Client(self.daemon.address) as c:
+        with nddd.Client(self.daemon.address, namespace="test") as c:
             self.assertEqual(c.check_url("http://a.test/login").count, 1)
 
     def test_invalid_url(self):
@@ -649,6 +870,61 @@ class TestFilterInProcess(InProcess, unittest.TestCase):
             self.make(NDDD_DURABILITY="maybe")
         self.assertIn("NDDD_DURABILITY", str(cm.exception))
 
+    def test_namespace_and_ttl(self):
+        from scrapy import Request
+        url = "http://n.test/x"
+        # The spider's name by default.
+        df, spider, stats = self.make()
+        self.assertEqual((df.namespace, df.ttl), ("test", None))
+        self.assertTrue(self.schedule(df, spider, Request(url)))
+        # Another namespace, with a time to live: the same URL is new
+        # there, recorded until its time to live ends.
+        df, spider, stats = self.make(NDDD_NAMESPACE="other.ns_1-2",
+                                      NDDD_TTL="60")
+        self.assertEqual((df.namespace, df.ttl), ("other.ns_1-2", 60))
+        self.assertTrue(self.schedule(df, spider, Request(url)))
+        self.assertFalse(self.schedule(df, spider, Request(url)))
+        # "": the default namespace; an int, as in settings.py.
+        df, spider, stats = self.make(spider_name="not a namespace",
+                                      NDDD_NAMESPACE="", NDDD_TTL=7 * 86400)
+        self.assertEqual((df.namespace, df.ttl), ("", 7 * 86400))
+        self.assertTrue(self.schedule(df, spider, Request(url)))
+        with nddd.Client(self.daemon.address) as c:
+            r = c.check_url(url, namespace="test", with_times=True)
+            self.assertEqual((r.count, r.expires_ms), (1, 0))
+            r = c.check_url(url, namespace="other.ns_1-2", with_times=True)
+            self.assertEqual(r.count, 2)
+            self.assertEqual(r.expires_ms - r.first_seen_ms, 60000)
+            r = c.check_url(url, with_times=True)
+            self.assertEqual(r.count, 1)
+            self.assertEqual(r.expires_ms - r.first_seen_ms, 7 * 86400000)
+        # NDDD_TTL unset or "": none.
+        df, spider, stats = self.make(NDDD_TTL="")
+        self.assertIsNone(df.ttl)
+
+    def test_bad_namespace_or_ttl(self):
+        with self.assertRaises(ValueError) as cm:
+            self.make(spider_name="my/spider")
+        self.assertIn("NDDD_NAMESPACE is not set, so the crawl's nddd "
+                      "namespace would be the spider's name, 'my/spider'",
+                      str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            self.make(spider_name="x" * 65)
+        self.assertIn("set NDDD_NAMESPACE", str(cm.exception))
+        for value in ("a b", "x" * 65, "é", 7):
+            with self.assertRaises(ValueError) as cm:
+                self.make(NDDD_NAMESPACE=value)
+            self.assertIn("NDDD_NAMESPACE must be at most 64 bytes",
+                          str(cm.exception))
+        for value in ("0", 0, "-1", "1.5", 1.5, "1h", True,
+                      TTL_MAX + 1):
+            with self.assertRaises(ValueError) as cm:
+                self.make(NDDD_TTL=value)
+            self.assertIn("NDDD_TTL must be a whole number of seconds",
+                          str(cm.exception))
+        df, spider, stats = self.make(NDDD_TTL=str(TTL_MAX))
+        self.assertEqual(df.ttl, TTL_MAX)
+
     def test_tls_settings(self):
         from scrapy import Request
         certs = tempfile.mkdtemp(prefix="nddd-py-certs-")
@@ -671,7 +947,7 @@ class TestFilterInProcess(InProcess, unittest.TestCase):
                                        Request("http://T.TEST:80/x")))
         self.assertEqual(stats.get_value("nddd/new"), 1)
         self.assertEqual(stats.get_value("nddd/duplicate"), 1)
-        with nddd.Client(daemon.address) as c:
+        with nddd.Client(daemon.address, namespace="test") as c:
             self.assertEqual(c.check_url("http://t.test/x").count, 2)
         # Without a client certificate nddd refuses the crawler: an
         # outage, decided by NDDD_UNREACHABLE, its reason logged.
@@ -709,7 +985,7 @@ class TestFilterInProcess(InProcess, unittest.TestCase):
         self.assertEqual(stats.get_value("nddd/duplicate"), 1)
         self.assertEqual(stats.get_value("nddd/url_error"), 1)
         # Recorded as any submit is: by its canonical form.
-        with nddd.Client(self.daemon.address) as c:
+        with nddd.Client(self.daemon.address, namespace="test") as c:
             self.assertEqual(c.check_url("http://d.test/x").count, 2)
         df, spider, stats = self.make(NDDD_DURABILITY="durable",
                                       NDDD_DIGESTS="false")
@@ -771,7 +1047,7 @@ class TestBatchInProcess(InProcess, unittest.TestCase):
         self.assertEqual(stats.get_value("dupefilter/filtered"), 2)
         self.assertIn("nddd refused the URL of <GET %s>: INVALID_ARGUMENT"
                       % DATA_URL, "\n".join(logs.output))
-        with nddd.Client(self.daemon.address) as c:
+        with nddd.Client(self.daemon.address, namespace="test") as c:
             self.assertEqual(c.check_url("http://a.test/x").count, 3)
             self.assertFalse(c.check_url("http://a.test/start").seen)
         # A response without requests costs nothing.
@@ -861,6 +1137,25 @@ class TestBatchInProcess(InProcess, unittest.TestCase):
         self.assertEqual([self.schedule(df, spider, r) for r in output],
                          [True] * 15)
         self.assertEqual(url_submits(daemon), 18)
+
+    def test_namespace_and_ttl(self):
+        # The batches go to the crawl's namespace, with its time to live.
+        from scrapy import Request
+        df, mw, spider, stats = self.make_batch(NDDD_NAMESPACE="batch",
+                                                NDDD_TTL=90)
+        output = [Request("http://a.test/1"), Request("http://a.test/2")]
+        self.batch(mw, spider, output)
+        self.assertEqual(url_submits(self.daemon), 1)
+        self.assertEqual([self.schedule(df, spider, r) for r in output],
+                         [True, True])
+        self.assertEqual(url_submits(self.daemon), 1)
+        with nddd.Client(self.daemon.address, namespace="batch") as c:
+            for r in c.check_urls(["http://a.test/1", "http://a.test/2"],
+                                  with_times=True):
+                self.assertEqual(r.count, 1)
+                self.assertEqual(r.expires_ms - r.first_seen_ms, 90000)
+            self.assertFalse(c.check_url("http://a.test/1",
+                                         namespace="test").seen)
 
     def test_callback_error(self):
         # What the callback gave before failing goes on, then its error.

@@ -6,6 +6,8 @@ In a Scrapy project's settings::
     DUPEFILTER_CLASS = "nddd.scrapy.NdddDupeFilter"
     SPIDER_MIDDLEWARES = {"nddd.scrapy.NdddBatchMiddleware": 100}
     NDDD_ADDRESS = "127.0.0.1:6464"
+    NDDD_NAMESPACE = "news"     # default: the spider's name; "": nddd's default
+    NDDD_TTL = 7 * 86400        # fetch a page again a week after; default: never
 
 Each request the scheduler is given is submitted to nddd by URL
 (url_submit); nddd records it, and the request is filtered when nddd says
@@ -13,6 +15,19 @@ the URL was recorded before (its count is above 1).  nddd compares URLs in
 their canonical form (RFC 3986 normalization, default port and fragment
 dropped), remembers them across crawls and processes, and can forget them
 (``nddctl url-delete``) so that they are fetched again.
+
+A change of default: each crawl records its URLs in an nddd namespace of
+its own, NDDD_NAMESPACE, by default the spider's name, so that spiders
+sharing one nddd do not filter each other's pages.  Earlier versions of
+this filter recorded every crawl's URLs in nddd's default namespace: a
+crawl that should go on from what they recorded sets
+``NDDD_NAMESPACE = ""`` (the default namespace); otherwise it starts over
+in its spider's namespace and fetches every page again.  A spider whose
+name nddd does not take as a namespace (at most 64 bytes of ASCII
+letters, digits, '.', '_' and '-') stops the crawl as it opens, with an
+error naming NDDD_NAMESPACE: set it.  With NDDD_TTL, a URL recorded as
+new is seen for that many seconds, then fetched again by the next crawl
+that finds a link to it; the links found meanwhile do not postpone that.
 
 Scrapy asks the filter about one request at a time and waits for the
 answer: alone, the filter costs a round trip to nddd per request, and with
@@ -42,6 +57,20 @@ Settings:
 
 ``NDDD_ADDRESS`` (default "127.0.0.1:6464")
     the daemon, "HOST:PORT" or "[IPv6]:PORT".
+``NDDD_NAMESPACE`` (default: the spider's name)
+    the nddd namespace the crawl's URLs are recorded in and checked
+    against: at most 64 bytes of ASCII letters, digits, '.', '_' and '-';
+    "" is the default namespace (where versions before namespaces recorded
+    everything).  Another value, or a spider name that is not a valid
+    namespace when this is not set, stops the crawl at its opening.
+``NDDD_TTL`` (default: none)
+    seconds (a whole number, 1 to 100 years) a URL recorded as new is
+    seen: after that nddd answers it is new again, and the next request
+    for it is fetched and recorded for as long again.  The time runs from
+    the submit that recorded the URL; duplicates do not postpone it.
+    Unset (or ""): the namespace's default time to live (``nddctl ns-set
+    NAME --default-ttl SECONDS``), none unless one was set.  Another value
+    stops the crawl at its opening.
 ``NDDD_TIMEOUT`` (default 5.0)
     seconds to connect and to wait for each answer.  The scheduler waits
     for the answer (Scrapy calls the filter synchronously), so this bounds
@@ -89,7 +118,10 @@ Settings:
     log every filtered duplicate, not only the first.
 
 A token, for an nddd with ``[auth] tokens_file``, comes from the
-environment variable NDDD_TOKEN (as for nddd.Client).  A certificate
+environment variable NDDD_TOKEN (as for nddd.Client); a token limited to
+namespaces must allow NDDD_NAMESPACE (the spider's name unless set), or
+nddd refuses every request (PERMISSION_DENIED, decided by
+NDDD_UNREACHABLE).  A certificate
 that does not verify, or one nddd refuses, counts as nddd being
 unreachable (NDDD_UNREACHABLE decides), and its reason is logged.
 
@@ -108,6 +140,7 @@ response with requests to check, none while nddd is unreachable).
 """
 
 import logging
+import re
 import time
 import weakref
 from typing import Optional
@@ -118,8 +151,8 @@ from scrapy.http import Request
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import RequestFingerprinter, referer_str
 
-from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, Client,
-                     _durability)
+from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, TTL_MAX, Client,
+                     _durability, _namespace)
 from .errors import NdddConnectionError, NdddRequestError
 from .results import Code
 
@@ -133,6 +166,58 @@ UNREACHABLE_CHOICES = ("open", "closed")
 #: answer (a SubmitResult) for the filter.
 META_KEY = "nddd"
 
+_NAMESPACE_RULE = ("at most 64 bytes of ASCII letters, digits, '.', '_' "
+                   "and '-'")
+
+
+def namespace_setting(value, spider_name: Optional[str] = None) -> str:
+    """The namespace NDDD_NAMESPACE names: value, or spider_name when value
+    is None (the setting is not set); "" is the default namespace.  Raises
+    ValueError, naming NDDD_NAMESPACE, for a name nddd would refuse."""
+    if value is None:
+        if spider_name is None:
+            raise ValueError("NDDD_NAMESPACE is not set and there is no "
+                             "spider to take the name of: set it (\"\" for "
+                             "nddd's default namespace)")
+        if not isinstance(spider_name, str) or not _valid_namespace(
+                spider_name):
+            raise ValueError(
+                "NDDD_NAMESPACE is not set, so the crawl's nddd namespace "
+                "would be the spider's name, %r, which nddd does not take "
+                "as a namespace (%s): set NDDD_NAMESPACE (\"\" for nddd's "
+                "default namespace)" % (spider_name, _NAMESPACE_RULE))
+        return spider_name
+    if not isinstance(value, str) or not _valid_namespace(value):
+        raise ValueError("NDDD_NAMESPACE must be %s (\"\": nddd's default "
+                         "namespace), not %r" % (_NAMESPACE_RULE, value))
+    return value
+
+
+def _valid_namespace(name: str) -> bool:
+    try:
+        _namespace(name)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def ttl_setting(value) -> Optional[int]:
+    """The seconds NDDD_TTL says (a whole number from 1 to TTL_MAX, or a
+    string of one), None when it is not set or "".  Raises ValueError,
+    naming NDDD_TTL, for another value."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    seconds = None
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
+        seconds = int(value.strip())
+    elif isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    if seconds is None or not 1 <= seconds <= TTL_MAX:
+        raise ValueError("NDDD_TTL must be a whole number of seconds from 1 "
+                         "to %d (100 years), or unset (the namespace's "
+                         "default), not %r" % (TTL_MAX, value))
+    return seconds
+
 
 class NdddDupeFilter(BaseDupeFilter):
     """Filters requests whose URL nddd has recorded before.  See the module
@@ -145,6 +230,7 @@ class NdddDupeFilter(BaseDupeFilter):
                  methods=DEFAULT_METHODS, debug: bool = False, *,
                  durability: Optional[str] = None, digests: bool = False,
                  batch_size: int = DEFAULT_BATCH_SIZE,
+                 namespace: str = "", ttl: Optional[int] = None,
                  tls: bool = False, tls_ca: Optional[str] = None,
                  tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None,
@@ -160,6 +246,11 @@ class NdddDupeFilter(BaseDupeFilter):
             _durability(durability)
         except ValueError as e:
             raise ValueError("NDDD_DURABILITY: %s" % e) from None
+        #: The nddd namespace of the crawl's URLs ("": the default one).
+        self.namespace = namespace_setting(namespace)
+        #: The seconds a URL recorded as new is seen (None: the
+        #: namespace's default).
+        self.ttl = ttl_setting(ttl)
         try:
             self.client = Client(address, timeout=timeout,
                                  durability=durability, digests=digests,
@@ -188,7 +279,9 @@ class NdddDupeFilter(BaseDupeFilter):
 
     @classmethod
     def from_settings(cls, settings, *, fingerprinter=None, stats=None,
-                      spider_source=None):
+                      spider_source=None, spider_name=None):
+        """The filter the settings describe; spider_name is the namespace
+        when NDDD_NAMESPACE is not set."""
         return cls(
             address=settings.get("NDDD_ADDRESS", DEFAULT_ADDRESS),
             timeout=settings.getfloat("NDDD_TIMEOUT", DEFAULT_TIMEOUT),
@@ -201,6 +294,9 @@ class NdddDupeFilter(BaseDupeFilter):
             digests=settings.getbool("NDDD_DIGESTS", False),
             batch_size=settings.getint("NDDD_BATCH_SIZE",
                                        DEFAULT_BATCH_SIZE),
+            namespace=namespace_setting(settings.get("NDDD_NAMESPACE"),
+                                        spider_name),
+            ttl=settings.get("NDDD_TTL"),
             tls=settings.getbool("NDDD_TLS", False),
             tls_ca=settings.get("NDDD_TLS_CA"),
             tls_cert=settings.get("NDDD_TLS_CERT"),
@@ -215,7 +311,10 @@ class NdddDupeFilter(BaseDupeFilter):
             crawler.settings,
             fingerprinter=getattr(crawler, "request_fingerprinter", None),
             stats=crawler.stats,
-            spider_source=lambda: getattr(crawler, "spider", None))
+            spider_source=lambda: getattr(crawler, "spider", None),
+            # Scrapy makes the spider before the scheduler and its filter.
+            spider_name=getattr(getattr(crawler, "spider", None), "name",
+                                None))
 
     def open(self) -> None:
         """Connects to nddd to say early whether it answers; a crawl starts
@@ -225,9 +324,13 @@ class NdddDupeFilter(BaseDupeFilter):
         except NdddConnectionError as e:
             self._went_down(e)
             return
-        logger.info("Checking request URLs with nddd at %s%s (unreachable: "
-                    "%s, durability: %s%s)", self.address,
+        logger.info("Checking request URLs with nddd at %s%s in %s (%s, "
+                    "unreachable: %s, durability: %s%s)", self.address,
                     " over TLS" if self.client.tls else "",
+                    "namespace %r" % self.namespace if self.namespace
+                    else "the default namespace",
+                    "time to live: %d s" % self.ttl if self.ttl
+                    else "time to live: the namespace's",
                     "open" if self.fail_open else "closed",
                     self.client.durability or "the daemon's",
                     ", as digests" if self.client.digests else "",
@@ -314,8 +417,9 @@ class NdddDupeFilter(BaseDupeFilter):
 
     def _submit(self, urls) -> list:
         """nddd's answers for urls: every URL this filter checks is
-        submitted here."""
-        return self.client.submit_urls(urls)
+        submitted here, in the crawl's namespace, with its time to live."""
+        return self.client.submit_urls(urls, namespace=self.namespace,
+                                       ttl=self.ttl)
 
     def log(self, request: Request, spider) -> None:
         if request in self._dropped:
