@@ -22,6 +22,12 @@ one host too), with:
   nddd-filter  NdddDupeFilter alone (one url_submit per request), on a
                fresh nddd with sync = full
 
+The nddd crawls record their URLs in the namespace a crawl with default
+settings uses, the spider's name ("crawl": NDDD_NAMESPACE unset), unless
+--namespace names one ("" for nddd's default namespace, where the filter
+recorded every crawl's URLs before NDDD_NAMESPACE existed).  The output
+says which, as the filter logged it.
+
 For each crawl: pages/s (the pages fetched, over the crawl's
 elapsed_time_seconds in Scrapy's stats, from the spider's opening to its
 closing), fetches in all and per page, the pages fetched more than once,
@@ -139,6 +145,8 @@ def crawl(args, proxy, site, name, nddd):
     if nddd is not None:
         cmd += ["-s", "DUPEFILTER_CLASS=nddd.scrapy.NdddDupeFilter",
                 "-s", "NDDD_ADDRESS=" + nddd.address]
+        if args.namespace is not None:
+            cmd += ["-s", "NDDD_NAMESPACE=" + args.namespace]
     if name == "nddd-batch":
         cmd += ["-s", "SPIDER_MIDDLEWARES=" + json.dumps(
             {"nddd.scrapy.NdddBatchMiddleware": 100})]
@@ -174,7 +182,32 @@ def crawl(args, proxy, site, name, nddd):
     }
     if nddd is not None:
         figures["url_submits"] = nddd.url_submits()
+        # The namespace the filter says it used.
+        m = re.search(r"Checking request URLs with nddd at \S+ in "
+                      r"(?:namespace '([^']*)'|(the default namespace))",
+                      p.stdout)
+        if m is None:
+            sys.exit("scrapy_bench: the %s crawl does not say its "
+                     "namespace:\n%s" % (name, p.stdout[-5000:]))
+        namespace = m.group(1) or ""
+        if namespace != expected_namespace(args):
+            sys.exit("scrapy_bench: the %s crawl used the namespace %r, "
+                     "not %r" % (name, namespace, expected_namespace(args)))
+        figures["namespace"] = repr(namespace)
     return figures
+
+
+def expected_namespace(args):
+    return "crawl" if args.namespace is None else args.namespace
+
+
+def namespace_words(args):
+    if args.namespace is None:
+        return "%r, the spider's name (NDDD_NAMESPACE unset)" % (
+            expected_namespace(args))
+    if args.namespace == "":
+        return "'', the default namespace (NDDD_NAMESPACE = \"\")"
+    return "%r (NDDD_NAMESPACE)" % args.namespace
 
 
 def main():
@@ -189,6 +222,10 @@ def main():
                     help="requests in flight (default 32)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="crawls with each filter (default 1)")
+    ap.add_argument("--namespace", default=None,
+                    help="NDDD_NAMESPACE of the nddd crawls (default: "
+                    "unset, the spider's name, \"crawl\"; \"\": nddd's "
+                    "default namespace)")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="nddd-scrapybench-")
@@ -197,8 +234,10 @@ def main():
     proxy = SiteProxy(site)
     runs = {name: [] for name in FILTERS}
     try:
-        print("== scrapy crawls: %d pages x %d links, %d requests in flight"
-              % (args.pages, args.links, args.concurrency), flush=True)
+        print("== scrapy crawls: %d pages x %d links, %d requests in "
+              "flight; nddd namespace %s"
+              % (args.pages, args.links, args.concurrency,
+                 namespace_words(args)), flush=True)
         for rep in range(args.repeat):
             for name in FILTERS:
                 nddd = (Nddd(args.bin, tmp, "%s-%d" % (name, rep))
