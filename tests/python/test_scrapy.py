@@ -424,7 +424,8 @@ class TestCrawl(unittest.TestCase):
 
     def test_bad_namespace_or_ttl_stops_the_crawl(self):
         # The crawl stops as it opens, nothing fetched, the error naming
-        # the setting.  (Scrapy logs it and exits with status 0.)
+        # the setting.  (`scrapy runspider` logs it as an unhandled error
+        # and exits with status 0.)
         for name, settings, error in (
                 ("my spider", [],
                  "ValueError: NDDD_NAMESPACE is not set, so the crawl's nddd "
@@ -924,6 +925,43 @@ class TestFilterInProcess(InProcess, unittest.TestCase):
                           str(cm.exception))
         df, spider, stats = self.make(NDDD_TTL=str(TTL_MAX))
         self.assertEqual(df.ttl, TTL_MAX)
+
+    def test_token_limited_to_namespaces(self):
+        # A token of the crawl's namespace; another namespace (the
+        # spider's name, NDDD_NAMESPACE unset) is refused, request by
+        # request, and NDDD_UNREACHABLE decides.
+        from scrapy import Request
+        token = "crawler-token-0123456789"
+        tokens = os.path.join(tempfile.mkdtemp(prefix="nddd-py-tokens-"),
+                              "tokens")
+        self.addCleanup(shutil.rmtree, os.path.dirname(tokens), True)
+        with open(tokens, "w") as f:
+            f.write("%s write namespaces=news\n" % token)
+        daemon = harness.Daemon("[auth]\ntokens_file = %s\n" % tokens)
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        old = os.environ.get("NDDD_TOKEN")
+        os.environ["NDDD_TOKEN"] = token
+        try:
+            df, spider, stats = self.make(NDDD_ADDRESS=daemon.address,
+                                          NDDD_NAMESPACE="news")
+            self.assertTrue(self.schedule(df, spider,
+                                          Request("http://k.test/x")))
+            self.assertFalse(self.schedule(df, spider,
+                                           Request("http://k.test/x")))
+            with self.assertLogs("nddd.scrapy", logging.ERROR) as logs:
+                df, spider, stats = self.make(NDDD_ADDRESS=daemon.address,
+                                              NDDD_UNREACHABLE="closed")
+                self.assertFalse(self.schedule(df, spider,
+                                               Request("http://k.test/x")))
+        finally:
+            if old is None:
+                del os.environ["NDDD_TOKEN"]
+            else:
+                os.environ["NDDD_TOKEN"] = old
+        self.assertIn("refused to check <GET http://k.test/x>: "
+                      "PERMISSION_DENIED", logs.output[0])
+        self.assertEqual(stats.get_value("nddd/dropped"), 1)
 
     def test_tls_settings(self):
         from scrapy import Request
