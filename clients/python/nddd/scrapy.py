@@ -6,15 +6,15 @@ In a Scrapy project's settings::
     DUPEFILTER_CLASS = "nddd.scrapy.NdddDupeFilter"
     SPIDER_MIDDLEWARES = {"nddd.scrapy.NdddBatchMiddleware": 100}
     NDDD_ADDRESS = "127.0.0.1:6464"
-    NDDD_NAMESPACE = "news"     # default: the spider's name; "": nddd's default
-    NDDD_TTL = 7 * 86400        # fetch a page again a week after; default: never
+    NDDD_NAMESPACE = "news"   # default: the spider's name; "": nddd's default
+    NDDD_TTL = 7 * 86400      # seen for a week, then new again; default: none
 
 Each request the scheduler is given is submitted to nddd by URL
 (url_submit); nddd records it, and the request is filtered when nddd says
 the URL was recorded before (its count is above 1).  nddd compares URLs in
 their canonical form (RFC 3986 normalization, default port and fragment
 dropped), remembers them across crawls and processes, and can forget them
-(``nddctl url-delete``) so that they are fetched again.
+(``nddctl url-delete -n NAMESPACE URL``) so that they are fetched again.
 
 A change of default: each crawl records its URLs in an nddd namespace of
 its own, NDDD_NAMESPACE, by default the spider's name, so that spiders
