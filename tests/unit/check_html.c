@@ -255,6 +255,9 @@ html_suite(void)
 	Suite *s = suite_create("html");
 	TCase *tc = tcase_create("html");
 
+	/* Exhaustive loops: a second alone, many under a sanitizer on a
+	 * loaded machine. */
+	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_text);
 	tcase_add_test(tc, test_unterminated);
 	tcase_add_test(tc, test_random);
