@@ -535,12 +535,9 @@ class Client:
         req = pb.Request()
         req.namespace_drop.SetInParent()
         req.namespace_drop.name = _namespace(name)
-        try:
-            resp = self._call(req)
-        except NdddRequestError as e:
-            if e.code == pb.NOT_FOUND:
-                return None
-            raise
+        resp = self._call_found(req)
+        if resp is None:
+            return None
         return Namespace.from_message(self._result(resp, "namespace"))
 
     # Document operations.  A document is named by its URL and has a
@@ -709,12 +706,9 @@ class Client:
         """The stored document of url with its near duplicates, or None."""
         req = pb.Request()
         req.doc_get.url = _encode_url(url)
-        try:
-            resp = self._call(req)
-        except NdddRequestError as e:
-            if e.code == pb.NOT_FOUND:
-                return None
-            raise
+        resp = self._call_found(req)
+        if resp is None:
+            return None
         return DocResult.from_message(url, self._result(resp, "doc"))
 
     def delete_doc(self, url: Url) -> bool:
@@ -746,6 +740,15 @@ class Client:
         if it was refused."""
         with self._lock:
             return self._call_locked(req)
+
+    def _call_found(self, req) -> Optional["pb.Response"]:
+        """_call, or None when the server answers NOT_FOUND."""
+        try:
+            return self._call(req)
+        except NdddRequestError as e:
+            if e.code == pb.NOT_FOUND:
+                return None
+            raise
 
     def _call_locked(self, req) -> "pb.Response":
         """_call, for a caller that holds the lock."""
