@@ -75,7 +75,8 @@ class UrlResult:
     ``last_seen`` and ``expires`` are the same as datetimes in UTC (None
     for 0).  A check of a URL whose time to live has passed answers count
     0 with the times it had until nddd reclaims the record in the
-    background (then as never recorded).
+    background, [urls] keep_expired (24 h) after it expired (then as
+    never recorded).
     """
     url: Url
     count: int
