@@ -178,9 +178,6 @@ out:
 	free(sts);
 }
 
-static void derive_url_keys(struct urlset *us, struct url_keyer *k,
-    const Nddd__V1__UrlBatch *batch, struct batch_keys *bk);
-
 /*
  * Derives the keys of a batch into bk, whose arrays hold its items, in the
  * batch's namespace.  Returns NULL, or why the whole batch is refused
@@ -190,47 +187,40 @@ static const char *
 derive_keys(struct urlset *us, struct url_keyer *k,
     const Nddd__V1__UrlBatch *batch, struct batch_keys *bk)
 {
-	bk->nkeys = bk->nbad = 0;
-	if (batch != NULL && batch->digests.len > 0) {
-		if (batch->canon == NULL ||
-		    strcmp(batch->canon, urlset_canon_id(us)) != 0)
-			return "digests made with another canonicalization "
-			    "than this server's (its stats say which)";
-		for (size_t i = 0; i < bk->n; i++) {
-			urlset_key_digest(us, batch->digests.data +
-			    i * CBF_FP_LEN, &bk->keys[bk->nkeys]);
-			bk->pos[bk->nkeys++] = (uint32_t)i;
-			bk->valid[i] = true;
-		}
-	} else
-		derive_url_keys(us, k, batch, bk);
-	if (batch != NULL && batch->namespace_ != NULL &&
-	    batch->namespace_[0] != '\0')
-		for (size_t i = 0; i < bk->nkeys; i++)
-			urlset_key_namespace(k, batch->namespace_,
-			    strlen(batch->namespace_), &bk->keys[i]);
-	return NULL;
-}
+	struct urlset_ns_mask mask;
+	bool masked = batch != NULL && batch->namespace_ != NULL &&
+	    batch->namespace_[0] != '\0';
+	bool digests = batch != NULL && batch->digests.len > 0;
 
-/* The keys of a batch of URLs (derive_keys). */
-static void
-derive_url_keys(struct urlset *us, struct url_keyer *k,
-    const Nddd__V1__UrlBatch *batch, struct batch_keys *bk)
-{
+	bk->nkeys = bk->nbad = 0;
+	if (digests && (batch->canon == NULL ||
+	    strcmp(batch->canon, urlset_canon_id(us)) != 0))
+		return "digests made with another canonicalization than this "
+		    "server's (its stats say which)";
+	if (masked)
+		urlset_ns_mask(k, batch->namespace_, strlen(batch->namespace_),
+		    &mask);
 	for (size_t i = 0; i < bk->n; i++) {
-		const ProtobufCBinaryData *url = &batch->urls[i];
+		struct url_key *key = &bk->keys[bk->nkeys];
 		const char *cause;
 
-		bk->valid[i] = urlset_key(k, (const char *)url->data, url->len,
-		    &bk->keys[bk->nkeys], &cause) == 0;
-		if (!bk->valid[i]) {
+		if (digests)
+			urlset_key_digest(us, batch->digests.data +
+			    i * CBF_FP_LEN, key);
+		else if (urlset_key(k, (const char *)batch->urls[i].data,
+		    batch->urls[i].len, key, &cause) == -1) {
+			bk->valid[i] = false;
 			bk->bad[bk->nbad].pos = (uint32_t)i;
 			bk->bad[bk->nbad++].cause = cause;
 			continue;
 		}
-		urlset_prefetch(us, &bk->keys[bk->nkeys]);
+		if (masked)
+			urlset_key_masked(us, &mask, key);
+		urlset_prefetch(us, key);
+		bk->valid[i] = true;
 		bk->pos[bk->nkeys++] = (uint32_t)i;
 	}
+	return NULL;
 }
 
 /* The namespace a batch names, "" for none. */

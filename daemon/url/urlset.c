@@ -452,20 +452,27 @@ urlset_key_digest(const struct urlset *us, const uint8_t digest[CBF_FP_LEN],
 }
 
 void
-urlset_key_namespace(struct url_keyer *k, const char *name, size_t len,
-    struct url_key *key)
+urlset_ns_mask(struct url_keyer *k, const char *name, size_t len,
+    struct urlset_ns_mask *out)
 {
-	uint8_t n = (uint8_t)len;
+	static const char prefix[] = "nddd.ns/";
 	unsigned int mdlen;
 
 	if (!EVP_DigestInit_ex2(k->md_ctx, NULL, NULL) ||
-	    !EVP_DigestUpdate(k->md_ctx, &n, 1) ||
+	    !EVP_DigestUpdate(k->md_ctx, prefix, sizeof(prefix) - 1) ||
 	    !EVP_DigestUpdate(k->md_ctx, name, len) ||
-	    !EVP_DigestUpdate(k->md_ctx, key->fp, CBF_FP_LEN) ||
-	    !EVP_DigestFinal_ex(k->md_ctx, key->fp, &mdlen) ||
+	    !EVP_DigestFinal_ex(k->md_ctx, out->m, &mdlen) ||
 	    mdlen != CBF_FP_LEN)
 		fatalx("%s: MD5 failed", __func__);
-	cbf_indices(k->us->filter, key->fp, key->idx);
+}
+
+void
+urlset_key_masked(const struct urlset *us, const struct urlset_ns_mask *mask,
+    struct url_key *key)
+{
+	for (int i = 0; i < CBF_FP_LEN; i++)
+		key->fp[i] ^= mask->m[i];
+	cbf_indices(us->filter, key->fp, key->idx);
 }
 
 struct urlns *

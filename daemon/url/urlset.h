@@ -192,12 +192,23 @@ int urlset_key_canonical(struct url_keyer *k, const char *url, size_t len,
 void urlset_key_digest(const struct urlset *us,
     const uint8_t digest[CBF_FP_LEN], struct url_key *key);
 /*
- * Turns key, a URL's key in the default namespace, into its key in the
- * namespace named name[0..len) (not empty): the MD5 of the name's length,
- * the name and the default key's fingerprint.
+ * A URL's key in a named namespace is its key in the default one with the
+ * fingerprint XORed with the namespace's mask, the MD5 of "nddd.ns/" and
+ * the name: made once per batch, applied for each URL at the cost of an
+ * XOR.  Fingerprints stay uniform, and two namespaces never share a key
+ * unless two MD5s differ by exactly their masks' difference.
  */
-void urlset_key_namespace(struct url_keyer *k, const char *name, size_t len,
-    struct url_key *key);
+struct urlset_ns_mask {
+	uint8_t m[CBF_FP_LEN];
+};
+
+/* The mask of the namespace named name[0..len) (not empty). */
+void urlset_ns_mask(struct url_keyer *k, const char *name, size_t len,
+    struct urlset_ns_mask *out);
+/* Turns key, a URL's key in the default namespace, into its key in the
+ * namespace of mask. */
+void urlset_key_masked(const struct urlset *us,
+    const struct urlset_ns_mask *mask, struct url_key *key);
 
 /* The namespaces. */
 struct urlns *urlset_namespaces(struct urlset *us);

@@ -3,7 +3,7 @@
  *
  *   url_bench -H HOST:PORT -n URLS [-c CLIENTS] [-w WINDOW] [-b BATCH]
  *             [--file PATH]... [--phase submit|check|check-new|all]
- *             [--relaxed] [--first N]
+ *             [--relaxed] [--first N] [--namespace NAME]
  *
  * Synthetic URLs are "http://www.site<i % 50000>.example/<section>/<i>.html?
  * ref=<i*7 % 1000>", distinct and of a crawl's usual length (about 60
@@ -12,6 +12,7 @@
  * batches of BATCH URLs in flight.  The request frames are encoded before
  * the clock starts and the replies decoded as they come (every count is
  * checked), so the figure is the server's, not the client's encoder's.
+ * --namespace works in that URL namespace (keys derived from its name).
  * --relaxed asks for relaxed durability on submits (acknowledged once
  * written to the OS, not yet on disk); --first N numbers the synthetic
  * URLs from N (to add more to a store in steps); --digests sends the MD5s
@@ -48,6 +49,7 @@ struct work {
 };
 
 static bool relaxed;
+static const char *ns;		/* --namespace; NULL: the default one */
 /* --digests: the client canonicalizes and hashes, with the server's rules,
  * before the clock starts (as redis_bench hashes for Redis). */
 static nddd_canon *canon;
@@ -96,6 +98,7 @@ encode_frames(struct work *w)
 		}
 		if (relaxed)
 			b.durability = NDDD__V1__DURABILITY__RELAXED;
+		b.namespace_ = (char *)(ns != NULL ? ns : "");
 		req.id = f + 1;
 		if (w->op == NDDD_URL_SUBMIT) {
 			req.op_case = NDDD__V1__REQUEST__OP_URL_SUBMIT;
@@ -235,6 +238,7 @@ main(int argc, char **argv)
 		{ "relaxed", no_argument, NULL, 'r' },
 		{ "digests", no_argument, NULL, 'd' },
 		{ "first", required_argument, NULL, 'F' },
+		{ "namespace", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *address = "127.0.0.1:6464", *phase = "all";
@@ -262,11 +266,12 @@ main(int argc, char **argv)
 		case 'r': relaxed = true; break;
 		case 'd': digests = true; break;
 		case 'F': first = strtoull(optarg, NULL, 10); break;
+		case 'N': ns = optarg; break;
 		default:
 			fprintf(stderr, "usage: url_bench [-H HOST:PORT] [-n N]"
 			    " [-c CLIENTS] [-w WINDOW] [-b BATCH] "
 			    "[--file PATH] [--phase P] [--relaxed] "
-			    "[--first N] [--digests]\n");
+			    "[--first N] [--digests] [--namespace NAME]\n");
 			return 2;
 		}
 	}
