@@ -51,6 +51,7 @@
  */
 #include <arpa/inet.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -238,7 +239,7 @@ struct fx {
 	struct simhash *sh;
 	struct simhash_scratch *sc;
 	/* The execution. */
-	unsigned long nonce;
+	uint64_t nonce;
 	char host[64], host_upper[64];
 	struct arena arena;
 	struct fz_req reqs[FX_MAX_REQS];
@@ -260,7 +261,7 @@ struct fx {
 
 static struct fx fx;
 static uint64_t next_id = 1;
-static unsigned long nonce_counter;
+static uint64_t nonce_counter;
 /* Said with a failure that the input alone may not reproduce. */
 static const char *fx_context;
 /* FUZZ_DISPATCH_TRACE set: each request and its answer on stderr. */
@@ -1860,10 +1861,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fx_open();
 	}
 	fx.execs++;
+	/* The execution's own host: the counter mixed (a bijection), so that
+	 * a request of a raw frame, a few bytes changed, does not name the
+	 * host of an execution to come. */
 	fx.nonce = ++nonce_counter;
-	snprintf(fx.host, sizeof(fx.host), "n%lu.example", fx.nonce);
-	snprintf(fx.host_upper, sizeof(fx.host_upper), "N%lu.EXAMPLE",
+	fx.nonce = (fx.nonce ^ fx.nonce >> 30) * UINT64_C(0xbf58476d1ce4e5b9);
+	fx.nonce = (fx.nonce ^ fx.nonce >> 27) * UINT64_C(0x94d049bb133111eb);
+	fx.nonce ^= fx.nonce >> 31;
+	snprintf(fx.host, sizeof(fx.host), "n%016" PRIx64 ".example",
 	    fx.nonce);
+	snprintf(fx.host_upper, sizeof(fx.host_upper), "N%016" PRIX64
+	    ".EXAMPLE", fx.nonce);
 	fx_reconnect_if_needed();
 	arena_reset(&fx.arena);
 	fx.nreqs = fx.nents = 0;
