@@ -8,42 +8,74 @@
  * /dev/shm when there is one) with [store] sync = none, a tiny filter,
  * journal and segments (so that counters saturate and flushes and merges
  * happen), small batch, inflight and near-result limits, and a token file
- * with a token per role.  The seam is the socket: the fuzzer is a client
- * on a loopback TCP connection to the real server, a bufferevent on the
- * same event base, so frames take the server's way (framing, backpressure,
- * dispatch_frame, the workers, the writers, reply_finish) and the loop is
- * run until every reply is in.  Every FX_REOPEN_EXECS executions (an epoch)
- * an admin's verify must find memory and store consistent, then the stack
- * is closed and opened again on a fresh directory, which bounds the store
- * (and the time documents' queries take).
+ * with a token per role and one with admin's role in namespace "a" only.
+ * The daemon's wall clock is the fuzzer's (clock_wall_source): it stands
+ * still but where the input moves it on, between groups only, so every
+ * request of a group sees the same time.  The seam is the socket: the
+ * fuzzer is a client on a loopback TCP connection to the real server, a
+ * bufferevent on the same event base, so frames take the server's way
+ * (framing, backpressure, dispatch_frame, the workers, the writers,
+ * reply_finish) and the loop is run until every reply is in.  Every
+ * FX_REOPEN_EXECS executions (an epoch) an admin's verify must find memory
+ * and store consistent, then the stack is closed and opened again on a
+ * fresh directory, with the clock back at its start, which bounds the
+ * store (and the time documents' queries take).
  *
  * Input: a sequence of requests.  Each starts with a byte choosing the
- * operation (low 4 bits), the token (read, write, admin, none, unknown)
- * and whether the requests so far are sent before the next ones are built
- * (a group: requests of one group are pipelined, and may be answered in
- * any order); the operation's fields follow (URLs from a small dictionary
- * in several spellings, or bytes; documents from a few texts, near copies
- * of each other, or bytes; digests, durability, k, fingerprints).  A raw
- * frame (arbitrary bytes, or a request with bytes changed or cut, or an
- * oversized length) ends the sequence.
+ * operation (low 4 bits), the token (read, write, admin, none, unknown,
+ * the one limited to a namespace) and whether the requests so far are
+ * sent before the next ones are built (a group: requests of one group are
+ * pipelined, and may be answered in any order); the operation's fields
+ * follow (URLs from a small dictionary in several spellings, or bytes;
+ * documents from a few texts, near copies of each other, or bytes;
+ * digests, durability, k, fingerprints; a URL batch's namespace, from a
+ * few names, the default one and one that cannot be among them, its time
+ * to live, from none, a few seconds, an hour, 100 years or more, and
+ * whether it asks for times).  One value of the low bits takes the next
+ * byte to choose among a request naming no operation, a namespace_set or
+ * namespace_drop (a namespace, a default time to live), and a step of the
+ * clock (seconds, milliseconds or hours, a few times per execution at
+ * most), which ends the group.  A raw frame (arbitrary bytes, or a request
+ * with bytes changed or cut, or an oversized length) ends the sequence.
  *
  * What is checked, besides the sanitizers: every request gets exactly one
  * reply, with its id, that decodes as a Response; errors known in advance
- * (role, validation, empty documents, k) are the ones answered; a URL
- * batch has a count per item and an error exactly for the items that are
- * not URLs; a doc_batch (up to 6 documents, stored or query_only) has a
- * result per document and an error exactly for those with a bad URL or no
- * terms, the others answered as doc_submits applied in request order; URL counts follow a model (a submit adds one, a delete
- * forgets, a check sees the count), as do documents (ids, fingerprints
- * equal to the local simhash, groups, created, not found after a delete);
- * neighbours are sorted, within k, at the right distance, not the document
- * itself, and complete when the reply says so; stats tell the role only
- * what it may know; verify finds memory and store consistent; a frame that
- * is not a request closes the connection with an error.  URLs of a host
- * made for the execution start unseen; others are learnt from their first
- * answer.  Requests of one group that touch the same URL, one of them
- * changing it, may be applied in either order: their answers are not
- * checked and the URL is learnt again.  A violation aborts.
+ * (role, in or out of the limited token's namespace, validation, bad
+ * namespace names and times to live, empty documents, k) are the ones
+ * answered; a URL batch has a count per item (and times, when asked) and
+ * an error exactly for the items that are not URLs; a doc_batch (up to 6
+ * documents, stored or query_only) has a result per document and an error
+ * exactly for those with a bad URL or no terms, the others answered as
+ * doc_submits applied in request order.  URL counts follow a model of each
+ * namespace, an independent set (a submit adds one, a delete forgets, a
+ * check sees the count), and so do times: a URL recorded as new is first
+ * and last seen now and expires after the batch's time to live, or its
+ * namespace's default; a duplicate is last seen now, its expiry kept; once
+ * the clock reaches that, it is unseen (count 0), a check answering its
+ * times until the sweep reclaims it (then none), and a submit records it
+ * anew.  A namespace_set answers the default it sets; a namespace_drop, of
+ * a namespace the model knows exists (NOT_FOUND otherwise), empties it at
+ * once; both, and an admin's stats, which list the namespaces the model
+ * knows exist, the default one first, then by name, with their defaults,
+ * give a namespace at least the URLs the model knows it holds; stats'
+ * urls_expired never goes back.  Documents follow the model too (ids,
+ * fingerprints equal to the local simhash, groups, created, not found
+ * after a delete); neighbours are sorted, within k, at the right distance,
+ * not the document itself, and complete when the reply says so; stats
+ * tell the role only what it may know; verify finds memory and store
+ * consistent (the sweep's reclaiming included); a frame that is not a
+ * request closes the connection with an error.  URLs of a host made for
+ * the execution start unseen in every namespace; others are learnt from
+ * their first answer.  Namespaces outlive an execution: the model follows
+ * them over the epoch, and forgets them after a raw frame made from a
+ * request, until answers tell again.  Requests of one group that touch the
+ * same URL in a namespace, one of them changing it, may be applied in
+ * either order: their answers are not checked and the URL is learnt
+ * again.  So with a namespace_drop: the answers about its namespace's URLs
+ * in its group are not checked, nor its own against a namespace_set, a
+ * submit or another drop of it there; nor the expiry of URLs recorded in
+ * its group by a submit without a time to live of its own after a
+ * namespace_set.  A violation aborts.
  *
  * FUZZ_DISPATCH_TRACE=1 in the environment prints each request and its
  * answer.  A failure of an epoch's verify says so: the input shown is then
@@ -56,6 +88,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +106,7 @@
 #include "accel.h"
 #include "arena.h"
 #include "auth.h"
+#include "clock.h"
 #include "config.h"
 #include "dispatch.h"
 #include "docset.h"
@@ -82,6 +116,7 @@
 #include "nddd.pb-c.h"
 #include "server.h"
 #include "simhash.h"
+#include "statsreq.h"
 #include "store.h"
 #include "urlcanon.h"
 #include "urlset.h"
@@ -111,6 +146,37 @@ static const char *const fx_tokens[] = {
 	[ROLE_ADMIN] = "fuzz-admin-token-0123456789",
 };
 #define FX_UNKNOWN_TOKEN "fuzz-unknown-token-0123456789"
+/* A token with its role (admin) in one namespace only. */
+#define FX_NS_TOKEN "fuzz-ns-token-0123456789"
+#define FX_NS_TOKEN_SLOT 1
+
+/* The namespaces URL operations work in: the model's slots. */
+static const char *const fx_ns_names[] = {
+	"", "a", "b", "Crawl.2024_x-1",
+	/* The longest: 64 bytes. */
+	("n64-012345678901234567890123456789"
+	    "012345678901234567890123456789"),
+};
+#define FX_NNS (sizeof(fx_ns_names) / sizeof(fx_ns_names[0]))
+/* A choice of 3 bits: a slot, or -1 for a name that cannot be. */
+static const int fx_ns_pick[8] = { 0, 1, 2, 3, 4, 0, 1, -1 };
+/* The names that cannot be: a byte not allowed, one byte too many. */
+static const char *const fx_ns_bad[] = {
+	"bad/name",
+	("n65-012345678901234567890123456789"
+	    "0123456789012345678901234567890"),
+};
+/* Times to live, in seconds, of a choice of 3 bits: the last is too long
+ * (one of two values). */
+#define FX_TTL_MAX (URLSET_TTL_MAX_MS / 1000)
+static const uint64_t fx_ttls[8] = {
+	0, 1, 2, 3, 60, 3600, FX_TTL_MAX, FX_TTL_MAX + 1,
+};
+/* The wall clock the daemon reads: fixed, advanced by the input. */
+#define FX_CLOCK_START_MS UINT64_C(1700000000000)
+/* Steps of the clock in one execution, at most: an epoch spans a few
+ * years at most, however its inputs advance it. */
+#define FX_MAX_CLOCK_STEPS 8
 
 /* Paths of dictionary URLs; a URL is a host, a spelling and one of these. */
 static const char *const fx_paths[] = {
@@ -149,6 +215,10 @@ enum fz_op {
 	FZ_NO_OP,
 	FZ_RAW,
 	FZ_DOC_BATCH,
+	FZ_NS_SET,
+	FZ_NS_DROP,
+	FZ_CLOCK,			/* not a request: the clock moves on */
+	FZ_MORE,			/* one of the four above, by a byte */
 };
 
 /* The operation of each value of an input byte's low 4 bits. */
@@ -156,33 +226,73 @@ static const enum fz_op fz_op_of[16] = {
 	FZ_URL_SUBMIT, FZ_URL_SUBMIT, FZ_URL_CHECK, FZ_URL_CHECK,
 	FZ_URL_DELETE, FZ_STATS, FZ_VERIFY, FZ_DOC_SUBMIT, FZ_DOC_BATCH,
 	FZ_DOC_WOULD_JOIN, FZ_DOC_QUERY_BODY, FZ_DOC_QUERY_FP, FZ_DOC_GET,
-	FZ_DOC_DELETE, FZ_NO_OP, FZ_RAW,
+	FZ_DOC_DELETE, FZ_MORE, FZ_RAW,
+};
+
+/* FZ_MORE's operation by the low 2 bits of the byte after it. */
+static const enum fz_op fz_more_of[4] = {
+	FZ_NO_OP, FZ_NS_SET, FZ_NS_DROP, FZ_CLOCK,
 };
 
 static const char *const fz_op_names[] = {
 	"url_submit", "url_check", "url_delete", "stats", "verify",
 	"doc_submit", "doc_submit query_only", "doc_query body",
 	"doc_query simhash", "doc_get", "doc_delete", "no operation", "raw",
-	"doc_batch",
+	"doc_batch", "namespace_set", "namespace_drop", "clock", "more",
+};
+
+/*
+ * What the model knows of a key's URL in one namespace: its count, and
+ * the times it was first and last submitted and expires (0: never), each
+ * known or not.  A URL whose time to live has passed has count 0 and is
+ * stale: its record, until the sweep reclaims it, answers with its times
+ * (zeros once reclaimed).
+ */
+struct fz_url {
+	bool known;			/* count */
+	bool times_known;		/* first, last, expires (and stale) */
+	bool stale;
+	uint64_t count;
+	uint64_t first, last, expires;
+	/* This group's requests that read or change it; submits. */
+	unsigned touch, mut, submits;
 };
 
 /*
  * What the model knows of one key (the MD5 of a canonical URL) during an
- * execution: its URL count and its document, each known or not.
+ * execution: its URL in each namespace, and its document, each known or
+ * not.
  */
 struct fz_ent {
 	uint8_t key[16];
 	const char *canon;		/* in the arena */
 	size_t canon_len;
 	int next;			/* the bucket's chain */
-	bool url_known;
-	uint64_t count;
+	struct fz_url url[FX_NNS];
 	bool doc_known;
 	bool doc_present;
 	uint64_t doc_id, doc_fp, doc_group;
-	/* This group's requests that read or change it (not items). */
-	unsigned url_touch, url_mut, doc_touch, doc_mut;
+	/* This group's requests that read or change its document. */
+	unsigned doc_touch, doc_mut;
 	int last_req;			/* the request that last counted */
+};
+
+/*
+ * What the model knows of a namespace, from one opening of the stack to
+ * the next (executions share them): whether it exists and its default
+ * time to live (0 for one that does not exist: what it is created with).
+ */
+struct fz_ns {
+	bool exists_known, exists;
+	bool ttl_known;
+	uint64_t ttl_ms;
+	/* This group's requests in it: drops, namespace_sets (and the
+	 * time to live they set, if they agree), submits that may create
+	 * it. */
+	unsigned drops, sets, submits;
+	bool set_ttl_same;
+	uint64_t set_ttl_ms;
+	bool failed;			/* one of them, for want of room */
 };
 
 /* One URL of a request: a batch item, or a document's URL. */
@@ -199,7 +309,14 @@ struct fz_item {
 struct fz_req {
 	uint64_t id;
 	enum fz_op op;
-	enum role role;			/* its token's */
+	enum role role;			/* its token's, for this request */
+	bool ns_token;			/* FX_NS_TOKEN */
+	/* URL operations and namespaces': the namespace's slot, or -1 for
+	 * a name that cannot be; the time to live asked for; with_times. */
+	int ns;
+	const char *ns_name;
+	uint64_t ttl_ms;
+	bool with_times;
 	Nddd__V1__Code expect;		/* OK, or an error known before */
 	size_t n;			/* items */
 	struct fz_item *items;
@@ -249,6 +366,11 @@ struct fx {
 	int buckets[256];
 	uint64_t max_doc_id;		/* the largest id answered so far */
 	uint64_t group_max_doc_id;	/* ... before this group */
+	int clock_steps;
+	/* Since the stack was opened: the namespaces; stats' urls_expired,
+	 * the largest before this group and in it. */
+	struct fz_ns ns[FX_NNS];
+	uint64_t expired, group_expired;
 	/* A raw frame's phase. */
 	bool raw_sent;
 	bool raw_decodes;		/* as a Request, here */
@@ -260,6 +382,9 @@ struct fx {
 };
 
 static struct fx fx;
+/* The daemon's wall clock (fx_clock), which the input advances between
+ * groups only: every request of a group sees the same time. */
+static uint64_t fx_now_ms = FX_CLOCK_START_MS;
 static uint64_t next_id = 1;
 static uint64_t nonce_counter;
 /* Said with a failure that the input alone may not reproduce. */
@@ -323,6 +448,13 @@ free_port(void)
 	return port;
 }
 
+/* The daemon's wall clock: what the input made it, any thread. */
+static uint64_t
+fx_clock(void)
+{
+	return __atomic_load_n(&fx_now_ms, __ATOMIC_ACQUIRE);
+}
+
 static void
 tick_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -355,9 +487,19 @@ fx_open(void)
 	snprintf(path, sizeof(path), "%s/tokens", fx.dir);
 	if ((f = fopen(path, "w")) == NULL)
 		fx_fail("cannot write %s", path);
-	fprintf(f, "%s read\n%s write\n%s admin\n", fx_tokens[ROLE_READ],
-	    fx_tokens[ROLE_WRITE], fx_tokens[ROLE_ADMIN]);
+	fprintf(f, "%s read\n%s write\n%s admin\n%s admin namespaces=%s\n",
+	    fx_tokens[ROLE_READ], fx_tokens[ROLE_WRITE],
+	    fx_tokens[ROLE_ADMIN], FX_NS_TOKEN, fx_ns_names[FX_NS_TOKEN_SLOT]);
 	fclose(f);
+	/* A fresh store: the clock starts again, only the default namespace
+	 * exists. */
+	__atomic_store_n(&fx_now_ms, FX_CLOCK_START_MS, __ATOMIC_RELEASE);
+	memset(fx.ns, 0, sizeof(fx.ns));
+	for (size_t i = 0; i < FX_NNS; i++) {
+		fx.ns[i].exists_known = fx.ns[i].ttl_known = true;
+		fx.ns[i].exists = i == 0;
+	}
+	fx.expired = fx.group_expired = 0;
 
 	config_defaults(&fx.cfg);
 	fx.port = free_port();
@@ -646,8 +788,8 @@ fz_alloc(size_t size)
 
 /* ---- The model. ---- */
 
-/* The entry of key, made if new: known empty for a URL of this run's
- * own host, unknown otherwise. */
+/* The entry of key, made if new: known empty (in every namespace) for a
+ * URL of this run's own host, unknown otherwise. */
 static int
 ent_of(const uint8_t key[16], const char *canon, size_t canon_len)
 {
@@ -672,8 +814,9 @@ ent_of(const uint8_t key[16], const char *canon, size_t canon_len)
 	snprintf(prefix, sizeof(prefix), "http://%s/", fx.host);
 	if (canon_len >= strlen(prefix) &&
 	    memcmp(canon, prefix, strlen(prefix)) == 0) {
-		e->url_known = e->doc_known = true;
-		e->count = 0;
+		for (size_t s = 0; s < FX_NNS; s++)
+			e->url[s].known = e->url[s].times_known = true;
+		e->doc_known = true;
 		e->doc_present = false;
 	}
 	return i;
@@ -853,24 +996,50 @@ static void
 touch(struct fz_req *q, bool url, bool mutation)
 {
 	int qi = (int)(q - fx.reqs);
+	bool any = false;
 
 	for (size_t i = 0; i < q->n; i++) {
 		struct fz_ent *e;
 
 		if (!q->items[i].valid)
 			continue;
+		any = true;
 		e = &fx.ents[q->items[i].ent];
 		if (e->last_req == qi)
 			continue;
 		e->last_req = qi;
 		if (url) {
-			e->url_touch++;
-			e->url_mut += mutation;
+			struct fz_url *u = &e->url[q->ns];
+
+			u->touch++;
+			u->mut += mutation;
+			u->submits += q->op == FZ_URL_SUBMIT;
 		} else {
 			e->doc_touch++;
 			e->doc_mut += mutation;
 		}
 	}
+	/* A submit with no URL to write is answered without reaching its
+	 * namespace, which it does not create then. */
+	if (url && q->op == FZ_URL_SUBMIT && any)
+		fx.ns[q->ns].submits++;
+}
+
+/* Counts namespace request q (set or drop) in its namespace's group. */
+static void
+touch_ns(const struct fz_req *q)
+{
+	struct fz_ns *g = &fx.ns[q->ns];
+
+	if (q->op == FZ_NS_DROP) {
+		g->drops++;
+		return;
+	}
+	if (g->sets++ == 0) {
+		g->set_ttl_same = true;
+		g->set_ttl_ms = q->ttl_ms;
+	} else if (g->set_ttl_ms != q->ttl_ms)
+		g->set_ttl_same = false;
 }
 
 static enum role
@@ -889,10 +1058,53 @@ role_needed(const struct fz_req *q)
 	case FZ_VERIFY:
 	case FZ_DOC_DELETE:
 	case FZ_NO_OP:
+	case FZ_NS_SET:
+	case FZ_NS_DROP:
 		return ROLE_ADMIN;
 	default:
 		return ROLE_READ;
 	}
+}
+
+/*
+ * The role FX_NS_TOKEN has for q: its own in its namespace, none in the
+ * others (documents are the default namespace's), read at most on what
+ * spans them all.
+ */
+static enum role
+ns_token_role(const struct fz_req *q)
+{
+	switch (q->op) {
+	case FZ_URL_SUBMIT:
+	case FZ_URL_CHECK:
+	case FZ_URL_DELETE:
+	case FZ_NS_SET:
+	case FZ_NS_DROP:
+		return q->ns == FX_NS_TOKEN_SLOT ? ROLE_ADMIN : ROLE_NONE;
+	case FZ_STATS:
+	case FZ_VERIFY:
+	case FZ_NO_OP:
+		return ROLE_READ;
+	default:
+		return FX_NS_TOKEN_SLOT == 0 ? ROLE_ADMIN : ROLE_NONE;
+	}
+}
+
+/*
+ * A namespace (*name, and q's slot, -1 if it cannot be one) and a time to
+ * live from a byte: bits 0-2 the name, 3-5 the time to live, 7 which of
+ * the bad ones when bad.
+ */
+static void
+gen_ns(uint8_t b, struct fz_req *q, const char **name, uint64_t *ttl_s)
+{
+	q->ns = fx_ns_pick[b & 7];
+	*name = q->ns >= 0 ? fx_ns_names[q->ns] : fx_ns_bad[b >> 7];
+	q->ns_name = *name;
+	*ttl_s = fx_ttls[(b >> 3) & 7];
+	if (*ttl_s > FX_TTL_MAX && (b & 0x80))
+		*ttl_s = UINT64_MAX;
+	q->ttl_ms = *ttl_s <= FX_TTL_MAX ? *ttl_s * 1000 : 0;
 }
 
 /* ---- Building requests. ---- */
@@ -932,14 +1144,19 @@ static Nddd__V1__UrlBatch *
 gen_batch(struct fz_in *in, struct fz_req *q)
 {
 	Nddd__V1__UrlBatch *b = fz_alloc(sizeof(*b));
-	uint8_t nb = in_byte(in), mode = in_byte(in);
+	uint8_t nb = in_byte(in), mode = in_byte(in), nsb = in_byte(in);
 	size_t n = nb % (FX_MAX_ITEMS + 1);
 	unsigned form = mode & 15, dur = mode >> 4;
 	bool digests = form >= 10, wrong_canon = form == 13,
 	    odd_length = form == 14, both = form == 15;
 	ProtobufCBinaryData *urls;
+	const char *ns;
 
 	nddd__v1__url_batch__init(b);
+	/* Its namespace, time to live and whether it asks for times. */
+	gen_ns(nsb, q, &ns, &b->ttl_seconds);
+	b->namespace_ = (char *)ns;
+	b->with_times = q->with_times = nsb & 0x40;
 	q->n = n;
 	q->items = fz_alloc(n * sizeof(*q->items));
 	urls = fz_alloc(n * sizeof(*urls));
@@ -994,9 +1211,37 @@ gen_batch(struct fz_in *in, struct fz_req *q)
 		q->expect = NDDD__V1__CODE__RESOURCE_EXHAUSTED;
 	else if (dur >= 14)
 		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+	else if (q->ns < 0 || b->ttl_seconds > FX_TTL_MAX)
+		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
 	else if (b->digests.len > 0 && wrong_canon)
 		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
 	return b;
+}
+
+/* A namespace_set or namespace_drop for q, with the error it must get. */
+static void
+gen_namespace(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
+{
+	const char *name;
+	uint64_t ttl_s;
+
+	gen_ns(in_byte(in), q, &name, &ttl_s);
+	if (q->op == FZ_NS_SET) {
+		m->op_case = NDDD__V1__REQUEST__OP_NAMESPACE_SET;
+		m->namespace_set = fz_alloc(sizeof(*m->namespace_set));
+		nddd__v1__namespace_set__init(m->namespace_set);
+		m->namespace_set->name = (char *)name;
+		m->namespace_set->default_ttl_seconds = ttl_s;
+	} else {
+		m->op_case = NDDD__V1__REQUEST__OP_NAMESPACE_DROP;
+		m->namespace_drop = fz_alloc(sizeof(*m->namespace_drop));
+		nddd__v1__namespace_drop__init(m->namespace_drop);
+		m->namespace_drop->name = (char *)name;
+		q->ttl_ms = 0;
+	}
+	if (q->ns < 0 || (q->op == FZ_NS_SET && ttl_s > FX_TTL_MAX) ||
+	    (q->op == FZ_NS_DROP && q->ns == 0))
+		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
 }
 
 /* Builds q's message from the input into *m (its parts in the arena). */
@@ -1018,7 +1263,7 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 	 * corpus.  So the slot asks for one only with a token that may not
 	 * (refused), and for stats with an admin's; the admin's verify ends
 	 * every epoch of the stack instead (fx_verify_epoch). */
-	if (q->op == FZ_VERIFY && q->role >= ROLE_ADMIN)
+	if (q->op == FZ_VERIFY && q->role >= ROLE_ADMIN && !q->ns_token)
 		q->op = FZ_STATS;
 	switch (q->op) {
 	case FZ_URL_SUBMIT:
@@ -1147,14 +1392,20 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 	case FZ_NO_OP:
 		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
 		break;
-	case FZ_RAW:
-		break;
 	case FZ_DOC_BATCH:
 		m->op_case = NDDD__V1__REQUEST__OP_DOC_BATCH;
 		m->doc_batch = gen_doc_batch(in, q);
 		break;
+	case FZ_NS_SET:
+	case FZ_NS_DROP:
+		gen_namespace(in, q, m);
+		break;
+	default:
+		break;
 	}
 	/* The role is checked before anything else. */
+	if (q->ns_token)
+		q->role = ns_token_role(q);
 	if (q->role < role_needed(q))
 		q->expect = NDDD__V1__CODE__PERMISSION_DENIED;
 	if (q->expect != NDDD__V1__CODE__OK)
@@ -1178,6 +1429,10 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 	case FZ_DOC_WOULD_JOIN:
 		touch(q, false, false);
 		break;
+	case FZ_NS_SET:
+	case FZ_NS_DROP:
+		touch_ns(q);
+		break;
 	default:
 		break;
 	}
@@ -1186,9 +1441,9 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 /* ---- Checking the replies. ---- */
 
 static bool
-conflicted_url(const struct fz_ent *e)
+conflicted_url(const struct fz_url *u)
 {
-	return e->url_mut > 1 || (e->url_mut == 1 && e->url_touch > 1);
+	return u->mut > 1 || (u->mut == 1 && u->touch > 1);
 }
 
 static bool
@@ -1197,11 +1452,182 @@ conflicted_doc(const struct fz_ent *e)
 	return e->doc_mut > 1 || (e->doc_mut == 1 && e->doc_touch > 1);
 }
 
+/*
+ * Whether what namespace g held before its group is unsure to a drop of
+ * it: another drop, a namespace_set or a submit may come first.
+ */
+static bool
+drop_unsure(const struct fz_ns *g)
+{
+	return g->drops > 1 || g->sets > 0 || g->submits > 0;
+}
+
+/* The fewest URLs namespace slot s holds while this group runs: those
+ * the model knows seen, that no request of the group touches. */
+static uint64_t
+urls_least(int s)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < fx.nents; i++) {
+		const struct fz_url *u = &fx.ents[i].url[s];
+
+		n += u->known && u->count > 0 && u->touch == 0;
+	}
+	return n;
+}
+
+/*
+ * The times of item i of q (count c): a URL seen was first seen no later
+ * than last, last no later than now (a submit's: now), and expires after
+ * now, if ever; one unseen has none, or, for a check, those of its record
+ * whose time to live has passed (after it was last seen).
+ */
+static void
+check_times(const struct fz_req *q, size_t i, uint64_t c, uint64_t f,
+    uint64_t l, uint64_t x)
+{
+	uint64_t now = fx_now_ms;
+	bool ok;
+
+	if (c > 0)
+		ok = f != 0 && f <= l && l <= now && (x == 0 || x > now) &&
+		    (x == 0 || x > f) && (q->op != FZ_URL_SUBMIT || l == now);
+	else
+		ok = (f == 0 && l == 0 && x == 0) || (q->op == FZ_URL_CHECK &&
+		    f != 0 && f <= l && l < x && x <= now);
+	if (!ok)
+		fx_fail("request %llu (%s): item %zu, count %llu, first seen "
+		    "%llu, last %llu, expires %llu at %llu",
+		    (unsigned long long)q->id, fz_op_names[q->op], i,
+		    (unsigned long long)c, (unsigned long long)f,
+		    (unsigned long long)l, (unsigned long long)x,
+		    (unsigned long long)now);
+}
+
+static void
+times_fail(const struct fz_req *q, const struct fz_ent *en, uint64_t f,
+    uint64_t l, uint64_t x, uint64_t wf, uint64_t wl, uint64_t wx)
+{
+	fx_fail("request %llu (%s) of %.*s in \"%s\": first seen %llu, last "
+	    "%llu, expires %llu; not %llu %llu %llu (now %llu)",
+	    (unsigned long long)q->id, fz_op_names[q->op], (int)en->canon_len,
+	    en->canon, q->ns_name, (unsigned long long)f,
+	    (unsigned long long)l, (unsigned long long)x,
+	    (unsigned long long)wf, (unsigned long long)wl,
+	    (unsigned long long)wx, (unsigned long long)fx_now_ms);
+}
+
+/*
+ * A url_submit's item: one more than the model's count; a URL recorded as
+ * new (count 1) first and last seen now, expiring after the batch's time
+ * to live or its namespace's default (unsure when a namespace_set of the
+ * group may come first); a duplicate last seen now, the rest unchanged.
+ */
+static void
+check_submitted(const struct fz_req *q, const struct fz_ent *en,
+    struct fz_url *u, uint64_t c, const uint64_t *t)
+{
+	const struct fz_ns *g = &fx.ns[q->ns];
+	uint64_t now = fx_now_ms, ttl = q->ttl_ms ? q->ttl_ms : g->ttl_ms;
+	uint64_t want[3];
+	bool sure_first, sure_exp;
+
+	if (u->known && c != u->count + 1)
+		fx_fail("request %llu: url_submit of %.*s in \"%s\" counted "
+		    "%llu, not %llu", (unsigned long long)q->id,
+		    (int)en->canon_len, en->canon, q->ns_name,
+		    (unsigned long long)c, (unsigned long long)u->count + 1);
+	if (c == 0)
+		fx_fail("request %llu: url_submit counted 0",
+		    (unsigned long long)q->id);
+	if (c == 1) {
+		want[0] = now;
+		want[2] = ttl != 0 ? now + ttl : 0;
+		sure_first = true;
+		sure_exp = q->ttl_ms != 0 || (g->ttl_known && g->sets == 0);
+	} else {
+		want[0] = u->first;
+		want[2] = u->expires;
+		sure_first = sure_exp = u->known && u->times_known;
+	}
+	want[1] = now;
+	if (t != NULL) {
+		if ((sure_first && t[0] != want[0]) || t[1] != want[1] ||
+		    (sure_exp && t[2] != want[2]))
+			times_fail(q, en, t[0], t[1], t[2], want[0], want[1],
+			    want[2]);
+		memcpy(want, t, sizeof(want));
+		sure_first = sure_exp = true;
+	}
+	u->known = true;
+	u->count = c;
+	u->stale = false;
+	u->times_known = sure_first && sure_exp;
+	u->first = want[0];
+	u->last = want[1];
+	u->expires = want[2];
+}
+
+/*
+ * A url_check's item: the model's count; the times of a URL seen; for one
+ * unseen, none, or, while the sweep has not reclaimed the record of an
+ * expired one, that record's.
+ */
+static void
+check_checked(const struct fz_req *q, const struct fz_ent *en,
+    struct fz_url *u, uint64_t c, const uint64_t *t)
+{
+	if (u->known && c != u->count)
+		fx_fail("request %llu: url_check of %.*s in \"%s\" says %llu, "
+		    "not %llu", (unsigned long long)q->id, (int)en->canon_len,
+		    en->canon, q->ns_name, (unsigned long long)c,
+		    (unsigned long long)u->count);
+	if (t != NULL && u->known && u->times_known) {
+		bool same = t[0] == u->first && t[1] == u->last &&
+		    t[2] == u->expires;
+		bool none = t[0] == 0 && t[1] == 0 && t[2] == 0;
+
+		if (c > 0 ? !same : !(none || (u->stale && same)))
+			times_fail(q, en, t[0], t[1], t[2], u->first, u->last,
+			    u->expires);
+	}
+	if (t != NULL) {
+		u->times_known = true;
+		u->first = t[0];
+		u->last = t[1];
+		u->expires = t[2];
+		u->stale = c == 0 && t[0] != 0;
+	} else if (!u->known)
+		u->times_known = false;
+	u->known = true;
+	u->count = c;
+}
+
+/* A url_delete's item: the model's count and, if it had one, the URL's
+ * times; then nothing is left. */
+static void
+check_deleted(const struct fz_req *q, const struct fz_ent *en,
+    struct fz_url *u, uint64_t c, const uint64_t *t)
+{
+	if (u->known && c != u->count)
+		fx_fail("request %llu: url_delete of %.*s in \"%s\" had %llu, "
+		    "not %llu", (unsigned long long)q->id, (int)en->canon_len,
+		    en->canon, q->ns_name, (unsigned long long)c,
+		    (unsigned long long)u->count);
+	if (t != NULL && c > 0 && u->known && u->times_known &&
+	    (t[0] != u->first || t[1] != u->last || t[2] != u->expires))
+		times_fail(q, en, t[0], t[1], t[2], u->first, u->last,
+		    u->expires);
+	memset(u, 0, offsetof(struct fz_url, touch));
+	u->known = u->times_known = true;
+}
+
 static void
 check_urls(struct fz_req *q)
 {
 	const Nddd__V1__UrlResults *res = q->resp->urls;
-	size_t e = 0;
+	size_t e = 0, nt = q->with_times ? q->n : 0;
 
 	if (q->resp->result_case != NDDD__V1__RESPONSE__RESULT_URLS ||
 	    res == NULL)
@@ -1211,15 +1637,34 @@ check_urls(struct fz_req *q)
 		fx_fail("request %llu (%s): %zu counts for %zu URLs",
 		    (unsigned long long)q->id, fz_op_names[q->op],
 		    res->n_counts, q->n);
+	if (res->n_first_seen_ms != nt || res->n_last_seen_ms != nt ||
+	    res->n_expires_ms != nt)
+		fx_fail("request %llu (%s): %zu, %zu and %zu times for %zu "
+		    "URLs, %s", (unsigned long long)q->id, fz_op_names[q->op],
+		    res->n_first_seen_ms, res->n_last_seen_ms,
+		    res->n_expires_ms, q->n, nt ? "with times" :
+		    "without times");
 	for (size_t i = 0; i < q->n; i++) {
-		uint64_t c = res->counts[i];
+		uint64_t c = res->counts[i], t[3] = { 0, 0, 0 };
+		const uint64_t *tp = nt ? t : NULL;
 		struct fz_ent *en;
+		struct fz_url *u;
 
+		if (nt) {
+			t[0] = res->first_seen_ms[i];
+			t[1] = res->last_seen_ms[i];
+			t[2] = res->expires_ms[i];
+		}
+		if (fx_trace)
+			fprintf(stderr, "  %zu: %llu (%llu %llu %llu)\n", i,
+			    (unsigned long long)c, (unsigned long long)t[0],
+			    (unsigned long long)t[1], (unsigned long long)t[2]);
 		if (!q->items[i].valid) {
 			if (e >= res->n_errors || res->errors[e]->index != i ||
 			    res->errors[e]->status == NULL ||
 			    res->errors[e]->status->code !=
-			    NDDD__V1__CODE__INVALID_ARGUMENT || c != 0)
+			    NDDD__V1__CODE__INVALID_ARGUMENT || c != 0 ||
+			    t[0] != 0 || t[1] != 0 || t[2] != 0)
 				fx_fail("request %llu (%s): item %zu is no URL "
 				    "and has no error of its own",
 				    (unsigned long long)q->id,
@@ -1227,43 +1672,23 @@ check_urls(struct fz_req *q)
 			e++;
 			continue;
 		}
+		if (nt)
+			check_times(q, i, c, t[0], t[1], t[2]);
 		en = &fx.ents[q->items[i].ent];
-		if (conflicted_url(en))
+		u = &en->url[q->ns];
+		/* Another request of the group may come first: a change of
+		 * the URL, or a drop of its namespace. */
+		if (conflicted_url(u) || fx.ns[q->ns].drops > 0)
 			continue;
 		switch (q->op) {
 		case FZ_URL_SUBMIT:
-			if (en->url_known && c != en->count + 1)
-				fx_fail("request %llu: url_submit of %.*s "
-				    "counted %llu, not %llu",
-				    (unsigned long long)q->id,
-				    (int)en->canon_len, en->canon,
-				    (unsigned long long)c,
-				    (unsigned long long)en->count + 1);
-			if (c == 0)
-				fx_fail("request %llu: url_submit counted 0",
-				    (unsigned long long)q->id);
-			en->url_known = true;
-			en->count = c;
+			check_submitted(q, en, u, c, tp);
 			break;
 		case FZ_URL_DELETE:
-			if (en->url_known && c != en->count)
-				fx_fail("request %llu: url_delete of %.*s had "
-				    "%llu, not %llu", (unsigned long long)q->id,
-				    (int)en->canon_len, en->canon,
-				    (unsigned long long)c,
-				    (unsigned long long)en->count);
-			en->url_known = true;
-			en->count = 0;
+			check_deleted(q, en, u, c, tp);
 			break;
 		default:
-			if (en->url_known && c != en->count)
-				fx_fail("request %llu: url_check of %.*s says "
-				    "%llu, not %llu", (unsigned long long)q->id,
-				    (int)en->canon_len, en->canon,
-				    (unsigned long long)c,
-				    (unsigned long long)en->count);
-			en->url_known = true;
-			en->count = c;
+			check_checked(q, en, u, c, tp);
 			break;
 		}
 	}
@@ -1271,6 +1696,111 @@ check_urls(struct fz_req *q)
 		fx_fail("request %llu (%s): %zu item errors, not %zu",
 		    (unsigned long long)q->id, fz_op_names[q->op],
 		    res->n_errors, e);
+}
+
+/*
+ * A namespace_set's or namespace_drop's answer: the namespace, the default
+ * time to live set (a dropped one has none), at least the URLs the model
+ * knows it holds; a drop's, of one the model knows exists.
+ */
+static void
+check_ns_info(const struct fz_req *q)
+{
+	const Nddd__V1__NamespaceInfo *ni = q->resp->namespace_;
+	const struct fz_ns *g = &fx.ns[q->ns];
+	bool drop = q->op == FZ_NS_DROP;
+
+	if (q->resp->result_case != NDDD__V1__RESPONSE__RESULT_NAMESPACE ||
+	    ni == NULL || ni->name == NULL || strcmp(ni->name, q->ns_name) != 0)
+		fx_fail("request %llu (%s): not the information of namespace "
+		    "\"%s\"", (unsigned long long)q->id, fz_op_names[q->op],
+		    q->ns_name);
+	if (ni->default_ttl_seconds * 1000 != q->ttl_ms)
+		fx_fail("request %llu (%s): namespace \"%s\" has a default "
+		    "time to live of %llu s, not %llu",
+		    (unsigned long long)q->id, fz_op_names[q->op], q->ns_name,
+		    (unsigned long long)ni->default_ttl_seconds,
+		    (unsigned long long)q->ttl_ms / 1000);
+	if (drop && g->exists_known && !g->exists && !drop_unsure(g))
+		fx_fail("request %llu: namespace_drop of \"%s\", which does "
+		    "not exist, did not answer NOT_FOUND",
+		    (unsigned long long)q->id, q->ns_name);
+	if ((drop ? !drop_unsure(g) : g->drops == 0) &&
+	    ni->urls < urls_least(q->ns))
+		fx_fail("request %llu (%s): namespace \"%s\" holds %llu URLs, "
+		    "the model knows of %llu", (unsigned long long)q->id,
+		    fz_op_names[q->op], q->ns_name,
+		    (unsigned long long)ni->urls,
+		    (unsigned long long)urls_least(q->ns));
+}
+
+/*
+ * An admin's stats: the namespaces, the default one first, then by name,
+ * as the model knows those that no request of the group may change (and
+ * learns them); urls_expired never going back.
+ */
+static void
+check_stats_namespaces(const struct fz_req *q, const Nddd__V1__StatsResult *st)
+{
+	bool complete = st->n_namespaces < STATSREQ_NAMESPACES_MAX;
+
+	if (fx_trace)
+		fprintf(stderr, "  %zu namespaces, urls %llu, dropping %llu, "
+		    "expired %llu\n", st->n_namespaces,
+		    (unsigned long long)st->urls,
+		    (unsigned long long)st->urls_dropping,
+		    (unsigned long long)st->urls_expired);
+	if (st->n_namespaces == 0 || st->namespaces[0]->name == NULL ||
+	    st->namespaces[0]->name[0] != '\0')
+		fx_fail("request %llu: stats without the default namespace "
+		    "first", (unsigned long long)q->id);
+	for (size_t i = 1; i < st->n_namespaces; i++)
+		if (st->namespaces[i]->name == NULL ||
+		    strcmp(st->namespaces[i - 1]->name,
+		    st->namespaces[i]->name) >= 0)
+			fx_fail("request %llu: stats' namespaces out of order",
+			    (unsigned long long)q->id);
+	if (st->urls_expired < fx.expired)
+		fx_fail("request %llu: stats' urls_expired went back from %llu "
+		    "to %llu", (unsigned long long)q->id,
+		    (unsigned long long)fx.expired,
+		    (unsigned long long)st->urls_expired);
+	if (st->urls_expired > fx.group_expired)
+		fx.group_expired = st->urls_expired;
+	for (size_t s = 0; s < FX_NNS; s++) {
+		struct fz_ns *g = &fx.ns[s];
+		const Nddd__V1__NamespaceInfo *ni = NULL;
+
+		if (g->drops > 0 || g->sets > 0 || g->submits > 0)
+			continue;
+		for (size_t i = 0; i < st->n_namespaces && ni == NULL; i++)
+			if (strcmp(st->namespaces[i]->name, fx_ns_names[s]) ==
+			    0)
+				ni = st->namespaces[i];
+		if (ni == NULL && !complete)
+			continue;
+		if (g->exists_known && g->exists != (ni != NULL))
+			fx_fail("request %llu: stats list namespace \"%s\"%s",
+			    (unsigned long long)q->id, fx_ns_names[s],
+			    g->exists ? " not, which exists" :
+			    ", which does not exist");
+		if (ni != NULL && g->ttl_known &&
+		    ni->default_ttl_seconds * 1000 != g->ttl_ms)
+			fx_fail("request %llu: stats give namespace \"%s\" a "
+			    "default time to live of %llu s, not %llu",
+			    (unsigned long long)q->id, fx_ns_names[s],
+			    (unsigned long long)ni->default_ttl_seconds,
+			    (unsigned long long)g->ttl_ms / 1000);
+		if (ni != NULL && ni->urls < urls_least((int)s))
+			fx_fail("request %llu: stats give namespace \"%s\" "
+			    "%llu URLs, the model knows of %llu",
+			    (unsigned long long)q->id, fx_ns_names[s],
+			    (unsigned long long)ni->urls,
+			    (unsigned long long)urls_least((int)s));
+		g->exists_known = g->ttl_known = true;
+		g->exists = ni != NULL;
+		g->ttl_ms = ni != NULL ? ni->default_ttl_seconds * 1000 : 0;
+	}
 }
 
 /* The entry of the stored document id, if the model knows it for sure. */
@@ -1495,7 +2025,16 @@ check_reply(struct fz_req *q)
 	struct fz_ent *e = q->n > 0 && q->items[0].valid ?
 	    &fx.ents[q->items[0].ent] : NULL;
 
-	if (fx_trace)
+	if (fx_trace && q->ns_name != NULL)
+		fprintf(stderr, "request %llu %s in \"%s\" (ttl %llu ms%s, "
+		    "role %d, %zu items, expected %d): %s %d%s%s\n",
+		    (unsigned long long)q->id, fz_op_names[q->op], q->ns_name,
+		    (unsigned long long)q->ttl_ms, q->with_times ?
+		    ", with times" : "", q->role, q->n, q->expect,
+		    r->status ? "error" : "result", r->status ? code :
+		    (int)r->result_case, r->status ? " " : "",
+		    r->status ? r->status->message : "");
+	else if (fx_trace)
 		fprintf(stderr, "request %llu %s (role %d, %zu items, expected "
 		    "%d): %s %d%s%s\n", (unsigned long long)q->id,
 		    fz_op_names[q->op], q->role, q->n, q->expect,
@@ -1531,13 +2070,29 @@ check_reply(struct fz_req *q)
 		}
 		return;
 	}
+	if (code == NDDD__V1__CODE__NOT_FOUND && q->op == FZ_NS_DROP) {
+		const struct fz_ns *g = &fx.ns[q->ns];
+
+		if (g->exists_known && g->exists && !drop_unsure(g))
+			fx_fail("request %llu: namespace_drop of \"%s\", which "
+			    "exists: not found", (unsigned long long)q->id,
+			    q->ns_name);
+		return;
+	}
 	if (code == NDDD__V1__CODE__RESOURCE_EXHAUSTED) {
 		/* The store is full: what was asked may not have been done. */
+		bool url = q->op == FZ_URL_SUBMIT || q->op == FZ_URL_CHECK ||
+		    q->op == FZ_URL_DELETE;
+
 		for (size_t i = 0; i < q->n; i++)
-			if (q->items[i].valid) {
-				fx.ents[q->items[i].ent].url_known = false;
+			if (q->items[i].valid && url)
+				fx.ents[q->items[i].ent].url[q->ns].known =
+				    false;
+			else if (q->items[i].valid)
 				fx.ents[q->items[i].ent].doc_known = false;
-			}
+		if (q->op == FZ_URL_SUBMIT || q->op == FZ_NS_SET ||
+		    q->op == FZ_NS_DROP)
+			fx.ns[q->ns].failed = true;
 		return;
 	}
 	if (code != NDDD__V1__CODE__OK)
@@ -1559,10 +2114,17 @@ check_reply(struct fz_req *q)
 			    (unsigned long long)q->id);
 		if ((q->role >= ROLE_ADMIN) != (r->stats->url_store != NULL) ||
 		    (q->role >= ROLE_ADMIN) != (r->stats->cbf != NULL) ||
-		    (q->role >= ROLE_ADMIN) != (r->stats->accel != NULL))
+		    (q->role >= ROLE_ADMIN) != (r->stats->accel != NULL) ||
+		    (q->role < ROLE_ADMIN && r->stats->n_namespaces > 0))
 			fx_fail("request %llu: stats in full for role %d, or "
 			    "not for admin", (unsigned long long)q->id,
 			    q->role);
+		if (q->role >= ROLE_ADMIN)
+			check_stats_namespaces(q, r->stats);
+		break;
+	case FZ_NS_SET:
+	case FZ_NS_DROP:
+		check_ns_info(q);
 		break;
 	case FZ_VERIFY:
 		if (r->result_case != NDDD__V1__RESPONSE__RESULT_VERIFY)
@@ -1627,6 +2189,51 @@ group_answered(void)
 	return true;
 }
 
+/*
+ * After a group: what its requests did to each namespace.  A drop empties
+ * it, unless a submit or namespace_set of the group may have come after.
+ */
+static void
+end_group_namespaces(void)
+{
+	for (size_t s = 0; s < FX_NNS; s++) {
+		struct fz_ns *g = &fx.ns[s];
+
+		for (int i = 0; i < fx.nents && g->drops > 0; i++) {
+			struct fz_url *u = &fx.ents[i].url[s];
+
+			if (u->submits > 0)
+				u->known = false;
+			else {
+				memset(u, 0, offsetof(struct fz_url, touch));
+				u->known = u->times_known = true;
+			}
+		}
+		if (g->drops > 0 && g->sets == 0 && g->submits == 0) {
+			g->exists_known = g->ttl_known = true;
+			g->exists = false;
+			g->ttl_ms = 0;
+		} else if (g->drops > 0) {
+			g->exists_known = false;
+			g->ttl_known = g->sets == 0 ||
+			    (g->set_ttl_same && g->set_ttl_ms == 0);
+			g->ttl_ms = 0;
+		} else {
+			if (g->sets > 0) {
+				g->ttl_known = g->set_ttl_same;
+				g->ttl_ms = g->set_ttl_ms;
+			}
+			if (g->sets > 0 || g->submits > 0)
+				g->exists_known = g->exists = true;
+		}
+		if (g->failed)
+			g->exists_known = g->ttl_known = false;
+		g->drops = g->sets = g->submits = 0;
+		g->failed = false;
+	}
+	fx.expired = fx.group_expired;
+}
+
 /* Sends nothing more: waits for the group's replies and checks them. */
 static void
 end_group(void)
@@ -1640,14 +2247,22 @@ end_group(void)
 	for (int i = 0; i < fx.nents; i++) {
 		struct fz_ent *e = &fx.ents[i];
 
-		if (conflicted_url(e))
-			e->url_known = false;
+		for (size_t s = 0; s < FX_NNS; s++)
+			if (fx.ns[s].drops == 0 && conflicted_url(&e->url[s]))
+				e->url[s].known = false;
 		if (conflicted_doc(e))
 			e->doc_known = false;
 		if (e->doc_known && e->doc_present &&
 		    e->doc_id > fx.max_doc_id)
 			fx.max_doc_id = e->doc_id;
-		e->url_touch = e->url_mut = e->doc_touch = e->doc_mut = 0;
+	}
+	end_group_namespaces();
+	for (int i = 0; i < fx.nents; i++) {
+		struct fz_ent *e = &fx.ents[i];
+
+		for (size_t s = 0; s < FX_NNS; s++)
+			e->url[s].touch = e->url[s].mut = e->url[s].submits = 0;
+		e->doc_touch = e->doc_mut = 0;
 		e->last_req = -1;
 	}
 	for (int i = group_start; i < fx.nreqs; i++)
@@ -1689,7 +2304,9 @@ send_raw(struct fz_in *in)
 		memset(q, 0, sizeof(*q));
 		q->id = m.id = next_id++;
 		q->op = fz_op_of[in_byte(in) & 15];
-		if (q->op == FZ_RAW)
+		if (q->op == FZ_MORE)
+			q->op = fz_more_of[in_byte(in) & 3];
+		if (q->op == FZ_RAW || q->op == FZ_CLOCK)
 			q->op = FZ_URL_SUBMIT;
 		q->role = ROLE_ADMIN;
 		m.token = (char *)fx_tokens[ROLE_ADMIN];
@@ -1705,8 +2322,11 @@ send_raw(struct fz_in *in)
 			}
 		} else
 			len = in_byte(in) % len;
-		/* Its items are no model's business now. */
+		/* Its items are no model's business now, nor what it may do
+		 * to the namespaces (the next executions'). */
 		q->n = 0;
+		for (size_t i = 0; i < FX_NNS; i++)
+			fx.ns[i] = (struct fz_ns){ .exists_known = false };
 	} else if ((kind & 3) == 0) {
 		len = in_string(in, 255, &raw);
 		p = fz_alloc(len);
@@ -1768,6 +2388,41 @@ send_raw(struct fz_in *in)
 		fx_fail("the server closed the connection after answering "
 		    "a request");
 	fx.cli_spent = true;
+}
+
+/* ---- The clock. ---- */
+
+/*
+ * Moves the daemon's clock on, between groups, by a byte's worth: up to
+ * 223 s, or 1 to 16 ms, or 1 to 16 hours (FX_MAX_CLOCK_STEPS times in an
+ * execution at most); what the model knows has expired then.
+ */
+static void
+advance_clock(uint8_t b)
+{
+	uint64_t step = b < 0xe0 ? b * UINT64_C(1000) : b < 0xf0 ?
+	    b - UINT64_C(0xdf) : (b - UINT64_C(0xef)) * 3600 * 1000;
+
+	end_group();
+	if (fx.clock_steps++ >= FX_MAX_CLOCK_STEPS)
+		return;
+	__atomic_store_n(&fx_now_ms, fx_now_ms + step, __ATOMIC_RELEASE);
+	if (fx_trace)
+		fprintf(stderr, "clock +%llu ms: %llu\n",
+		    (unsigned long long)step, (unsigned long long)fx_now_ms);
+	for (int i = 0; i < fx.nents; i++)
+		for (size_t s = 0; s < FX_NNS; s++) {
+			struct fz_url *u = &fx.ents[i].url[s];
+
+			if (!u->known || u->count == 0)
+				continue;
+			if (!u->times_known)
+				u->known = false;
+			else if (u->expires != 0 && u->expires <= fx_now_ms) {
+				u->count = 0;
+				u->stale = true;
+			}
+		}
 }
 
 /* ---- One execution. ---- */
@@ -1837,6 +2492,7 @@ fx_init_once(void)
 
 	signal(SIGPIPE, SIG_IGN);
 	fx_trace = getenv("FUZZ_DISPATCH_TRACE") != NULL;
+	clock_wall_source = fx_clock;
 	arena_init(&fx.arena, 64 * 1024);
 	if ((fx.uc = urlcanon_new(&o)) == NULL ||
 	    (fx.md = EVP_MD_CTX_new()) == NULL ||
@@ -1877,22 +2533,30 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fx.nreqs = fx.nents = 0;
 	group_start = 0;
 	fx.max_doc_id = 0;
+	fx.clock_steps = 0;
 	fx.raw_sent = fx.raw_decodes = false;
 	memset(fx.buckets, 0xff, sizeof(fx.buckets));
 
 	while (in.n > 0 && fx.nreqs < FX_MAX_REQS) {
 		uint8_t b = in_byte(&in);
 		unsigned tok = (b >> 4) & 7;
+		enum fz_op op = fz_op_of[b & 15];
 		struct fz_req *q = &fx.reqs[fx.nreqs];
 		Nddd__V1__Request m = NDDD__V1__REQUEST__INIT;
 
-		if (fz_op_of[b & 15] == FZ_RAW) {
+		if (op == FZ_RAW) {
 			end_group();
 			send_raw(&in);
 			break;
 		}
+		if (op == FZ_MORE)
+			op = fz_more_of[in_byte(&in) & 3];
+		if (op == FZ_CLOCK) {
+			advance_clock(in_byte(&in));
+			continue;
+		}
 		memset(q, 0, sizeof(*q));
-		q->op = fz_op_of[b & 15];
+		q->op = op;
 		q->id = m.id = next_id++;
 		switch (tok) {
 		case 0:
@@ -1906,6 +2570,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 3:
 			q->role = ROLE_NONE;
 			m.token = (char *)FX_UNKNOWN_TOKEN;
+			break;
+		case 7:
+			/* Its role depends on the request (ns_token_role). */
+			q->role = ROLE_ADMIN;
+			q->ns_token = true;
+			m.token = (char *)FX_NS_TOKEN;
 			break;
 		default:
 			q->role = ROLE_ADMIN;

@@ -44,12 +44,41 @@ out = sys.argv[1]
 # Operations: the index into fz_op_of.
 OP = dict(url_submit=0, url_check=2, url_delete=4, stats=5, verify=6,
           doc_submit=7, would_join=9, query_body=10, query_fp=11,
-          doc_get=12, doc_delete=13, no_op=14, raw=15)
-TOK = dict(none=0, read=1, write=2, unknown=3, admin=4)
+          doc_get=12, doc_delete=13, more=14, raw=15)
+# The operations behind 'more': the byte after it (fz_more_of).
+MORE = dict(no_op=0, ns_set=1, ns_drop=2, clock=3)
+# ns: admin in namespace "a" only.
+TOK = dict(none=0, read=1, write=2, unknown=3, admin=4, ns=7)
+# Namespaces: the index into fx_ns_pick ("", "a", "b", "Crawl.2024_x-1",
+# 64 bytes; 7 a bad one); times to live: the index into fx_ttls (0, 1, 2,
+# 3, 60, 3600 s, 100 years; 7 too long).
+NS = {'': 0, 'a': 1, 'b': 2, 'crawl': 3, 'long': 4, 'bad': 7}
+TTL = {0: 0, 1: 1, 2: 2, 3: 3, 60: 4, 3600: 5, 'max': 6, 'absurd': 7}
 
 def req(op, tok='admin', end=True):
     """The byte that starts a request; end: the group ends after it."""
     return bytes([OP[op] | TOK[tok] << 4 | (0x80 if end else 0)])
+
+def more(kind, tok='admin', end=True):
+    return req('more', tok, end) + bytes([MORE[kind]])
+
+def ns_byte(ns='', ttl=0, times=False, bad=0):
+    """A namespace, a time to live, with_times; bad: which bad name or
+    too long a time to live."""
+    return bytes([NS[ns] | TTL[ttl] << 3 | (0x40 if times else 0) |
+                  (0x80 if bad else 0)])
+
+def ns_set(ns, ttl=0, tok='admin', end=True, bad=0):
+    return more('ns_set', tok, end) + ns_byte(ns, ttl, bad=bad)
+
+def ns_drop(ns, tok='admin', end=True, bad=0):
+    return more('ns_drop', tok, end) + ns_byte(ns, bad=bad)
+
+def clock(seconds=0, ms=0, hours=0):
+    """The clock moves on (and the group ends): up to 223 s, 16 ms or 16
+    hours."""
+    step = seconds if seconds else (0xdf + ms if ms else 0xef + hours)
+    return more('clock') + bytes([step])
 
 def url(path=0, form=0, own=True):
     """A dictionary URL: fx_paths[path] in spelling form (0-3)."""
@@ -58,10 +87,12 @@ def url(path=0, form=0, own=True):
 def raw_url(s, own_host=True):
     return bytes([2 if own_host else 3, len(s)]) + s
 
-def batch(urls, mode=0, dur=0):
+def batch(urls, mode=0, dur=0, ns='', ttl=0, times=False, bad=0):
     """urls: encoded URLs; mode 0 urls, 10 digests, 13 digests of another
-    canonicalization, 14 digests of odd length, 15 both; dur: durability."""
-    return bytes([len(urls), mode | dur << 4]) + b''.join(urls)
+    canonicalization, 14 digests of odd length, 15 both; dur: durability;
+    the rest: ns_byte."""
+    return (bytes([len(urls), mode | dur << 4]) +
+            ns_byte(ns, ttl, times, bad) + b''.join(urls))
 
 def body(text=0, html=False, kind=0):
     """kind 0: fx_texts[text]; 3: a body without terms."""
@@ -116,7 +147,7 @@ seeds = {
         req('doc_delete', 'none') + url(0) +
         req('stats', 'unknown') +
         req('stats', 'read') + req('stats') +
-        req('no_op', 'read') + req('no_op'),
+        more('no_op', 'read') + more('no_op'),
     # Frames that are no requests: bytes, a request changed, cut, too long.
     'raw-bytes': req('url_check') + batch([url(0)]) + req('raw') +
         bytes([0, 5]) + b'\x08\x01\x12\x03\xff',
@@ -125,6 +156,73 @@ seeds = {
     'raw-cut': req('raw') + bytes([2, OP['doc_submit']]) + url(0) +
         body(0) + bytes([20]),
     'raw-too-long': req('raw') + bytes([3]),
+    # Namespaces are independent sets; bad names and times to live.
+    'ns-independent':
+        req('url_submit') + batch([url(1)]) +
+        req('url_submit') + batch([url(1)], ns='a', times=True) +
+        req('url_submit') + batch([url(1), url(2)], ns='a', times=True) +
+        req('url_check', 'read') + batch([url(1), url(2)], times=True) +
+        req('url_check', 'read') + batch([url(1)], ns='long', times=True) +
+        req('url_submit') + batch([url(1)], mode=10, ns='crawl') +
+        req('url_delete') + batch([url(1)], ns='a', times=True) +
+        req('url_check') + batch([url(1)], ns='a') +
+        req('url_check') + batch([url(1)], ns='bad') +
+        req('url_submit') + batch([url(1)], ns='bad', bad=1) +
+        req('url_submit') + batch([url(1)], ns='b', ttl='absurd') +
+        req('url_check') + batch([url(1)], ttl='absurd', bad=1),
+    # A time to live passes: a duplicate does not postpone it, a check
+    # then says unseen with the old times, a submit records it anew.
+    'ns-ttl-expiry':
+        req('url_submit') + batch([url(1), url(2)], ns='a', ttl=3,
+                                  times=True) +
+        clock(seconds=2) +
+        req('url_submit') + batch([url(1)], ns='a', ttl=60, times=True) +
+        clock(ms=16) +
+        req('url_check') + batch([url(1), url(2)], ns='a', times=True) +
+        clock(seconds=1) +
+        req('url_check') + batch([url(1), url(2)], ns='a', times=True) +
+        req('url_submit') + batch([url(2)], ns='a', times=True) +
+        req('url_submit') + batch([url(3)], ttl='max', times=True) +
+        clock(hours=1) +
+        req('url_check') + batch([url(1), url(2), url(3)], ns='a',
+                                 times=True) +
+        req('stats'),
+    # A namespace's default time to live, then a drop: empty at once, and
+    # made anew by a submit.
+    'ns-default-ttl-and-drop':
+        ns_set('b', 60) +
+        req('url_submit') + batch([url(1), url(2)], ns='b', times=True) +
+        req('url_submit') + batch([url(3)], ns='b', ttl=3600, times=True) +
+        req('stats') +
+        clock(seconds=60) +
+        req('url_check') + batch([url(1), url(3)], ns='b', times=True) +
+        ns_drop('b') +
+        req('url_check') + batch([url(3)], ns='b', times=True) +
+        ns_drop('b') +
+        req('url_submit') + batch([url(3)], ns='b', times=True) +
+        ns_drop('') + ns_drop('bad') + ns_set('a', 'absurd') +
+        ns_set('', 1) +
+        req('url_submit') + batch([url(4)], times=True) +
+        ns_set('') + req('stats'),
+    # A drop pipelined with submits and checks of its namespace.
+    'ns-drop-pipelined':
+        req('url_submit') + batch([url(1), url(2)], ns='crawl') +
+        req('url_check', end=False) + batch([url(1)], ns='crawl') +
+        ns_drop('crawl', end=False) +
+        req('url_submit', end=False) + batch([url(2)], ns='crawl') +
+        req('url_check') + batch([url(1), url(2)], ns='crawl',
+                                 times=True) +
+        req('url_check') + batch([url(1), url(2)], ns='crawl') +
+        ns_drop('crawl'),
+    # A token whose role reaches one namespace only.
+    'ns-token':
+        req('url_submit', 'ns') + batch([url(1)], ns='a') +
+        req('url_submit', 'ns') + batch([url(1)]) +
+        req('url_check', 'ns') + batch([url(1)], ns='bad') +
+        ns_set('a', 2, 'ns') + ns_set('b', 2, 'ns') +
+        ns_drop('a', 'ns') + ns_drop('', 'ns') +
+        req('stats', 'ns') + req('verify', 'ns') +
+        req('doc_get', 'ns') + url(1) + more('no_op', 'ns'),
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), 'wb') as f:
