@@ -420,6 +420,11 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 	int64_t live = 0;
 	int rc;
 
+	/* take_group makes no larger group; a caller that would is wrong. */
+	for (job = list, j = 0; job != NULL; job = job->next)
+		if (++j > URLSET_GROUP_MAX_JOBS)
+			fatalx("%s: a group of more than %d jobs", __func__,
+			    URLSET_GROUP_MAX_JOBS);
 	if ((list = resolve_namespaces(us, list, ids, ttls)) == NULL)
 		return;
 	for (job = list; job != NULL; job = job->next)
