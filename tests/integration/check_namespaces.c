@@ -471,6 +471,72 @@ START_TEST(test_drop_namespace_killed_midway)
 }
 END_TEST
 
+/* In batches of at most 16 URLs (the max_batch of the test below). */
+static void
+submit_small(const struct harness *h, ProtobufCBinaryData *urls, size_t n,
+    const char *ns, uint64_t ttl)
+{
+	for (size_t at = 0; at < n; at += 16) {
+		size_t m = n - at < 16 ? n - at : 16;
+		uint64_t c[16];
+
+		counts_of(url_call(h, NDDD__V1__REQUEST__OP_URL_SUBMIT,
+		    urls + at, m, ns, ttl, false), c, m);
+		for (size_t i = 0; i < m; i++)
+			ck_assert_uint_eq(c[i], 1);
+	}
+}
+
+/*
+ * A journal's table of 16 URLs and segments of 256: the sweep forgets at
+ * most 8 URLs a step, so it reads each segment in parts, across flushes
+ * and merges; every expired URL and every URL of the dropped namespace is
+ * still forgotten exactly.
+ */
+START_TEST(test_sweep_in_small_steps)
+{
+	const uint64_t t0 = 1700000000000ULL;
+	struct harness h;
+	ProtobufCBinaryData *ttl = make_urls("short.example", 600);
+	ProtobufCBinaryData *keep = make_urls("keep.example", 200);
+	ProtobufCBinaryData *gone = make_urls("gone.example", 300);
+	Nddd__V1__Response *r;
+
+	harness_init(&h, "[server]\nmax_batch = 16\n[urls]\ncapacity = 500\n"
+	    "journal_entries = 16\nsegment_records = 256\n"
+	    "keep_expired = 0\n");
+	start_with_clock(&h, t0);
+	submit_small(&h, ttl, 600, "", 10);
+	submit_small(&h, keep, 200, "", 0);
+	submit_small(&h, gone, 300, "gone", 0);
+	set_clock(&h, t0 + 11000);
+	r = ns_call(&h, true, "gone", 0);
+	ck_assert_ptr_null(r->status);
+	ck_assert_uint_eq(r->namespace_->urls, 300);
+	nddd__v1__response__free_unpacked(r, NULL);
+	for (int i = 0; i < 600; i++) {
+		Nddd__V1__Response *sr;
+		Nddd__V1__StatsResult *st = stats_of(&h, &sr);
+		bool done = st->urls_expired == 600 && st->urls_dropping == 0;
+
+		ck_assert_uint_le(st->urls_expired, 600);
+		nddd__v1__response__free_unpacked(sr, NULL);
+		if (done)
+			break;
+		ck_assert_int_lt(i, 599);
+		usleep(50 * 1000);
+	}
+	assert_verified(&h, 200, "after the sweep");
+	for (size_t at = 0; at < 200; at += 16)
+		expect_counts(&h, NDDD__V1__REQUEST__OP_URL_CHECK, keep + at,
+		    200 - at < 16 ? 200 - at : 16, "", 1, "kept");
+	harness_cleanup(&h);
+	free_urls(ttl, 600);
+	free_urls(keep, 200);
+	free_urls(gone, 300);
+}
+END_TEST
+
 #define CRAWL_TOKEN	"crawl-a-token-0123456789"
 #define OPS_TOKEN	"ops-token-0123456789"
 #define ADMIN_TOKEN	"admin-token-0123456789"
@@ -572,6 +638,7 @@ namespaces_suite(void)
 	tcase_add_test(tc, test_drop_namespace);
 	tcase_add_test(tc, test_drop_namespace_killed_midway);
 	tcase_add_test(tc, test_tokens_limited_to_namespaces);
+	tcase_add_test(tc, test_sweep_in_small_steps);
 	suite_add_tcase(s, tc);
 	return s;
 }
