@@ -3,6 +3,7 @@
  */
 #include "statsreq.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -157,6 +158,26 @@ statsreq_run(struct op_call *call)
 	free(list);
 }
 
+/* URLs per namespace, as stats lists them (names need no escaping: they
+ * are letters, digits, '.', '_' and '-'). */
+static void
+render_namespaces(const struct req_services *svc, struct evbuffer *out)
+{
+	size_t n = 0;
+	struct urlns_info *list = urlns_list(urlset_namespaces(svc->us), &n);
+
+	if (list == NULL)
+		return;
+	evbuffer_add_printf(out, "# HELP nddd_namespace_urls URLs stored in "
+	    "each URL namespace (\"\": the default one), expired ones not yet "
+	    "reclaimed included.\n# TYPE nddd_namespace_urls gauge\n");
+	for (size_t i = 0; i < n && i < STATSREQ_NAMESPACES_MAX &&
+	    !list[i].dropping; i++)
+		evbuffer_add_printf(out, "nddd_namespace_urls{namespace=\"%s\"} "
+		    "%" PRIu64 "\n", list[i].name, list[i].urls);
+	free(list);
+}
+
 void
 statsreq_render_gauges(const struct req_services *svc,
     const struct daemon_stats *s, struct evbuffer *out)
@@ -208,6 +229,7 @@ statsreq_render_gauges(const struct req_services *svc,
 	metrics_render_value(out, "nddd_urls_dropping", "gauge",
 	    "URLs of dropped namespaces not yet forgotten.",
 	    (double)s->urls.dropping);
+	render_namespaces(svc, out);
 	metrics_render_value(out, "nddd_url_checks_filter_only_total",
 	    "counter", "URL checks answered by the filter alone.",
 	    (double)s->urls.checks_filter_only);

@@ -92,6 +92,13 @@ START_TEST(test_metrics_and_health)
 	nddd_urls_results_free(res, 3);
 	ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK, urls, 2, res, 1, 2, NULL,
 	    NULL), 0);
+	nddd_urls_results_free(res, 2);
+	/* One of them in a namespace too. */
+	ck_assert_int_eq(nddd_set_url_opts(c, &(struct nddd_url_opts){
+	    .ns = "crawl-m" }), 0);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, urls, 1, res, 1, 1, NULL,
+	    NULL), 0);
+	nddd_urls_results_free(res, 1);
 	nddd_close(c);
 
 	text = http_get(mport, "/metrics");
@@ -100,7 +107,7 @@ START_TEST(test_metrics_and_health)
 	ck_assert(strstr(text, "# TYPE nddd_request_duration_seconds "
 	    "histogram") != NULL);
 	ck_assert_double_eq(sample(text,
-	    "nddd_requests_total{op=\"url_submit\"}"), 1);
+	    "nddd_requests_total{op=\"url_submit\"}"), 2);
 	ck_assert_double_eq(sample(text,
 	    "nddd_requests_total{op=\"url_check\"}"), 2);
 	ck_assert_double_eq(sample(text,
@@ -108,14 +115,18 @@ START_TEST(test_metrics_and_health)
 	ck_assert_double_eq(sample(text,
 	    "nddd_request_duration_seconds_bucket{op=\"url_check\","
 	    "le=\"+Inf\"}"), 2);
-	ck_assert_double_eq(sample(text, "nddd_urls"), 2);
-	ck_assert_double_eq(sample(text, "nddd_filter_nonzero"), 16);
-	ck_assert_double_eq(sample(text, "nddd_url_submits_new_total"), 2);
-	/* The URL store's write path: one durable group, journaled and
+	ck_assert_double_eq(sample(text, "nddd_urls"), 3);
+	ck_assert_double_eq(sample(text,
+	    "nddd_namespace_urls{namespace=\"\"}"), 2);
+	ck_assert_double_eq(sample(text,
+	    "nddd_namespace_urls{namespace=\"crawl-m\"}"), 1);
+	ck_assert_double_eq(sample(text, "nddd_filter_nonzero"), 24);
+	ck_assert_double_eq(sample(text, "nddd_url_submits_new_total"), 3);
+	/* The URL store's write path: two durable groups, journaled and
 	 * synced, not flushed yet. */
-	ck_assert_double_eq(sample(text, "nddd_url_journal_entries"), 2);
-	ck_assert_double_eq(sample(text, "nddd_url_group_commits_total"), 1);
-	ck_assert_double_eq(sample(text, "nddd_url_journal_syncs_total"), 1);
+	ck_assert_double_eq(sample(text, "nddd_url_journal_entries"), 3);
+	ck_assert_double_eq(sample(text, "nddd_url_group_commits_total"), 2);
+	ck_assert_double_eq(sample(text, "nddd_url_journal_syncs_total"), 2);
 	ck_assert_double_eq(sample(text, "nddd_url_segments"), 0);
 	ck_assert_double_eq(sample(text, "nddd_url_merges_forced_total"), 0);
 	ck_assert_double_eq(sample(text, "nddd_url_writes_pending"), 0);
