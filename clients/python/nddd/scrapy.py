@@ -394,24 +394,24 @@ class NdddDupeFilter(BaseDupeFilter):
         decided by request_seen as if this had not been called."""
         # A request given twice is submitted once: the second time it is
         # scheduled it is a duplicate.
-        todo = list(dict.fromkeys(
+        checked = list(dict.fromkeys(
             r for r in requests
             if not r.dont_filter and r.method.upper() in self.methods))
-        if not todo or self._holding_off():
+        if not checked or self._holding_off():
             return
         self._inc("nddd/batches")
         try:
-            results = self._submit([r.url for r in todo])
+            results = self._submit([r.url for r in checked])
         except (NdddConnectionError, NdddRequestError) as e:
             results = e.results or ()
             if not self._outage(e):
                 logger.warning("nddd at %s refused a batch of %d URL(s): "
                                "%s; checking them one request at a time",
-                               self.address, len(todo), e,
+                               self.address, len(checked), e,
                                extra=self._extra())
         else:
             self._answered()
-        for request, result in zip(todo, results):
+        for request, result in zip(checked, results):
             if result is not None:
                 request.meta[META_KEY] = result
 
