@@ -528,6 +528,19 @@ urlns_dropped(struct urlns *r, uint32_t *ids, size_t max)
 	return n;
 }
 
+uint64_t
+urlns_dropping_urls(struct urlns *r)
+{
+	uint64_t sum = 0;
+
+	pthread_rwlock_rdlock(&r->lock);
+	for (size_t k = 0; k < r->n; k++)
+		if (r->e[k].dropping)
+			sum += __atomic_load_n(&r->e[k].urls, __ATOMIC_RELAXED);
+	pthread_rwlock_unlock(&r->lock);
+	return sum;
+}
+
 static int
 cmp_info(const void *a, const void *b)
 {

@@ -102,6 +102,8 @@ bool urlns_dropping(struct urlns *r, uint32_t id);
  */
 size_t urlns_dropped(struct urlns *r, uint32_t *ids, size_t max);
 
+/* Any thread: the records of dropped namespaces still there. */
+uint64_t urlns_dropping_urls(struct urlns *r);
 /*
  * Any thread: the namespaces, the default one first, then by name, then
  * the dropped ones, in a new array (caller frees) of *n; NULL when memory

@@ -497,20 +497,6 @@ urlset_add_tally(struct urlset *us, const struct urlset_tally *tally)
 	    __ATOMIC_RELAXED);
 }
 
-/* The records of dropped namespaces still there. */
-static uint64_t
-urlset_dropping(struct urlset *us)
-{
-	size_t n = 0;
-	struct urlns_info *all = urlns_list(us->ns, &n);
-	uint64_t sum = 0;
-
-	for (size_t i = 0; all != NULL && i < n; i++)
-		sum += all[i].dropping ? all[i].urls : 0;
-	free(all);
-	return sum;
-}
-
 static uint64_t
 get(const uint64_t *p)
 {
@@ -531,7 +517,7 @@ urlset_stats(struct urlset *us, struct urlset_stats *out)
 	out->submits_duplicate = get(&us->submits_duplicate);
 	out->deletes = get(&us->deletes);
 	out->expired = get(&us->expired);
-	out->dropping = urlset_dropping(us);
+	out->dropping = urlns_dropping_urls(us->ns);
 	out->journal_entries = urlmem_count(us->mem);
 	out->journal_capacity = urlmem_capacity(us->mem);
 	out->journal_bytes = get(&us->stat_journal_bytes);
