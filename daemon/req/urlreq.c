@@ -88,32 +88,42 @@ struct batch_results {
 	size_t n;
 	uint64_t *counts;
 	uint64_t *first, *last, *expires;	/* NULL: not asked for */
+	void *owned;				/* the lists, when malloc'ed */
 };
 
-/* Room in a for the answers to n items; false if memory is short. */
+/*
+ * Room for the answers to n items, all lists in one block: from arena a
+ * (a check, answered before the worker's arena is reset), or malloc'ed
+ * when a is NULL (a job, answered later in the loop).  False if memory is
+ * short.
+ */
 static bool
-results_init(struct batch_results *br, size_t n, bool with_times)
+results_init(struct batch_results *br, size_t n, bool with_times,
+    struct arena *a)
 {
+	size_t lists = with_times ? 4 : 1, len = lists * (n + 1) *
+	    sizeof(uint64_t);
+	uint64_t *p = a != NULL ? arena_alloc(a, len) : malloc(len);
+
+	memset(br, 0, sizeof(*br));
 	br->n = n;
-	br->counts = calloc(n + 1, sizeof(*br->counts));
-	br->first = br->last = br->expires = NULL;
-	if (br->counts == NULL)
+	if (p == NULL)
 		return false;
-	if (!with_times)
-		return true;
-	br->first = calloc(n + 1, sizeof(*br->first));
-	br->last = calloc(n + 1, sizeof(*br->last));
-	br->expires = calloc(n + 1, sizeof(*br->expires));
-	return br->first != NULL && br->last != NULL && br->expires != NULL;
+	memset(p, 0, len);
+	br->owned = a != NULL ? NULL : p;
+	br->counts = p;
+	if (with_times) {
+		br->first = p + (n + 1);
+		br->last = p + 2 * (n + 1);
+		br->expires = p + 3 * (n + 1);
+	}
+	return true;
 }
 
 static void
 results_free(struct batch_results *br)
 {
-	free(br->counts);
-	free(br->first);
-	free(br->last);
-	free(br->expires);
+	free(br->owned);
 }
 
 /* Item pos's answer: the URL's state. */
@@ -268,15 +278,13 @@ urlreq_check(struct op_call *call)
 		reply_store_error(r, rc);
 		return;
 	}
-	if (!results_init(&br, bk.n, batch != NULL && batch->with_times)) {
-		results_free(&br);
+	if (!results_init(&br, bk.n, batch != NULL && batch->with_times, a)) {
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < bk.nkeys; i++)
 		results_set(&br, bk.pos[i], &states[i]);
 	write_results(r, &br, bk.bad, bk.nbad);
-	results_free(&br);
 }
 
 /* A url_submit or url_delete request travelling through the URL writer. */
@@ -354,7 +362,8 @@ mutate(struct op_call *call, enum urlset_op op,
 	j->bk.valid = malloc(n * sizeof(*j->bk.valid) + 1);
 	j->bk.bad = malloc(n * sizeof(*j->bk.bad) + 1);
 	j->states = calloc(n + 1, sizeof(*j->states));
-	if (!results_init(&j->br, n, batch != NULL && batch->with_times) ||
+	if (!results_init(&j->br, n, batch != NULL && batch->with_times,
+	    NULL) ||
 	    j->bk.keys == NULL || j->bk.pos == NULL || j->bk.valid == NULL ||
 	    j->bk.bad == NULL || j->states == NULL)
 		goto nomem;
