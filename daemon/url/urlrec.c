@@ -63,6 +63,12 @@ urlrec_decode(const uint8_t in[URLREC_LEN], struct url_record *r)
 	r->st.ns = le_get32(in + 56);
 }
 
+uint64_t
+urlrec_expires_ms(const uint8_t in[URLREC_LEN])
+{
+	return le_get64(in + 48);
+}
+
 /* Items per bucket above which urlrec_sort sorts a bucket by halves: only
  * fingerprints made to share their leading bits fill one so. */
 #define URLREC_SORT_BUCKET 16

@@ -99,6 +99,8 @@ int urlrec_encode(const struct url_record *r, uint8_t out[URLREC_LEN]);
 void urlrec_decode(const uint8_t in[URLREC_LEN], struct url_record *r);
 /* A format 2 record (namespace 0, no time to live). */
 void urlrec_decode_v2(const uint8_t in[URLREC_V2_LEN], struct url_record *r);
+/* A record's expires_ms alone, for scans that need nothing else. */
+uint64_t urlrec_expires_ms(const uint8_t in[URLREC_LEN]);
 
 /*
  * Segments.  urlseg_init writes the header of a segment of n records whose

@@ -46,11 +46,10 @@ urlset_expires_s(const uint8_t *recs, size_t n)
 	uint64_t min = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		struct url_record r;
+		uint64_t e = urlrec_expires_ms(recs + i * URLREC_LEN);
 
-		urlrec_decode(recs + i * URLREC_LEN, &r);
-		if (r.st.expires_ms != 0 && (min == 0 || r.st.expires_ms < min))
-			min = r.st.expires_ms;
+		if (e != 0 && (min == 0 || e < min))
+			min = e;
 	}
 	return urlset_expires_s_of(min);
 }

@@ -316,6 +316,17 @@ make_room(struct urlset *us, size_t n)
 	return flush_if_room(us);
 }
 
+/* Creates job's namespace, or says why it cannot be. */
+static int
+create_namespace(struct urlset *us, struct urlset_job *job, uint32_t *id)
+{
+	if (urlns_full(us->ns)) {
+		job->refused = "too many namespaces (16384): drop some first";
+		return STORE_FAILED;
+	}
+	return urlns_create(us->ns, job->ns, id);
+}
+
 /*
  * The namespace id each job of a group works in (URLNS_NONE: it has none,
  * so nothing is seen in it), creating the namespaces submits name; a job
@@ -336,14 +347,7 @@ resolve_namespaces(struct urlset *us, struct urlset_job *list, uint32_t *ids,
 
 		next = job->next;
 		if (id == URLNS_NONE && job->op == URLSET_SUBMIT &&
-		    urlns_full(us->ns)) {
-			job->refused = "too many namespaces (16384): drop some "
-			    "first";
-			finish(us, job, STORE_FAILED);
-			continue;
-		}
-		if (id == URLNS_NONE && job->op == URLSET_SUBMIT &&
-		    (rc = urlns_create(us->ns, job->ns, &id)) != STORE_OK) {
+		    (rc = create_namespace(us, job, &id)) != STORE_OK) {
 			finish(us, job, rc);
 			continue;
 		}
@@ -553,11 +557,8 @@ run_namespace(struct urlset *us, struct urlset_job *job)
 
 	if (job->op == URLSET_NS_DROP)
 		rc = id == URLNS_NONE ? STORE_NOTFOUND : urlns_drop(us->ns, id);
-	else if (id == URLNS_NONE && urlns_full(us->ns)) {
-		job->refused = "too many namespaces (16384): drop some first";
-		rc = STORE_FAILED;
-	} else {
-		rc = id == URLNS_NONE ? urlns_create(us->ns, job->ns, &id) :
+	else {
+		rc = id == URLNS_NONE ? create_namespace(us, job, &id) :
 		    STORE_OK;
 		if (rc == STORE_OK)
 			rc = urlns_set_ttl(us->ns, id, job->ttl_ms);
