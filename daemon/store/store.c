@@ -28,6 +28,7 @@ static const char *const store_table_names[STORE_NTABLES] = {
 	[STORE_URL_LIVE] = "url_live",
 	[STORE_DOCS] = "docs",
 	[STORE_DOC_URLS] = "doc_urls",
+	[STORE_URL_HOSTS] = "url_hosts",
 };
 
 /* Free space below which a failed write is taken for a full disk. */
@@ -615,17 +616,17 @@ store_bytes_used(struct store *st)
 }
 
 int
-store_scan_txn(struct store_txn *txn, enum store_table t, store_scan_fn fn,
-    void *arg)
+store_scan_from(struct store_txn *txn, enum store_table t, const void *from,
+    size_t flen, store_scan_fn fn, void *arg)
 {
 	MDB_cursor *cur;
-	MDB_val k, v;
+	MDB_val k = { flen, (void *)from }, v;
 	int rc, ret = STORE_OK;
 
 	if ((rc = mdb_cursor_open(txn->txn, txn->st->dbi[t], &cur)) != 0)
 		return store_status(rc, "scan");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-	    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+	for (rc = mdb_cursor_get(cur, &k, &v, from != NULL ? MDB_SET_RANGE :
+	    MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if ((ret = fn(k.mv_data, k.mv_size, v.mv_data, v.mv_size,
 		    arg)) != 0)
 			break;
@@ -634,6 +635,13 @@ store_scan_txn(struct store_txn *txn, enum store_table t, store_scan_fn fn,
 		ret = store_status(rc, "scan");
 	mdb_cursor_close(cur);
 	return ret;
+}
+
+int
+store_scan_txn(struct store_txn *txn, enum store_table t, store_scan_fn fn,
+    void *arg)
+{
+	return store_scan_from(txn, t, NULL, 0, fn, arg);
 }
 
 int

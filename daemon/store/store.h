@@ -54,6 +54,7 @@ enum store_table {
 	STORE_URL_LIVE,		/* segment id (u32) -> its live bitmap */
 	STORE_DOCS,		/* document id -> record */
 	STORE_DOC_URLS,		/* MD5 of a document's URL -> its id */
+	STORE_URL_HOSTS,	/* URLs by namespace and host (urlhosts.h) */
 	STORE_NTABLES
 };
 
@@ -189,6 +190,9 @@ int store_scan(struct store *st, enum store_table t, store_scan_fn fn,
 /* The same within txn (a begun reader or the write transaction). */
 int store_scan_txn(struct store_txn *txn, enum store_table t,
     store_scan_fn fn, void *arg);
+/* The same from the first key at or after from[0..flen) (NULL: the first). */
+int store_scan_from(struct store_txn *txn, enum store_table t,
+    const void *from, size_t flen, store_scan_fn fn, void *arg);
 
 /* Metadata: small text values under text keys. */
 int store_meta_get(struct store_txn *txn, const char *key, char *buf,
