@@ -3,8 +3,8 @@
  *
  * Frame layout, little-endian: magic u32 ("UJF2"), entries u32, sequence
  * u64, crc32c u32 (of the entries count, the sequence and the payload),
- * reserved u32; then per entry fp[16], count u32, first u64, last u64,
- * expires u64, namespace u32.  Frames of format 2 ("UJF1") lack the last
+ * text bytes u32; then per entry fp[16], count u32, first u64, last u64,
+ * expires u64, namespace u32; then the texts (opaque here: urlhosts.h).  Frames of format 2 ("UJF1") lack the last
  * two fields (no time to live, the default namespace): a journal left by
  * the nddd before is replayed all the same.
  */
@@ -226,7 +226,8 @@ entry_decode(const uint8_t *p, size_t entry_len, struct urlmem_entry *e)
 
 int
 urljournal_replay(struct urljournal *j, uint64_t after_seq,
-    int (*fn)(const struct urlmem_entry *e, void *arg), void *arg,
+    int (*fn)(const struct urlmem_entry *e, void *arg),
+    int (*text_fn)(const uint8_t *text, size_t len, void *arg), void *arg,
     uint64_t *frames, uint64_t *entries, char **cause)
 {
 	uint8_t hdr[URLJOURNAL_FRAME_HEADER], *payload = NULL;
@@ -237,7 +238,7 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 	*cause = NULL;
 	*frames = *entries = 0;
 	for (;;) {
-		uint32_t n, magic;
+		uint32_t n, magic, text_len;
 		size_t len, entry_len;
 
 		if (off + sizeof(hdr) > j->size)
@@ -252,15 +253,17 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 		    URLJOURNAL_V2_ENTRY_LEN : URLJOURNAL_ENTRY_LEN;
 		n = le_get32(hdr + 4);
 		seq = le_get64(hdr + 8);
+		text_len = magic == URLJOURNAL_V2_MAGIC ? 0 : le_get32(hdr + 20);
 		/* The first frame may come after the one the store expects
 		 * only if the store lost commits ([store] sync = none and a
 		 * power failure): its frames are all there is. */
 		if ((magic != URLJOURNAL_MAGIC &&
 		    magic != URLJOURNAL_V2_MAGIC) ||
 		    (seq != want && (off != 0 || seq < want)) ||
-		    n > (j->size - off - sizeof(hdr)) / entry_len)
+		    n > (j->size - off - sizeof(hdr)) / entry_len ||
+		    text_len > j->size - off - sizeof(hdr) - n * entry_len)
 			break;
-		len = (size_t)n * entry_len;
+		len = (size_t)n * entry_len + text_len;
 		if (len > cap) {
 			free(payload);
 			if ((payload = malloc(len)) == NULL)
@@ -297,6 +300,15 @@ urljournal_replay(struct urljournal *j, uint64_t after_seq,
 				free(payload);
 				return -1;
 			}
+		}
+		if (text_len > 0 && text_fn(payload + (size_t)n * entry_len,
+		    text_len, arg) == -1) {
+			if (asprintf(cause, "replaying the URL journal: the "
+			    "texts of frame %llu cannot be kept",
+			    (unsigned long long)want) == -1)
+				*cause = NULL;
+			free(payload);
+			return -1;
 		}
 		(*frames)++;
 		*entries += n;
@@ -336,9 +348,9 @@ urljournal_room(const struct urljournal *j)
 
 int
 urljournal_append(struct urljournal *j, const struct urlmem_entry *e,
-    size_t n)
+    size_t n, const uint8_t *text, size_t text_len)
 {
-	size_t len = urljournal_frame_len(n);
+	size_t len = urljournal_frame_len(n) + text_len;
 	uint8_t *p;
 
 	if (len > urljournal_room(j)) {
@@ -363,12 +375,14 @@ urljournal_append(struct urljournal *j, const struct urlmem_entry *e,
 		le_put64(p + 36, e[i].st.expires_ms);
 		le_put32(p + 44, e[i].st.ns);
 	}
+	if (text_len > 0)
+		memcpy(p, text, text_len);
 	le_put32(j->buf, URLJOURNAL_MAGIC);
 	le_put32(j->buf + 4, (uint32_t)n);
 	le_put64(j->buf + 8, j->seq + 1);
 	le_put32(j->buf + 16, frame_crc(j->buf, j->buf +
 	    URLJOURNAL_FRAME_HEADER, len - URLJOURNAL_FRAME_HEADER));
-	le_put32(j->buf + 20, 0);
+	le_put32(j->buf + 20, (uint32_t)text_len);
 	if (write_all(j->fd, j->buf, len, (off_t)j->offset) == -1)
 		return -1;
 	j->offset += len;

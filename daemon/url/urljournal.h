@@ -4,9 +4,10 @@
  * directory).
  *
  * Each group of changes the URL writer applies is one frame: a header
- * (magic, number of entries, sequence number, CRC-32C of the rest) and
- * the URLs' new states (fingerprint, count, first and last seen, expiry,
- * namespace; 48 bytes each).  A durable group is acknowledged once its frame is written and
+ * (magic, number of entries, sequence number, CRC-32C of the rest, length
+ * of the texts), the URLs' new states (fingerprint, count, first and last
+ * seen, expiry, namespace; 48 bytes each), and the texts of the URLs it
+ * records as new (for the host index: urlhosts.h).  A durable group is acknowledged once its frame is written and
  * fdatasync'ed; a relaxed one once it is written (handed to the kernel).
  * When a flush has put every change into the store, recording the last
  * sequence number it holds, the journal starts again at offset 0: the
@@ -62,24 +63,26 @@ void urljournal_close(struct urljournal *j);
 
 /*
  * Replays the frames that follow the store's last one (after_seq): calls fn
- * for each entry, in order.  Afterwards the rest of the file is zeroed and
+ * for each entry, in order, and text_fn for each frame's texts, if any.  Afterwards the rest of the file is zeroed and
  * the journal appends after the last whole frame.  Returns 0, or -1 with
  * *cause (caller frees) when the file cannot be read or written, or fn
  * fails.
  */
 int urljournal_replay(struct urljournal *j, uint64_t after_seq,
-    int (*fn)(const struct urlmem_entry *e, void *arg), void *arg,
+    int (*fn)(const struct urlmem_entry *e, void *arg),
+    int (*text_fn)(const uint8_t *text, size_t len, void *arg), void *arg,
     uint64_t *frames, uint64_t *entries, char **cause);
 
 /* Bytes still free in this round. */
 size_t urljournal_room(const struct urljournal *j);
 /*
- * Writes one frame of n entries (their fp and state).  Returns 0, or
+ * Writes one frame of n entries (their fp and state) and text_len bytes of
+ * texts.  Returns 0, or
  * -1 with errno (ENOSPC: the disk is full); a failed frame is overwritten
  * by the next one.
  */
 int urljournal_append(struct urljournal *j, const struct urlmem_entry *e,
-    size_t n);
+    size_t n, const uint8_t *text, size_t text_len);
 /* fdatasync.  Returns 0, or -1 with errno. */
 int urljournal_sync(struct urljournal *j);
 /* The sequence number of the last frame written. */

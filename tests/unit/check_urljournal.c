@@ -35,7 +35,21 @@ struct log {
 	struct urlmem_entry *e;
 	size_t n, cap;
 	size_t fail_at;		/* fn fails on this entry; 0: never */
+	uint8_t text[4096];	/* the frames' texts, one after another */
+	size_t text_len;
 };
+
+static int
+collect_text(const uint8_t *text, size_t len, void *arg)
+{
+	struct log *l = arg;
+
+	if (len > sizeof(l->text) - l->text_len)
+		return -1;
+	memcpy(l->text + l->text_len, text, len);
+	l->text_len += len;
+	return 0;
+}
 
 static int
 collect(const struct urlmem_entry *e, void *arg)
@@ -113,7 +127,7 @@ append(struct urljournal *j, struct written *w, uint64_t *seed, size_t n)
 	ck_assert_uint_le(n, 512);
 	ck_assert_uint_lt(w->nframes, 256);
 	random_entries(seed, e, n);
-	if (urljournal_append(j, e, n) != 0)
+	if (urljournal_append(j, e, n, NULL, 0) != 0)
 		ck_abort_msg("append of %zu entries: %s", n, strerror(errno));
 	ck_assert_uint_eq(urljournal_room(j), room - len);
 	ck_assert_uint_eq(urljournal_last_seq(j), seq + 1);
@@ -156,9 +170,9 @@ replay(struct urljournal *j, uint64_t after_seq, struct log *l)
 	uint64_t frames = 99, entries = 99;
 	char *cause = NULL;
 
-	l->n = 0;
-	if (urljournal_replay(j, after_seq, collect, l, &frames, &entries,
-	    &cause) != 0)
+	l->n = l->text_len = 0;
+	if (urljournal_replay(j, after_seq, collect, collect_text, l, &frames,
+	    &entries, &cause) != 0)
 		ck_abort_msg("replay: %s", cause ? cause : "?");
 	ck_assert_uint_eq(entries, l->n);
 	return frames;
@@ -219,7 +233,7 @@ static void
 replay_expect(const char *dir, struct urljournal *j, uint64_t after_seq,
     const struct written *w, size_t nframes, const char *when)
 {
-	struct log l = { NULL, 0, 0, 0 };
+	struct log l = { .e = NULL };
 	uint64_t frames = replay(j, after_seq, &l);
 	size_t end = nframes > 0 ? w->frame_off[nframes - 1] +
 	    w->frame_len[nframes - 1] : 0;
@@ -267,7 +281,7 @@ static struct urljournal *
 fresh(const char *dir, uint64_t *checkpoint)
 {
 	struct urljournal *j = open_journal(dir, SIZE);
-	struct log l = { NULL, 0, 0, 0 };
+	struct log l = { .e = NULL };
 
 	ck_assert_uint_eq(urljournal_room(j), SIZE);
 	ck_assert_uint_eq(replay(j, 1000, &l), 0);
@@ -428,7 +442,7 @@ START_TEST(test_after_seq)
 		struct written w = { 0 };
 		uint64_t cp = five_frames(dir, &w, &seed);
 		struct urljournal *j = open_journal(dir, SIZE);
-		struct log l = { NULL, 0, 0, 0 };
+		struct log l = { .e = NULL };
 
 		ck_assert_uint_eq(replay(j, cp - 1, &l), 5);
 		expect_frames(&l, &w, 5, "a store that lost a commit");
@@ -721,7 +735,7 @@ START_TEST(test_no_room)
 	struct urljournal *j = open_journal(dir, size);
 	struct urlmem_entry e[64];
 	struct urljournal_stats s0, s1;
-	struct log l = { NULL, 0, 0, 0 };
+	struct log l = { .e = NULL };
 	uint64_t seq;
 
 	ck_assert_uint_eq(replay(j, 0, &l), 0);
@@ -735,9 +749,9 @@ START_TEST(test_no_room)
 	seq = urljournal_last_seq(j);
 	/* 244 bytes left: 11 entries need 552. */
 	errno = 0;
-	ck_assert_int_eq(urljournal_append(j, e, 11), -1);
+	ck_assert_int_eq(urljournal_append(j, e, 11, NULL, 0), -1);
 	ck_assert_int_eq(errno, ENOSPC);
-	ck_assert_int_eq(urljournal_append(j, e, 64), -1);
+	ck_assert_int_eq(urljournal_append(j, e, 64, NULL, 0), -1);
 	ck_assert_int_eq(errno, ENOSPC);
 	ck_assert_uint_eq(urljournal_room(j), size - 768);
 	ck_assert_uint_eq(urljournal_last_seq(j), seq);
@@ -750,7 +764,7 @@ START_TEST(test_no_room)
 	ck_assert_uint_eq(urljournal_room(j), 28);
 	append(j, &w, &seed, 0);
 	ck_assert_uint_eq(urljournal_room(j), 4);
-	ck_assert_int_eq(urljournal_append(j, e, 0), -1);
+	ck_assert_int_eq(urljournal_append(j, e, 0, NULL, 0), -1);
 	ck_assert_int_eq(errno, ENOSPC);
 	urljournal_close(j);
 	j = open_journal(dir, size);
@@ -831,7 +845,7 @@ START_TEST(test_failed_write_overwritten)
 	random_entries(&seed, e, 20);
 	saved = break_fd(fd);
 	errno = 0;
-	ck_assert_int_eq(urljournal_append(j, e, 20), -1);
+	ck_assert_int_eq(urljournal_append(j, e, 20, NULL, 0), -1);
 	ck_assert_int_eq(errno, ENOSPC);
 	mend_fd(fd, saved);
 	ck_assert_uint_eq(urljournal_room(j), room);
@@ -862,15 +876,15 @@ START_TEST(test_replay_cannot_clear)
 	struct written w = { 0 };
 	uint64_t seed = 106, cp = five_frames(dir, &w, &seed);
 	struct urljournal *j = open_journal(dir, SIZE);
-	struct log l = { NULL, 0, 0, 0 };
+	struct log l = { .e = NULL };
 	uint64_t frames, entries;
 	char *cause = NULL;
 	int fd = journal_fd(dir), saved;
 
 	/* /dev/full reads as zeros: no frame, then no room to clear. */
 	saved = break_fd(fd);
-	ck_assert_int_eq(urljournal_replay(j, cp, collect, &l, &frames,
-	    &entries, &cause), -1);
+	ck_assert_int_eq(urljournal_replay(j, cp, collect, collect_text, &l,
+	    &frames, &entries, &cause), -1);
 	mend_fd(fd, saved);
 	ck_assert_ptr_nonnull(cause);
 	free(cause);
@@ -897,7 +911,7 @@ START_TEST(test_reopen_and_extend)
 
 	j = open_journal(dir, small);
 	{
-		struct log l = { NULL, 0, 0, 0 };
+		struct log l = { .e = NULL };
 
 		ck_assert_uint_eq(replay(j, 0, &l), 0);
 		free(l.e);
@@ -971,7 +985,7 @@ START_TEST(test_reopen_smaller)
 	ck_assert_int_eq(stat(path, &sb), 0);
 	ck_assert_int_eq(sb.st_size, SIZE);
 	{
-		struct log l = { NULL, 0, 0, 0 };
+		struct log l = { .e = NULL };
 		uint64_t frames = replay(j, cp, &l);
 
 		if (frames != 10)
@@ -993,13 +1007,13 @@ START_TEST(test_replay_fn_fails)
 	struct written w = { 0 };
 	uint64_t seed = 104, cp = five_frames(dir, &w, &seed);
 	struct urljournal *j = open_journal(dir, SIZE);
-	struct log l = { NULL, 0, 0, 0 };
+	struct log l = { .e = NULL };
 	uint64_t frames, entries;
 	char *cause = NULL;
 
 	l.fail_at = w.frame_first[2] + 2;
-	ck_assert_int_eq(urljournal_replay(j, cp, collect, &l, &frames,
-	    &entries, &cause), -1);
+	ck_assert_int_eq(urljournal_replay(j, cp, collect, collect_text, &l,
+	    &frames, &entries, &cause), -1);
 	ck_assert_ptr_nonnull(cause);
 	free(cause);
 	ck_assert_uint_eq(l.n, w.frame_first[2] + 1);
@@ -1020,7 +1034,7 @@ START_TEST(test_format2_frames)
 	 * with no time to live. */
 	char *dir = tu_tmpdir();
 	struct urljournal *j;
-	struct log l = { NULL, 0, 0, 0 };
+	struct log l = { .e = NULL };
 	uint8_t f[URLJOURNAL_FRAME_HEADER + 2 * URLJOURNAL_ENTRY_LEN];
 	size_t off = 0, elen;
 	uint64_t seq = 500;
@@ -1078,7 +1092,7 @@ START_TEST(test_handmade_frames)
 	 * A count larger than the file could hold ends it. */
 	char *dir = tu_tmpdir();
 	struct urljournal *j;
-	struct log l = { NULL, 0, 0, 0 };
+	struct log l = { .e = NULL };
 	uint8_t f[URLJOURNAL_FRAME_HEADER + 2 * URLJOURNAL_ENTRY_LEN];
 	uint64_t seq = 77777;
 
