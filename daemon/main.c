@@ -354,6 +354,7 @@ open_everything(struct daemon *d)
 		.sync = d->cfg.sync == STORE_SYNC_FULL,
 		.relaxed_sync_ms = d->cfg.relaxed_sync_interval_ms,
 		.keep_expired_ms = d->cfg.keep_expired_ms,
+		.host_index = d->cfg.host_index,
 	};
 	struct auth *tokens = load_tokens(&d->cfg);
 	struct dispatch_deps deps;

@@ -150,6 +150,9 @@ static const struct key keys[] = {
 	 * how old it is for a day; then the record is reclaimed. */
 	{ "urls", "keep_expired", KEY_DURATION, F(keep_expired_ms), 0,
 	  (uint64_t)366 * 24 * 3600 * 1000, "24h" },
+	/* url_forget by host or prefix needs the URLs' texts: about 100
+	 * bytes of store per URL, and journal bytes per new URL. */
+	{ "urls", "host_index", KEY_BOOL, F(host_index), 0, 0, "yes" },
 	/* The default term hash spreads short words over all 64 bits; the
 	 * paper's plain sdbm stays for reproducing it.  Fixed per data
 	 * directory once documents are stored. */

@@ -69,6 +69,7 @@ struct config {
 	uint64_t journal_entries;	/* URLs changed between flushes */
 	uint64_t segment_records;	/* records per segment */
 	uint64_t keep_expired_ms;	/* expired URLs kept this long */
+	bool host_index;		/* URLs' texts kept by host */
 	/* [simhash] */
 	enum simhash_term_hash term_hash;
 	char *stopwords;		/* path, or "none" */

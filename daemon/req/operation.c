@@ -55,6 +55,14 @@ validate_namespace_drop(const Nddd__V1__Request *req,
 }
 
 static Nddd__V1__Code
+validate_url_forget(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)lim;
+	return urlreq_forget_validate(req->url_forget, message);
+}
+
+static Nddd__V1__Code
 validate_nothing_known(const Nddd__V1__Request *req,
     const struct request_limits *lim, const char **message)
 {
@@ -135,6 +143,13 @@ namespace_of_namespace_drop(const Nddd__V1__Request *req)
 	    name_or_default(req->namespace_drop->name) : "";
 }
 
+static const char *
+namespace_of_url_forget(const Nddd__V1__Request *req)
+{
+	return req->url_forget != NULL ?
+	    name_or_default(req->url_forget->namespace_) : "";
+}
+
 /* Documents have no namespaces: they are the default namespace's. */
 static const char *
 namespace_of_docs(const Nddd__V1__Request *req)
@@ -176,6 +191,9 @@ static const struct operation operations[] = {
 	{ "namespace_drop", NDDD__V1__REQUEST__OP_NAMESPACE_DROP, REPLY_SMALL,
 	    ROLE_ADMIN, NULL, namespace_of_namespace_drop,
 	    validate_namespace_drop, urlreq_namespace_drop },
+	{ "url_forget", NDDD__V1__REQUEST__OP_URL_FORGET, REPLY_SMALL,
+	    ROLE_ADMIN, NULL, namespace_of_url_forget, validate_url_forget,
+	    urlreq_forget },
 	/* Undecodable, or naming nothing known: who may learn that is the
 	 * same as who may do anything. */
 	{ "invalid", NDDD__V1__REQUEST__OP__NOT_SET, REPLY_SMALL,

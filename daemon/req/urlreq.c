@@ -3,14 +3,18 @@
  */
 #include "urlreq.h"
 
+#include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
 #include "clock.h"
+#include "log.h"
 #include "reply.h"
 #include "store.h"
+#include "urlhosts.h"
 
 /* One URL of a batch that failed before reaching the store. */
 struct bad_item {
@@ -27,7 +31,46 @@ struct batch_keys {
 	bool *valid;		/* per item */
 	size_t nbad;
 	struct bad_item *bad;
+	/* A submit's canonical URLs (their first URLHOSTS_TEXT_MAX bytes),
+	 * per key, for the host index; NULL when not kept. */
+	struct url_text *texts;
+	char *text_data;
+	size_t text_len, text_cap;
+	bool nomem;		/* a text found no memory: no job */
 };
+
+/* Keeps the canonical form canon[0..len) of the key just derived. */
+static int
+keep_text(struct batch_keys *bk, const char *canon, size_t len)
+{
+	if (len > URLHOSTS_TEXT_MAX)
+		len = URLHOSTS_TEXT_MAX;
+	if (bk->text_len + len > bk->text_cap) {
+		size_t cap = 2 * bk->text_cap + len + 1024;
+		char *p = realloc(bk->text_data, cap);
+
+		if (p == NULL)
+			return -1;
+		bk->text_data = p;
+		bk->text_cap = cap;
+	}
+	memcpy(bk->text_data + bk->text_len, canon, len);
+	bk->text_len += len;
+	bk->texts[bk->nkeys].len = len;
+	return 0;
+}
+
+/* Points each key's text into text_data, now that it moves no more. */
+static void
+place_texts(struct batch_keys *bk)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; i < bk->nkeys; i++) {
+		bk->texts[i].p = bk->text_data + off;
+		off += bk->texts[i].len;
+	}
+}
 
 /* The number of items of a batch (URLs or digests). */
 static size_t
@@ -214,15 +257,23 @@ derive_keys(struct urlset *us, struct url_keyer *k,
 		struct url_key *key = &bk->keys[bk->nkeys];
 		const char *cause;
 
+		const char *canon;
+		size_t clen;
+
 		if (digests)
 			urlset_key_digest(us, batch->digests.data +
 			    i * CBF_FP_LEN, key);
-		else if (urlset_key(k, (const char *)batch->urls[i].data,
-		    batch->urls[i].len, key, &cause) == -1) {
+		else if (urlset_key_canonical(k, (const char *)
+		    batch->urls[i].data, batch->urls[i].len, key, &canon,
+		    &clen, &cause) == -1) {
 			bk->valid[i] = false;
 			bk->bad[bk->nbad].pos = (uint32_t)i;
 			bk->bad[bk->nbad++].cause = cause;
 			continue;
+		} else if (bk->texts != NULL &&
+		    keep_text(bk, canon, clen) == -1) {
+			bk->nomem = true;
+			return NULL;
 		}
 		if (masked)
 			urlset_key_masked(us, &mask, key);
@@ -230,6 +281,8 @@ derive_keys(struct urlset *us, struct url_keyer *k,
 		bk->valid[i] = true;
 		bk->pos[bk->nkeys++] = (uint32_t)i;
 	}
+	if (bk->texts != NULL)
+		place_texts(bk);
 	return NULL;
 }
 
@@ -303,6 +356,8 @@ url_job_free(struct url_job *j)
 	free(j->bk.pos);
 	free(j->bk.valid);
 	free(j->bk.bad);
+	free(j->bk.texts);
+	free(j->bk.text_data);
 	results_free(&j->br);
 	free(j->states);
 	free(j);
@@ -362,6 +417,11 @@ mutate(struct op_call *call, enum urlset_op op,
 	j->bk.valid = malloc(n * sizeof(*j->bk.valid) + 1);
 	j->bk.bad = malloc(n * sizeof(*j->bk.bad) + 1);
 	j->states = calloc(n + 1, sizeof(*j->states));
+	/* New URLs' texts, for the host index; digests carry none. */
+	if (op == URLSET_SUBMIT && urlset_host_index(us) && batch != NULL &&
+	    batch->digests.len == 0 &&
+	    (j->bk.texts = calloc(n + 1, sizeof(*j->bk.texts))) == NULL)
+		goto nomem;
 	if (!results_init(&j->br, n, batch != NULL && batch->with_times,
 	    NULL) ||
 	    j->bk.keys == NULL || j->bk.pos == NULL || j->bk.valid == NULL ||
@@ -374,6 +434,8 @@ mutate(struct op_call *call, enum urlset_op op,
 		url_job_free(j);
 		return;
 	}
+	if (j->bk.nomem)
+		goto nomem;
 	if (j->bk.nkeys == 0) {
 		/* Nothing to write. */
 		write_results(call->reply, &j->br, j->bk.bad, j->bk.nbad);
@@ -386,6 +448,8 @@ mutate(struct op_call *call, enum urlset_op op,
 	j->uj.ttl_ms = batch->ttl_seconds * 1000;
 	j->uj.keys = j->bk.keys;
 	j->uj.n = j->bk.nkeys;
+	j->uj.texts = j->bk.texts;
+	j->uj.text_bytes = j->bk.text_len;
 	j->uj.states = j->states;
 	j->uj.done = url_job_done;
 	reply_move(&j->reply, call->reply);
@@ -489,4 +553,145 @@ urlreq_namespace_drop(struct op_call *call)
 	const Nddd__V1__NamespaceDrop *ns = call->req->namespace_drop;
 
 	namespace_job(call, URLSET_NS_DROP, ns != NULL ? ns->name : "", 0);
+}
+
+Nddd__V1__Code
+urlreq_forget_validate(const Nddd__V1__UrlForget *f, const char **message)
+{
+	bool host = f != NULL && f->host != NULL && f->host[0] != '\0';
+	bool prefix = f != NULL && f->prefix.len > 0;
+	Nddd__V1__Code code;
+
+	if (host == prefix) {
+		*message = "url_forget names a host or a prefix, one of them";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	if ((code = check_namespace(f->namespace_, 0, message)) !=
+	    NDDD__V1__CODE__OK)
+		return code;
+	if (prefix && f->subdomains) {
+		*message = "subdomains goes with a host, not a prefix";
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	}
+	if (host) {
+		size_t len = strlen(f->host);
+		const char *h;
+		size_t hlen;
+		char url[URLHOSTS_HOST_MAX + 16];
+
+		/* A host is what a canonical URL carries between "//" and
+		 * its port or path, and nothing else. */
+		for (size_t i = 0; i < len; i++)
+			if ((unsigned char)f->host[i] <= ' ' ||
+			    (unsigned char)f->host[i] >= 0x7f) {
+				*message = "a host has no spaces, control "
+				    "bytes or bytes above ASCII (use its "
+				    "punycode form)";
+				return NDDD__V1__CODE__INVALID_ARGUMENT;
+			}
+		if (len > URLHOSTS_HOST_MAX) {
+			*message = "a host is at most 253 bytes";
+			return NDDD__V1__CODE__INVALID_ARGUMENT;
+		}
+		snprintf(url, sizeof(url), "http://%s/", f->host);
+		if (!urlhosts_url_host(url, strlen(url), &h, &hlen) ||
+		    hlen != len || strchr(f->host, '@') != NULL) {
+			*message = "a host is a name or an IP address, without "
+			    "scheme, user, port or path";
+			return NDDD__V1__CODE__INVALID_ARGUMENT;
+		}
+	}
+	return NDDD__V1__CODE__OK;
+}
+
+/* A url_forget travelling through the URL writer. */
+struct forget_job {
+	struct urlset_job uj;
+	struct reply reply;
+	struct urlset_forget f;
+	char host[URLHOSTS_HOST_MAX + 1];
+	char prefix[URLHOSTS_TEXT_MAX + 1];
+};
+
+static void
+forget_job_done(struct urlset_job *uj)
+{
+	struct forget_job *j = (struct forget_job *)uj;
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__UrlForgetResult res = NDDD__V1__URL_FORGET_RESULT__INIT;
+
+	if (uj->status == STORE_OK) {
+		res.forgotten = j->f.forgotten;
+		res.complete = j->f.complete;
+		resp.id = j->reply.id;
+		resp.result_case = NDDD__V1__RESPONSE__RESULT_FORGET;
+		resp.forget = &res;
+		reply_message(&j->reply, &resp.base);
+	} else {
+		if (j->f.forgotten > 0)
+			log_warnx("url_forget: %" PRIu64 " URLs forgotten "
+			    "before it failed: %s", j->f.forgotten,
+			    store_strstatus(uj->status));
+		reply_store_error(&j->reply, uj->status);
+	}
+	reply_finish(&j->reply);
+	free(j);
+}
+
+void
+urlreq_forget(struct op_call *call)
+{
+	const Nddd__V1__UrlForget *f = call->req->url_forget;
+	struct forget_job *j;
+
+	if (!urlset_host_index(call->svc->us)) {
+		reply_error(call->reply, NDDD__V1__CODE__FAILED_PRECONDITION,
+		    "the server keeps no host index ([urls] host_index = no)");
+		return;
+	}
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		return;
+	}
+	if (f->host != NULL && f->host[0] != '\0') {
+		/* Canonical hosts are in lower case. */
+		for (size_t i = 0; f->host[i] != '\0'; i++)
+			j->host[i] = (char)tolower((unsigned char)f->host[i]);
+		j->f.host = j->host;
+		j->f.hlen = strlen(j->host);
+		j->f.subdomains = f->subdomains;
+	} else {
+		struct url_key key;
+		const char *canon, *cause;
+		uint8_t range[URLHOSTS_KEY_MAX];
+		size_t clen;
+
+		if (urlset_key_canonical(call->ctx->keyer, (const char *)
+		    f->prefix.data, f->prefix.len, &key, &canon, &clen,
+		    &cause) == -1) {
+			reply_error(call->reply,
+			    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+			free(j);
+			return;
+		}
+		if (urlhosts_url_prefix(0, canon, clen, range) == 0) {
+			reply_error(call->reply,
+			    NDDD__V1__CODE__INVALID_ARGUMENT, "a prefix is at "
+			    "most 490 bytes with its host, as the host index "
+			    "keeps URLs, and a host at most 253");
+			free(j);
+			return;
+		}
+		memcpy(j->prefix, canon, clen);
+		j->f.prefix = j->prefix;
+		j->f.plen = clen;
+	}
+	j->uj.op = URLSET_FORGET;
+	snprintf(j->uj.ns, sizeof(j->uj.ns), "%s", f->namespace_ != NULL ?
+	    f->namespace_ : "");
+	j->uj.forget = &j->f;
+	j->uj.done = forget_job_done;
+	reply_move(&j->reply, call->reply);
+	urlset_submit_job(call->svc->us, &j->uj);
 }

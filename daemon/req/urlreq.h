@@ -1,6 +1,7 @@
 /*
  * urlreq: the URL operations of the protocol (url_submit, url_check,
- * url_delete; namespace_set and namespace_drop) on top of urlset.
+ * url_delete, url_forget; namespace_set and namespace_drop) on top of
+ * urlset.
  *
  * A batch names its URLs, or their digests made by the client with the
  * server's canonicalization (refused whole if it names another).  Each URL
@@ -37,11 +38,20 @@ Nddd__V1__Code urlreq_validate(const Nddd__V1__UrlBatch *batch,
 Nddd__V1__Code urlreq_namespace_validate(const char *name,
     uint64_t ttl_seconds, bool drop, const char **message);
 
+/*
+ * OK, or INVALID_ARGUMENT and a static *message for a url_forget that
+ * names neither or both of a host and a prefix, a host that cannot be
+ * one, subdomains with a prefix, or a bad namespace name.
+ */
+Nddd__V1__Code urlreq_forget_validate(const Nddd__V1__UrlForget *f,
+    const char **message);
+
 /* The operations' handlers (operation.h). */
 void urlreq_check(struct op_call *call);
 void urlreq_submit(struct op_call *call);
 void urlreq_delete(struct op_call *call);
 void urlreq_namespace_set(struct op_call *call);
 void urlreq_namespace_drop(struct op_call *call);
+void urlreq_forget(struct op_call *call);
 
 #endif

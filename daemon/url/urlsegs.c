@@ -314,7 +314,8 @@ urlset_flush(struct urlset *us, bool checkpoint)
 		goto out;
 	if ((rc = write_segments(us, txn, recs, nrec, &ids, seg, slot,
 	    &bytes)) != STORE_OK ||
-	    (rc = clear_bits(txn, dead, ndead, &bytes)) != STORE_OK)
+	    (rc = clear_bits(txn, dead, ndead, &bytes)) != STORE_OK ||
+	    (rc = urlset_texts_put(us, txn)) != STORE_OK)
 		goto abort;
 	if (checkpoint) {
 		snprintf(seq, sizeof(seq), "%" PRIu64,
@@ -341,6 +342,7 @@ urlset_flush(struct urlset *us, bool checkpoint)
 	}
 
 	/* Committed: memory follows. */
+	urlset_texts_flushed(us);
 	for (size_t i = 0, r = 0; i < c.n; i++) {
 		const struct urlmem_entry *e = &c.e[i];
 		int ok = 0;

@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "urlhosts.h"
 #include "urlset_impl.h"
 
 /* Counters per URL of capacity: 10 bytes of filter per URL (DESIGN 3). */
@@ -121,7 +122,9 @@ urlset_metadata(struct urlset *us, const struct urlset_options *opts,
 			return -1;
 		}
 	}
-	if (*format == 0) {
+	/* Format 4 added only the host index (urlhosts.h): a store of
+	 * format 3 is one already, whose URLs the index lacks. */
+	if (*format == 0 || *format == 3) {
 		snprintf(buf, sizeof(buf), "%d", URLSET_FORMAT);
 		if ((rc = store_meta_put(txn, "urls.format", buf)) != STORE_OK)
 			goto store_err;
@@ -232,8 +235,8 @@ urlset_replay(struct urlset *us, char **cause)
 
 	if (read_checkpoint(us, &checkpoint, cause) == -1)
 		return -1;
-	if (urljournal_replay(us->journal, checkpoint, replay_one, us, &frames,
-	    &entries, cause) == -1)
+	if (urljournal_replay(us->journal, checkpoint, replay_one,
+	    urlset_texts_replay, us, &frames, &entries, cause) == -1)
 		return -1;
 	if (frames == 0)
 		return 0;
@@ -268,7 +271,7 @@ urlset_open(struct store *st, const char *dir,
 {
 	struct urlset *us;
 	size_t entries;
-	int format;
+	int format, rc;
 	double t0;
 
 	*cause = NULL;
@@ -280,6 +283,7 @@ urlset_open(struct store *st, const char *dir,
 	us->sync = opts->sync;
 	us->relaxed_sync_ms = opts->relaxed_sync_ms;
 	us->keep_expired_ms = opts->keep_expired_ms;
+	us->host_index = opts->host_index;
 	us->seg_records = opts->segment_records ? opts->segment_records :
 	    URLSEG_MAX;
 	if (us->seg_records > URLSEG_MAX)
@@ -310,8 +314,9 @@ urlset_open(struct store *st, const char *dir,
 		goto err;
 	}
 	/* Room for a round's frames: entries URLs, changed in groups of up to
-	 * as many. */
+	 * as many, and as many texts at their longest. */
 	if ((us->journal = urljournal_open(dir, 2 * urljournal_frame_len(
+	    entries) + urlset_texts_bound(us, entries * URLHOSTS_TEXT_MAX,
 	    entries), cause)) == NULL)
 		goto err;
 	if ((format == 1 || format == 2) &&
@@ -327,6 +332,10 @@ urlset_open(struct store *st, const char *dir,
 	    "%" PRIu64 " segments in %.3f s (%" PRIu64 " of %" PRIu64
 	    " counters non-zero)", __func__, us->live, us->seg_count,
 	    now_seconds() - t0, cbf_stat_nonzero(us->filter), us->m);
+	if ((rc = urlset_hosts_open(us, format)) != STORE_OK) {
+		set_cause(cause, rc, "host index");
+		goto err;
+	}
 	if (urlset_replay(us, cause) == -1)
 		goto err;
 	if (us->live > opts->capacity)
@@ -356,6 +365,7 @@ urlset_free(struct urlset *us)
 	urlns_free(us->ns);
 	free(us->dir);
 	free(us->free_ids);
+	free(us->texts);
 	pthread_cond_destroy(&us->cond);
 	pthread_mutex_destroy(&us->lock);
 	pthread_mutex_destroy(&us->readers_lock);
@@ -479,6 +489,12 @@ struct urlns *
 urlset_namespaces(struct urlset *us)
 {
 	return us->ns;
+}
+
+bool
+urlset_host_index(const struct urlset *us)
+{
+	return us->host_index;
 }
 
 void

@@ -58,7 +58,7 @@
 #include "urlrec.h"
 
 /* The version of the store format this code writes (meta urls.format). */
-#define URLSET_FORMAT		3
+#define URLSET_FORMAT		4
 /* The longest time to live: 100 years. */
 #define URLSET_TTL_MAX_MS	(3155760000ULL * 1000)
 
@@ -91,6 +91,8 @@ struct urlset_options {
 	uint64_t keep_expired_ms;	/* an expired URL's record is kept
 					   this long (checks tell its times),
 					   then reclaimed */
+	bool host_index;		/* keep the URLs' texts by host, for
+					   url_forget (urlhosts.h) */
 };
 
 struct urlset_stats {
@@ -212,6 +214,8 @@ void urlset_key_masked(const struct urlset *us,
 
 /* The namespaces. */
 struct urlns *urlset_namespaces(struct urlset *us);
+/* Whether the set keeps the host index, which url_forget needs. */
+bool urlset_host_index(const struct urlset *us);
 /* Hints the CPU to fetch key's filter counters ahead of a check. */
 void urlset_prefetch(const struct urlset *us, const struct url_key *key);
 
@@ -243,6 +247,25 @@ enum urlset_op {
 	URLSET_RECLAIM,		/* the writer's own: forget keys whose time
 				   to live passed or whose namespace was
 				   dropped */
+	URLSET_FORGET,		/* forget ns's URLs of a host or prefix */
+};
+
+/* A URL's canonical form, for the host index. */
+struct url_text {
+	const char *p;			/* NULL: none (a digest) */
+	size_t len;
+};
+
+/* What URLSET_FORGET forgets, and how many it did. */
+struct urlset_forget {
+	const char *host;		/* a host, or NULL */
+	size_t hlen;
+	bool subdomains;		/* ... and the hosts under it */
+	const char *prefix;		/* or a canonical URL prefix */
+	size_t plen;
+	uint64_t forgotten;		/* records deleted */
+	bool complete;			/* false: the store holds URLs the
+					   index never saw */
 };
 
 struct urlset_verify {
@@ -260,8 +283,10 @@ struct urlset_verify {
  * and states alive, and gets the job back through done, in the loop
  * thread, with status set (STORE_OK, or why the whole job failed: then no
  * change was made; STORE_NOTFOUND: no such namespace to drop; refused set:
- * a limit of the set's own, such as URLNS_MAX namespaces).  Jobs of one connection are
- * applied in the order submitted.
+ * a limit of the set's own, such as URLNS_MAX namespaces; a URLSET_FORGET
+ * that fails midway keeps what it forgot, and says how much).  Jobs of one
+ * connection are applied in the order submitted.  Jobs the writer makes
+ * itself have no done.
  */
 struct urlset_job {
 	enum urlset_op op;
@@ -271,6 +296,9 @@ struct urlset_job {
 					   URLSET_NS_SET: the default */
 	const struct url_key *keys;	/* in namespace ns */
 	size_t n;
+	const struct url_text *texts;	/* submit: the keys' URLs, or NULL */
+	size_t text_bytes;		/* the sum of their lengths */
+	struct urlset_forget *forget;	/* URLSET_FORGET's */
 	struct url_state *states;
 	struct urlset_verify *verify;	/* URLSET_VERIFY's findings */
 	struct urlns_info *info;	/* URLSET_NS_SET's and _DROP's */

@@ -8,6 +8,8 @@
  *   urlsegs.c     the segments in the store: flush, merge, rebuild, verify
  *   urlsweep.c    forgetting in the background: expired records, and
  *                 those of dropped namespaces
+ *   urlforget.c   the host index: the texts into the store with each
+ *                 flush, forgetting by host or prefix
  *   urlmigrate.c  the upgrades from formats 1 and 2
  *
  * Ownership.  Fields under "writer" belong to the URL writer thread once it
@@ -89,6 +91,9 @@ struct urlset {
 	bool sync;
 	uint64_t relaxed_sync_ms;
 	uint64_t keep_expired_ms;
+	bool host_index;
+	bool hosts_partial;		/* the store holds URLs the index never
+					   saw (meta urls.hosts_partial) */
 
 	/* The writer thread and its queue (lock guards the queue, stopping
 	 * and pending; the writer waits on cond). */
@@ -108,6 +113,10 @@ struct urlset {
 	uint32_t *stage_map;		/* fingerprint -> stage index + 1 */
 	size_t stage_map_mask;
 	struct urlmem_entry *frame;	/* the group's journal frame */
+	uint8_t *texts;			/* the texts of this round's new URLs
+					   (urlhosts.h records), not yet in
+					   the index; the group's last */
+	size_t texts_len, texts_cap;
 	uint32_t *lookup_which;
 	struct url_found *lookup_found;
 	uint32_t *lookup_retry;
@@ -239,6 +248,32 @@ bool urlset_sweep_step(struct urlset *us, bool idle);
  * late); and for the records recs[0..n). */
 uint32_t urlset_expires_s_of(uint64_t min_ms);
 uint32_t urlset_expires_s(const uint8_t *recs, size_t n);
+
+/* urlforget.c.  Reads, or records, whether the store holds URLs the index
+ * never saw (stored by a format before 4, or with host_index off); after
+ * the rebuild, format being the store's before opening.  A store status. */
+int urlset_hosts_open(struct urlset *us, int format);
+/* Makes room for a group's texts: its jobs' text_bytes and
+ * n records; -1 if memory is short. */
+int urlset_texts_reserve(struct urlset *us, size_t text_bytes, size_t n);
+/* The bytes a group of n URLs and text_bytes of texts adds to the journal's
+ * frame, at most. */
+size_t urlset_texts_bound(const struct urlset *us, size_t text_bytes,
+    size_t n);
+/* Adds the text of a URL a group records as new (room reserved). */
+void urlset_text_add(struct urlset *us, uint32_t ns,
+    const uint8_t fp[CBF_FP_LEN], const struct url_text *t);
+/* Adds the texts of a replayed frame.  -1 if memory is short. */
+int urlset_texts_replay(const uint8_t *text, size_t len, void *arg);
+/* Puts the round's texts in the index, in txn (a flush's); once committed,
+ * urlset_texts_flushed. */
+int urlset_texts_put(struct urlset *us, struct store_txn *txn);
+void urlset_texts_flushed(struct urlset *us);
+/* Writer: carries out a URLSET_FORGET job; a store status. */
+int urlset_forget(struct urlset *us, struct urlset_job *job);
+/* Writer: removes dropped namespace id's entries, a few at a time; *done
+ * once none is left. */
+int urlset_hosts_drop(struct urlset *us, uint32_t id, bool *done);
 
 /* urlmigrate.c: upgrades a format 1 store to segments, in transactions of
  * urlset_migrate_batch records; a format 2 store's segments to format 3,

@@ -78,8 +78,8 @@ static void
 finish(struct urlset *us, struct urlset_job *job, int status)
 {
 	job->status = status;
-	if (job->op == URLSET_RECLAIM)
-		return;
+	if (job->done == NULL)
+		return;		/* the writer's own */
 	if (us->mb != NULL)
 		mailbox_post(us->mb, &job->msg);
 	else
@@ -306,12 +306,15 @@ flush_if_room(struct urlset *us)
 	return room_tried(us, urlset_flush(us, true));
 }
 
-/* Makes room in the journal's table and file for a group of n URLs. */
+/* Makes room in the journal's table and file for a group of n URLs, text_n
+ * of them with text_bytes of texts. */
 static int
-make_room(struct urlset *us, size_t n)
+make_room(struct urlset *us, size_t n, size_t text_bytes, size_t text_n)
 {
 	if (urlmem_count(us->mem) + n <= urlmem_capacity(us->mem) &&
-	    urljournal_frame_len(n) <= urljournal_room(us->journal))
+	    urljournal_frame_len(n) + urlset_texts_bound(us, text_bytes,
+	    text_n) <=
+	    urljournal_room(us->journal))
 		return STORE_OK;
 	return flush_if_room(us);
 }
@@ -405,6 +408,9 @@ stage_job(struct urlset *us, struct urlset_job *job, uint32_t ns,
 				st->first_seen_ms = st->last_seen_ms = now;
 				st->expires_ms = ttl_ms != 0 ? now + ttl_ms : 0;
 				(*added)++;
+				if (job->texts != NULL)
+					urlset_text_add(us, ns, e->key.fp,
+					    &job->texts[i]);
 			}
 			job->states[i] = *st;
 			break;
@@ -419,7 +425,8 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 	uint64_t now = clock_wall_ms(), added = 0, dup = 0, deleted = 0;
 	uint64_t expired = 0, ttls[URLSET_GROUP_MAX_JOBS];
 	uint32_t ids[URLSET_GROUP_MAX_JOBS];
-	size_t nkeys = 0, nframe = 0, j;
+	size_t nkeys = 0, nframe = 0, text_bytes = 0, text_keys = 0;
+	size_t texts_at, j;
 	bool durable = list->durability == URLSET_DURABLE;
 	int64_t live = 0;
 	int rc;
@@ -431,13 +438,20 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 			    URLSET_GROUP_MAX_JOBS);
 	if ((list = resolve_namespaces(us, list, ids, ttls)) == NULL)
 		return;
-	for (job = list; job != NULL; job = job->next)
+	for (job = list; job != NULL; job = job->next) {
 		nkeys += job->n;
-	if ((rc = make_room(us, nkeys)) != STORE_OK) {
+		if (job->texts != NULL) {
+			text_bytes += job->text_bytes;
+			text_keys += job->n;
+		}
+	}
+	if ((rc = make_room(us, nkeys, text_bytes, text_keys)) != STORE_OK) {
 		finish_all(us, list, rc);
 		return;
 	}
-	if (stage_reserve(us, nkeys) == -1) {
+	texts_at = us->texts_len;
+	if (stage_reserve(us, nkeys) == -1 ||
+	    urlset_texts_reserve(us, text_bytes, text_keys) == -1) {
 		finish_all(us, list, STORE_FAILED);
 		return;
 	}
@@ -470,7 +484,10 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		us->frame[nframe++].st = e->cur;
 	}
 	if (nframe > 0) {
-		if (urljournal_append(us->journal, us->frame, nframe) == -1) {
+		if (urljournal_append(us->journal, us->frame, nframe,
+		    us->texts_len > texts_at ? us->texts + texts_at : NULL,
+		    us->texts_len - texts_at) == -1) {
+			us->texts_len = texts_at;
 			/* Only where writing in place takes new blocks (a
 			 * copy-on-write file system): the store logs it. */
 			if (errno == ENOSPC || errno == EDQUOT) {
@@ -755,6 +772,9 @@ writer_main(void *arg)
 		case URLSET_NS_SET:
 		case URLSET_NS_DROP:
 			run_namespace(us, list);
+			break;
+		case URLSET_FORGET:
+			finish(us, list, urlset_forget(us, list));
 			break;
 		default:
 			urlset_apply_group(us, list);

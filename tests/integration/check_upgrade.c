@@ -288,7 +288,7 @@ START_TEST(test_newer_format_is_refused)
 	st = store_open(&so, &cause);
 	ck_assert_msg(st != NULL, "%s", cause);
 	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
-	ck_assert_int_eq(store_meta_put(txn, "urls.format", "4"), STORE_OK);
+	ck_assert_int_eq(store_meta_put(txn, "urls.format", "5"), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	store_close(st);
 	snprintf(path, sizeof(path), "%s/data.mdb", h.data_dir);
@@ -296,7 +296,7 @@ START_TEST(test_newer_format_is_refused)
 	ck_assert_ptr_nonnull(before);
 
 	ck_assert_int_eq(harness_start_failing(&h, &output), 1);
-	ck_assert_msg(output != NULL && strstr(output, "format 4") != NULL &&
+	ck_assert_msg(output != NULL && strstr(output, "format 5") != NULL &&
 	    strstr(output, "nothing was changed") != NULL, "%s",
 	    output ? output : "(no output)");
 	after = tu_read_file(path, &alen);

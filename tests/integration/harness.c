@@ -182,6 +182,9 @@ harness_stop(struct harness *h)
 	kill(h->pid, SIGTERM);
 	ck_assert_int_eq(waitpid(h->pid, &status, 0), h->pid);
 	h->pid = 0;
+	/* A stop that fails says why. */
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		print_log(h);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

@@ -310,11 +310,13 @@ START_TEST(test_unknown_field_flood_refused)
 	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
 	req.url_check = &batch;
 	head = nddd__v1__request__pack(&req, buf);
-	for (size_t i = head; i + 1 < len; i += 2) {
-		buf[i] = 14 << 3;
-		buf[i + 1] = 0;
+	/* Field 16 (a varint): its tag takes two bytes, then its value. */
+	for (size_t i = head; i + 2 < len; i += 3) {
+		buf[i] = 0x80;
+		buf[i + 1] = 0x01;
+		buf[i + 2] = 0;
 	}
-	len -= (len - head) % 2;
+	len -= (len - head) % 3;
 	arena_init(&a, 64 * 1024);
 	ck_assert_int_eq(request_decode(&a, buf, len, &lim, &got, &msg),
 	    NDDD__V1__CODE__RESOURCE_EXHAUSTED);
@@ -322,7 +324,7 @@ START_TEST(test_unknown_field_flood_refused)
 	ck_assert(a.handed_out <= request_decode_budget(len, &lim));
 	/* A few unknown fields (a newer client's) are fine. */
 	arena_reset(&a);
-	ck_assert_int_eq(request_decode(&a, buf, head + 200, &lim, &got,
+	ck_assert_int_eq(request_decode(&a, buf, head + 201, &lim, &got,
 	    &msg), NDDD__V1__CODE__OK);
 	ck_assert_uint_eq(got->id, 5);
 	arena_release(&a);

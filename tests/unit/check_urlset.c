@@ -447,7 +447,7 @@ START_TEST(test_newer_format_is_refused_unchanged)
 	urlset_free(fx.us);
 	fx.us = NULL;
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
-	ck_assert_int_eq(store_meta_put(txn, "urls.format", "4"), STORE_OK);
+	ck_assert_int_eq(store_meta_put(txn, "urls.format", "5"), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	store_close(fx.st);
 	fx.st = NULL;
@@ -455,7 +455,7 @@ START_TEST(test_newer_format_is_refused_unchanged)
 	ck_assert_ptr_nonnull(before);
 	open_set(&fx, &cause);
 	ck_assert_ptr_null(fx.us);
-	ck_assert_msg(strstr(cause, "format 4") != NULL &&
+	ck_assert_msg(strstr(cause, "format 5") != NULL &&
 	    strstr(cause, "nothing was changed") != NULL, "%s", cause);
 	free(cause);
 	drop_set(&fx);
