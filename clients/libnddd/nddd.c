@@ -652,6 +652,50 @@ nddd_send_namespace_drop(nddd_client *c, const char *name, uint64_t *id)
 	return queue_request(c, &req, id);
 }
 
+/* The namespace and the request of a url_forget; m holds the rest. */
+static int
+send_forget(nddd_client *c, const char *ns, Nddd__V1__UrlForget *m,
+    uint64_t *id)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+
+	if (ns != NULL) {
+		if (check_ns_and_ttl(c, ns, 0) == -1)
+			return -1;
+		m->namespace_ = (char *)ns;
+	}
+	req.op_case = NDDD__V1__REQUEST__OP_URL_FORGET;
+	req.url_forget = m;
+	return queue_request(c, &req, id);
+}
+
+int
+nddd_send_url_forget_host(nddd_client *c, const char *ns, const char *host,
+    int subdomains, uint64_t *id)
+{
+	Nddd__V1__UrlForget m = NDDD__V1__URL_FORGET__INIT;
+
+	/* Neither a host nor a prefix: the daemon would refuse it. */
+	if (host == NULL || host[0] == '\0')
+		return fail(c, "url_forget: an empty host");
+	m.host = (char *)host;
+	m.subdomains = subdomains != 0;
+	return send_forget(c, ns, &m, id);
+}
+
+int
+nddd_send_url_forget_prefix(nddd_client *c, const char *ns,
+    const char *prefix, size_t len, uint64_t *id)
+{
+	Nddd__V1__UrlForget m = NDDD__V1__URL_FORGET__INIT;
+
+	if (prefix == NULL || len == 0)
+		return fail(c, "url_forget: an empty prefix");
+	m.prefix.data = (uint8_t *)prefix;
+	m.prefix.len = len;
+	return send_forget(c, ns, &m, id);
+}
+
 int
 nddd_send_doc_submit(nddd_client *c, const char *url, size_t url_len,
     const void *body, size_t body_len, enum nddd_doc_format format,
@@ -1162,6 +1206,10 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 		r->kind = NDDD_REPLY_NAMESPACE;
 		if (copy_namespaces(r, &resp->namespace_, 1) == -1)
 			goto oom;
+		return r;
+	case NDDD__V1__RESPONSE__RESULT_FORGET:
+		r->kind = NDDD_REPLY_FORGET;
+		r->forgotten = resp->forget->forgotten;
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_DOC:
 		r->kind = NDDD_REPLY_DOC;
@@ -1687,6 +1735,54 @@ nddd_verify(nddd_client *c, struct nddd_verify *out)
 	*out = r->verify;
 	nddd_reply_free(r);
 	return 0;
+}
+
+/*
+ * Waits for the reply to the url_forget id (sent: what sending it
+ * returned) and takes its count.
+ */
+static int
+forget_finish(nddd_client *c, int sent, uint64_t id, uint64_t *forgotten)
+{
+	struct nddd_reply *r;
+
+	if (sent == -1 || (r = nddd_call(c, id)) == NULL)
+		return -1;
+	if (r->kind != NDDD_REPLY_FORGET) {
+		if (r->kind == NDDD_REPLY_ERROR)
+			fail(c, "url_forget refused: %s: %s",
+			    nddd_code_name(r->code),
+			    r->message ? r->message : "");
+		else
+			fail(c, "url_forget: the reply has no count");
+		nddd_reply_free(r);
+		return -1;
+	}
+	*forgotten = r->forgotten;
+	nddd_reply_free(r);
+	return 0;
+}
+
+int
+nddd_url_forget_host(nddd_client *c, const char *ns, const char *host,
+    int subdomains, uint64_t *forgotten)
+{
+	uint64_t id = 0;
+	int sent;
+
+	sent = nddd_send_url_forget_host(c, ns, host, subdomains, &id);
+	return forget_finish(c, sent, id, forgotten);
+}
+
+int
+nddd_url_forget_prefix(nddd_client *c, const char *ns, const char *prefix,
+    size_t len, uint64_t *forgotten)
+{
+	uint64_t id = 0;
+	int sent;
+
+	sent = nddd_send_url_forget_prefix(c, ns, prefix, len, &id);
+	return forget_finish(c, sent, id, forgotten);
 }
 
 int

@@ -253,6 +253,7 @@ enum nddd_reply_kind {
 	NDDD_REPLY_DOC_DELETE,
 	NDDD_REPLY_DOCS,	/* doc batch */
 	NDDD_REPLY_NAMESPACE,	/* namespace_set, namespace_drop */
+	NDDD_REPLY_FORGET,	/* url_forget */
 };
 
 struct nddd_reply {
@@ -275,6 +276,7 @@ struct nddd_reply {
 	 * NDDD_REPLY_NAMESPACE: the one set or dropped. */
 	size_t nnamespaces;
 	struct nddd_namespace *namespaces;
+	uint64_t forgotten;		/* NDDD_REPLY_FORGET: URLs deleted */
 };
 
 /* How to connect; zero values are the defaults. */
@@ -357,6 +359,32 @@ int nddd_send_namespace_set(nddd_client *c, const char *name,
     uint64_t default_ttl_seconds, uint64_t *id);
 int nddd_send_namespace_drop(nddd_client *c, const char *name,
     uint64_t *id);
+
+/*
+ * Forgets URLs by host or by prefix (admin) in the namespace ns (NULL or
+ * "": the default one), answered by a NDDD_REPLY_FORGET whose forgotten
+ * counts the URLs deleted, once the deletions are durable.  Deletions are
+ * exact, filter counters included.
+ *
+ * nddd_send_url_forget_host forgets every URL of host, a host name as
+ * canonical URLs carry it (lower case, no port), whatever its scheme or
+ * port; with subdomains, those of every host under it too ("example.com"
+ * takes "www.example.com", never "badexample.com").
+ * nddd_send_url_forget_prefix forgets every URL whose canonical form
+ * begins with prefix[0..len), a URL the daemon canonicalizes as it does a
+ * submitted one (a prefix that is not a URL it takes is INVALID_ARGUMENT).
+ *
+ * The daemon finds the URLs in an index of the canonical text of the URLs
+ * submitted as text: URLs submitted as digests, and URLs stored by a
+ * daemon before that index existed, are not found; a daemon whose
+ * [urls] host_index is off keeps no such index and refuses the request.
+ * An unknown namespace answers 0.  A namespace name that is not valid, an
+ * empty host or prefix: -1, nothing sent, the connection still usable.
+ */
+int nddd_send_url_forget_host(nddd_client *c, const char *ns,
+    const char *host, int subdomains, uint64_t *id);
+int nddd_send_url_forget_prefix(nddd_client *c, const char *ns,
+    const char *prefix, size_t len, uint64_t *id);
 
 /*
  * Queues a batch of n URL digests (NDDD_DIGEST_LEN bytes each, concatenated
@@ -489,6 +517,17 @@ int nddd_use_digests(nddd_client *c, int on, char **err);
 int nddd_stats(nddd_client *c, struct nddd_stats *out);
 /* Verification, in one call (admin).  It reads the whole store. */
 int nddd_verify(nddd_client *c, struct nddd_verify *out);
+/*
+ * nddd_send_url_forget_host and nddd_send_url_forget_prefix in one call,
+ * the number of URLs deleted in *forgotten.  Returns -1 when the request
+ * cannot be sent or is refused, nddd_errstr saying why (a refusal with
+ * its code's name: "url_forget refused: PERMISSION_DENIED: ...").  As
+ * with nddd_call, replies to other requests are dropped while it waits.
+ */
+int nddd_url_forget_host(nddd_client *c, const char *ns, const char *host,
+    int subdomains, uint64_t *forgotten);
+int nddd_url_forget_prefix(nddd_client *c, const char *ns,
+    const char *prefix, size_t len, uint64_t *forgotten);
 
 /*
  * Waits for the reply to the request id (sent with a nddd_send_* call),
