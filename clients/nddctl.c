@@ -36,6 +36,17 @@ static const struct command {
 	{ "url-delete", nddctl_url_delete, NULL,
 	  "[-n NAMESPACE] [--times] URL...|-\n"
 	  "                forget URLs; prints deleted or not_found" },
+	{ "forget-host", nddctl_forget_host, NULL,
+	  "[-n NAMESPACE] [--subdomains] HOST\n"
+	  "                forget every URL of HOST, any scheme or port "
+	  "(--subdomains:\n"
+	  "                those of the hosts under it too); prints how many "
+	  "(admin)" },
+	{ "forget-prefix", nddctl_forget_prefix, NULL,
+	  "[-n NAMESPACE] URL\n"
+	  "                forget every URL whose canonical form begins with "
+	  "URL's;\n"
+	  "                prints how many (admin)" },
 	{ "ns-set", nddctl_ns_set, NULL,
 	  "NAME [--default-ttl SECONDS]\n"
 	  "                create a namespace, or set its default time to "
@@ -91,7 +102,9 @@ usage(FILE *out)
 	    "-n (--namespace) names the set of URLs to work in (none:\nthe "
 	    "default one); --times prints when each URL was first and last "
 	    "submitted\nand when its time to live ends (ISO 8601, UTC; with "
-	    "--json, milliseconds too).\n"
+	    "--json, milliseconds too).\nforget-host and forget-prefix find "
+	    "only URLs submitted as text, not those\nsent as digests "
+	    "(--digests).\n"
 	    "\noptions:\n"
 	    "  -H, --host HOST:PORT  daemon address (default 127.0.0.1:%d)\n"
 	    "  --json                one JSON object per result line\n"

@@ -48,6 +48,10 @@ int nddctl_doc_get(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_doc_delete(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_ns_set(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_ns_drop(const struct nddctl_common *co, int argc, char **argv);
+int nddctl_forget_host(const struct nddctl_common *co, int argc,
+    char **argv);
+int nddctl_forget_prefix(const struct nddctl_common *co, int argc,
+    char **argv);
 int nddctl_simhash(int argc, char **argv);
 
 /* Connects or prints why not; NULL means exit NDDCTL_EXIT_UNREACHABLE. */
