@@ -540,6 +540,54 @@ class Client:
             return None
         return Namespace.from_message(self._result(resp, "namespace"))
 
+    # Forgetting URLs by host or by prefix (admin), in one namespace.  nddd
+    # finds them in its index of the URLs submitted as text: URLs sent as
+    # digests (digests=True) are not found, nor URLs stored by a daemon
+    # before 0.4.0.  A daemon whose [urls] host_index is off refuses them.
+
+    def forget_host(self, host: str, *, subdomains: bool = False,
+                    namespace: Optional[str] = None) -> int:
+        """Forgets every URL of host (url_forget), a host name as
+        canonical URLs carry it (lower case, no port), whatever its scheme
+        or port; with subdomains, those of every host under it too
+        ("example.com" takes "www.example.com", never "badexample.com").
+        namespace: the call's (None: the client's).  Returns how many URLs
+        were forgotten (0 in a namespace that does not exist), once their
+        deletion is durable; filter counters are kept exact.  A host that
+        is not a str raises TypeError, an empty one ValueError, before
+        anything is sent."""
+        if not isinstance(host, str):
+            raise TypeError("a host is a str, not %s" % type(host).__name__)
+        if not host:
+            raise ValueError("an empty host")
+        req = pb.Request()
+        req.url_forget.host = host
+        req.url_forget.subdomains = bool(subdomains)
+        return self._forget(req, namespace)
+
+    def forget_prefix(self, prefix: Url, *,
+                      namespace: Optional[str] = None) -> int:
+        """Forgets every URL whose canonical form begins with prefix's
+        (url_forget): prefix is a URL (str or bytes) that nddd
+        canonicalizes as it does a submitted one, so
+        "HTTP://Example.com:80/blog/" takes "http://example.com/blog/x";
+        one it refuses raises NdddRequestError (INVALID_ARGUMENT).
+        namespace and the count returned as for forget_host.  An empty
+        prefix raises ValueError before anything is sent."""
+        encoded = _encode_url(prefix)
+        if not encoded:
+            raise ValueError("an empty prefix")
+        req = pb.Request()
+        req.url_forget.prefix = encoded
+        return self._forget(req, namespace)
+
+    def _forget(self, req, namespace: Optional[str]) -> int:
+        """Sends the url_forget of req in namespace (None: the client's);
+        the number of URLs forgotten."""
+        req.url_forget.namespace = (self.namespace if namespace is None
+                                    else _namespace(namespace))
+        return self._result(self._call(req), "forget").forgotten
+
     # Document operations.  A document is named by its URL and has a
     # body, text or HTML.  nddd fingerprints it (64-bit simhash), finds the
     # stored documents within its k, and puts it in the story group of the
