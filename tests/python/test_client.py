@@ -345,6 +345,146 @@ class TestNamespaces(DaemonTest):
         self.assertEqual(c.set_namespace("", default_ttl=3600).name, "")
 
 
+class TestForget(DaemonTest):
+    """url_forget: a host's URLs, or a prefix's, forgotten in one
+    namespace, exactly and durably."""
+
+    def submit(self, urls, namespace):
+        r = self.client.submit_urls(urls, namespace=namespace)
+        self.assertTrue(all(x.new for x in r), r)
+
+    def counts(self, urls, namespace):
+        return [x.count for x in self.client.check_urls(
+            urls, namespace=namespace)]
+
+    def assert_kept(self, urls, namespace):
+        counts = self.counts(urls, namespace)
+        self.assertTrue(all(n > 0 for n in counts),
+                        list(zip(urls, counts)))
+
+    def assert_forgotten(self, urls, namespace):
+        self.assertEqual(self.counts(urls, namespace), [0] * len(urls),
+                         urls)
+
+    def assert_consistent(self):
+        # nddctl verify: the filter's counters recomputed from the store.
+        status, out = self.daemon.nddctl("verify")
+        self.assertEqual(status, 0, out)
+
+    def test_forget_host_subdomains_and_lookalike(self):
+        c = self.client
+        apex = ["http://example.com/x", "https://example.com/y",
+                "http://example.com:8080/z"]
+        subs = ["http://www.example.com/a", "https://a.b.example.com/b"]
+        others = ["http://badexample.com/x", "http://www.badexample.com/x",
+                  "http://example.com.evil.org/x", "http://example.org/x"]
+        self.submit(apex + subs + others, "crawl-1")
+        self.submit(apex, "")
+        # A duplicate is still one URL to forget.
+        self.assertEqual(c.submit_url(apex[0], namespace="crawl-1").count, 2)
+
+        # The host alone, whatever the scheme or port.
+        self.assertEqual(c.forget_host("example.com", subdomains=False,
+                                       namespace="crawl-1"), len(apex))
+        self.assert_forgotten(apex, "crawl-1")
+        self.assert_kept(subs + others, "crawl-1")
+        self.assert_kept(apex, "")
+        self.assertEqual(c.forget_host("example.com", namespace="crawl-1"),
+                         0)
+
+        # With its subdomains, never a look-alike nor another namespace.
+        self.assertEqual(c.forget_host("example.com", subdomains=True,
+                                       namespace="crawl-1"), len(subs))
+        self.assert_forgotten(apex + subs, "crawl-1")
+        self.assert_kept(others, "crawl-1")
+        self.assert_kept(apex, "")
+        self.assertEqual(c.forget_host("example.com", subdomains=True,
+                                       namespace="crawl-1"), 0)
+        names = {ns.name: ns for ns in c.stats().namespaces}
+        self.assertEqual(names["crawl-1"].urls, len(others))
+        self.assertEqual(names[""].urls, len(apex))
+        self.assert_consistent()
+
+        # Durable once answered: a crash does not bring them back.
+        self.daemon.kill()
+        self.daemon.start()
+        self.assert_forgotten(apex + subs, "crawl-1")
+        self.assert_kept(others, "crawl-1")
+        self.assert_kept(apex, "")
+        self.assert_consistent()
+        # Forgotten, so new again.
+        self.assertTrue(c.submit_url(apex[0], namespace="crawl-1").new)
+        # The default namespace, by the client's namespace.
+        self.assertEqual(c.forget_host("example.com"), len(apex))
+        self.assert_forgotten(apex, "")
+        self.assert_consistent()
+
+    def test_forget_prefix(self):
+        c = self.client
+        blog = ["http://example.com/blog/", "http://example.com/blog/a",
+                "http://example.com/blog/a/b?q=1"]
+        others = ["http://example.com/blog2", "http://example.com/blog2/x",
+                  "https://example.com/blog/x", "http://example.com/",
+                  "http://www.example.com/blog/a",
+                  "http://example.com:8080/blog/a"]
+        self.submit(blog + others, "")
+        self.submit(blog, "crawl-1")
+
+        self.assertEqual(c.forget_prefix("http://example.com/blog/"),
+                         len(blog))
+        self.assert_forgotten(blog, "")
+        self.assert_kept(others, "")
+        self.assert_kept(blog, "crawl-1")
+        self.assertEqual(c.forget_prefix("http://example.com/blog/"), 0)
+        # The prefix is canonicalized as a submitted URL is.
+        self.assertEqual(c.forget_prefix(b"HTTP://EXAMPLE.COM:80/blog/",
+                                         namespace="crawl-1"), len(blog))
+        self.assert_forgotten(blog, "crawl-1")
+        self.assert_kept(others, "")
+        self.assert_consistent()
+
+    def test_forget_bad_input(self):
+        c = self.client
+        url = "http://example.com/x"
+        self.submit([url], "crawl-1")
+
+        def refused(**fields):
+            req = pb.Request()
+            req.url_forget.SetInParent()
+            for name, value in fields.items():
+                setattr(req.url_forget, name, value)
+            with self.assertRaises(nddd.NdddRequestError) as cm:
+                c._call(req)
+            self.assertEqual(cm.exception.code, Code.INVALID_ARGUMENT,
+                             fields)
+
+        # Exactly one of host and prefix.
+        refused(namespace="crawl-1", host="example.com",
+                prefix=b"http://example.com/")
+        refused(namespace="crawl-1")
+        refused(namespace="crawl-1", subdomains=True)
+        # A prefix that is not a URL nddd takes.
+        for bad in ("not a url", "mailto:someone@example.com",
+                    "http:///nohost", "http://exa mple.com/",
+                    b"http://example.com/\x00x"):
+            with self.assertRaises(nddd.NdddRequestError, msg=bad) as cm:
+                c.forget_prefix(bad, namespace="crawl-1")
+            self.assertEqual(cm.exception.code, Code.INVALID_ARGUMENT)
+        # A namespace name nddd refuses (the client refuses it first).
+        refused(namespace="a b", host="example.com")
+        refused(namespace="x" * 65, prefix=b"http://example.com/")
+        with self.assertRaises(ValueError):
+            c.forget_host("example.com", namespace="a b")
+        # A namespace that does not exist holds nothing, and is not made.
+        self.assertEqual(c.forget_host("example.com", subdomains=True,
+                                       namespace="nothing"), 0)
+        self.assertEqual(c.forget_prefix("http://example.com/",
+                                         namespace="nothing"), 0)
+        self.assertNotIn("nothing",
+                         [ns.name for ns in c.stats().namespaces])
+        self.assertEqual(c.check_url(url, namespace="crawl-1").count, 1)
+
+
 class TestDigests(DaemonTest):
     def setUp(self):
         super().setUp()
@@ -620,13 +760,18 @@ def reuters_bodies(n):
 class TestTokens(unittest.TestCase):
     READ = "read-token-0123456789"
     WRITE = "write-token-0123456789"
+    ADMIN = "admin-token-0123456789"
+    # Admin in the namespace crawl-1 only.
+    ADMIN_CRAWL = "admin-crawl-1-token-0123456789"
 
     def setUp(self):
         self.daemon = harness.Daemon()
         self.addCleanup(self.daemon.cleanup)
         tokens = os.path.join(self.daemon.dir, "tokens")
         with open(tokens, "w") as f:
-            f.write("%s read\n%s write\n" % (self.READ, self.WRITE))
+            f.write("%s read\n%s write\n%s admin\n"
+                    "%s admin namespaces=crawl-1\n"
+                    % (self.READ, self.WRITE, self.ADMIN, self.ADMIN_CRAWL))
         with open(self.daemon.conf_path, "a") as f:
             f.write("\n[auth]\ntokens_file = %s\n" % tokens)
         self.daemon.start()
@@ -681,6 +826,50 @@ class TestTokens(unittest.TestCase):
                 del os.environ["NDDD_TOKEN"]
             else:
                 os.environ["NDDD_TOKEN"] = old
+
+
+    def test_forget_needs_admin(self):
+        urls = ["http://example.com/x", "http://www.example.com/y"]
+        address = self.daemon.address
+
+        def forgets(client, namespace):
+            return (lambda: client.forget_host("example.com",
+                                               namespace=namespace),
+                    lambda: client.forget_host("example.com", subdomains=True,
+                                               namespace=namespace),
+                    lambda: client.forget_prefix("http://example.com/",
+                                                 namespace=namespace))
+
+        def denied(client, namespace):
+            for forget in forgets(client, namespace):
+                with self.assertRaises(nddd.NdddRequestError) as cm:
+                    forget()
+                self.assertEqual(cm.exception.code,
+                                 nddd.Code.PERMISSION_DENIED)
+
+        with nddd.Client(address, token=self.WRITE) as writer:
+            for ns in ("crawl-1", "crawl-2"):
+                self.assertTrue(all(x.new for x in writer.submit_urls(
+                    urls, namespace=ns)))
+            denied(writer, "crawl-1")
+            self.assertEqual([x.count for x in writer.check_urls(
+                urls, namespace="crawl-1")], [1, 1])
+        with nddd.Client(address, token=self.READ) as reader:
+            denied(reader, "crawl-1")
+        with nddd.Client(address) as anon:
+            denied(anon, "crawl-1")
+        # An admin of crawl-1 only is no admin of crawl-2.
+        with nddd.Client(address, token=self.ADMIN_CRAWL) as admin:
+            denied(admin, "crawl-2")
+            self.assertEqual(admin.forget_host("example.com",
+                                               namespace="crawl-1"), 1)
+        with nddd.Client(address, token=self.ADMIN) as admin:
+            self.assertEqual([x.count for x in admin.check_urls(
+                urls, namespace="crawl-1")], [0, 1])
+            self.assertEqual([x.count for x in admin.check_urls(
+                urls, namespace="crawl-2")], [1, 1])
+            self.assertEqual(admin.forget_host("example.com", subdomains=True,
+                                               namespace="crawl-2"), 2)
 
 
 class TLSTest(unittest.TestCase):
@@ -1220,6 +1409,61 @@ class TestScripted(unittest.TestCase):
             ("url_delete", "c2", 0, False), ("url_submit", "c1", 0, False),
             ("url_check", "c1", 0, False), ("namespace_set", "c3", 7),
             ("namespace_drop", "gone"), ("namespace_drop", "c1")])
+
+    def test_forget_on_the_wire(self):
+        # What each call asks; each answer is its number.
+        seen = []
+
+        def script(sock):
+            for i in range(4):
+                req = _read_frame(sock)
+                f = req.url_forget
+                seen.append((req.WhichOneof("op"), f.namespace, f.host,
+                             f.subdomains, f.prefix))
+                resp = pb.Response(id=req.id)
+                if i == 3:
+                    resp.status.code = pb.PERMISSION_DENIED
+                    resp.status.message = "admin only"
+                else:
+                    resp.forget.forgotten = i
+                _write_frame(sock, resp)
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address, namespace="c1")
+        self.assertEqual(c.forget_host("example.com"), 0)
+        self.assertEqual(c.forget_host("example.com", subdomains=True,
+                                       namespace=""), 1)
+        self.assertEqual(c.forget_prefix("http://example.com/blog/",
+                                         namespace="c2"), 2)
+        with self.assertRaises(nddd.NdddRequestError) as cm:
+            c.forget_prefix(b"http://example.com/\xff")
+        self.assertEqual(cm.exception.code, Code.PERMISSION_DENIED)
+        c.close()
+        srv.close()
+        self.assertEqual(seen, [
+            ("url_forget", "c1", "example.com", False, b""),
+            ("url_forget", "", "example.com", True, b""),
+            ("url_forget", "c2", "", False, b"http://example.com/blog/"),
+            ("url_forget", "c1", "", False, b"http://example.com/\xff")])
+
+    def test_forget_refused_before_sending(self):
+        # Nothing listens there: a call that got as far as connecting
+        # would raise NdddConnectionError.
+        c = nddd.Client("127.0.0.1:%d" % harness.free_port())
+        for bad in ("a b", "x" * 65, "caf\u00e9"):
+            with self.assertRaises(ValueError, msg=bad):
+                c.forget_host("example.com", namespace=bad)
+            with self.assertRaises(ValueError, msg=bad):
+                c.forget_prefix("http://example.com/", namespace=bad)
+        with self.assertRaises(ValueError):
+            c.forget_host("")
+        with self.assertRaises(ValueError):
+            c.forget_prefix(b"")
+        with self.assertRaises(TypeError):
+            c.forget_host(b"example.com")
+        with self.assertRaises(TypeError):
+            c.forget_prefix(None)
+        self.assertFalse(c.connected)
 
     def test_times_of_the_wrong_length(self):
         def script(sock):
