@@ -649,6 +649,104 @@ START_TEST(test_namespaces)
 }
 END_TEST
 
+/*
+ * forget-host and forget-prefix: their usage errors, found before any
+ * daemon is asked; their output (text and JSON), a look-alike host kept;
+ * a refusal is an error line and exit status 1.
+ */
+START_TEST(test_forget)
+{
+	static const char *const usage[] = {
+		"forget-host", "forget-host a b", "forget-host ''",
+		"forget-host --bogus a", "forget-host -n 'a b' a",
+		"forget-prefix", "forget-prefix ''",
+		"forget-prefix --subdomains http://x/",
+		"forget-prefix -n x12345678901234567890123456789012345678901234"
+		"567890123456789012345 http://x/",
+	};
+	struct harness h;
+	char *args, *out;
+
+	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++) {
+		ck_assert_int_ne(asprintf(&args, "-H 127.0.0.1:1 %s",
+		    usage[i]), -1);
+		ck_assert_msg(run(args, NULL, &out) == 2, "%s", usage[i]);
+		ck_assert_str_eq(out, "");
+		free(out);
+		free(args);
+	}
+	ck_assert_int_eq(run("-H 127.0.0.1:1 forget-host a", NULL, &out), 3);
+	free(out);
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-submit -n crawl-1 "
+	    "http://example.com/x https://example.com:8443/y "
+	    "http://www.example.com/a http://badexample.com/x", h.address),
+	    -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s forget-host -n crawl-1 "
+	    "example.com", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "forgotten\t2\texample.com\n");
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json forget-host "
+	    "--namespace crawl-1 --subdomains example.com", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "{\"host\": \"example.com\", \"subdomains\": "
+	    "true, \"forgotten\": 1}\n");
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check -n crawl-1 "
+	    "http://example.com/x http://www.example.com/a "
+	    "http://badexample.com/x", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "unseen\t0\thttp://example.com/x\n"
+	    "unseen\t0\thttp://www.example.com/a\n"
+	    "seen\t1\thttp://badexample.com/x\n");
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s url-submit "
+	    "http://example.com/blog/a http://example.com/blog2", h.address),
+	    -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json forget-prefix "
+	    "http://example.com/blog/", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "{\"prefix\": \"http://example.com/blog/\", "
+	    "\"forgotten\": 1}\n");
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s forget-prefix "
+	    "http://example.com/blog/", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "forgotten\t0\thttp://example.com/blog/\n");
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check "
+	    "http://example.com/blog2", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "seen\t1\thttp://example.com/blog2\n");
+	free(out);
+	free(args);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s forget-prefix 'not a url'",
+	    h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 1);
+	ck_assert_msg(strncmp(out, "error\tINVALID_ARGUMENT: ", 24) == 0 &&
+	    strstr(out, "\tnot a url\n") != NULL, "%s", out);
+	free(out);
+	free(args);
+	harness_cleanup(&h);
+}
+END_TEST
+
 #define WRITE_TOKEN "write-token-0123456789"
 
 /* Writes text to dir/name with mode; returns the path (caller frees). */
@@ -1155,6 +1253,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_token_file);
 	tcase_add_test(tc, test_jsonl_batches_as_single_submits);
 	tcase_add_test(tc, test_namespaces);
+	tcase_add_test(tc, test_forget);
 	suite_add_tcase(s, tc);
 	return s;
 }
