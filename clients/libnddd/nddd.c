@@ -85,7 +85,7 @@ nddd_code_name(enum nddd_code code)
 	static const char *const names[] = {
 		"OK", "INVALID_ARGUMENT", "NOT_FOUND", "PERMISSION_DENIED",
 		"RESOURCE_EXHAUSTED", "EMPTY_DOCUMENT", "UNAVAILABLE",
-		"INTERNAL",
+		"INTERNAL", "FAILED_PRECONDITION",
 	};
 
 	if ((unsigned)code < sizeof(names) / sizeof(names[0]))

@@ -43,6 +43,8 @@ enum nddd_code {
 	NDDD_EMPTY_DOCUMENT = 5,
 	NDDD_UNAVAILABLE = 6,
 	NDDD_INTERNAL = 7,
+	NDDD_FAILED_PRECONDITION = 8,	/* not set up for it: url_forget
+					   with [urls] host_index off */
 };
 
 /* "OK", "INVALID_ARGUMENT", ...: the code's protocol name. */
