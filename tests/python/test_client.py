@@ -485,6 +485,21 @@ class TestForget(DaemonTest):
         self.assertEqual(c.check_url(url, namespace="crawl-1").count, 1)
 
 
+class TestForgetWithoutIndex(DaemonTest):
+    extra_conf = "[urls]\nhost_index = no"
+
+    def test_forget_refused_without_host_index(self):
+        c = self.client
+        url = "http://example.com/x"
+        self.assertTrue(c.submit_url(url).new)
+        for forget in (lambda: c.forget_host("example.com"),
+                       lambda: c.forget_prefix("http://example.com/")):
+            with self.assertRaises(nddd.NdddRequestError) as cm:
+                forget()
+            self.assertEqual(cm.exception.code, Code.FAILED_PRECONDITION)
+        self.assertTrue(c.check_url(url).seen)
+
+
 class TestDigests(DaemonTest):
     def setUp(self):
         super().setUp()
