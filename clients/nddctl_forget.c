@@ -12,16 +12,21 @@
 
 /*
  * The result line: "forgotten<TAB>N<TAB>what", or with --json {key: what,
- * ..., "forgotten": N}; subdomains is only said of a host.
+ * ..., "forgotten": N, "complete": bool}; subdomains is only said of a
+ * host.  A store whose index misses URLs is said on stderr too.
  */
 static void
 print_forgotten(const struct nddctl_common *co, const char *key,
-    const char *what, bool host, bool subdomains, uint64_t n)
+    const char *what, bool host, bool subdomains, const struct nddd_reply *r)
 {
 	json_t *o;
 
+	if (!r->complete)
+		fprintf(stderr, "nddctl: note: the store holds URLs its host "
+		    "index never saw (stored by nddd 0.3 or with [urls] "
+		    "host_index = no): those were not looked at\n");
 	if (!co->json) {
-		printf("forgotten\t%" PRIu64 "\t", n);
+		printf("forgotten\t%" PRIu64 "\t", r->forgotten);
 		nddctl_put_field(what, strlen(what));
 		putchar('\n');
 		return;
@@ -30,7 +35,9 @@ print_forgotten(const struct nddctl_common *co, const char *key,
 	json_object_set_new(o, key, nddctl_json_string(what, strlen(what)));
 	if (host)
 		json_object_set_new(o, "subdomains", json_boolean(subdomains));
-	json_object_set_new(o, "forgotten", json_integer((json_int_t)n));
+	json_object_set_new(o, "forgotten",
+	    json_integer((json_int_t)r->forgotten));
+	json_object_set_new(o, "complete", json_boolean(r->complete));
 	nddctl_print_json(o);
 }
 
@@ -58,7 +65,7 @@ finish(const struct nddctl_common *co, nddd_client *c, int sent,
 		    r->message : "unexpected reply", key, what, strlen(what));
 		status = NDDCTL_EXIT_ITEMS;
 	} else
-		print_forgotten(co, key, what, host, subdomains, r->forgotten);
+		print_forgotten(co, key, what, host, subdomains, r);
 	nddd_reply_free(r);
 	return status;
 }

@@ -1210,6 +1210,7 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 	case NDDD__V1__RESPONSE__RESULT_FORGET:
 		r->kind = NDDD_REPLY_FORGET;
 		r->forgotten = resp->forget->forgotten;
+		r->complete = resp->forget->complete;
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_DOC:
 		r->kind = NDDD_REPLY_DOC;

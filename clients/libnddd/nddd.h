@@ -279,6 +279,9 @@ struct nddd_reply {
 	size_t nnamespaces;
 	struct nddd_namespace *namespaces;
 	uint64_t forgotten;		/* NDDD_REPLY_FORGET: URLs deleted */
+	int complete;			/* ... 0: the store holds URLs its
+					   host index never saw (stored by
+					   nddd 0.3 or with the index off) */
 };
 
 /* How to connect; zero values are the defaults. */

@@ -253,6 +253,22 @@ check_release_store(const struct fixture *f)
 	assert_document(c, f);
 	ck_assert_uint_eq(fresh_count(c, f, NDDD_URL_CHECK), 1);
 	assert_consistent(c, f->stored + 1);
+	/* The host index holds the URL stored since, not the release's: a
+	 * forget finds the one and says it could not look at the others. */
+	{
+		uint64_t id;
+		struct nddd_reply *r;
+
+		ck_assert_int_eq(nddd_send_url_forget_prefix(c, "", f->fresh,
+		    strlen(f->fresh), &id), 0);
+		ck_assert_ptr_nonnull(r = nddd_call(c, id));
+		ck_assert_int_eq(r->kind, NDDD_REPLY_FORGET);
+		ck_assert_uint_eq(r->forgotten, 1);
+		ck_assert_int_eq(r->complete, 0);
+		nddd_reply_free(r);
+	}
+	ck_assert_uint_eq(fresh_count(c, f, NDDD_URL_CHECK), 0);
+	assert_consistent(c, f->stored);
 	nddd_close(c);
 	ck_assert_int_eq(harness_stop(&h), 0);
 	harness_cleanup(&h);

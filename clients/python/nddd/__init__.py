@@ -22,7 +22,7 @@ Scrapy dupe filter and its batch middleware.
 
 from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, DEFAULT_MAX_FRAME,
                      DEFAULT_TIMEOUT, DEFAULT_WINDOW, TTL_MAX, Client,
-                     parse_address)
+                     Forgotten, parse_address)
 from .errors import (NdddConnectionError, NdddError, NdddLibraryError,
                      NdddProtocolError, NdddRequestError, NdddTimeoutError)
 from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
@@ -30,10 +30,10 @@ from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
                       QueryResult, Stats, Status, SubmitResult, UrlResult,
                       UrlStoreStats)
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
-    "Client", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",
+    "Client", "Forgotten", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",
     "DEFAULT_MAX_FRAME", "DEFAULT_TIMEOUT", "DEFAULT_WINDOW", "TTL_MAX",
     "NdddError", "NdddRequestError", "NdddConnectionError",
     "NdddTimeoutError", "NdddProtocolError", "NdddLibraryError",

@@ -295,6 +295,17 @@ def _encode_body(body: Union[str, bytes]) -> bytes:
     return body.encode("utf-8") if isinstance(body, str) else bytes(body)
 
 
+class Forgotten(int):
+    """How many URLs a forget deleted.  complete is False when the store
+    holds URLs its host index never saw (stored by nddd 0.3, or while the
+    server's [urls] host_index was off), which no forget finds."""
+
+    def __new__(cls, n: int, complete: bool = True):
+        self = super().__new__(cls, n)
+        self.complete = complete
+        return self
+
+
 def _encode_url(url: Url) -> bytes:
     if isinstance(url, str):
         try:
@@ -546,14 +557,16 @@ class Client:
     # before 0.4.0.  A daemon whose [urls] host_index is off refuses them.
 
     def forget_host(self, host: str, *, subdomains: bool = False,
-                    namespace: Optional[str] = None) -> int:
+                    namespace: Optional[str] = None) -> "Forgotten":
         """Forgets every URL of host (url_forget), a host name as
         canonical URLs carry it (lower case, no port), whatever its scheme
         or port; with subdomains, those of every host under it too
         ("example.com" takes "www.example.com", never "badexample.com").
         namespace: the call's (None: the client's).  Returns how many URLs
         were forgotten (0 in a namespace that does not exist), once their
-        deletion is durable; filter counters are kept exact.  A host that
+        deletion is durable, as a Forgotten (an int whose complete is
+        False when the store holds URLs its host index never saw); filter
+        counters are kept exact.  A host that
         is not a str raises TypeError, an empty one ValueError, before
         anything is sent."""
         if not isinstance(host, str):
@@ -566,7 +579,7 @@ class Client:
         return self._forget(req, namespace)
 
     def forget_prefix(self, prefix: Url, *,
-                      namespace: Optional[str] = None) -> int:
+                      namespace: Optional[str] = None) -> "Forgotten":
         """Forgets every URL whose canonical form begins with prefix's
         (url_forget): prefix is a URL (str or bytes) that nddd
         canonicalizes as it does a submitted one, so
@@ -581,12 +594,13 @@ class Client:
         req.url_forget.prefix = encoded
         return self._forget(req, namespace)
 
-    def _forget(self, req, namespace: Optional[str]) -> int:
+    def _forget(self, req, namespace: Optional[str]) -> "Forgotten":
         """Sends the url_forget of req in namespace (None: the client's);
         the number of URLs forgotten."""
         req.url_forget.namespace = (self.namespace if namespace is None
                                     else _namespace(namespace))
-        return self._result(self._call(req), "forget").forgotten
+        res = self._result(self._call(req), "forget")
+        return Forgotten(res.forgotten, res.complete)
 
     # Document operations.  A document is named by its URL and has a
     # body, text or HTML.  nddd fingerprints it (64-bit simhash), finds the
