@@ -1,17 +1,26 @@
 /*
- * urlforget: the host index in the URL writer (urlhosts.h): the texts of a
- * round's new URLs, put in the store with each flush; forgetting a
- * namespace's URLs by host or by prefix; a dropped namespace's entries.
+ * urlforget: the host index in the URL writer (urlhosts.h, urlhostrun.h):
+ * the texts of a round's new URLs, a run of keys with each flush, merges
+ * of runs, and forgetting a namespace's URLs by host or by prefix.
+ *
+ * Entries outlive their records (deletes, expiry, forgets, dropped
+ * namespaces): a forget deletes only what the store holds, and counts
+ * that, and a merge leaves out the entries whose record is surely gone.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "urlhostrun.h"
 #include "urlhosts.h"
 #include "urlset_impl.h"
 
-/* Index entries read, and URLs deleted, per step of a forget, at most. */
+/* URLs deleted per step of a forget, at most. */
 #define FORGET_STEP		4096
+/* Runs of one size merged into one, and the size of the smallest. */
+#define MERGE_FANOUT		4
+#define MERGE_BASE		4096
 /* Why the index may miss URLs, in the store's metadata. */
 #define HOSTS_PARTIAL_KEY	"urls.hosts_partial"
 
@@ -30,6 +39,14 @@ urlset_hosts_open(struct urlset *us, int format)
 		return rc;
 	}
 	us->hosts_partial = rc == STORE_OK;
+	if ((rc = hostrun_load(txn, &us->hruns, &us->nhruns)) != STORE_OK) {
+		store_abort(txn);
+		return rc;
+	}
+	us->hruns_cap = us->nhruns;
+	for (size_t i = 0; i < us->nhruns; i++)
+		if (us->hruns[i].id >= us->next_hrun)
+			us->next_hrun = us->hruns[i].id + 1;
 	if (us->hosts_partial ||
 	    (us->host_index && (format == 0 || format == URLSET_FORMAT))) {
 		store_abort(txn);
@@ -119,26 +136,23 @@ cmp_keys(const void *a, const void *b, void *arg)
 	return c != 0 ? c : (la > lb) - (la < lb);
 }
 
-int
-urlset_texts_put(struct urlset *us, struct store_txn *txn)
+/* The keys of the round's text records, and their order. */
+static int
+round_keys(struct urlset *us, struct key_list *kl, size_t **order)
 {
-	struct key_list kl = { NULL, 0, 0, NULL, NULL, 0 };
-	size_t nrec = 0, *order = NULL;
-	int rc = STORE_FAILED;
+	size_t nrec = 0;
 
-	if (us->texts_len == 0)
-		return STORE_OK;
 	for (size_t at = 0; at + URLHOSTS_REC_HEADER <= us->texts_len; nrec++)
 		at += URLHOSTS_REC_HEADER + (us->texts[at + 4 + CBF_FP_LEN] |
 		    (size_t)us->texts[at + 4 + CBF_FP_LEN + 1] << 8);
-	/* A key holds its host twice, in its record once: room for about
+	/* A key holds its host twice, its record once: room for about
 	 * that, grown as needed. */
-	kl.cap = 2 * us->texts_len;
-	if ((kl.buf = malloc(kl.cap)) == NULL ||
-	    (kl.off = malloc(nrec * sizeof(*kl.off))) == NULL ||
-	    (kl.klen = malloc(nrec * sizeof(*kl.klen))) == NULL ||
-	    (order = malloc(nrec * sizeof(*order))) == NULL)
-		goto out;
+	kl->cap = 2 * us->texts_len;
+	if ((kl->buf = malloc(kl->cap)) == NULL ||
+	    (kl->off = malloc(nrec * sizeof(*kl->off) + 1)) == NULL ||
+	    (kl->klen = malloc(nrec * sizeof(*kl->klen) + 1)) == NULL ||
+	    (*order = malloc(nrec * sizeof(**order) + 1)) == NULL)
+		return -1;
 	for (size_t at = 0; at + URLHOSTS_REC_HEADER <= us->texts_len;) {
 		uint8_t key[URLHOSTS_KEY_MAX];
 		size_t reclen, klen = urlhosts_rec_key(us->texts + at, &reclen,
@@ -147,33 +161,59 @@ urlset_texts_put(struct urlset *us, struct store_txn *txn)
 		if (at + reclen > us->texts_len) {
 			log_warnx("%s: a text record runs past the round's "
 			    "texts", __func__);
-			goto out;
+			return -1;
 		}
 		at += reclen;
 		if (klen == 0)
 			continue;	/* a host the index does not find */
-		if (kl.len + klen > kl.cap) {
-			uint8_t *p = realloc(kl.buf, 2 * kl.cap + klen);
+		if (kl->len + klen > kl->cap) {
+			uint8_t *p = realloc(kl->buf, 2 * kl->cap + klen);
 
 			if (p == NULL)
-				goto out;
-			kl.buf = p;
-			kl.cap = 2 * kl.cap + klen;
+				return -1;
+			kl->buf = p;
+			kl->cap = 2 * kl->cap + klen;
 		}
-		memcpy(kl.buf + kl.len, key, klen);
-		kl.off[kl.n] = kl.len;
-		kl.klen[kl.n] = (uint16_t)klen;
-		order[kl.n] = kl.n;
-		kl.len += klen;
-		kl.n++;
+		memcpy(kl->buf + kl->len, key, klen);
+		kl->off[kl->n] = kl->len;
+		kl->klen[kl->n] = (uint16_t)klen;
+		(*order)[kl->n] = kl->n;
+		kl->len += klen;
+		kl->n++;
 	}
-	/* In key order, LMDB appends to the pages it just wrote. */
-	qsort_r(order, kl.n, sizeof(*order), cmp_keys, &kl);
+	qsort_r(*order, kl->n, sizeof(**order), cmp_keys, kl);
+	return 0;
+}
+
+int
+urlset_texts_put(struct urlset *us, struct store_txn *txn)
+{
+	struct key_list kl = { NULL, 0, 0, NULL, NULL, 0 };
+	struct hostrun_writer *w = NULL;
+	size_t *order = NULL;
+	int rc = STORE_FAILED;
+
+	if (us->texts_len == 0)
+		return STORE_OK;
+	if (round_keys(us, &kl, &order) == -1 ||
+	    (w = malloc(sizeof(*w))) == NULL)
+		goto out;
+	hostrun_writer_init(w, txn, us->next_hrun);
 	rc = STORE_OK;
 	for (size_t i = 0; i < kl.n && rc == STORE_OK; i++)
-		rc = store_put(txn, STORE_URL_HOSTS, kl.buf + kl.off[order[i]],
-		    kl.klen[order[i]], "", 0, 0, NULL);
+		rc = hostrun_writer_add(w, kl.buf + kl.off[order[i]],
+		    kl.klen[order[i]]);
+	if (rc == STORE_OK)
+		rc = hostrun_writer_finish(w);
+	if (rc == STORE_OK) {
+		/* Kept until the flush commits (urlset_texts_flushed). */
+		hostrun_free(&us->hrun_pending);
+		us->hrun_pending = w->run;
+		us->hrun_is_pending = true;
+	} else
+		hostrun_writer_discard(w);
 out:
+	free(w);
 	free(kl.buf);
 	free(kl.off);
 	free(kl.klen);
@@ -181,112 +221,140 @@ out:
 	return rc;
 }
 
+/* Adds run r to the list; false if memory is short. */
+static bool
+add_run(struct urlset *us, const struct hostrun *r)
+{
+	if (us->nhruns == us->hruns_cap) {
+		size_t cap = us->hruns_cap ? 2 * us->hruns_cap : 16;
+		struct hostrun *p = realloc(us->hruns, cap * sizeof(*p));
+
+		if (p == NULL)
+			return false;
+		us->hruns = p;
+		us->hruns_cap = cap;
+	}
+	us->hruns[us->nhruns++] = *r;
+	us->next_hrun = r->id + 1;
+	return true;
+}
+
 void
 urlset_texts_flushed(struct urlset *us)
 {
 	us->texts_len = 0;
+	us->hosts_merge_failed = false;
+	if (!us->hrun_is_pending)
+		return;
+	us->hrun_is_pending = false;
+	if (!add_run(us, &us->hrun_pending))
+		fatalx("%s: out of memory", __func__);
+	memset(&us->hrun_pending, 0, sizeof(us->hrun_pending));
 }
 
-/* A read of index entries under one key prefix. */
-struct entry_scan {
-	const uint8_t *prefix;
-	size_t plen;
-	uint8_t *keys;			/* cap keys of URLHOSTS_KEY_MAX */
-	uint16_t *klen;
+void
+urlset_texts_discard(struct urlset *us)
+{
+	if (us->hrun_is_pending)
+		hostrun_free(&us->hrun_pending);
+	us->hrun_is_pending = false;
+}
+
+void
+urlset_hosts_free(struct urlset *us)
+{
+	urlset_texts_discard(us);
+	for (size_t i = 0; i < us->nhruns; i++)
+		hostrun_free(&us->hruns[i]);
+	free(us->hruns);
+	us->hruns = NULL;
+	us->nhruns = us->hruns_cap = 0;
+}
+
+/* Fingerprints a forget found, to delete. */
+struct fp_list {
+	uint8_t (*fp)[CBF_FP_LEN];
 	size_t n, cap;
 };
 
-/* store_scan_from's stop: the range or the room ends. */
-#define SCAN_STOP		(-1)
-
 static int
-scan_one(const void *key, size_t klen, const void *val, size_t vlen,
-    void *arg)
+fp_add(struct fp_list *l, const uint8_t *fp)
 {
-	struct entry_scan *s = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 1024;
+		void *p = realloc(l->fp, cap * sizeof(*l->fp));
 
-	(void)val;
-	(void)vlen;
-	if (klen < s->plen || memcmp(key, s->prefix, s->plen) != 0)
-		return SCAN_STOP;
-	if (klen > URLHOSTS_KEY_MAX || klen < 4 + CBF_FP_LEN)
-		return STORE_FAILED;
-	memcpy(s->keys + s->n * URLHOSTS_KEY_MAX, key, klen);
-	s->klen[s->n++] = (uint16_t)klen;
-	return s->n == s->cap ? SCAN_STOP : 0;
+		if (p == NULL)
+			return -1;
+		l->fp = p;
+		l->cap = cap;
+	}
+	memcpy(l->fp[l->n++], fp, CBF_FP_LEN);
+	return 0;
 }
 
-/* Reads the first entries (s->cap at most) under s's prefix into s. */
 static int
-scan_entries(struct urlset *us, struct entry_scan *s)
+cmp_fp(const void *a, const void *b)
 {
-	int rc;
+	return memcmp(a, b, CBF_FP_LEN);
+}
 
-	s->n = 0;
+/* Adds the fingerprints of every run's keys under prefix to l. */
+static int
+find_range(struct urlset *us, const uint8_t *prefix, size_t plen,
+    struct fp_list *l)
+{
+	struct hostrun_iter it;
+	int rc = STORE_OK;
+
 	if ((rc = store_reader_begin(us->wrd->txn)) != STORE_OK)
 		return rc;
-	rc = store_scan_from(us->wrd->txn, STORE_URL_HOSTS, s->prefix, s->plen,
-	    scan_one, s);
-	store_reader_end(us->wrd->txn);
-	return rc == SCAN_STOP ? STORE_OK : rc;
-}
+	for (size_t r = 0; r < us->nhruns && rc == STORE_OK; r++) {
+		bool done = false;
 
-/* Deletes the entries s read. */
-static int
-delete_entries(struct urlset *us, const struct entry_scan *s)
-{
-	struct store_txn *txn;
-	int rc;
-
-	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
-		return rc;
-	for (size_t i = 0; i < s->n; i++) {
-		rc = store_del(txn, STORE_URL_HOSTS, s->keys +
-		    i * URLHOSTS_KEY_MAX, s->klen[i]);
-		if (rc != STORE_OK && rc != STORE_NOTFOUND) {
-			store_abort(txn);
-			return rc;
+		if ((rc = hostrun_iter_init(&it, us->wrd->txn, &us->hruns[r],
+		    prefix, plen)) != STORE_OK) {
+			hostrun_iter_free(&it);
+			break;
 		}
+		while ((rc = hostrun_iter_next(&it, &done)) == STORE_OK &&
+		    !done) {
+			int c = memcmp(it.key, prefix, it.klen < plen ?
+			    it.klen : plen);
+
+			if (c == 0 && it.klen >= plen + CBF_FP_LEN) {
+				if (fp_add(l, urlhosts_key_fp(it.key,
+				    it.klen)) == -1) {
+					rc = STORE_FAILED;
+					break;
+				}
+			} else if (c > 0)
+				break;		/* past the range */
+		}
+		hostrun_iter_free(&it);
 	}
-	return store_commit(txn);
+	store_reader_end(us->wrd->txn);
+	return rc;
 }
 
+/* Deletes the records of l's fingerprints, durably, in steps of at most
+ * cap; counts those the store held in *forgotten. */
 static int
-scan_init(struct entry_scan *s, size_t cap)
+delete_found(struct urlset *us, struct urlset_job *job,
+    const struct fp_list *l, size_t cap)
 {
-	memset(s, 0, sizeof(*s));
-	s->cap = cap;
-	s->keys = malloc(cap * URLHOSTS_KEY_MAX);
-	s->klen = malloc(cap * sizeof(*s->klen));
-	return s->keys != NULL && s->klen != NULL ? 0 : -1;
-}
-
-static void
-scan_free(struct entry_scan *s)
-{
-	free(s->keys);
-	free(s->klen);
-}
-
-/*
- * Forgets job's namespace's URLs under one key prefix: a step reads
- * entries, deletes their records durably through the journal, then the
- * entries (an entry outliving its record is harmless; the reverse would
- * hide a URL from the next forget).
- */
-static int
-forget_range(struct urlset *us, struct urlset_job *job, struct entry_scan *s,
-    struct url_key *keys, struct url_state *states)
-{
+	struct url_key *keys = malloc(cap * sizeof(*keys));
+	struct url_state *states = malloc(cap * sizeof(*states));
 	struct urlset_job step;
-	int rc;
+	int rc = STORE_OK;
 
-	do {
-		if ((rc = scan_entries(us, s)) != STORE_OK || s->n == 0)
-			return rc;
-		for (size_t i = 0; i < s->n; i++) {
-			memcpy(keys[i].fp, urlhosts_key_fp(s->keys +
-			    i * URLHOSTS_KEY_MAX, s->klen[i]), CBF_FP_LEN);
+	if (keys == NULL || states == NULL)
+		rc = STORE_FAILED;
+	for (size_t at = 0; at < l->n && rc == STORE_OK; at += cap) {
+		size_t n = l->n - at < cap ? l->n - at : cap;
+
+		for (size_t i = 0; i < n; i++) {
+			memcpy(keys[i].fp, l->fp[at + i], CBF_FP_LEN);
 			cbf_indices(us->filter, keys[i].fp, keys[i].idx);
 		}
 		memset(&step, 0, sizeof(step));
@@ -294,94 +362,219 @@ forget_range(struct urlset *us, struct urlset_job *job, struct entry_scan *s,
 		step.durability = URLSET_DURABLE;
 		memcpy(step.ns, job->ns, sizeof(step.ns));
 		step.keys = keys;
-		step.n = s->n;
+		step.n = n;
 		step.states = states;
 		urlset_apply_group(us, &step);
-		if (step.status != STORE_OK)
-			return step.status;
-		for (size_t i = 0; i < s->n; i++)
-			job->forget->forgotten += states[i].count > 0;
-		if ((rc = delete_entries(us, s)) != STORE_OK)
-			return rc;
-	} while (s->n == s->cap);
-	return STORE_OK;
-}
-
-int
-urlset_forget(struct urlset *us, struct urlset_job *job)
-{
-	struct urlset_forget *f = job->forget;
-	uint8_t prefix[2][URLHOSTS_KEY_MAX];
-	size_t plen[2] = { 0, 0 }, nranges = 1, cap;
-	struct url_key *keys = NULL;
-	struct url_state *states = NULL;
-	struct entry_scan s;
-	uint32_t id;
-	int rc = STORE_FAILED;
-
-	f->forgotten = 0;
-	f->complete = !us->hosts_partial;
-	if ((id = urlns_find(us->ns, job->ns, strlen(job->ns), NULL)) ==
-	    URLNS_NONE)
-		return STORE_OK;
-	if (f->host != NULL) {
-		plen[0] = urlhosts_host_prefix(id, f->host, f->hlen, '\0',
-		    prefix[0]);
-		if (f->subdomains) {
-			plen[1] = urlhosts_host_prefix(id, f->host, f->hlen,
-			    '.', prefix[1]);
-			nranges = 2;
-		}
-	} else
-		plen[0] = urlhosts_url_prefix(id, f->prefix, f->plen,
-		    prefix[0]);
-	if (plen[0] == 0)
-		return STORE_OK;	/* nothing so long is indexed */
-	/* Every text into the index first: the scan reads only the store. */
-	if (us->texts_len > 0 && (rc = urlset_flush(us, true)) != STORE_OK)
-		return rc;
-	/* A step fits the journal's table, as a group must. */
-	if ((cap = urlmem_capacity(us->mem) / 2) > FORGET_STEP)
-		cap = FORGET_STEP;
-	if (cap == 0)
-		cap = 1;
-	if (scan_init(&s, cap) == -1 ||
-	    (keys = malloc(cap * sizeof(*keys))) == NULL ||
-	    (states = malloc(cap * sizeof(*states))) == NULL) {
-		rc = STORE_FAILED;
-		goto out;
-	}
-	for (size_t r = 0; r < nranges; r++) {
-		s.prefix = prefix[r];
-		s.plen = plen[r];
-		if ((rc = forget_range(us, job, &s, keys, states)) != STORE_OK)
+		if ((rc = step.status) != STORE_OK)
 			break;
+		for (size_t i = 0; i < n; i++)
+			job->forget->forgotten += states[i].count > 0;
 	}
-out:
-	scan_free(&s);
 	free(keys);
 	free(states);
 	return rc;
 }
 
 int
-urlset_hosts_drop(struct urlset *us, uint32_t id, bool *done)
+urlset_forget(struct urlset *us, struct urlset_job *job)
 {
-	uint8_t prefix[4] = { (uint8_t)(id >> 24), (uint8_t)(id >> 16),
-	    (uint8_t)(id >> 8), (uint8_t)id };
-	struct entry_scan s;
-	int rc;
+	struct urlset_forget *f = job->forget;
+	uint8_t prefix[URLHOSTS_KEY_MAX];
+	struct fp_list l = { NULL, 0, 0 };
+	size_t plen, cap, n = 0;
+	uint32_t id;
+	int rc = STORE_OK;
 
-	*done = false;
-	if (scan_init(&s, FORGET_STEP) == -1) {
-		scan_free(&s);
-		return STORE_FAILED;
+	f->forgotten = 0;
+	f->complete = !us->hosts_partial;
+	if ((id = urlns_find(us->ns, job->ns, strlen(job->ns), NULL)) ==
+	    URLNS_NONE)
+		return STORE_OK;
+	/* Every text into a run first: the search reads only the runs. */
+	if (us->texts_len > 0 && (rc = urlset_flush(us, true)) != STORE_OK)
+		return rc;
+	for (int r = 0; r < (f->host != NULL && f->subdomains ? 2 : 1) &&
+	    rc == STORE_OK; r++) {
+		if (f->host != NULL)
+			plen = urlhosts_host_prefix(id, f->host, f->hlen,
+			    r == 0 ? '\0' : '.', prefix);
+		else
+			plen = urlhosts_url_prefix(id, f->prefix, f->plen,
+			    prefix);
+		if (plen > 0)
+			rc = find_range(us, prefix, plen, &l);
 	}
-	s.prefix = prefix;
-	s.plen = sizeof(prefix);
-	if ((rc = scan_entries(us, &s)) == STORE_OK && s.n > 0)
-		rc = delete_entries(us, &s);
-	*done = rc == STORE_OK && s.n < s.cap;
-	scan_free(&s);
+	/* A URL in several runs is deleted once. */
+	qsort(l.fp, l.n, sizeof(*l.fp), cmp_fp);
+	for (size_t i = 0; i < l.n; i++)
+		if (n == 0 || memcmp(l.fp[n - 1], l.fp[i], CBF_FP_LEN) != 0)
+			memcpy(l.fp[n++], l.fp[i], CBF_FP_LEN);
+	l.n = n;
+	/* A step fits the journal's table, as a group must. */
+	if ((cap = urlmem_capacity(us->mem) / 2) > FORGET_STEP)
+		cap = FORGET_STEP;
+	if (cap == 0)
+		cap = 1;
+	if (rc == STORE_OK)
+		rc = delete_found(us, job, &l, cap);
+	free(l.fp);
 	return rc;
+}
+
+/* A run's level: MERGE_FANOUT runs of one level make one of the next. */
+static unsigned
+run_level(const struct hostrun *r)
+{
+	uint64_t n = r->nkeys / MERGE_BASE;
+	unsigned level = 0;
+
+	while (n >= MERGE_FANOUT) {
+		n /= MERGE_FANOUT;
+		level++;
+	}
+	return level;
+}
+
+/* The lowest level with MERGE_FANOUT runs or more; false if none. */
+static bool
+merge_level(const struct urlset *us, unsigned *out)
+{
+	unsigned count[32] = { 0 };
+
+	for (size_t i = 0; i < us->nhruns; i++) {
+		unsigned lv = run_level(&us->hruns[i]);
+
+		if (lv < 32 && ++count[lv] >= MERGE_FANOUT) {
+			for (unsigned l = 0; l <= lv; l++)
+				if (count[l] >= MERGE_FANOUT) {
+					*out = l;
+					return true;
+				}
+		}
+	}
+	return false;
+}
+
+/* Whether an entry may still name a record: its namespace is not dropped,
+ * and the journal's table or the index knows its fingerprint (the index
+ * may know another's with the same tag: then the entry stays). */
+static bool
+entry_live(struct urlset *us, const uint8_t *key, size_t klen)
+{
+	uint32_t ns = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 |
+	    (uint32_t)key[2] << 8 | key[3];
+	const uint8_t *fp = urlhosts_key_fp(key, klen);
+	struct urlns_info info;
+	struct urlmem_entry e;
+	uint32_t segs[8];
+
+	if (!urlns_info(us->ns, ns, &info) || urlns_dropping(us->ns, ns))
+		return false;
+	if (urlmem_get(us->mem, fp, &e))
+		return e.st.count > 0;
+	return urlidx_lookup(us->idx, fp, segs, 8) > 0;
+}
+
+/* The order of two iterators' keys. */
+static int
+cmp_key(const struct hostrun_iter *a, const struct hostrun_iter *b)
+{
+	int c = memcmp(a->key, b->key, a->klen < b->klen ? a->klen : b->klen);
+
+	return c != 0 ? c : (a->klen > b->klen) - (a->klen < b->klen);
+}
+
+/* Merges the runs at list positions which[0..n) into one. */
+static int
+merge_runs(struct urlset *us, const size_t *which, size_t n)
+{
+	struct hostrun_iter *it = calloc(n, sizeof(*it));
+	bool *done = calloc(n, sizeof(*done));
+	struct hostrun_writer *w = malloc(sizeof(*w));
+	struct store_txn *txn = NULL;
+	uint64_t in = 0;
+	int rc = STORE_FAILED;
+
+	if (it == NULL || done == NULL || w == NULL)
+		goto out;
+	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
+		goto out;
+	hostrun_writer_init(w, txn, us->next_hrun);
+	for (size_t i = 0; i < n; i++) {
+		in += us->hruns[which[i]].nkeys;
+		if ((rc = hostrun_iter_init(&it[i], txn, &us->hruns[which[i]],
+		    NULL, 0)) != STORE_OK ||
+		    (rc = hostrun_iter_next(&it[i], &done[i])) != STORE_OK)
+			goto abort;
+	}
+	for (;;) {
+		size_t min = n;
+
+		for (size_t i = 0; i < n; i++)
+			if (!done[i] && (min == n || cmp_key(&it[i],
+			    &it[min]) < 0))
+				min = i;
+		if (min == n)
+			break;
+		if (entry_live(us, it[min].key, it[min].klen) &&
+		    (rc = hostrun_writer_add(w, it[min].key, it[min].klen)) !=
+		    STORE_OK)
+			goto abort;
+		if ((rc = hostrun_iter_next(&it[min], &done[min])) != STORE_OK)
+			goto abort;
+	}
+	if ((rc = hostrun_writer_finish(w)) != STORE_OK)
+		goto abort;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = hostrun_delete(txn, &us->hruns[which[i]])) !=
+		    STORE_OK)
+			goto abort;
+	if ((rc = store_commit(txn)) != STORE_OK) {
+		txn = NULL;
+		goto discard;
+	}
+	log_debug("%s: %zu runs of %" PRIu64 " keys into one of %" PRIu64,
+	    __func__, n, in, w->run.nkeys);
+	/* Committed: the list follows, the merged runs out (which is in
+	 * ascending order: remove from the end). */
+	for (size_t i = n; i-- > 0;) {
+		hostrun_free(&us->hruns[which[i]]);
+		us->hruns[which[i]] = us->hruns[--us->nhruns];
+	}
+	if (!add_run(us, &w->run))
+		fatalx("%s: out of memory", __func__);
+	rc = STORE_OK;
+	goto out;
+abort:
+	store_abort(txn);
+discard:
+	hostrun_writer_discard(w);
+out:
+	for (size_t i = 0; it != NULL && i < n; i++)
+		hostrun_iter_free(&it[i]);
+	free(it);
+	free(done);
+	free(w);
+	return rc;
+}
+
+bool
+urlset_hosts_merge_step(struct urlset *us)
+{
+	size_t which[64], n = 0;
+	unsigned level;
+
+	if (us->hosts_merge_failed || !merge_level(us, &level))
+		return false;
+	for (size_t i = 0; i < us->nhruns && n < 64; i++)
+		if (run_level(&us->hruns[i]) == level)
+			which[n++] = i;
+	if (merge_runs(us, which, n) != STORE_OK) {
+		/* Tried again after the next flush. */
+		log_warnx("%s: a merge of the host index's runs failed",
+		    __func__);
+		us->hosts_merge_failed = true;
+		return false;
+	}
+	return true;
 }

@@ -334,6 +334,7 @@ urlset_flush(struct urlset *us, bool checkpoint)
 		if (!store_status_full(rc))
 			log_warnx("%s: %s", __func__, store_strstatus(rc));
 		give_back_ids(us, &ids);
+		urlset_texts_discard(us);
 		goto out;
 	}
 	if (URLSET_CRASH(URLSET_CRASH_FLUSH_COMMITTED)) {
@@ -392,6 +393,7 @@ urlset_flush(struct urlset *us, bool checkpoint)
 abort:
 	store_abort(txn);
 	give_back_ids(us, &ids);
+	urlset_texts_discard(us);
 	if (rc == STORE_TXN_FULL)
 		log_warnx("%s: %s", __func__, store_strstatus(rc));
 out:

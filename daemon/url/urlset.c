@@ -366,6 +366,7 @@ urlset_free(struct urlset *us)
 	free(us->dir);
 	free(us->free_ids);
 	free(us->texts);
+	urlset_hosts_free(us);
 	pthread_cond_destroy(&us->cond);
 	pthread_mutex_destroy(&us->lock);
 	pthread_mutex_destroy(&us->readers_lock);

@@ -8,8 +8,8 @@
  *   urlsegs.c     the segments in the store: flush, merge, rebuild, verify
  *   urlsweep.c    forgetting in the background: expired records, and
  *                 those of dropped namespaces
- *   urlforget.c   the host index: the texts into the store with each
- *                 flush, forgetting by host or prefix
+ *   urlforget.c   the host index: the texts into a run with each flush,
+ *                 merges of runs, forgetting by host or prefix
  *   urlmigrate.c  the upgrades from formats 1 and 2
  *
  * Ownership.  Fields under "writer" belong to the URL writer thread once it
@@ -32,6 +32,7 @@
 
 #include <openssl/evp.h>
 
+#include "urlhostrun.h"
 #include "urlidx.h"
 #include "urljournal.h"
 #include "urlmem.h"
@@ -117,6 +118,13 @@ struct urlset {
 					   (urlhosts.h records), not yet in
 					   the index; the group's last */
 	size_t texts_len, texts_cap;
+	struct hostrun *hruns;		/* the host index's runs */
+	size_t nhruns, hruns_cap;
+	uint32_t next_hrun;		/* the next run's id */
+	struct hostrun hrun_pending;	/* written by a flush not yet
+					   committed */
+	bool hrun_is_pending;
+	bool hosts_merge_failed;	/* no merge until the next flush */
 	uint32_t *lookup_which;
 	struct url_found *lookup_found;
 	uint32_t *lookup_retry;
@@ -265,15 +273,17 @@ void urlset_text_add(struct urlset *us, uint32_t ns,
     const uint8_t fp[CBF_FP_LEN], const struct url_text *t);
 /* Adds the texts of a replayed frame.  -1 if memory is short. */
 int urlset_texts_replay(const uint8_t *text, size_t len, void *arg);
-/* Puts the round's texts in the index, in txn (a flush's); once committed,
- * urlset_texts_flushed. */
+/* Writes the round's texts as a run of the index, in txn (a flush's);
+ * once committed, urlset_texts_flushed, else urlset_texts_discard. */
 int urlset_texts_put(struct urlset *us, struct store_txn *txn);
 void urlset_texts_flushed(struct urlset *us);
+void urlset_texts_discard(struct urlset *us);
+/* Writer: merges runs of one size if enough have piled up; true if it
+ * did. */
+bool urlset_hosts_merge_step(struct urlset *us);
+void urlset_hosts_free(struct urlset *us);
 /* Writer: carries out a URLSET_FORGET job; a store status. */
 int urlset_forget(struct urlset *us, struct urlset_job *job);
-/* Writer: removes dropped namespace id's entries, a few at a time; *done
- * once none is left. */
-int urlset_hosts_drop(struct urlset *us, uint32_t id, bool *done);
 
 /* urlmigrate.c: upgrades a format 1 store to segments, in transactions of
  * urlset_migrate_batch records; a format 2 store's segments to format 3,

@@ -119,8 +119,7 @@ gather(struct urlset *us, uint32_t id, uint64_t now_ms, struct url_key *keys,
 }
 
 /* End of a round over every segment: retires the dropped namespaces whose
- * records are all gone, once the store holds their deletes and the host
- * index none of their entries. */
+ * records are all gone, once the store holds their deletes. */
 static void
 round_done(struct urlset *us)
 {
@@ -133,14 +132,10 @@ round_done(struct urlset *us)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		struct urlns_info info;
-		bool done;
 
-		if (!urlns_info(us->ns, ids[i], &info) || info.urls != 0)
-			continue;
-		/* Its host index entries go first, a few per round. */
-		if (urlset_hosts_drop(us, ids[i], &done) != STORE_OK ||
-		    !done || urlns_retire(us->ns, ids[i]) != STORE_OK)
-			log_debug("%s: namespace id %u not retired yet",
+		if (urlns_info(us->ns, ids[i], &info) && info.urls == 0 &&
+		    urlns_retire(us->ns, ids[i]) != STORE_OK)
+			log_warnx("%s: cannot retire namespace id %u yet",
 			    __func__, ids[i]);
 	}
 }
