@@ -19,7 +19,7 @@
 /* URLs deleted per step of a forget, at most. */
 #define FORGET_STEP		4096
 /* Runs of one size merged into one, and the size of the smallest. */
-#define MERGE_FANOUT		4
+#define MERGE_FANOUT		8
 #define MERGE_BASE		4096
 /* Why the index may miss URLs, in the store's metadata. */
 #define HOSTS_PARTIAL_KEY	"urls.hosts_partial"
@@ -484,9 +484,10 @@ cmp_key(const struct hostrun_iter *a, const struct hostrun_iter *b)
 	return c != 0 ? c : (a->klen > b->klen) - (a->klen < b->klen);
 }
 
-/* Merges the runs at list positions which[0..n) into one. */
+/* Merges the runs at list positions which[0..n) into one, leaving out the
+ * entries surely dead when prune. */
 static int
-merge_runs(struct urlset *us, const size_t *which, size_t n)
+merge_runs(struct urlset *us, const size_t *which, size_t n, bool prune)
 {
 	struct hostrun_iter *it = calloc(n, sizeof(*it));
 	bool *done = calloc(n, sizeof(*done));
@@ -516,7 +517,7 @@ merge_runs(struct urlset *us, const size_t *which, size_t n)
 				min = i;
 		if (min == n)
 			break;
-		if (entry_live(us, it[min].key, it[min].klen) &&
+		if ((!prune || entry_live(us, it[min].key, it[min].klen)) &&
 		    (rc = hostrun_writer_add(w, it[min].key, it[min].klen)) !=
 		    STORE_OK)
 			goto abort;
@@ -562,14 +563,22 @@ bool
 urlset_hosts_merge_step(struct urlset *us)
 {
 	size_t which[64], n = 0;
-	unsigned level;
+	unsigned level, top = 0;
 
 	if (us->hosts_merge_failed || !merge_level(us, &level))
 		return false;
-	for (size_t i = 0; i < us->nhruns && n < 64; i++)
-		if (run_level(&us->hruns[i]) == level)
+	for (size_t i = 0; i < us->nhruns; i++) {
+		unsigned lv = run_level(&us->hruns[i]);
+
+		if (lv == level && n < 64)
 			which[n++] = i;
-	if (merge_runs(us, which, n) != STORE_OK) {
+		else if (lv > top)
+			top = lv;
+	}
+	/* Dead entries are left out where the runs become the largest: each
+	 * entry is looked up about once, not at every rewrite (the lookups
+	 * would cost more than the merges). */
+	if (merge_runs(us, which, n, level >= top) != STORE_OK) {
 		/* Tried again after the next flush. */
 		log_warnx("%s: a merge of the host index's runs failed",
 		    __func__);

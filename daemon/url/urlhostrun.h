@@ -5,7 +5,7 @@
  * flush or one merge, as a log-structured store writes: a flush adds the
  * round's keys as a new run instead of inserting them among the others (a
  * B-tree would rewrite a page per host touched), and runs of one size are
- * merged into one four times larger, so a key is rewritten a few times and
+ * merged into one eight times larger, so a key is rewritten a few times and
  * a forget reads one block per run.
  *
  * In the store's url_hosts table, under an 8-byte key (run id, block

@@ -91,15 +91,14 @@ urlhosts_host_prefix(uint32_t ns, const char *host, size_t hlen, char sep,
 	return 4 + hlen + 1;
 }
 
-size_t
-urlhosts_url_prefix(uint32_t ns, const char *prefix, size_t len,
-    uint8_t out[URLHOSTS_KEY_MAX])
+/* The key prefix of prefix[0..len), whose host is host[0..hlen). */
+static size_t
+url_key(uint32_t ns, const char *prefix, size_t len, const char *host,
+    size_t hlen, uint8_t out[URLHOSTS_KEY_MAX])
 {
-	const char *host;
-	size_t hlen, n;
+	size_t n;
 
-	if (!urlhosts_url_host(prefix, len, &host, &hlen) ||
-	    len > URLHOSTS_TEXT_MAX - hlen ||
+	if (len > URLHOSTS_TEXT_MAX - hlen ||
 	    (n = urlhosts_host_prefix(ns, host, hlen, '\0', out)) == 0)
 		return 0;
 	memcpy(out + n, prefix, len);
@@ -107,22 +106,32 @@ urlhosts_url_prefix(uint32_t ns, const char *prefix, size_t len,
 }
 
 size_t
+urlhosts_url_prefix(uint32_t ns, const char *prefix, size_t len,
+    uint8_t out[URLHOSTS_KEY_MAX])
+{
+	const char *host;
+	size_t hlen;
+
+	if (!urlhosts_url_host(prefix, len, &host, &hlen))
+		return 0;
+	return url_key(ns, prefix, len, host, hlen, out);
+}
+
+size_t
 urlhosts_rec_key(const uint8_t *rec, size_t *reclen,
     uint8_t out[URLHOSTS_KEY_MAX])
 {
 	size_t len = rec[4 + CBF_FP_LEN] | (size_t)rec[4 + CBF_FP_LEN + 1] << 8;
-	const char *url = (const char *)rec + URLHOSTS_REC_HEADER;
-	size_t n;
-
-	const char *host;
-	size_t hlen;
+	const char *url = (const char *)rec + URLHOSTS_REC_HEADER, *host;
+	size_t n, hlen;
 
 	*reclen = URLHOSTS_REC_HEADER + len;
+	if (!urlhosts_url_host(url, len, &host, &hlen))
+		return 0;
 	/* The key keeps what room its host leaves of the text. */
-	if (urlhosts_url_host(url, len, &host, &hlen) &&
-	    len > URLHOSTS_TEXT_MAX - hlen)
+	if (hlen <= URLHOSTS_HOST_MAX && len > URLHOSTS_TEXT_MAX - hlen)
 		len = URLHOSTS_TEXT_MAX - hlen;
-	if ((n = urlhosts_url_prefix(le_get32(rec), url, len, out)) == 0)
+	if ((n = url_key(le_get32(rec), url, len, host, hlen, out)) == 0)
 		return 0;
 	memcpy(out + n, rec + 4, CBF_FP_LEN);
 	return n + CBF_FP_LEN;
