@@ -28,6 +28,7 @@ int
 urlset_hosts_open(struct urlset *us, int format)
 {
 	struct store_txn *txn;
+	size_t orphans;
 	char buf[8];
 	int rc;
 
@@ -39,18 +40,21 @@ urlset_hosts_open(struct urlset *us, int format)
 		return rc;
 	}
 	us->hosts_partial = rc == STORE_OK;
-	if ((rc = hostrun_load(txn, &us->hruns, &us->nhruns)) != STORE_OK) {
+	if ((rc = hostrun_load(txn, &us->hruns, &us->nhruns, &us->next_hrun,
+	    &orphans)) != STORE_OK) {
 		store_abort(txn);
 		return rc;
 	}
 	us->hruns_cap = us->nhruns;
-	for (size_t i = 0; i < us->nhruns; i++)
-		if (us->hruns[i].id >= us->next_hrun)
-			us->next_hrun = us->hruns[i].id + 1;
 	if (us->hosts_partial ||
 	    (us->host_index && (format == 0 || format == URLSET_FORMAT))) {
-		store_abort(txn);
-		return STORE_OK;
+		if (orphans == 0) {
+			store_abort(txn);
+			return STORE_OK;
+		}
+		log_info("%s: the blocks of %zu unfinished merges of the host "
+		    "index removed", __func__, orphans);
+		return store_commit(txn);
 	}
 	/* Once URLs went unindexed, no forget can promise to find all. */
 	if ((rc = store_meta_put(txn, HOSTS_PARTIAL_KEY, "yes")) != STORE_OK) {
@@ -235,7 +239,8 @@ add_run(struct urlset *us, const struct hostrun *r)
 		us->hruns_cap = cap;
 	}
 	us->hruns[us->nhruns++] = *r;
-	us->next_hrun = r->id + 1;
+	if (r->id >= us->next_hrun)
+		us->next_hrun = r->id + 1;
 	return true;
 }
 
@@ -263,6 +268,7 @@ urlset_texts_discard(struct urlset *us)
 void
 urlset_hosts_free(struct urlset *us)
 {
+	urlset_hosts_merge_end(us);
 	urlset_texts_discard(us);
 	for (size_t i = 0; i < us->nhruns; i++)
 		hostrun_free(&us->hruns[i]);
@@ -455,6 +461,14 @@ merge_level(const struct urlset *us, unsigned *out)
 	return false;
 }
 
+static bool
+merge_due(const struct urlset *us)
+{
+	unsigned level;
+
+	return merge_level(us, &level);
+}
+
 /* Whether an entry may still name a record: its namespace is not dropped,
  * and the journal's table or the index knows its fingerprint (the index
  * may know another's with the same tag: then the entry stays). */
@@ -484,106 +498,174 @@ cmp_key(const struct hostrun_iter *a, const struct hostrun_iter *b)
 	return c != 0 ? c : (a->klen > b->klen) - (a->klen < b->klen);
 }
 
-/* Merges the runs at list positions which[0..n) into one, leaving out the
- * entries surely dead when prune. */
-static int
-merge_runs(struct urlset *us, const size_t *which, size_t n, bool prune)
+void
+urlset_hosts_merge_end(struct urlset *us)
 {
-	struct hostrun_iter *it = calloc(n, sizeof(*it));
-	bool *done = calloc(n, sizeof(*done));
-	struct hostrun_writer *w = malloc(sizeof(*w));
-	struct store_txn *txn = NULL;
-	uint64_t in = 0;
-	int rc = STORE_FAILED;
+	struct hosts_merge *m = us->hmerge;
 
-	if (it == NULL || done == NULL || w == NULL)
-		goto out;
-	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
-		goto out;
-	hostrun_writer_init(w, txn, us->next_hrun);
-	for (size_t i = 0; i < n; i++) {
-		in += us->hruns[which[i]].nkeys;
-		if ((rc = hostrun_iter_init(&it[i], txn, &us->hruns[which[i]],
-		    NULL, 0)) != STORE_OK ||
-		    (rc = hostrun_iter_next(&it[i], &done[i])) != STORE_OK)
-			goto abort;
-	}
-	for (;;) {
-		size_t min = n;
-
-		for (size_t i = 0; i < n; i++)
-			if (!done[i] && (min == n || cmp_key(&it[i],
-			    &it[min]) < 0))
-				min = i;
-		if (min == n)
-			break;
-		if ((!prune || entry_live(us, it[min].key, it[min].klen)) &&
-		    (rc = hostrun_writer_add(w, it[min].key, it[min].klen)) !=
-		    STORE_OK)
-			goto abort;
-		if ((rc = hostrun_iter_next(&it[min], &done[min])) != STORE_OK)
-			goto abort;
-	}
-	if ((rc = hostrun_writer_finish(w)) != STORE_OK)
-		goto abort;
-	for (size_t i = 0; i < n; i++)
-		if ((rc = hostrun_delete(txn, &us->hruns[which[i]])) !=
-		    STORE_OK)
-			goto abort;
-	if ((rc = store_commit(txn)) != STORE_OK) {
-		txn = NULL;
-		goto discard;
-	}
-	log_debug("%s: %zu runs of %" PRIu64 " keys into one of %" PRIu64,
-	    __func__, n, in, w->run.nkeys);
-	/* Committed: the list follows, the merged runs out (which is in
-	 * ascending order: remove from the end). */
-	for (size_t i = n; i-- > 0;) {
-		hostrun_free(&us->hruns[which[i]]);
-		us->hruns[which[i]] = us->hruns[--us->nhruns];
-	}
-	if (!add_run(us, &w->run))
-		fatalx("%s: out of memory", __func__);
-	rc = STORE_OK;
-	goto out;
-abort:
-	store_abort(txn);
-discard:
-	hostrun_writer_discard(w);
-out:
-	for (size_t i = 0; it != NULL && i < n; i++)
-		hostrun_iter_free(&it[i]);
-	free(it);
-	free(done);
-	free(w);
-	return rc;
+	if (m == NULL)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		hostrun_iter_free(&m->it[i]);
+	hostrun_writer_discard(&m->w);
+	free(m);
+	us->hmerge = NULL;
 }
 
-bool
-urlset_hosts_merge_step(struct urlset *us)
+/* Starts merging the runs of one level, in txn; false if none is due. */
+static bool
+merge_start(struct urlset *us, struct store_txn *txn, int *rc)
 {
-	size_t which[64], n = 0;
+	struct hosts_merge *m;
 	unsigned level, top = 0;
 
-	if (us->hosts_merge_failed || !merge_level(us, &level))
+	*rc = STORE_OK;
+	if (!merge_level(us, &level))
 		return false;
+	if ((m = calloc(1, sizeof(*m))) == NULL) {
+		*rc = STORE_FAILED;
+		return false;
+	}
+	us->hmerge = m;
 	for (size_t i = 0; i < us->nhruns; i++) {
 		unsigned lv = run_level(&us->hruns[i]);
 
-		if (lv == level && n < 64)
-			which[n++] = i;
-		else if (lv > top)
+		if (lv == level && m->n < HOSTS_MERGE_MAX) {
+			/* The iterators read from the first block: they need
+			 * no fences, and the list may move under them. */
+			m->in[m->n] = us->hruns[i];
+			m->in[m->n].fences = NULL;
+			m->in[m->n].fence_off = NULL;
+			m->in_keys += m->in[m->n++].nkeys;
+		} else if (lv > top)
 			top = lv;
 	}
 	/* Dead entries are left out where the runs become the largest: each
 	 * entry is looked up about once, not at every rewrite (the lookups
 	 * would cost more than the merges). */
-	if (merge_runs(us, which, n, level >= top) != STORE_OK) {
-		/* Tried again after the next flush. */
-		log_warnx("%s: a merge of the host index's runs failed",
-		    __func__);
-		us->hosts_merge_failed = true;
+	m->prune = level >= top;
+	hostrun_writer_init(&m->w, txn, us->next_hrun++);
+	for (size_t i = 0; i < m->n; i++)
+		if ((*rc = hostrun_iter_init(&m->it[i], txn, &m->in[i], NULL,
+		    0)) != STORE_OK ||
+		    (*rc = hostrun_iter_next(&m->it[i], &m->done[i])) !=
+		    STORE_OK)
+			return false;
+	return true;
+}
+
+/*
+ * Moves a chunk of the merge's keys to its run, in txn; *end once every key
+ * is.  A chunk is as many keys as a flush writes at most, so that a merge
+ * holds the writer back about as long as a flush does.
+ */
+static int
+merge_chunk(struct urlset *us, struct hosts_merge *m, bool *end)
+{
+	size_t chunk = urlmem_capacity(us->mem);
+	int rc;
+
+	*end = false;
+	for (size_t moved = 0; moved < chunk; moved++) {
+		size_t min = m->n;
+
+		for (size_t i = 0; i < m->n; i++)
+			if (!m->done[i] && (min == m->n ||
+			    cmp_key(&m->it[i], &m->it[min]) < 0))
+				min = i;
+		if (min == m->n) {
+			*end = true;
+			return STORE_OK;
+		}
+		if ((!m->prune || entry_live(us, m->it[min].key,
+		    m->it[min].klen)) && (rc = hostrun_writer_add(&m->w,
+		    m->it[min].key, m->it[min].klen)) != STORE_OK)
+			return rc;
+		if ((rc = hostrun_iter_next(&m->it[min], &m->done[min])) !=
+		    STORE_OK)
+			return rc;
+	}
+	return STORE_OK;
+}
+
+/* Ends the merge in txn: its run's directory, the merged runs gone. */
+static int
+merge_finish(struct urlset *us, struct hosts_merge *m, struct store_txn *txn)
+{
+	int rc;
+
+	(void)us;
+	if ((rc = hostrun_writer_finish(&m->w)) != STORE_OK)
+		return rc;
+	for (size_t i = 0; i < m->n; i++)
+		if ((rc = hostrun_delete(txn, &m->in[i])) != STORE_OK)
+			return rc;
+	return STORE_OK;
+}
+
+/* The merged runs out of the list, the merge's run in. */
+static void
+merge_publish(struct urlset *us, struct hosts_merge *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		for (size_t j = 0; j < us->nhruns; j++)
+			if (us->hruns[j].id == m->in[i].id) {
+				hostrun_free(&us->hruns[j]);
+				us->hruns[j] = us->hruns[--us->nhruns];
+				break;
+			}
+	log_debug("%s: %zu runs of %" PRIu64 " keys into one of %" PRIu64,
+	    __func__, m->n, m->in_keys, m->w.run.nkeys);
+	if (!add_run(us, &m->w.run))
+		fatalx("%s: out of memory", __func__);
+	memset(&m->w.run, 0, sizeof(m->w.run));
+}
+
+bool
+urlset_hosts_merge_step(struct urlset *us)
+{
+	struct store_txn *txn;
+	bool end = false;
+	int rc;
+
+	if (us->hosts_merge_failed ||
+	    (us->hmerge == NULL && !merge_due(us)))
 		return false;
+	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
+		goto failed;
+	if (us->hmerge == NULL) {
+		if (!merge_start(us, txn, &rc)) {
+			store_abort(txn);
+			urlset_hosts_merge_end(us);
+			if (rc != STORE_OK)
+				goto failed;
+			return false;
+		}
+	} else {
+		/* Each chunk in a transaction of its own: flushes come
+		 * between them. */
+		us->hmerge->w.txn = txn;
+		for (size_t i = 0; i < us->hmerge->n; i++)
+			us->hmerge->it[i].txn = txn;
+	}
+	if ((rc = merge_chunk(us, us->hmerge, &end)) != STORE_OK ||
+	    (end && (rc = merge_finish(us, us->hmerge, txn)) != STORE_OK)) {
+		store_abort(txn);
+		goto failed;
+	}
+	if ((rc = store_commit(txn)) != STORE_OK)
+		goto failed;
+	if (end) {
+		merge_publish(us, us->hmerge);
+		urlset_hosts_merge_end(us);
 	}
 	return true;
+failed:
+	/* Its blocks written so far are found and removed at the next
+	 * start; the merge is tried again after the next flush. */
+	log_warnx("%s: a merge of the host index's runs failed: %s",
+	    __func__, store_strstatus(rc));
+	urlset_hosts_merge_end(us);
+	us->hosts_merge_failed = true;
+	return false;
 }

@@ -207,8 +207,35 @@ bad:
 struct load {
 	struct hostrun *runs;
 	size_t n, cap;
-	int rc;
+	uint32_t *orphans;		/* runs with blocks, no directory */
+	size_t norphans, orphans_cap;
+	uint32_t last_id;		/* the run whose blocks come last */
+	bool any;
 };
+
+/* Notes run id, whose blocks the scan reaches (in id order). */
+static int
+note_run(struct load *l, uint32_t id)
+{
+	if (l->any && id == l->last_id)
+		return 0;
+	/* The run before had blocks and no directory (which sorts last). */
+	if (l->any && (l->n == 0 || l->runs[l->n - 1].id != l->last_id)) {
+		if (l->norphans == l->orphans_cap) {
+			size_t cap = l->orphans_cap ? 2 * l->orphans_cap : 8;
+			uint32_t *p = realloc(l->orphans, cap * sizeof(*p));
+
+			if (p == NULL)
+				return -1;
+			l->orphans = p;
+			l->orphans_cap = cap;
+		}
+		l->orphans[l->norphans++] = l->last_id;
+	}
+	l->any = true;
+	l->last_id = id;
+	return 0;
+}
 
 static int
 load_one(const void *key, size_t klen, const void *val, size_t vlen,
@@ -216,7 +243,14 @@ load_one(const void *key, size_t klen, const void *val, size_t vlen,
 {
 	struct load *l = arg;
 
-	if (klen != 8 || be32((const uint8_t *)key + 4) != DIR_BLOCK)
+	if (klen != 8) {
+		log_warnx("%s: the host index has a key of %zu bytes",
+		    __func__, klen);
+		return STORE_FAILED;
+	}
+	if (note_run(l, be32(key)) == -1)
+		return STORE_FAILED;
+	if (be32((const uint8_t *)key + 4) != DIR_BLOCK)
 		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
@@ -236,12 +270,37 @@ load_one(const void *key, size_t klen, const void *val, size_t vlen,
 	return 0;
 }
 
-int
-hostrun_load(struct store_txn *txn, struct hostrun **runs, size_t *n)
+/* Deletes the blocks of run id, which has no directory. */
+static int
+delete_orphan(struct store_txn *txn, uint32_t id)
 {
-	struct load l = { NULL, 0, 0, STORE_OK };
-	int rc = store_scan_txn(txn, STORE_URL_HOSTS, load_one, &l);
+	uint8_t k[8];
+	int rc;
 
+	for (uint32_t b = 0;; b++) {
+		block_key(k, id, b);
+		if ((rc = store_del(txn, STORE_URL_HOSTS, k, sizeof(k))) ==
+		    STORE_NOTFOUND)
+			return STORE_OK;
+		if (rc != STORE_OK)
+			return rc;
+	}
+}
+
+int
+hostrun_load(struct store_txn *txn, struct hostrun **runs, size_t *n,
+    uint32_t *next_id, size_t *orphans)
+{
+	struct load l;
+	int rc;
+
+	memset(&l, 0, sizeof(l));
+	if ((rc = store_scan_txn(txn, STORE_URL_HOSTS, load_one, &l)) ==
+	    STORE_OK && note_run(&l, l.any ? l.last_id + 1 : 0) == -1)
+		rc = STORE_FAILED;	/* the last run's fate */
+	for (size_t i = 0; i < l.norphans && rc == STORE_OK; i++)
+		rc = delete_orphan(txn, l.orphans[i]);
+	free(l.orphans);
 	if (rc != STORE_OK) {
 		for (size_t i = 0; i < l.n; i++)
 			hostrun_free(&l.runs[i]);
@@ -250,6 +309,8 @@ hostrun_load(struct store_txn *txn, struct hostrun **runs, size_t *n)
 	}
 	*runs = l.runs;
 	*n = l.n;
+	*next_id = l.any ? l.last_id + 1 : 0;
+	*orphans = l.norphans;
 	return STORE_OK;
 }
 

@@ -68,10 +68,14 @@ void hostrun_writer_discard(struct hostrun_writer *w);
 void hostrun_free(struct hostrun *r);
 
 /*
- * Reads every run's directory from txn into *runs (*n of them, the caller
- * frees each and the array).  A store status.
+ * Reads every run's directory from txn (a write transaction) into *runs
+ * (*n of them, the caller frees each and the array), and the first id no
+ * run has used into *next_id.  The blocks of runs without a directory (a
+ * merge cut short) are deleted: *orphans says how many runs had some, and
+ * the caller commits.  A store status.
  */
-int hostrun_load(struct store_txn *txn, struct hostrun **runs, size_t *n);
+int hostrun_load(struct store_txn *txn, struct hostrun **runs, size_t *n,
+    uint32_t *next_id, size_t *orphans);
 /* Deletes run r's blocks and directory in txn. */
 int hostrun_delete(struct store_txn *txn, const struct hostrun *r);
 

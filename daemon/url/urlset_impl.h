@@ -125,6 +125,7 @@ struct urlset {
 					   committed */
 	bool hrun_is_pending;
 	bool hosts_merge_failed;	/* no merge until the next flush */
+	struct hosts_merge *hmerge;	/* the merge under way, or NULL */
 	uint32_t *lookup_which;
 	struct url_found *lookup_found;
 	uint32_t *lookup_retry;
@@ -163,6 +164,22 @@ struct urlset {
 	uint64_t store_bytes_written;
 	uint64_t stat_segments, stat_small, stat_records, stat_dead;
 	uint64_t stat_journal_bytes, stat_journal_written, stat_journal_syncs;
+};
+
+/*
+ * A merge of the host index's runs, done a chunk of keys at a time between
+ * the writer's groups, each chunk committed (the new run's blocks are no
+ * one's until its directory is written, with the merged runs' removal).
+ */
+#define HOSTS_MERGE_MAX		64	/* runs merged at once, at most */
+struct hosts_merge {
+	size_t n;
+	struct hostrun in[HOSTS_MERGE_MAX];	/* the runs (no fences) */
+	struct hostrun_iter it[HOSTS_MERGE_MAX];
+	bool done[HOSTS_MERGE_MAX];
+	struct hostrun_writer w;
+	bool prune;			/* leave out dead entries */
+	uint64_t in_keys;
 };
 
 struct urlset_reader {
@@ -281,6 +298,8 @@ void urlset_texts_discard(struct urlset *us);
 /* Writer: merges runs of one size if enough have piled up; true if it
  * did. */
 bool urlset_hosts_merge_step(struct urlset *us);
+/* Abandons the merge under way, if any. */
+void urlset_hosts_merge_end(struct urlset *us);
 void urlset_hosts_free(struct urlset *us);
 /* Writer: carries out a URLSET_FORGET job; a store status. */
 int urlset_forget(struct urlset *us, struct urlset_job *job);
