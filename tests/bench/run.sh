@@ -198,6 +198,9 @@ anon_kb=$(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup")
 filter_bytes=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "cbf.bytes" { print $2 }')
 index_bytes=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "url_store.index_bytes" { print $2 }')
 echo "nddd stored_urls=$stored capacity=$((urls + 200000)) anonymous_bytes=$((anon_kb * 1024)) filter_bytes=$filter_bytes index_bytes=$index_bytes bytes_per_url_of_capacity=$(ratio $((anon_kb * 1024)) $((urls + 200000))) bytes_per_stored_url=$(ratio $((anon_kb * 1024)) "$stored")"
+# url_forget of small hosts in that store, against url_delete of as many
+# listed URLs (forget_bench adds its own 4,000 URLs first).
+"$bin/forget_bench" -H "127.0.0.1:$port" | sed 's/^/forget /'
 # Latency: one batch of 1,000 stored URLs in flight at a time.
 "$bin/url_bench" -H "127.0.0.1:$port" -n 200000 -c 1 -w 1 --phase check | \
 	grep phase= | sed 's/^phase=check-seen/latency check-seen, one batch in flight:/'
