@@ -33,6 +33,9 @@ static const struct {
 	URL_STORE_FIELD(pending),
 	URL_STORE_FIELD(index_bytes),
 	URL_STORE_FIELD(journal_table_bytes),
+	URL_STORE_FIELD(host_runs),
+	URL_STORE_FIELD(host_keys),
+	URL_STORE_FIELD(host_merging),
 };
 #define N_URL_STORE_FIELDS \
 	(sizeof(url_store_fields) / sizeof(url_store_fields[0]))

@@ -988,6 +988,9 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 		o->url_store.pending = u->pending;
 		o->url_store.index_bytes = u->index_bytes;
 		o->url_store.journal_table_bytes = u->journal_table_bytes;
+		o->url_store.host_runs = u->host_runs;
+		o->url_store.host_keys = u->host_keys;
+		o->url_store.host_merging = u->host_merging;
 	}
 	o->urls_dropping = s->urls_dropping;
 	o->urls_expired = s->urls_expired;

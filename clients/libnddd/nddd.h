@@ -168,6 +168,11 @@ struct nddd_stats {
 		uint64_t index_bytes;		/* memory of the URL index */
 		uint64_t journal_table_bytes;	/* memory of the journal's
 						   table */
+		uint64_t host_runs;		/* runs of the host index */
+		uint64_t host_keys;		/* their keys, dead ones
+						   included */
+		uint64_t host_merging;		/* 1: a merge of them is
+						   under way */
 	} url_store;
 	/* URLs of dropped namespaces not yet forgotten (counted in urls),
 	 * and URLs reclaimed after their time to live.  The namespaces

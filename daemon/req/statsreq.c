@@ -123,6 +123,9 @@ statsreq_run(struct op_call *call)
 		uss.pending = us->pending;
 		uss.index_bytes = us->index_bytes;
 		uss.journal_table_bytes = us->journal_table_bytes;
+		uss.host_runs = us->host_runs;
+		uss.host_keys = us->host_keys;
+		uss.host_merging = us->host_merging;
 		res.url_store = &uss;
 		res.store_bytes = s.store_bytes;
 		res.connections = s.connections;
@@ -256,6 +259,12 @@ statsreq_render_gauges(const struct req_services *svc,
 	    (double)s->urls.journal_bytes_written);
 	metrics_render_value(out, "nddd_url_journal_syncs_total", "counter",
 	    "fdatasyncs of the URL journal.", (double)s->urls.journal_syncs);
+	metrics_render_value(out, "nddd_url_host_runs", "gauge",
+	    "Runs of the host index that url_forget reads.",
+	    (double)s->urls.host_runs);
+	metrics_render_value(out, "nddd_url_host_keys", "gauge",
+	    "Keys in the host index's runs, dead ones not yet merged away "
+	    "included.", (double)s->urls.host_keys);
 	metrics_render_value(out, "nddd_url_group_commits_total", "counter",
 	    "Groups of URL submits and deletes committed to the journal.",
 	    (double)s->urls.groups);

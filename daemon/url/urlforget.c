@@ -24,6 +24,20 @@
 /* Why the index may miss URLs, in the store's metadata. */
 #define HOSTS_PARTIAL_KEY	"urls.hosts_partial"
 
+/* The index's figures, for any thread's stats. */
+static void
+publish_stats(struct urlset *us)
+{
+	uint64_t keys = 0;
+
+	for (size_t i = 0; i < us->nhruns; i++)
+		keys += us->hruns[i].nkeys;
+	__atomic_store_n(&us->stat_host_runs, us->nhruns, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stat_host_keys, keys, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stat_host_merging, us->hmerge != NULL,
+	    __ATOMIC_RELAXED);
+}
+
 int
 urlset_hosts_open(struct urlset *us, int format)
 {
@@ -46,6 +60,7 @@ urlset_hosts_open(struct urlset *us, int format)
 		return rc;
 	}
 	us->hruns_cap = us->nhruns;
+	publish_stats(us);
 	if (us->hosts_partial ||
 	    (us->host_index && (format == 0 || format == URLSET_FORMAT))) {
 		if (orphans == 0) {
@@ -241,6 +256,7 @@ add_run(struct urlset *us, const struct hostrun *r)
 	us->hruns[us->nhruns++] = *r;
 	if (r->id >= us->next_hrun)
 		us->next_hrun = r->id + 1;
+	publish_stats(us);
 	return true;
 }
 
@@ -510,6 +526,7 @@ urlset_hosts_merge_end(struct urlset *us)
 	hostrun_writer_discard(&m->w);
 	free(m);
 	us->hmerge = NULL;
+	publish_stats(us);
 }
 
 /* Starts merging the runs of one level, in txn; false if none is due. */
@@ -545,6 +562,7 @@ merge_start(struct urlset *us, struct store_txn *txn, int *rc)
 	 * would cost more than the merges). */
 	m->prune = level >= top;
 	hostrun_writer_init(&m->w, txn, us->next_hrun++);
+	publish_stats(us);
 	for (size_t i = 0; i < m->n; i++)
 		if ((*rc = hostrun_iter_init(&m->it[i], txn, &m->in[i], NULL,
 		    0)) != STORE_OK ||

@@ -555,4 +555,7 @@ urlset_stats(struct urlset *us, struct urlset_stats *out)
 	urlidx_stats(us->idx, &xs);
 	out->index_bytes = xs.bytes;
 	out->journal_table_bytes = urlmem_bytes(us->mem);
+	out->host_runs = get(&us->stat_host_runs);
+	out->host_keys = get(&us->stat_host_keys);
+	out->host_merging = get(&us->stat_host_merging) != 0;
 }

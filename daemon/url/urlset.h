@@ -124,6 +124,10 @@ struct urlset_stats {
 	/* Memory. */
 	uint64_t index_bytes;
 	uint64_t journal_table_bytes;
+	/* The host index. */
+	uint64_t host_runs;
+	uint64_t host_keys;		/* dead ones included */
+	bool host_merging;
 };
 
 /* What checks found, counted by the caller and added once per batch. */

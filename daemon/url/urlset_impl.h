@@ -164,6 +164,7 @@ struct urlset {
 	uint64_t store_bytes_written;
 	uint64_t stat_segments, stat_small, stat_records, stat_dead;
 	uint64_t stat_journal_bytes, stat_journal_written, stat_journal_syncs;
+	uint64_t stat_host_runs, stat_host_keys, stat_host_merging;
 };
 
 /*

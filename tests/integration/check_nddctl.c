@@ -355,7 +355,8 @@ START_TEST(test_stats_url_store_and_verify)
 		"journal_bytes_written", "journal_syncs", "groups", "flushes",
 		"merges", "merges_forced", "segments", "small_segments",
 		"records", "dead_records", "store_bytes_written", "pending",
-		"index_bytes", "journal_table_bytes",
+		"index_bytes", "journal_table_bytes", "host_runs", "host_keys",
+		"host_merging",
 	};
 	struct harness h;
 	char *args, *out, key[64];
@@ -697,7 +698,7 @@ START_TEST(test_forget)
 	    "--namespace crawl-1 --subdomains example.com", h.address), -1);
 	ck_assert_int_eq(run(args, NULL, &out), 0);
 	ck_assert_str_eq(out, "{\"host\": \"example.com\", \"subdomains\": "
-	    "true, \"forgotten\": 1}\n");
+	    "true, \"forgotten\": 1, \"complete\": true}\n");
 	free(out);
 	free(args);
 	ck_assert_int_ne(asprintf(&args, "-H %s url-check -n crawl-1 "
@@ -720,7 +721,7 @@ START_TEST(test_forget)
 	    "http://example.com/blog/", h.address), -1);
 	ck_assert_int_eq(run(args, NULL, &out), 0);
 	ck_assert_str_eq(out, "{\"prefix\": \"http://example.com/blog/\", "
-	    "\"forgotten\": 1}\n");
+	    "\"forgotten\": 1, \"complete\": true}\n");
 	free(out);
 	free(args);
 	ck_assert_int_ne(asprintf(&args, "-H %s forget-prefix "

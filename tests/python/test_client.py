@@ -125,7 +125,8 @@ class TestCalls(DaemonTest):
         self.assertEqual(u.journal_entries + u.records - u.dead_records, 10)
         for name in ("journal_bytes", "journal_bytes_written", "flushes",
                      "merges", "merges_forced", "segments", "small_segments",
-                     "store_bytes_written", "journal_table_bytes"):
+                     "store_bytes_written", "journal_table_bytes",
+                     "host_runs", "host_keys"):
             self.assertIsInstance(getattr(u, name), int, name)
 
     def test_item_errors_fail_only_their_item(self):

@@ -288,6 +288,9 @@ class UrlStoreStats:
     pending: int                # submits and deletes queued
     index_bytes: int            # memory of the URL index
     journal_table_bytes: int    # memory of the journal's table
+    host_runs: int              # runs of the host index (url_forget)
+    host_keys: int              # their keys, dead ones included
+    host_merging: bool          # a merge of them is under way
 
 
 @dataclass(frozen=True)
