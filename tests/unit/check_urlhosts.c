@@ -1,5 +1,6 @@
 /*
- * Tests for urlhosts, the host index's keys.
+ * Tests for urlhosts (the host index's keys) and urlhostrun (its runs of
+ * keys in the store).
  *
  * Keys are checked for what url_forget relies on, against a reference
  * that knows each URL's host because it built the URL: a key begins with
@@ -9,6 +10,11 @@
  * The hosts are drawn from a few labels so that look-alikes meet
  * (badexample.com, example.com.evil.org, user info that reads like a
  * host), which a check on hand-picked URLs alone would miss.
+ *
+ * Runs are written to a real store in a temporary directory, read back
+ * after a reopen with a decoder written here from the layout urlhostrun.h
+ * documents, and searched from random keys against a sorted reference.
+ * Damaged directories and blocks, written by hand, must fail cleanly.
  */
 #include <check.h>
 #include <stdbool.h>
@@ -17,8 +23,14 @@
 #include <string.h>
 
 #include "cbf.h"
+#include "le.h"
+#include "store.h"
 #include "testutil.h"
+#include "urlhostrun.h"
 #include "urlhosts.h"
+
+/* urlhostrun.h: a run's directory is its block UINT32_MAX. */
+#define DIR_BLOCK	UINT32_MAX
 
 static bool
 starts_with(const uint8_t *s, size_t slen, const void *p, size_t plen)
@@ -606,6 +618,811 @@ START_TEST(test_long_texts)
 }
 END_TEST
 
+/* Runs: reference keys, sorted by bytes, shorter first on a tie. */
+struct rkey {
+	uint8_t *p;
+	size_t len;
+};
+
+static int
+rkey_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+static int
+rkey_qsort(const void *a, const void *b)
+{
+	const struct rkey *x = a, *y = b;
+
+	return rkey_cmp(x->p, x->len, y->p, y->len);
+}
+
+/* The first reference key at least p[0..len), or n. */
+static size_t
+lower_bound(const struct rkey *ref, size_t n, const uint8_t *p, size_t len)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rkey_cmp(ref[mid].p, ref[mid].len, p, len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const uint8_t tail_bytes[] = {
+	0x00, 0x01, '.', '/', 'a', 'b', 0x7f, 0x80, 0xfe, 0xff,
+};
+
+/* A key much like the index's: ns, host, separator, then random bytes. */
+static size_t
+random_key(uint64_t *seed, size_t tail_min, size_t tail_max,
+    uint8_t out[URLHOSTS_KEY_MAX])
+{
+	uint32_t ns = PICK(namespaces, seed);
+	size_t len, tail;
+	char h[64];
+
+	random_host(seed, h, sizeof(h));
+	out[0] = (uint8_t)(ns >> 24);
+	out[1] = (uint8_t)(ns >> 16);
+	out[2] = (uint8_t)(ns >> 8);
+	out[3] = (uint8_t)ns;
+	memcpy(out + 4, h, strlen(h));
+	len = 4 + strlen(h);
+	out[len++] = tu_rand_below(seed, 4) ? 0x00 : '.';
+	tail = tail_min + tu_rand_below(seed, tail_max - tail_min + 1);
+	for (size_t i = 0; i < tail && len < URLHOSTS_KEY_MAX; i++)
+		out[len++] = PICK(tail_bytes, seed);
+	return len;
+}
+
+static const struct {
+	uint32_t id;
+	size_t n;
+	size_t tail_min, tail_max;
+	bool many_blocks;
+} run_specs[] = {
+	{ 1, 0, 0, 0, false },			/* empty */
+	{ 2, 1, 0, 10, false },
+	{ 3, 300, 600, 600, false },		/* every key 511 bytes */
+	{ 7, 300, 0, 40, false },
+	/* Ids whose bytes differ in order: big-endian in the store. */
+	{ 0x0100, 4000, 100, 480, true },
+	{ 0x01000000, 40000, 0, 30, true },
+};
+#define NRUNS	NELEM(run_specs)
+
+struct run_ref {
+	struct rkey *k;
+	size_t n;
+	uint8_t *bytes;
+	struct hostrun written;		/* the writer's */
+	size_t *first;			/* block b's first key: k[first[b]] */
+	uint32_t nblocks;
+};
+
+static void
+build_ref(struct run_ref *r, size_t i, uint64_t *seed)
+{
+	size_t total = run_specs[i].n, u = 0;
+
+	r->bytes = malloc(total * URLHOSTS_KEY_MAX + 1);
+	r->k = calloc(total + 1, sizeof(*r->k));
+	ck_assert_ptr_nonnull(r->bytes);
+	ck_assert_ptr_nonnull(r->k);
+	for (size_t j = 0; j < total; j++) {
+		r->k[j].p = r->bytes + j * URLHOSTS_KEY_MAX;
+		r->k[j].len = random_key(seed, run_specs[i].tail_min,
+		    run_specs[i].tail_max, r->k[j].p);
+	}
+	qsort(r->k, total, sizeof(*r->k), rkey_qsort);
+	for (size_t j = 0; j < total; j++)
+		if (u == 0 || rkey_cmp(r->k[u - 1].p, r->k[u - 1].len,
+		    r->k[j].p, r->k[j].len) != 0)
+			r->k[u++] = r->k[j];
+	r->n = u;
+}
+
+/* Writes r's keys, each given one to three times, as run id in txn. */
+static void
+write_run(struct store_txn *txn, uint32_t id, struct run_ref *r,
+    uint64_t *seed)
+{
+	struct hostrun_writer *w = malloc(sizeof(*w));
+	size_t added = 0;
+
+	ck_assert_ptr_nonnull(w);
+	hostrun_writer_init(w, txn, id);
+	for (size_t j = 0; j < r->n; j++) {
+		int times = 1 + (int)tu_rand_below(seed, 3);
+
+		for (int t = 0; t < times; t++, added++)
+			ck_assert_int_eq(hostrun_writer_add(w, r->k[j].p,
+			    r->k[j].len), STORE_OK);
+	}
+	if (r->n > 1)
+		ck_assert_uint_gt(added, r->n);	/* duplicates were given */
+	ck_assert_int_eq(hostrun_writer_finish(w), STORE_OK);
+	ck_assert_uint_eq(w->run.id, id);
+	ck_assert_uint_eq(w->run.nkeys, r->n);
+	r->written = w->run;
+	free(w);
+}
+
+static void
+run_key(uint8_t k[8], uint32_t id, uint32_t block)
+{
+	for (int i = 0; i < 4; i++) {
+		k[i] = (uint8_t)(id >> (24 - 8 * i));
+		k[4 + i] = (uint8_t)(block >> (24 - 8 * i));
+	}
+}
+
+static size_t
+common_prefix(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	size_t s = 0;
+
+	while (s < alen && s < blen && a[s] == b[s])
+		s++;
+	return s;
+}
+
+static uint32_t
+le16(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+/*
+ * Reads run id's blocks and directory as urlhostrun.h lays them out and
+ * checks them against r: every key in order, prefix-compressed within its
+ * block, blocks within URLHOSTRUN_BLOCK, the directory's counts and
+ * fences.  Notes each block's first key in r->first.
+ */
+static void
+check_layout(struct store_txn *txn, uint32_t id, struct run_ref *r)
+{
+	struct store_val v;
+	uint8_t k[8], key[URLHOSTS_KEY_MAX];
+	size_t at, i = 0, klen = 0, cap = 16;
+	uint32_t b;
+
+	free(r->first);
+	r->first = malloc(cap * sizeof(*r->first));
+	ck_assert_ptr_nonnull(r->first);
+	for (b = 0;; b++) {
+		const uint8_t *p;
+		uint32_t count;
+
+		run_key(k, id, b);
+		if (store_get(txn, STORE_URL_HOSTS, k, 8, &v) == STORE_NOTFOUND)
+			break;
+		p = v.data;
+		ck_assert_uint_ge(v.len, 4);
+		ck_assert_msg(v.len <= URLHOSTRUN_BLOCK, "run %u block %u: %zu "
+		    "bytes", id, b, v.len);
+		count = le_get32(p);
+		ck_assert_uint_gt(count, 0);
+		if (b == cap) {
+			cap *= 2;
+			r->first = realloc(r->first, cap * sizeof(*r->first));
+			ck_assert_ptr_nonnull(r->first);
+		}
+		r->first[b] = i;
+		at = 4;
+		for (uint32_t c = 0; c < count; c++, i++) {
+			uint32_t shared, rest;
+
+			ck_assert_uint_le(at + 4, v.len);
+			shared = le16(p + at);
+			rest = le16(p + at + 2);
+			/* A block's first key stands alone. */
+			if (c == 0)
+				ck_assert_uint_eq(shared, 0);
+			ck_assert_uint_le(shared, klen);
+			ck_assert_uint_le(shared + rest, URLHOSTS_KEY_MAX);
+			ck_assert_uint_le(at + 4 + rest, v.len);
+			memcpy(key + shared, p + at + 4, rest);
+			klen = shared + rest;
+			at += 4 + rest;
+			ck_assert_msg(i < r->n, "run %u: more keys than %zu",
+			    id, r->n);
+			ck_assert_msg(klen == r->k[i].len && memcmp(key,
+			    r->k[i].p, klen) == 0, "run %u block %u: key %zu "
+			    "differs", id, b, i);
+			/* Compressed: it shares all it can. */
+			if (c > 0)
+				ck_assert_uint_eq(shared, common_prefix(
+				    r->k[i - 1].p, r->k[i - 1].len, key,
+				    klen));
+		}
+		ck_assert_uint_eq(at, v.len);
+	}
+	ck_assert_uint_eq(i, r->n);
+	r->nblocks = b;
+
+	run_key(k, id, DIR_BLOCK);
+	ck_assert_int_eq(store_get(txn, STORE_URL_HOSTS, k, 8, &v), STORE_OK);
+	ck_assert_uint_ge(v.len, 8);
+	ck_assert_uint_eq(le_get32(v.data), r->n);
+	ck_assert_uint_eq(le_get32((const uint8_t *)v.data + 4), b);
+	at = 8;
+	for (b = 0; b < r->nblocks; b++) {
+		const uint8_t *p = v.data;
+		const struct rkey *f = &r->k[r->first[b]];
+
+		ck_assert_uint_le(at + 2, v.len);
+		ck_assert_uint_eq(le16(p + at), f->len);
+		ck_assert_uint_le(at + 2 + f->len, v.len);
+		ck_assert_mem_eq(p + at + 2, f->p, f->len);
+		at += 2 + f->len;
+	}
+	ck_assert_uint_eq(at, v.len);
+}
+
+static struct store *
+open_store(const char *dir)
+{
+	/* No fsync: nothing here outlives the test. */
+	struct store_options o = { .dir = dir, .map_size = 256 << 20,
+	    .sync = STORE_SYNC_NONE };
+	char *cause = NULL;
+	struct store *st = store_open(&o, &cause);
+
+	ck_assert_msg(st != NULL, "store_open: %s", cause);
+	return st;
+}
+
+static struct hostrun *
+find_run(struct hostrun *runs, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (runs[i].id == id)
+			return &runs[i];
+	return NULL;
+}
+
+static void
+free_runs(struct hostrun *runs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		hostrun_free(&runs[i]);
+	free(runs);
+}
+
+/*
+ * Loads every run from txn and checks it against what was written, but
+ * for refs[gone], which must be absent (gone >= NRUNS: none).  Returns the
+ * runs, *n of them.
+ */
+static struct hostrun *
+load_and_check(struct store_txn *txn, struct run_ref *refs, size_t gone,
+    size_t *n)
+{
+	struct hostrun *runs = NULL;
+
+	*n = 0;
+	ck_assert_int_eq(hostrun_load(txn, &runs, n), STORE_OK);
+	ck_assert_uint_eq(*n, gone < NRUNS ? NRUNS - 1 : NRUNS);
+	for (size_t i = 0; i < NRUNS; i++) {
+		const struct hostrun *r = find_run(runs, *n, run_specs[i].id);
+		const struct hostrun *w = &refs[i].written;
+
+		if (i == gone) {
+			ck_assert_msg(r == NULL, "run %u deleted, yet loaded",
+			    run_specs[i].id);
+			continue;
+		}
+		ck_assert_msg(r != NULL, "run %u not loaded", run_specs[i].id);
+		ck_assert_uint_eq(r->nkeys, refs[i].n);
+		ck_assert_uint_eq(r->nkeys, w->nkeys);
+		ck_assert_uint_eq(r->nblocks, refs[i].nblocks);
+		ck_assert_uint_eq(r->nblocks, w->nblocks);
+		for (uint32_t b = 0; b < r->nblocks; b++) {
+			const struct rkey *f = &refs[i].k[refs[i].first[b]];
+
+			ck_assert_uint_eq(r->fence_off[b + 1] - r->fence_off[b],
+			    f->len);
+			ck_assert_mem_eq(r->fences + r->fence_off[b], f->p,
+			    f->len);
+		}
+	}
+	return runs;
+}
+
+/* Reads the whole run from its first key: the reference, in order. */
+static void
+check_full_scan(struct store_txn *txn, const struct hostrun *run,
+    const struct run_ref *r)
+{
+	struct hostrun_iter it;
+	bool done = false;
+	size_t i = 0;
+
+	ck_assert_int_eq(hostrun_iter_init(&it, txn, run, NULL, 0), STORE_OK);
+	for (;;) {
+		ck_assert_int_eq(hostrun_iter_next(&it, &done), STORE_OK);
+		if (done)
+			break;
+		ck_assert_msg(i < r->n, "run %u: more than its %zu keys",
+		    run->id, r->n);
+		ck_assert_msg(it.klen == r->k[i].len && memcmp(it.key,
+		    r->k[i].p, it.klen) == 0, "run %u: key %zu differs",
+		    run->id, i);
+		i++;
+	}
+	ck_assert_msg(i == r->n, "run %u: %zu keys read, %zu written",
+	    run->id, i, r->n);
+	hostrun_iter_free(&it);
+}
+
+/* A search key: the run's keys, fences, their neighbours, and others. */
+static size_t
+make_probe(uint64_t *seed, const struct run_ref *r,
+    uint8_t out[URLHOSTS_KEY_MAX])
+{
+	int kind = (int)tu_rand_below(seed, 10);
+	const struct rkey *k;
+	size_t len;
+
+	if (r->n == 0 && kind < 7)
+		kind = 0;
+	switch (kind) {
+	case 0:
+	case 1:
+		return random_key(seed, 0, 60, out);
+	case 7:
+		return 0;
+	case 8:
+		memset(out, 0xff, URLHOSTS_KEY_MAX);
+		return URLHOSTS_KEY_MAX;
+	case 9:
+		memset(out, 0x00, 4);
+		return 4;
+	}
+	if (kind == 6 && r->nblocks > 0)
+		k = &r->k[r->first[tu_rand_below(seed, r->nblocks)]];
+	else
+		k = &r->k[tu_rand_below(seed, r->n)];
+	memcpy(out, k->p, k->len);
+	len = k->len;
+	switch (tu_rand_below(seed, 5)) {
+	case 0:
+		break;			/* the key itself */
+	case 1:				/* just after it */
+		if (len < URLHOSTS_KEY_MAX)
+			out[len++] = 0x00;
+		break;
+	case 2:				/* just before it */
+		if (len > 0)
+			len--;
+		break;
+	case 3:
+		if (len > 0 && out[len - 1] < 0xff)
+			out[len - 1]++;
+		break;
+	case 4:
+		if (len > 0 && out[len - 1] > 0x00)
+			out[len - 1]--;
+		break;
+	}
+	return len;
+}
+
+/*
+ * From random keys: the iterator starts at the first key of the last
+ * block whose first key is at most the probe ("the first block that may
+ * hold" it), goes on in order, and reaches the first key at least the
+ * probe: no such key is skipped.
+ */
+static void
+check_probes(struct store_txn *txn, const struct hostrun *run,
+    const struct run_ref *r, uint64_t *seed, size_t nprobes)
+{
+	uint8_t probe[URLHOSTS_KEY_MAX];
+	char b1[2048], b2[2048];
+
+	for (size_t q = 0; q < nprobes; q++) {
+		size_t plen = make_probe(seed, r, probe);
+		size_t lb = lower_bound(r->k, r->n, probe, plen), start = 0;
+		struct hostrun_iter it;
+		bool done = false;
+
+		for (uint32_t b = 0; b < r->nblocks; b++)
+			if (rkey_cmp(r->k[r->first[b]].p, r->k[r->first[b]].len,
+			    probe, plen) <= 0)
+				start = r->first[b];
+		ck_assert_int_eq(hostrun_iter_init(&it, txn, run, probe, plen),
+		    STORE_OK);
+		for (size_t i = start;; i++) {
+			ck_assert_int_eq(hostrun_iter_next(&it, &done),
+			    STORE_OK);
+			if (done) {
+				ck_assert_msg(lb == r->n, "run %u, probe %s: "
+				    "the run ended; key %zu of %zu (%s) is at "
+				    "least the probe", run->id, show(probe,
+				    plen, b1, sizeof(b1)), lb, r->n,
+				    lb < r->n ? show(r->k[lb].p, r->k[lb].len,
+				    b2, sizeof(b2)) : "");
+				ck_assert_uint_eq(i, r->n);
+				break;
+			}
+			ck_assert_msg(i < r->n, "run %u: more than its %zu "
+			    "keys", run->id, r->n);
+			if (it.klen != r->k[i].len || memcmp(it.key, r->k[i].p,
+			    it.klen) != 0) {
+				size_t at = lower_bound(r->k, r->n, it.key,
+				    it.klen);
+
+				ck_abort_msg("run %u, probe %s: read %s (key "
+				    "%zu) where key %zu was due; the first key "
+				    "at least the probe is %zu%s", run->id,
+				    show(probe, plen, b1, sizeof(b1)),
+				    show(it.key, it.klen, b2, sizeof(b2)), at,
+				    i, lb, at > lb ? ": skipped" : "");
+			}
+			if (rkey_cmp(it.key, it.klen, probe, plen) >= 0) {
+				ck_assert_uint_eq(i, lb);
+				break;
+			}
+		}
+		hostrun_iter_free(&it);
+	}
+}
+
+struct id_count {
+	uint32_t id;
+	size_t n;
+};
+
+static int
+count_run_records(const void *key, size_t klen, const void *val,
+    size_t vlen, void *arg)
+{
+	struct id_count *c = arg;
+	const uint8_t *k = key;
+
+	(void)val;
+	(void)vlen;
+	if (klen >= 4 && ((uint32_t)k[0] << 24 | (uint32_t)k[1] << 16 |
+	    (uint32_t)k[2] << 8 | k[3]) == c->id)
+		c->n++;
+	return 0;
+}
+
+START_TEST(test_runs_against_reference)
+{
+	char *dir = tu_tmpdir();
+	struct store *st = open_store(dir);
+	struct store_txn *txn, *rd;
+	struct run_ref refs[NRUNS];
+	struct hostrun *runs;
+	struct id_count c;
+	uint64_t seed = 4242;
+	size_t n, gone = 4;
+
+	memset(refs, 0, sizeof(refs));
+	for (size_t i = 0; i < NRUNS; i++)
+		build_ref(&refs[i], i, &seed);
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	for (size_t i = 0; i < NRUNS; i++)
+		write_run(txn, run_specs[i].id, &refs[i], &seed);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	store_close(st);
+
+	/* Read back from the files. */
+	st = open_store(dir);
+	rd = store_reader_new(st);
+	ck_assert_ptr_nonnull(rd);
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	for (size_t i = 0; i < NRUNS; i++) {
+		check_layout(rd, run_specs[i].id, &refs[i]);
+		ck_assert_uint_eq(refs[i].nblocks == 0, refs[i].n == 0);
+		if (run_specs[i].many_blocks)
+			ck_assert_msg(refs[i].nblocks > 8, "run %u: %u blocks",
+			    run_specs[i].id, refs[i].nblocks);
+	}
+	runs = load_and_check(rd, refs, NRUNS, &n);
+	for (size_t i = 0; i < NRUNS; i++) {
+		const struct hostrun *r = find_run(runs, n, run_specs[i].id);
+
+		check_full_scan(rd, r, &refs[i]);
+		check_probes(rd, r, &refs[i], &seed, 400);
+	}
+	store_reader_end(rd);
+
+	/* One run deleted: the others stay, it leaves nothing behind. */
+	ck_assert_uint_eq(run_specs[gone].id, 0x0100);
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	ck_assert_int_eq(hostrun_delete(txn, find_run(runs, n,
+	    run_specs[gone].id)), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	free_runs(runs, n);
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	runs = load_and_check(rd, refs, gone, &n);
+	c.id = run_specs[gone].id;
+	c.n = 0;
+	ck_assert_int_eq(store_scan_txn(rd, STORE_URL_HOSTS,
+	    count_run_records, &c), STORE_OK);
+	ck_assert_uint_eq(c.n, 0);
+	for (size_t i = 0; i < NRUNS; i++) {
+		const struct hostrun *r = find_run(runs, n, run_specs[i].id);
+
+		if (i == gone)
+			continue;
+		c.id = run_specs[i].id;
+		c.n = 0;
+		ck_assert_int_eq(store_scan_txn(rd, STORE_URL_HOSTS,
+		    count_run_records, &c), STORE_OK);
+		ck_assert_uint_eq(c.n, refs[i].nblocks + 1);
+		check_full_scan(rd, r, &refs[i]);
+		check_probes(rd, r, &refs[i], &seed, 50);
+	}
+	store_reader_end(rd);
+
+	free_runs(runs, n);
+	for (size_t i = 0; i < NRUNS; i++) {
+		hostrun_free(&refs[i].written);
+		free(refs[i].k);
+		free(refs[i].bytes);
+		free(refs[i].first);
+	}
+	store_reader_free(rd);
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Writes a run of the keys "a", "b", "c" as run id in a transaction. */
+static void
+write_small_run(struct store *st, uint32_t id)
+{
+	struct hostrun_writer *w = malloc(sizeof(*w));
+	struct store_txn *txn;
+
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	hostrun_writer_init(w, txn, id);
+	ck_assert_int_eq(hostrun_writer_add(w, (const uint8_t *)"a", 1),
+	    STORE_OK);
+	ck_assert_int_eq(hostrun_writer_add(w, (const uint8_t *)"b", 1),
+	    STORE_OK);
+	ck_assert_int_eq(hostrun_writer_add(w, (const uint8_t *)"c", 1),
+	    STORE_OK);
+	ck_assert_int_eq(hostrun_writer_finish(w), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	hostrun_free(&w->run);
+	free(w);
+}
+
+#define NDAMAGED_DIRS	9
+
+/* Directory c of the damaged ones in v (1024 bytes); its length. */
+static size_t
+damaged_dir(int c, uint8_t *v, const char **what)
+{
+	memset(v, 0, 1024);
+	le_put32(v, 1);			/* keys */
+	le_put32(v + 4, 1);		/* blocks */
+	switch (c) {
+	case 0:
+		*what = "shorter than its two counts";
+		return 5;
+	case 1:
+		*what = "more blocks than its bytes could name";
+		le_put32(v + 4, 0x7fffffff);
+		v[8] = 1;
+		v[10] = 'a';
+		return 11;
+	case 2:
+		*what = "three blocks, one fence";
+		le_put32(v + 4, 3);
+		v[8] = 3;
+		memcpy(v + 10, "abc", 3);
+		return 13;
+	case 3:
+		*what = "a fence of 100 bytes in 10";
+		v[8] = 100;
+		memcpy(v + 10, "0123456789", 10);
+		return 20;
+	case 4:
+		*what = "a fence one byte past the end";
+		v[8] = 11;
+		memcpy(v + 10, "0123456789", 10);
+		return 20;
+	case 5:
+		*what = "a fence longer than any key";
+		v[8] = 600 & 0xff;
+		v[9] = 600 >> 8;
+		memset(v + 10, 'k', 600);
+		return 610;
+	case 6:
+		*what = "a fence's length cut";
+		v[8] = 1;
+		return 9;
+	case 7:
+		*what = "as many blocks as half its bytes";
+		le_put32(v + 4, 10);
+		return 20;
+	default:
+		*what = "a second fence of 65535 bytes";
+		le_put32(v + 4, 2);
+		v[8] = 1;
+		v[10] = 'a';
+		v[11] = 0xff;
+		v[12] = 0xff;
+		memset(v + 13, 'b', 40);
+		return 53;
+	}
+}
+
+/*
+ * A directory that lies about its lengths fails the load, whether it
+ * comes before or after a sound one, and frees what the load had read
+ * (the sanitizer build finds leaks and overreads).
+ */
+START_TEST(test_damaged_directory)
+{
+	char *dir = tu_tmpdir();
+	struct store *st = open_store(dir);
+	struct store_txn *txn;
+	struct hostrun *runs;
+	uint8_t v[1024], k[8];
+	const char *what;
+	size_t n;
+	int rc;
+
+	write_small_run(st, 5);
+	for (int c = 0; c < NDAMAGED_DIRS; c++)
+		for (int at = 0; at < 2; at++) {
+			size_t len = damaged_dir(c, v, &what);
+			uint32_t id = at == 0 ? 0 : 9;
+
+			ck_assert_int_eq(store_write_begin(st, &txn),
+			    STORE_OK);
+			run_key(k, id, DIR_BLOCK);
+			ck_assert_int_eq(store_put(txn, STORE_URL_HOSTS, k, 8,
+			    v, len, 0, NULL), STORE_OK);
+			runs = NULL;
+			n = 0;
+			rc = hostrun_load(txn, &runs, &n);
+			if (rc == STORE_OK) {
+				free_runs(runs, n);
+				store_abort(txn);
+				ck_abort_msg("run %u, a directory %s: loaded",
+				    id, what);
+			}
+			store_abort(txn);
+		}
+
+	/* The sound run alone still loads. */
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	ck_assert_int_eq(hostrun_load(txn, &runs, &n), STORE_OK);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(runs[0].id, 5);
+	ck_assert_uint_eq(runs[0].nkeys, 3);
+	free_runs(runs, n);
+	store_abort(txn);
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+#define NDAMAGED_BLOCKS	7
+
+/* Block 0 (and the directory) of run 4 for case c; its length. */
+static size_t
+damaged_block(int c, uint8_t *v, uint8_t *d, size_t *dlen,
+    const char **what)
+{
+	memset(v, 0, 1024);
+	/* A sound directory: one block, first key "a". */
+	memset(d, 0, 64);
+	le_put32(d, 1);
+	le_put32(d + 4, 1);
+	d[8] = 1;
+	d[10] = 'a';
+	*dlen = 11;
+	le_put32(v, 1);
+	v[6] = 1;			/* (0, 1, "a") */
+	v[8] = 'a';
+	switch (c) {
+	case 0:
+		*what = "a block the directory names is missing";
+		le_put32(d + 4, 2);
+		d[11] = 1;
+		d[13] = 'b';
+		*dlen = 14;
+		return 9;
+	case 1:
+		*what = "more keys than the block holds";
+		le_put32(v, 3);
+		return 9;
+	case 2:
+		*what = "a key sharing more than the one before";
+		le_put32(v, 2);
+		v[9] = 5;		/* (5, 1, "b") */
+		v[11] = 1;
+		v[13] = 'b';
+		return 14;
+	case 3:
+		*what = "a key running past its block";
+		v[6] = 50;
+		return 9;
+	case 4:
+		*what = "shorter than its count";
+		return 2;
+	case 5:
+		*what = "a key longer than any key";
+		le_put32(v, 2);
+		v[9] = 1;		/* (1, 511, ...) */
+		v[11] = 511 & 0xff;
+		v[12] = 511 >> 8;
+		memset(v + 13, 'z', 511);
+		return 13 + 511;
+	default:
+		*what = "a block's first key sharing bytes";
+		v[4] = 3;		/* (3, 1, "a") */
+		return 9;
+	}
+}
+
+/* A sound directory over damaged blocks: reading them fails, cleanly. */
+START_TEST(test_damaged_blocks)
+{
+	char *dir = tu_tmpdir();
+	struct store *st = open_store(dir);
+	struct store_txn *txn;
+	struct hostrun *runs;
+	struct hostrun_iter it;
+	uint8_t v[1024], d[64], k[8];
+	const char *what;
+	size_t n, dlen, vlen;
+	bool done;
+	int rc;
+
+	for (int c = 0; c < NDAMAGED_BLOCKS; c++)
+		for (int from = 0; from < 2; from++) {
+			vlen = damaged_block(c, v, d, &dlen, &what);
+			ck_assert_int_eq(store_write_begin(st, &txn),
+			    STORE_OK);
+			run_key(k, 4, DIR_BLOCK);
+			ck_assert_int_eq(store_put(txn, STORE_URL_HOSTS, k, 8,
+			    d, dlen, 0, NULL), STORE_OK);
+			run_key(k, 4, 0);
+			ck_assert_int_eq(store_put(txn, STORE_URL_HOSTS, k, 8,
+			    v, vlen, 0, NULL), STORE_OK);
+			ck_assert_int_eq(hostrun_load(txn, &runs, &n),
+			    STORE_OK);
+			ck_assert_uint_eq(n, 1);
+			rc = hostrun_iter_init(&it, txn, &runs[0], from ?
+			    (const uint8_t *)"b" : NULL, from ? 1 : 0);
+			done = false;
+			for (int i = 0; rc == STORE_OK && !done && i < 100; i++)
+				rc = hostrun_iter_next(&it, &done);
+			hostrun_iter_free(&it);
+			free_runs(runs, n);
+			store_abort(txn);
+			ck_assert_msg(rc != STORE_OK, "%s: read to its end",
+			    what);
+		}
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 Suite *urlhosts_suite(void);
 
 Suite *
@@ -620,6 +1437,9 @@ urlhosts_suite(void)
 	tcase_add_test(tc, test_record_and_key);
 	tcase_add_test(tc, test_prefixes_against_reference);
 	tcase_add_test(tc, test_long_texts);
+	tcase_add_test(tc, test_runs_against_reference);
+	tcase_add_test(tc, test_damaged_directory);
+	tcase_add_test(tc, test_damaged_blocks);
 	suite_add_tcase(s, tc);
 	return s;
 }
