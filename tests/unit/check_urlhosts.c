@@ -618,6 +618,33 @@ START_TEST(test_long_texts)
 }
 END_TEST
 
+/*
+ * Every host up to URLHOSTS_HOST_MAX bytes ("the longest host the index
+ * finds", which url_forget accepts) must give its URLs a key under its
+ * host prefix, or a forget of that host misses them while it says it
+ * found every URL.
+ */
+START_TEST(test_longest_hosts_indexed)
+{
+	static char url[URLHOSTS_REC_MAX], host[URLHOSTS_HOST_MAX + 1];
+	uint8_t fp[CBF_FP_LEN], key[URLHOSTS_KEY_MAX], pfx[URLHOSTS_KEY_MAX];
+	size_t n, klen, plen;
+	uint64_t seed = 78;
+
+	fill_fp(fp, &seed);
+	for (size_t hl = 1; hl <= URLHOSTS_HOST_MAX; hl++) {
+		long_host(host, hl);
+		n = (size_t)snprintf(url, sizeof(url), "http://%s/", host);
+		klen = url_key(5, fp, url, n, key);
+		plen = urlhosts_host_prefix(5, host, hl, '\0', pfx);
+		ck_assert_uint_eq(plen, 4 + hl + 1);
+		ck_assert_msg(klen > 0 && starts_with(key, klen, pfx, plen),
+		    "http://<host of %zu bytes>/ (a URL of %zu bytes): key of "
+		    "%zu bytes, not under its host's prefix", hl, n, klen);
+	}
+}
+END_TEST
+
 /* Runs: reference keys, sorted by bytes, shorter first on a tie. */
 struct rkey {
 	uint8_t *p;
@@ -1437,6 +1464,7 @@ urlhosts_suite(void)
 	tcase_add_test(tc, test_record_and_key);
 	tcase_add_test(tc, test_prefixes_against_reference);
 	tcase_add_test(tc, test_long_texts);
+	tcase_add_test(tc, test_longest_hosts_indexed);
 	tcase_add_test(tc, test_runs_against_reference);
 	tcase_add_test(tc, test_damaged_directory);
 	tcase_add_test(tc, test_damaged_blocks);
