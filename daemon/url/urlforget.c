@@ -21,6 +21,8 @@
 /* Runs of one size merged into one, and the size of the smallest. */
 #define MERGE_FANOUT		8
 #define MERGE_BASE		4096
+/* Runs past which a busy writer merges too. */
+#define HOSTS_RUNS_BUSY		(2 * MERGE_FANOUT)
 /* Why the index may miss URLs, in the store's metadata. */
 #define HOSTS_PARTIAL_KEY	"urls.hosts_partial"
 
@@ -157,7 +159,8 @@ cmp_keys(const void *a, const void *b, void *arg)
 
 /* The keys of the round's text records, and their order. */
 static int
-round_keys(struct urlset *us, struct key_list *kl, size_t **order)
+round_keys(struct urlset *us, struct key_list *kl, size_t **order,
+    size_t *unindexed)
 {
 	size_t nrec = 0;
 
@@ -183,8 +186,12 @@ round_keys(struct urlset *us, struct key_list *kl, size_t **order)
 			return -1;
 		}
 		at += reclen;
-		if (klen == 0)
-			continue;	/* a host the index does not find */
+		if (klen == 0) {
+			/* A host longer than a DNS name, or an authority
+			 * past the text kept: a forget would miss it. */
+			(*unindexed)++;
+			continue;
+		}
 		if (kl->len + klen > kl->cap) {
 			uint8_t *p = realloc(kl->buf, 2 * kl->cap + klen);
 
@@ -209,14 +216,20 @@ urlset_texts_put(struct urlset *us, struct store_txn *txn)
 {
 	struct key_list kl = { NULL, 0, 0, NULL, NULL, 0 };
 	struct hostrun_writer *w = NULL;
-	size_t *order = NULL;
+	size_t *order = NULL, unindexed = 0;
 	int rc = STORE_FAILED;
 
 	if (us->texts_len == 0)
 		return STORE_OK;
-	if (round_keys(us, &kl, &order) == -1 ||
+	if (round_keys(us, &kl, &order, &unindexed) == -1 ||
 	    (w = malloc(sizeof(*w))) == NULL)
 		goto out;
+	if (unindexed > 0 && !us->hosts_partial) {
+		if ((rc = store_meta_put(txn, HOSTS_PARTIAL_KEY, "yes")) !=
+		    STORE_OK)
+			goto out;
+		us->hosts_partial_pending = true;
+	}
 	hostrun_writer_init(w, txn, us->next_hrun);
 	rc = STORE_OK;
 	for (size_t i = 0; i < kl.n && rc == STORE_OK; i++)
@@ -265,6 +278,13 @@ urlset_texts_flushed(struct urlset *us)
 {
 	us->texts_len = 0;
 	us->hosts_merge_failed = false;
+	if (us->hosts_partial_pending) {
+		us->hosts_partial_pending = false;
+		us->hosts_partial = true;
+		log_warnx("%s: URLs the host index cannot hold (a host longer "
+		    "than 253 bytes, or user info past the 490 bytes kept): "
+		    "url_forget answers incomplete from now on", __func__);
+	}
 	if (!us->hrun_is_pending)
 		return;
 	us->hrun_is_pending = false;
@@ -276,6 +296,7 @@ urlset_texts_flushed(struct urlset *us)
 void
 urlset_texts_discard(struct urlset *us)
 {
+	us->hosts_partial_pending = false;
 	if (us->hrun_is_pending)
 		hostrun_free(&us->hrun_pending);
 	us->hrun_is_pending = false;
@@ -408,13 +429,13 @@ urlset_forget(struct urlset *us, struct urlset_job *job)
 	int rc = STORE_OK;
 
 	f->forgotten = 0;
+	/* Every text into a run first: the search reads only the runs. */
+	if (us->texts_len > 0 && (rc = urlset_flush(us, true)) != STORE_OK)
+		return rc;
 	f->complete = !us->hosts_partial;
 	if ((id = urlns_find(us->ns, job->ns, strlen(job->ns), NULL)) ==
 	    URLNS_NONE)
 		return STORE_OK;
-	/* Every text into a run first: the search reads only the runs. */
-	if (us->texts_len > 0 && (rc = urlset_flush(us, true)) != STORE_OK)
-		return rc;
 	for (int r = 0; r < (f->host != NULL && f->subdomains ? 2 : 1) &&
 	    rc == STORE_OK; r++) {
 		if (f->host != NULL)
@@ -427,7 +448,8 @@ urlset_forget(struct urlset *us, struct urlset_job *job)
 			rc = find_range(us, prefix, plen, &l);
 	}
 	/* A URL in several runs is deleted once. */
-	qsort(l.fp, l.n, sizeof(*l.fp), cmp_fp);
+	if (l.n > 1)
+		qsort(l.fp, l.n, sizeof(*l.fp), cmp_fp);
 	for (size_t i = 0; i < l.n; i++)
 		if (n == 0 || memcmp(l.fp[n - 1], l.fp[i], CBF_FP_LEN) != 0)
 			memcpy(l.fp[n++], l.fp[i], CBF_FP_LEN);
@@ -572,15 +594,12 @@ merge_start(struct urlset *us, struct store_txn *txn, int *rc)
 	return true;
 }
 
-/*
- * Moves a chunk of the merge's keys to its run, in txn; *end once every key
- * is.  A chunk is as many keys as a flush writes at most, so that a merge
- * holds the writer back about as long as a flush does.
- */
+/* Moves chunk keys of the merge to its run, in txn; *end once every key
+ * is. */
 static int
-merge_chunk(struct urlset *us, struct hosts_merge *m, bool *end)
+merge_chunk(struct urlset *us, struct hosts_merge *m, size_t chunk,
+    bool *end)
 {
-	size_t chunk = urlmem_capacity(us->mem);
 	int rc;
 
 	*end = false;
@@ -640,15 +659,26 @@ merge_publish(struct urlset *us, struct hosts_merge *m)
 }
 
 bool
-urlset_hosts_merge_step(struct urlset *us)
+urlset_hosts_merge_step(struct urlset *us, bool idle)
 {
 	struct store_txn *txn;
+	size_t chunk = urlmem_capacity(us->mem);
 	bool end = false;
 	int rc;
 
 	if (us->hosts_merge_failed ||
 	    (us->hmerge == NULL && !merge_due(us)))
 		return false;
+	/* An idle writer merges a flush's worth of keys per step.  A busy
+	 * one only once runs pile up, and an eighth of that between two
+	 * groups: a merge must not hold every group back. */
+	if (!idle) {
+		if (us->nhruns < HOSTS_RUNS_BUSY)
+			return false;
+		chunk /= 8;
+	}
+	if (chunk == 0)
+		chunk = 1;
 	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
 		goto failed;
 	if (us->hmerge == NULL) {
@@ -666,7 +696,7 @@ urlset_hosts_merge_step(struct urlset *us)
 		for (size_t i = 0; i < us->hmerge->n; i++)
 			us->hmerge->it[i].txn = txn;
 	}
-	if ((rc = merge_chunk(us, us->hmerge, &end)) != STORE_OK ||
+	if ((rc = merge_chunk(us, us->hmerge, chunk, &end)) != STORE_OK ||
 	    (end && (rc = merge_finish(us, us->hmerge, txn)) != STORE_OK)) {
 		store_abort(txn);
 		goto failed;

@@ -125,6 +125,8 @@ struct urlset {
 					   committed */
 	bool hrun_is_pending;
 	bool hosts_merge_failed;	/* no merge until the next flush */
+	bool hosts_partial_pending;	/* the flush being written makes the
+					   store hosts_partial */
 	struct hosts_merge *hmerge;	/* the merge under way, or NULL */
 	uint32_t *lookup_which;
 	struct url_found *lookup_found;
@@ -296,9 +298,9 @@ int urlset_texts_replay(const uint8_t *text, size_t len, void *arg);
 int urlset_texts_put(struct urlset *us, struct store_txn *txn);
 void urlset_texts_flushed(struct urlset *us);
 void urlset_texts_discard(struct urlset *us);
-/* Writer: merges runs of one size if enough have piled up; true if it
- * did. */
-bool urlset_hosts_merge_step(struct urlset *us);
+/* Writer: a step of merging runs of one size, if enough have piled up
+ * (idle: the writer has nothing else to do); true if it did one. */
+bool urlset_hosts_merge_step(struct urlset *us, bool idle);
 /* Abandons the merge under way, if any. */
 void urlset_hosts_merge_end(struct urlset *us);
 void urlset_hosts_free(struct urlset *us);

@@ -642,7 +642,7 @@ after_group(struct urlset *us)
 			break;
 	}
 	urlset_sweep_step(us, false);
-	urlset_hosts_merge_step(us);
+	urlset_hosts_merge_step(us, false);
 }
 
 void
@@ -691,7 +691,7 @@ idle_work(struct urlset *us, uint64_t idle_since)
 	    room_tried(us, urlset_merge_step(us, &did, forced)) == STORE_OK &&
 	    did)
 		return true;
-	if (urlset_sweep_step(us, true) || urlset_hosts_merge_step(us))
+	if (urlset_sweep_step(us, true) || urlset_hosts_merge_step(us, true))
 		return true;
 	if (quiet && us->stage_cap > 0)
 		urlset_release_scratch(us);

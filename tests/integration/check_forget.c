@@ -329,6 +329,38 @@ START_TEST(test_forget_large_host)
 }
 END_TEST
 
+/* A URL the index cannot hold makes every later answer incomplete. */
+START_TEST(test_forget_unindexable_url)
+{
+	struct harness h;
+	char host[320], url[400];
+	const char *list[] = { url };
+	Nddd__V1__Response *r;
+
+	memset(host, 'a', 300);
+	strcpy(host + 300, ".example");
+	snprintf(url, sizeof(url), "http://%s/x", host);
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_uint_eq(forget(&h, "", "example.com", false, NULL), 0);
+	submit(&h, list, 1, "");
+	r = forget_as(&h, NULL, "", "example.com", false, NULL);
+	ck_assert_ptr_null(r->status);
+	ck_assert_uint_eq(r->forget->forgotten, 0);
+	ck_assert(!r->forget->complete);
+	nddd__v1__response__free_unpacked(r, NULL);
+	/* And after a restart: the store says so. */
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_start(&h);
+	r = forget_as(&h, NULL, "", "example.com", false, NULL);
+	ck_assert_ptr_null(r->status);
+	ck_assert(!r->forget->complete);
+	nddd__v1__response__free_unpacked(r, NULL);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+}
+END_TEST
+
 #define ADMIN_TOKEN	"admin-token-0123456789"
 #define WRITE_TOKEN	"write-token-0123456789"
 #define CRAWL_ADMIN	"crawl-admin-0123456789"
@@ -421,6 +453,7 @@ forget_suite(void)
 	tcase_add_test(tc, test_forget_after_kill);
 	tcase_add_test(tc, test_forget_large_host);
 	tcase_add_test(tc, test_forget_refusals);
+	tcase_add_test(tc, test_forget_unindexable_url);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -931,6 +931,22 @@ free_runs(struct hostrun *runs, size_t n)
  * for refs[gone], which must be absent (gone >= NRUNS: none).  Returns the
  * runs, *n of them.
  */
+/* hostrun_load, for runs that all have their directory. */
+static int
+load_runs(struct store_txn *txn, struct hostrun **runs, size_t *n)
+{
+	uint32_t next_id;
+	size_t orphans;
+	int rc = hostrun_load(txn, runs, n, &next_id, &orphans);
+
+	if (rc == STORE_OK) {
+		ck_assert_uint_eq(orphans, 0);
+		for (size_t i = 0; i < *n; i++)
+			ck_assert_uint_gt(next_id, (*runs)[i].id);
+	}
+	return rc;
+}
+
 static struct hostrun *
 load_and_check(struct store_txn *txn, struct run_ref *refs, size_t gone,
     size_t *n)
@@ -938,7 +954,7 @@ load_and_check(struct store_txn *txn, struct run_ref *refs, size_t gone,
 	struct hostrun *runs = NULL;
 
 	*n = 0;
-	ck_assert_int_eq(hostrun_load(txn, &runs, n), STORE_OK);
+	ck_assert_int_eq(load_runs(txn, &runs, n), STORE_OK);
 	ck_assert_uint_eq(*n, gone < NRUNS ? NRUNS - 1 : NRUNS);
 	for (size_t i = 0; i < NRUNS; i++) {
 		const struct hostrun *r = find_run(runs, *n, run_specs[i].id);
@@ -1322,7 +1338,7 @@ START_TEST(test_damaged_directory)
 			    v, len, 0, NULL), STORE_OK);
 			runs = NULL;
 			n = 0;
-			rc = hostrun_load(txn, &runs, &n);
+			rc = load_runs(txn, &runs, &n);
 			if (rc == STORE_OK) {
 				free_runs(runs, n);
 				store_abort(txn);
@@ -1334,7 +1350,7 @@ START_TEST(test_damaged_directory)
 
 	/* The sound run alone still loads. */
 	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
-	ck_assert_int_eq(hostrun_load(txn, &runs, &n), STORE_OK);
+	ck_assert_int_eq(load_runs(txn, &runs, &n), STORE_OK);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(runs[0].id, 5);
 	ck_assert_uint_eq(runs[0].nkeys, 3);
@@ -1405,6 +1421,64 @@ damaged_block(int c, uint8_t *v, uint8_t *d, size_t *dlen,
 	}
 }
 
+/*
+ * A merge cut short leaves blocks of a run with no directory: loading
+ * removes them, says so, and gives out no id at or below theirs; the
+ * runs around them are intact.
+ */
+START_TEST(test_unfinished_run_removed)
+{
+	char *dir = tu_tmpdir();
+	struct store *st = open_store(dir);
+	struct store_txn *txn;
+	struct store_val v;
+	struct hostrun *runs;
+	uint8_t k[8], block[16] = { 0 };
+	uint32_t next_id;
+	size_t n, orphans;
+
+	write_small_run(st, 3);
+	write_small_run(st, 9);
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	for (uint32_t b = 0; b < 3; b++) {
+		run_key(k, 6, b);
+		ck_assert_int_eq(store_put(txn, STORE_URL_HOSTS, k, 8, block,
+		    sizeof(block), 0, NULL), STORE_OK);
+		run_key(k, 12, b);
+		ck_assert_int_eq(store_put(txn, STORE_URL_HOSTS, k, 8, block,
+		    sizeof(block), 0, NULL), STORE_OK);
+	}
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	ck_assert_int_eq(hostrun_load(txn, &runs, &n, &next_id, &orphans),
+	    STORE_OK);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(orphans, 2);
+	ck_assert_uint_gt(next_id, 12);
+	for (uint32_t b = 0; b < 3; b++) {
+		run_key(k, 6, b);
+		ck_assert_int_eq(store_get(txn, STORE_URL_HOSTS, k, 8, &v),
+		    STORE_NOTFOUND);
+		run_key(k, 12, b);
+		ck_assert_int_eq(store_get(txn, STORE_URL_HOSTS, k, 8, &v),
+		    STORE_NOTFOUND);
+	}
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	free_runs(runs, n);
+
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	ck_assert_int_eq(load_runs(txn, &runs, &n), STORE_OK);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(runs[0].nkeys + runs[1].nkeys, 6);
+	free_runs(runs, n);
+	store_abort(txn);
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /* A sound directory over damaged blocks: reading them fails, cleanly. */
 START_TEST(test_damaged_blocks)
 {
@@ -1430,7 +1504,7 @@ START_TEST(test_damaged_blocks)
 			run_key(k, 4, 0);
 			ck_assert_int_eq(store_put(txn, STORE_URL_HOSTS, k, 8,
 			    v, vlen, 0, NULL), STORE_OK);
-			ck_assert_int_eq(hostrun_load(txn, &runs, &n),
+			ck_assert_int_eq(load_runs(txn, &runs, &n),
 			    STORE_OK);
 			ck_assert_uint_eq(n, 1);
 			rc = hostrun_iter_init(&it, txn, &runs[0], from ?
@@ -1468,6 +1542,7 @@ urlhosts_suite(void)
 	tcase_add_test(tc, test_runs_against_reference);
 	tcase_add_test(tc, test_damaged_directory);
 	tcase_add_test(tc, test_damaged_blocks);
+	tcase_add_test(tc, test_unfinished_run_removed);
 	suite_add_tcase(s, tc);
 	return s;
 }
