@@ -120,30 +120,6 @@ forget(const struct harness *h, const char *ns, const char *host,
 	return n;
 }
 
-static void
-expect_refused(Nddd__V1__Response *r, Nddd__V1__Code code, const char *part)
-{
-	ck_assert_ptr_nonnull(r->status);
-	ck_assert_int_eq(r->status->code, code);
-	ck_assert_msg(strstr(r->status->message, part) != NULL, "%s",
-	    r->status->message);
-	nddd__v1__response__free_unpacked(r, NULL);
-}
-
-static void
-assert_verified(const struct harness *h, uint64_t urls, const char *when)
-{
-	nddd_client *c = harness_client(h);
-	struct nddd_verify v;
-
-	ck_assert_int_eq(nddd_verify(c, &v), 0);
-	ck_assert_msg(v.consistent && v.counter_mismatches == 0 &&
-	    v.url_index_mismatches == 0, "%s: %s", when, v.detail);
-	ck_assert_msg(v.urls == urls, "%s: %llu URL records, want %llu", when,
-	    (unsigned long long)v.urls, (unsigned long long)urls);
-	nddd_close(c);
-}
-
 #define N(a)	(sizeof(a) / sizeof((a)[0]))
 
 static const char *const host_urls[] = {
@@ -180,8 +156,8 @@ START_TEST(test_forget_host_and_subdomains)
 	    "look-alikes kept");
 	expect_seen(&h, host_urls, N(host_urls), "", true,
 	    "the default namespace kept");
-	assert_verified(&h, N(sub_urls) + N(lookalike_urls) + N(host_urls),
-	    "after the host");
+	harness_assert_verified(&h, N(sub_urls) + N(lookalike_urls) +
+	    N(host_urls), "after the host");
 
 	/* With subdomains (and a host in capitals, as users type it). */
 	ck_assert_uint_eq(forget(&h, "crawl-1", "Example.COM", true, NULL),
@@ -192,7 +168,7 @@ START_TEST(test_forget_host_and_subdomains)
 	    "look-alikes still kept");
 	expect_seen(&h, host_urls, N(host_urls), "", true,
 	    "the default namespace still kept");
-	assert_verified(&h, N(lookalike_urls) + N(host_urls),
+	harness_assert_verified(&h, N(lookalike_urls) + N(host_urls),
 	    "after the subdomains");
 
 	/* Nothing is left to forget; a namespace nobody made has nothing. */
@@ -207,7 +183,7 @@ START_TEST(test_forget_host_and_subdomains)
 	/* The default namespace's, by its own forget. */
 	ck_assert_uint_eq(forget(&h, "", "example.com", false, NULL),
 	    N(host_urls));
-	assert_verified(&h, N(lookalike_urls), "at the end");
+	harness_assert_verified(&h, N(lookalike_urls), "at the end");
 	ck_assert_int_eq(harness_stop(&h), 0);
 	harness_cleanup(&h);
 }
@@ -243,7 +219,8 @@ START_TEST(test_forget_prefix)
 	/* A prefix that is a whole URL takes it and what extends it. */
 	ck_assert_uint_eq(forget(&h, "crawl-1", NULL, false,
 	    "http://example.com/blog"), 2);
-	assert_verified(&h, N(beside) - 2 + N(under), "after the prefixes");
+	harness_assert_verified(&h, N(beside) - 2 + N(under),
+	    "after the prefixes");
 	ck_assert_int_eq(harness_stop(&h), 0);
 	harness_cleanup(&h);
 }
@@ -294,7 +271,7 @@ START_TEST(test_forget_after_kill)
 	ck_assert_uint_eq(forget(&h, "crawl-1", "a.example", false, NULL), 0);
 	ck_assert_uint_eq(forget(&h, "crawl-1", "b.example", false, NULL),
 	    300);
-	assert_verified(&h, 0, "both hosts forgotten");
+	harness_assert_verified(&h, 0, "both hosts forgotten");
 	ck_assert_int_eq(harness_stop(&h), 0);
 	harness_cleanup(&h);
 	free_pages(a, 300);
@@ -310,7 +287,8 @@ START_TEST(test_forget_large_host)
 	size_t n = 9000;
 	char **a = pages("big.example", n), **b = pages("big.example.net", 50);
 
-	harness_init(&h, "[urls]\njournal_entries = 1000\n[server]\nmax_batch = 500\n");
+	harness_init(&h,
+	    "[urls]\njournal_entries = 1000\n[server]\nmax_batch = 500\n");
 	harness_start(&h);
 	for (size_t at = 0; at < n; at += 500)
 		submit(&h, (const char *const *)a + at, 500, "crawl-1");
@@ -321,7 +299,7 @@ START_TEST(test_forget_large_host)
 		    false, "the big host");
 	expect_seen(&h, (const char *const *)b, 50, "crawl-1", true,
 	    "a host that ends alike");
-	assert_verified(&h, 50, "after the big host");
+	harness_assert_verified(&h, 50, "after the big host");
 	ck_assert_int_eq(harness_stop(&h), 0);
 	harness_cleanup(&h);
 	free_pages(a, n);
@@ -386,37 +364,39 @@ START_TEST(test_forget_refusals)
 	harness_add_conf(&h, conf);
 	harness_start(&h);
 
-	expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", NULL, false,
-	    NULL), NDDD__V1__CODE__INVALID_ARGUMENT, "one of them");
-	expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", "example.com",
-	    false, "http://example.com/"), NDDD__V1__CODE__INVALID_ARGUMENT,
-	    "one of them");
-	expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", NULL, true,
+	harness_expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", NULL,
+	    false, NULL), NDDD__V1__CODE__INVALID_ARGUMENT, "one of them");
+	harness_expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1",
+	    "example.com", false, "http://example.com/"),
+	    NDDD__V1__CODE__INVALID_ARGUMENT, "one of them");
+	harness_expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", NULL, true,
 	    "http://example.com/"), NDDD__V1__CODE__INVALID_ARGUMENT,
 	    "subdomains");
 	for (size_t i = 0; i < N(bad_hosts); i++)
-		expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1",
+		harness_expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1",
 		    bad_hosts[i], false, NULL),
 		    NDDD__V1__CODE__INVALID_ARGUMENT, "host");
 	memset(longhost, 'a', 254);
 	longhost[254] = '\0';
-	expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", longhost, false,
-	    NULL), NDDD__V1__CODE__INVALID_ARGUMENT, "253");
-	expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", NULL, false,
-	    "http://exa mple.com:99999/"), NDDD__V1__CODE__INVALID_ARGUMENT,
-	    "");
+	harness_expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", longhost,
+	    false, NULL), NDDD__V1__CODE__INVALID_ARGUMENT, "253");
+	harness_expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", NULL,
+	    false, "http://exa mple.com:99999/"),
+	    NDDD__V1__CODE__INVALID_ARGUMENT, "");
 	snprintf(longprefix, sizeof(longprefix), "http://example.com/%0500d",
 	    7);
-	expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", NULL, false,
-	    longprefix), NDDD__V1__CODE__INVALID_ARGUMENT, "490");
-	expect_refused(forget_as(&h, ADMIN_TOKEN, "bad name!", "example.com",
-	    false, NULL), NDDD__V1__CODE__INVALID_ARGUMENT, "");
+	harness_expect_refused(forget_as(&h, ADMIN_TOKEN, "crawl-1", NULL,
+	    false, longprefix), NDDD__V1__CODE__INVALID_ARGUMENT, "490");
+	harness_expect_refused(forget_as(&h, ADMIN_TOKEN, "bad name!",
+	    "example.com", false, NULL), NDDD__V1__CODE__INVALID_ARGUMENT, "");
 
 	/* Admin only, and within the token's namespaces. */
-	expect_refused(forget_as(&h, WRITE_TOKEN, "crawl-1", "example.com",
-	    false, NULL), NDDD__V1__CODE__PERMISSION_DENIED, "role");
-	expect_refused(forget_as(&h, CRAWL_ADMIN, "crawl-2", "example.com",
-	    false, NULL), NDDD__V1__CODE__PERMISSION_DENIED, "does not reach");
+	harness_expect_refused(forget_as(&h, WRITE_TOKEN, "crawl-1",
+	    "example.com", false, NULL), NDDD__V1__CODE__PERMISSION_DENIED,
+	    "role");
+	harness_expect_refused(forget_as(&h, CRAWL_ADMIN, "crawl-2",
+	    "example.com", false, NULL), NDDD__V1__CODE__PERMISSION_DENIED,
+	    "does not reach");
 	{
 		Nddd__V1__Response *r = forget_as(&h, CRAWL_ADMIN, "crawl-1",
 		    "example.com", false, NULL);
@@ -432,8 +412,8 @@ START_TEST(test_forget_refusals)
 	/* Without the index there is nothing to forget by. */
 	harness_init(&h, "[urls]\nhost_index = no\n");
 	harness_start(&h);
-	expect_refused(forget_as(&h, NULL, "", "example.com", false, NULL),
-	    NDDD__V1__CODE__FAILED_PRECONDITION, "host_index");
+	harness_expect_refused(forget_as(&h, NULL, "", "example.com", false,
+	    NULL), NDDD__V1__CODE__FAILED_PRECONDITION, "host_index");
 	ck_assert_int_eq(harness_stop(&h), 0);
 	harness_cleanup(&h);
 }

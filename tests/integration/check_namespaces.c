@@ -139,16 +139,6 @@ expect_counts(const struct harness *h, Nddd__V1__Request__OpCase op,
 	free(got);
 }
 
-static void
-expect_refused(Nddd__V1__Response *r, Nddd__V1__Code code, const char *part)
-{
-	ck_assert_ptr_nonnull(r->status);
-	ck_assert_int_eq(r->status->code, code);
-	ck_assert_msg(strstr(r->status->message, part) != NULL, "%s",
-	    r->status->message);
-	nddd__v1__response__free_unpacked(r, NULL);
-}
-
 static Nddd__V1__Response *
 ns_call_as(const struct harness *h, const char *token, bool drop,
     const char *name, uint64_t ttl)
@@ -215,20 +205,6 @@ ns_urls(const struct harness *h, const char *name)
 	return n;
 }
 
-static void
-assert_verified(const struct harness *h, uint64_t urls, const char *when)
-{
-	nddd_client *c = harness_client(h);
-	struct nddd_verify v;
-
-	ck_assert_int_eq(nddd_verify(c, &v), 0);
-	ck_assert_msg(v.consistent && v.counter_mismatches == 0 &&
-	    v.url_index_mismatches == 0, "%s: %s", when, v.detail);
-	ck_assert_msg(v.urls == urls, "%s: %llu URL records, want %llu", when,
-	    (unsigned long long)v.urls, (unsigned long long)urls);
-	nddd_close(c);
-}
-
 /* Waits (up to 20 s) until stats' field says what is left is 0. */
 static void
 wait_dropped(const struct harness *h)
@@ -277,21 +253,21 @@ START_TEST(test_namespaces_are_independent)
 	/* Bad input. */
 	memset(long_name, 'n', 65);
 	long_name[65] = '\0';
-	expect_refused(url_call(&h, NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 1,
+	harness_expect_refused(url_call(&h, NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 1,
 	    long_name, 0, false), NDDD__V1__CODE__INVALID_ARGUMENT,
 	    "at most 64 bytes");
-	expect_refused(url_call(&h, NDDD__V1__REQUEST__OP_URL_CHECK, u, 1,
+	harness_expect_refused(url_call(&h, NDDD__V1__REQUEST__OP_URL_CHECK, u, 1,
 	    "a/b", 0, false), NDDD__V1__CODE__INVALID_ARGUMENT, "ASCII");
-	expect_refused(url_call(&h, NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 1,
+	harness_expect_refused(url_call(&h, NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 1,
 	    "ok", 3155760001ULL, false), NDDD__V1__CODE__INVALID_ARGUMENT,
 	    "100 years");
 	/* What a negative number becomes on the wire. */
-	expect_refused(url_call(&h, NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 1,
+	harness_expect_refused(url_call(&h, NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 1,
 	    "ok", (uint64_t)-5, false), NDDD__V1__CODE__INVALID_ARGUMENT,
 	    "100 years");
-	expect_refused(ns_call(&h, true, "", 0),
+	harness_expect_refused(ns_call(&h, true, "", 0),
 	    NDDD__V1__CODE__INVALID_ARGUMENT, "cannot be dropped");
-	expect_refused(ns_call(&h, true, "never", 0),
+	harness_expect_refused(ns_call(&h, true, "never", 0),
 	    NDDD__V1__CODE__NOT_FOUND, "no such namespace");
 	/* Nothing of the refused batches was recorded. */
 	ck_assert_int_eq(ns_urls(&h, "ok"), -1);
@@ -303,7 +279,7 @@ START_TEST(test_namespaces_are_independent)
 	expect_counts(&h, NDDD__V1__REQUEST__OP_URL_CHECK, u, 10, "crawl-b",
 	    0, "crawl-b's deletes after a restart");
 	ck_assert_int_eq(ns_urls(&h, "crawl-a"), 50);
-	assert_verified(&h, 90, "two namespaces");
+	harness_assert_verified(&h, 90, "two namespaces");
 	harness_cleanup(&h);
 	free_urls(u, 50);
 }
@@ -392,7 +368,7 @@ START_TEST(test_time_to_live)
 		usleep(50 * 1000);
 	}
 	ck_assert_int_eq(ns_urls(&h, "recrawl"), 22);
-	assert_verified(&h, 62, "after the reclaim");
+	harness_assert_verified(&h, 62, "after the reclaim");
 	r = url_call(&h, NDDD__V1__REQUEST__OP_URL_CHECK, u + 2, 18, "recrawl",
 	    0, true);
 	for (size_t i = 0; i < 18; i++)
@@ -450,10 +426,10 @@ drop_case(bool kill_midway)
 	expect_counts(&h, NDDD__V1__REQUEST__OP_URL_CHECK, kept, 500, "", 1,
 	    "the default namespace intact");
 	ck_assert_int_eq(ns_urls(&h, "gone"), 7);
-	assert_verified(&h, 1507, "after the drop");
+	harness_assert_verified(&h, 1507, "after the drop");
 	harness_kill(&h);
 	harness_start(&h);
-	assert_verified(&h, 1507, "after a restart");
+	harness_assert_verified(&h, 1507, "after a restart");
 	harness_cleanup(&h);
 	free_urls(gone, 3000);
 	free_urls(kept, 1000);
@@ -526,7 +502,7 @@ START_TEST(test_sweep_in_small_steps)
 		ck_assert_int_lt(i, 599);
 		usleep(50 * 1000);
 	}
-	assert_verified(&h, 200, "after the sweep");
+	harness_assert_verified(&h, 200, "after the sweep");
 	for (size_t at = 0; at < 200; at += 16)
 		expect_counts(&h, NDDD__V1__REQUEST__OP_URL_CHECK, keep + at,
 		    200 - at < 16 ? 200 - at : 16, "", 1, "kept");
@@ -567,14 +543,14 @@ START_TEST(test_tokens_limited_to_namespaces)
 	ck_assert_ptr_null(r->status);
 	ck_assert_uint_eq(r->urls->counts[0], 1);
 	nddd__v1__response__free_unpacked(r, NULL);
-	expect_refused(url_call_as(&h, CRAWL_TOKEN,
+	harness_expect_refused(url_call_as(&h, CRAWL_TOKEN,
 	    NDDD__V1__REQUEST__OP_URL_CHECK, u, 3, "", 0, false),
 	    NDDD__V1__CODE__PERMISSION_DENIED, "does not reach");
-	expect_refused(url_call_as(&h, CRAWL_TOKEN,
+	harness_expect_refused(url_call_as(&h, CRAWL_TOKEN,
 	    NDDD__V1__REQUEST__OP_URL_SUBMIT, u, 3, "crawl-b", 0, false),
 	    NDDD__V1__CODE__PERMISSION_DENIED, "does not reach");
 	/* Within its namespace, still its role: no deletes. */
-	expect_refused(url_call_as(&h, CRAWL_TOKEN,
+	harness_expect_refused(url_call_as(&h, CRAWL_TOKEN,
 	    NDDD__V1__REQUEST__OP_URL_DELETE, u, 3, "crawl-a", 0, false),
 	    NDDD__V1__CODE__PERMISSION_DENIED, "role");
 	/* What spans every namespace: read at most, so basic stats, with
@@ -593,7 +569,7 @@ START_TEST(test_tokens_limited_to_namespaces)
 	    "", 0, false);
 	ck_assert_ptr_null(r->status);
 	nddd__v1__response__free_unpacked(r, NULL);
-	expect_refused(ns_call_as(&h, OPS_TOKEN, true, "crawl-a", 0),
+	harness_expect_refused(ns_call_as(&h, OPS_TOKEN, true, "crawl-a", 0),
 	    NDDD__V1__CODE__PERMISSION_DENIED, "does not reach");
 	r = ns_call_as(&h, OPS_TOKEN, true, "crawl-b", 0);
 	ck_assert_ptr_null(r->status);

@@ -374,3 +374,29 @@ harness_plugin_dir(struct harness *h, const char *from, const char *name,
 	free(dst);
 	return dir;
 }
+
+void
+harness_expect_refused(Nddd__V1__Response *r, Nddd__V1__Code code,
+    const char *part)
+{
+	ck_assert_ptr_nonnull(r->status);
+	ck_assert_int_eq(r->status->code, code);
+	ck_assert_msg(strstr(r->status->message, part) != NULL, "%s",
+	    r->status->message);
+	nddd__v1__response__free_unpacked(r, NULL);
+}
+
+void
+harness_assert_verified(const struct harness *h, uint64_t urls,
+    const char *when)
+{
+	nddd_client *c = harness_client(h);
+	struct nddd_verify v;
+
+	ck_assert_int_eq(nddd_verify(c, &v), 0);
+	ck_assert_msg(v.consistent && v.counter_mismatches == 0 &&
+	    v.url_index_mismatches == 0, "%s: %s", when, v.detail);
+	ck_assert_msg(v.urls == urls, "%s: %llu URL records, want %llu", when,
+	    (unsigned long long)v.urls, (unsigned long long)urls);
+	nddd_close(c);
+}

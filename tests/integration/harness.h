@@ -74,6 +74,12 @@ Nddd__V1__Response *harness_raw_recv(int fd);
 bool harness_raw_closed(int fd);
 Nddd__V1__Response *harness_raw_call(const struct harness *h,
     const Nddd__V1__Request *req);
+/* r (then freed) must be refused with code, its message containing part. */
+void harness_expect_refused(Nddd__V1__Response *r, Nddd__V1__Code code,
+    const char *part);
+/* A verify must find memory and store agreeing, with urls URL records. */
+void harness_assert_verified(const struct harness *h, uint64_t urls,
+    const char *when);
 
 /*
  * A directory of the harness holding the test plugin from (built next to
