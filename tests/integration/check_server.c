@@ -273,11 +273,14 @@ unknown_field_flood(size_t *len, size_t *head)
 	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
 	req.url_check = &batch;
 	*head = nddd__v1__request__pack(&req, buf);
-	for (size_t i = *head; i + 1 < *len; i += 2) {
-		buf[i] = 14 << 3;
-		buf[i + 1] = 0;
+	/* Field 16 (a varint), which no request has: a two-byte tag, then
+	 * its value. */
+	for (size_t i = *head; i + 2 < *len; i += 3) {
+		buf[i] = 0x80;
+		buf[i + 1] = 0x01;
+		buf[i + 2] = 0;
 	}
-	*len -= (*len - *head) % 2;
+	*len -= (*len - *head) % 3;
 	return buf;
 }
 
@@ -317,7 +320,7 @@ START_TEST(test_unknown_field_flood_refused_before_decoding_it)
 	assert_flood_refused(&h, buf, len);
 	/* The same request with a few unknown fields is answered. */
 	fd = harness_raw_connect(&h);
-	harness_raw_frame(fd, buf, (uint32_t)head + 64);
+	harness_raw_frame(fd, buf, (uint32_t)head + 63);
 	r = harness_raw_recv(fd);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(r->id, 5);

@@ -295,7 +295,7 @@ END_TEST
 
 START_TEST(test_unknown_field_flood_refused)
 {
-	/* A valid url_check followed by 2-byte unknown fields (field 14,
+	/* A valid url_check followed by 3-byte unknown fields (field 16,
 	 * which Request does not have, a varint 0): protobuf-c keeps each
 	 * at many times its size. */
 	struct request_limits lim = { .max_batch = 10000 };
@@ -310,7 +310,6 @@ START_TEST(test_unknown_field_flood_refused)
 	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
 	req.url_check = &batch;
 	head = nddd__v1__request__pack(&req, buf);
-	/* Field 16 (a varint): its tag takes two bytes, then its value. */
 	for (size_t i = head; i + 2 < len; i += 3) {
 		buf[i] = 0x80;
 		buf[i + 1] = 0x01;
