@@ -2,9 +2,11 @@
  * Stores of other releases: a data directory written by nddd 0.1.0 (URL
  * store format 1, tests/data/store-v1) or by nddd 0.2.0 (format 2, with
  * changes left in its journal, tests/data/store-v2) opens, is upgraded in
- * place once, and answers exactly what that release answered; a store of a
- * newer format is refused with a message saying so, and not one byte of it
- * changes.
+ * place once, and answers exactly what that release answered; one of
+ * format 3 (nddd 0.3, made here by taking the host index out of a new
+ * store) gains an empty host index and forgets say they are incomplete; a
+ * store of a newer format is refused with a message saying so, and not
+ * one byte of it changes.
  */
 #include <check.h>
 #include <stdio.h>
@@ -287,6 +289,84 @@ START_TEST(test_store_v2_opens)
 }
 END_TEST
 
+/* A url_forget of host in the default namespace: how many, and whether
+ * the index held every stored URL. */
+static uint64_t
+forget_host(nddd_client *c, const char *host, int *complete)
+{
+	struct nddd_reply *r;
+	uint64_t id, n;
+
+	ck_assert_int_eq(nddd_send_url_forget_host(c, "", host, 0, &id), 0);
+	ck_assert_ptr_nonnull(r = nddd_call(c, id));
+	ck_assert_int_eq(r->kind, NDDD_REPLY_FORGET);
+	n = r->forgotten;
+	*complete = r->complete;
+	nddd_reply_free(r);
+	return n;
+}
+
+/*
+ * A store of format 3 (nddd 0.3: format 4 less the host index) becomes
+ * format 4 at the first start without a rewrite: its URLs stay, the index
+ * starts empty, and every forget says it could not look at them.
+ */
+START_TEST(test_format3_store_gains_index)
+{
+	struct store_options so = { .map_size = 64 << 20,
+	    .sync = STORE_SYNC_FULL };
+	const char *old[] = { "http://old.example/a" };
+	const char *fresh[] = { "http://fresh.example/b" };
+	struct nddd_url_result res[1];
+	struct harness h;
+	struct store *st;
+	struct store_txn *txn;
+	nddd_client *c;
+	char *cause, *log;
+	int complete;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, old, 1, res, 1, 1,
+	    NULL, NULL), 0);
+	nddd_urls_results_free(res, 1);
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	/* What nddd 0.3 would have left: no host index, format 3. */
+	so.dir = h.data_dir;
+	st = store_open(&so, &cause);
+	ck_assert_msg(st != NULL, "%s", cause);
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	ck_assert_int_eq(store_drop(txn, STORE_URL_HOSTS), STORE_OK);
+	ck_assert_int_eq(store_meta_put(txn, "urls.format", "3"), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	store_close(st);
+
+	harness_start(&h);
+	log = tu_read_file(h.log_path, NULL);
+	ck_assert_msg(log != NULL && strstr(log, "not in the host index") !=
+	    NULL, "the log does not say the index misses URLs");
+	free(log);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK, old, 1, res, 1, 1,
+	    NULL, NULL), 0);
+	ck_assert_uint_eq(res[0].count, 1);
+	nddd_urls_results_free(res, 1);
+	ck_assert_uint_eq(forget_host(c, "old.example", &complete), 0);
+	ck_assert_int_eq(complete, 0);
+	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, fresh, 1, res, 1, 1,
+	    NULL, NULL), 0);
+	nddd_urls_results_free(res, 1);
+	ck_assert_uint_eq(forget_host(c, "fresh.example", &complete), 1);
+	ck_assert_int_eq(complete, 0);
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+	ck_assert_int_eq(store_format(&h), URLSET_FORMAT);
+	harness_cleanup(&h);
+}
+END_TEST
+
 START_TEST(test_newer_format_is_refused)
 {
 	struct store_options so = { .map_size = 64 << 20,
@@ -338,6 +418,7 @@ upgrade_suite(void)
 	tcase_add_test(tc, test_store_v1_opens);
 	tcase_add_test(tc, test_store_v2_opens);
 	tcase_add_test(tc, test_newer_format_is_refused);
+	tcase_add_test(tc, test_format3_store_gains_index);
 	suite_add_tcase(s, tc);
 	return s;
 }
