@@ -2,25 +2,38 @@
  * docset: the stored documents, the near-duplicate tables over their
  * fingerprints, and their story groups.
  *
- * A document is named by its URL (canonicalized as URLs are; the MD5 of the
- * canonical form is its key) and stored as a record: id, fingerprint,
- * group, first and last submission times, canonical URL.  Ids grow from 1
- * in order of first submission, so a smaller id is an older document.  The
- * tables (nearidx) hold every stored fingerprint and are rebuilt from the
- * records at start-up.
+ * A document is named by its namespace (docns.h) and its URL
+ * (canonicalized as URLs are; the MD5 of the canonical form is its key in
+ * the default namespace, XORed with the namespace's mask in a named one)
+ * and stored as a record: id, fingerprint, group, first and last
+ * submission times, canonical URL, and for a named namespace its id and
+ * name (records written before namespaces existed have none: the default
+ * namespace's).  Ids grow from 1 in order of first submission, so a
+ * smaller id is an older document.  The tables (nearidx) hold every
+ * stored fingerprint, of every namespace, and are rebuilt from the records
+ * at start-up; a query keeps the hits of its own namespace.
  *
  * Groups (DESIGN section 6).  A document joins the group of its nearest
- * stored neighbour within the configured k (ties: the oldest); with none,
- * it founds a group whose id is its own.  A re-submitted URL keeps its id,
- * takes its new fingerprint and has its group decided again the same way.
- * Other documents keep their groups: a group id is stable, also across
- * restarts and deletes (the documents of a group may outlive its founder).
+ * stored neighbour of its namespace within the configured k (ties: the
+ * oldest); with none, it founds a group whose id is its own.  A
+ * re-submitted URL keeps its id, takes its new fingerprint and has its
+ * group decided again the same way.  Other documents keep their groups: a
+ * group id is stable, also across restarts and deletes (the documents of
+ * a group may outlive its founder).
  *
- * Threads.  The store writer calls docset_put and docset_delete inside its
- * transaction, and docset_undo after an abort; they change the tables at
- * once (later documents of the same transaction must see earlier ones to
- * find their group).  Any thread may read: docset_near needs no
- * transaction, docset_get and docset_record read through the caller's.
+ * Dropping a namespace (docset_ns_drop) frees its name at once; its
+ * documents are then forgotten a few at a time (docset_ns_forget), each
+ * exactly as docset_delete forgets one, until none is left and the
+ * namespace is retired.  Until then they answer to no one: a query, get
+ * or delete under the name sees the name's new namespace only, and a put
+ * of the same URL there replaces the dropped document.
+ *
+ * Threads.  The store writer calls docset_put, docset_delete and the
+ * namespace changes inside its transaction, and the undo functions after
+ * an abort; they change the tables at once (later documents of the same
+ * transaction must see earlier ones to find their group).  Any thread may
+ * read: docset_near needs no transaction, docset_get and docset_record
+ * read through the caller's.
  */
 #ifndef NDDD_DOCSET_H
 #define NDDD_DOCSET_H
@@ -29,11 +42,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "docns.h"
 #include "nearidx.h"
 #include "simhash.h"
 #include "store.h"
 
-#define DOCSET_KEY_LEN 16	/* MD5 of the canonical URL */
+#define DOCSET_KEY_LEN 16	/* MD5 of the canonical URL (masked) */
 
 struct docset_options {
 	unsigned k;			/* [near] k */
@@ -51,21 +65,36 @@ struct doc_record {
 	const char *url;	/* in the store's memory: valid until the
 				   transaction that read it ends */
 	size_t url_len;
+	uint32_t ns;		/* its namespace's id (docns.h) */
+	const char *ns_name;	/* its name, "" for the default one; as url */
+	size_t ns_len;
 };
 
-/* What a put or delete changed in the tables, to take back on abort. */
+/* What a put or delete changed in the tables and the namespaces, to take
+ * back on abort. */
 struct doc_undo {
 	bool inserted;
 	uint64_t ins_fp, ins_id;
+	uint32_t ins_ns;
 	bool removed;
 	uint64_t rem_fp, rem_id;
+	uint32_t rem_ns;
 	uint64_t new_id;	/* the id a put took for a new document, 0:
 				   none; it is given out again (a full disk
 				   must not use ids up) */
+	uint32_t new_ns;	/* a namespace the put created, 0: none */
+};
+
+/* What a namespace's drop or a step of its forgetting changed. */
+struct docset_ns_undo {
+	uint32_t dropped;	/* the namespace dropped, 0: none */
+	uint32_t retired;	/* the namespace retired, 0: none */
+	uint64_t uncounted;	/* ... its count, found wrong, set to 0 */
 };
 
 struct docset_stats {
 	uint64_t docs;
+	uint64_t dropping;	/* of dropped namespaces, still there */
 	uint64_t distinct;	/* distinct fingerprints */
 	uint64_t table_bytes;
 	unsigned k, blocks, tables;
@@ -73,7 +102,9 @@ struct docset_stats {
 
 struct docset_verify {
 	uint64_t records;
-	uint64_t table_mismatches;	/* records the tables miss, or extras */
+	uint64_t table_mismatches;	/* records the tables miss, or extras;
+					   namespaces whose count or tags
+					   disagree with the records */
 	uint64_t url_mismatches;	/* URL index entries that disagree */
 	char detail[256];
 };
@@ -92,6 +123,14 @@ void docset_free(struct docset *ds);
 
 /* The configured k: the most a query may ask for. */
 unsigned docset_k(const struct docset *ds);
+/* The namespaces of the documents. */
+struct docns *docset_namespaces(struct docset *ds);
+/*
+ * Any thread: the id of the namespace named name (checked as URL
+ * namespaces are; "": the default one), DOCNS_NONE if it has no
+ * documents.  Reads with a namespace of DOCNS_NONE find nothing.
+ */
+uint32_t docset_ns_find(struct docset *ds, const char *name);
 
 /* A document's neighbours, as docset_neighbours gives them. */
 struct docset_near_list {
@@ -102,31 +141,37 @@ struct docset_near_list {
 };
 
 /*
- * Writer thread, in txn.  Stores the document key/url with fingerprint fp
- * at now_ms: a new id and a new group for a new URL, the same id and a
- * re-decided group for a known one.  *out is the stored record (its url
- * is the caller's url), *created says which case it was, and *undo what
- * to take back if txn aborts.  near, if not NULL, gets the document's
- * neighbours within k (itself left out), found by the same search that
- * decides its group; the caller frees its list, also on failure.  Returns
- * a store status.
+ * Writer thread, in txn.  Stores the document key/url of namespace ns (a
+ * checked name, "" for the default one; created if it has no documents)
+ * with fingerprint fp at now_ms: a new id and a new group for a new URL,
+ * the same id and a re-decided group for a known one (a document of a
+ * dropped namespace under the same key is forgotten first).  *out is the
+ * stored record (its url is the caller's url), *created says which case
+ * it was, and *undo what to take back if txn aborts.  near, if not NULL,
+ * gets the document's neighbours within k (itself left out), found by the
+ * same search that decides its group; the caller frees its list, also on
+ * failure.  Returns a store status.
  */
-int docset_put(struct docset *ds, struct store_txn *txn,
+int docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
     uint64_t fp, uint64_t now_ms, struct doc_record *out, bool *created,
     struct doc_undo *undo, struct docset_near_list *near);
 /*
- * Writer thread, in txn.  Deletes the document named by key; *id is its id,
- * 0 if there was none.  Returns a store status.
+ * Writer thread, in txn.  Deletes the document named by key in namespace
+ * ns (a checked name); *id is its id, 0 if there was none.  Returns a
+ * store status.
  */
-int docset_delete(struct docset *ds, struct store_txn *txn,
+int docset_delete(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], uint64_t *id, struct doc_undo *undo);
 /* Writer thread: takes back a put or delete whose transaction aborted
  * (several: in the reverse order of their doing). */
 void docset_undo(struct docset *ds, const struct doc_undo *undo);
 
-/* The record of the document named by key (STORE_NOTFOUND if none). */
-int docset_get(struct docset *ds, struct store_txn *txn,
+/*
+ * The record of the document named by key in namespace ns (an id, or
+ * DOCNS_NONE), STORE_NOTFOUND if none.
+ */
+int docset_get(struct docset *ds, struct store_txn *txn, uint32_t ns,
     const uint8_t key[DOCSET_KEY_LEN], struct doc_record *out);
 /* The record of document id (STORE_NOTFOUND if none). */
 int docset_record(struct docset *ds, struct store_txn *txn, uint64_t id,
@@ -142,35 +187,66 @@ struct docset_neighbour {
 };
 
 /*
- * docset_near's hits with their URLs and groups read through txn, at most
- * max.  Records txn does not see (a document stored by a transaction not
- * yet committed) are left out.  Returns a store status: STORE_OK with the
- * list in *out (free it with docset_neighbours_free), its length in *n
- * and how many are within kq in *total; the status of a record that could
- * not be read; STORE_FAILED when out of memory or kq is above k.
+ * docset_near's hits in namespace ns with their URLs and groups read
+ * through txn, at most max.  Records txn does not see (a document stored
+ * by a transaction not yet committed) or that are another namespace's (a
+ * document moving meanwhile) are left out.  Returns a store status:
+ * STORE_OK with the list in *out (free it with docset_neighbours_free),
+ * its length in *n and how many are within kq in *total; the status of a
+ * record that could not be read; STORE_FAILED when out of memory or kq is
+ * above k.
  */
-int docset_neighbours(struct docset *ds, struct store_txn *txn, uint64_t fp,
-    unsigned kq, uint64_t exclude, uint64_t exclude_fp, size_t max,
-    struct docset_neighbour **out, size_t *n, uint64_t *total);
+int docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
+    uint64_t fp, unsigned kq, uint64_t exclude, uint64_t exclude_fp,
+    size_t max, struct docset_neighbour **out, size_t *n, uint64_t *total);
 void docset_neighbours_free(struct docset_neighbour *nb, size_t n);
 
 /*
- * The stored documents within kq (<= docset_k) of fp, nearest first, then
- * oldest, except the document exclude (0: none) whose fingerprint is
- * exclude_fp.  Writes at most max hits to out and returns how many there
- * are in all, or -1 if kq is above k.  Any thread.
+ * The stored documents of namespace ns (an id; DOCNS_NONE: none) within kq
+ * (<= docset_k) of fp, nearest first, then oldest, except the document
+ * exclude (0: none) whose fingerprint is exclude_fp.  Writes at most max
+ * hits to out and returns how many there are in all, or -1 if kq is above
+ * k or memory is short (the hits of other namespaces are passed over, and
+ * when there are more than fit in out, all are read into memory of its
+ * own).  Any thread.
  */
-int64_t docset_near(struct docset *ds, uint64_t fp, unsigned kq,
+int64_t docset_near(struct docset *ds, uint32_t ns, uint64_t fp, unsigned kq,
     uint64_t exclude, uint64_t exclude_fp, struct nearidx_hit *out,
     size_t max);
 
 /*
- * The group a document with fingerprint fp would join, reading the
- * neighbour's record through txn: its nearest neighbour's (other than
- * exclude), or 0 when it has none.  Returns a store status.
+ * The group a document of namespace ns with fingerprint fp would join,
+ * reading the neighbour's record through txn: its nearest neighbour's
+ * (other than exclude), or 0 when it has none.  Returns a store status.
  */
-int docset_group_for(struct docset *ds, struct store_txn *txn, uint64_t fp,
-    uint64_t exclude, uint64_t exclude_fp, uint64_t *group);
+int docset_group_for(struct docset *ds, struct store_txn *txn, uint32_t ns,
+    uint64_t fp, uint64_t exclude, uint64_t exclude_fp, uint64_t *group);
+
+/*
+ * Writer thread, in txn: drops the namespace named name (checked, not
+ * the default one): its name is free at once.  *id is its id and *docs
+ * its documents, to be forgotten by docset_ns_forget; STORE_NOTFOUND if
+ * the name has no documents.  *undo says what to take back if txn aborts.
+ */
+int docset_ns_drop(struct docset *ds, struct store_txn *txn, const char *name,
+    uint32_t *id, uint64_t *docs, struct docset_ns_undo *undo);
+/*
+ * Writer thread, in txn: forgets at most max documents of dropped
+ * namespace id, looking from document id *from on (0 at first) at most
+ * scan ids; *from is where to look next.  Each forgotten document's undo
+ * is in undo[0 .. *n).  When the namespace has no document left it is
+ * retired (*done; docset_ns_undo takes it back with the rest).  Returns a
+ * store status.
+ */
+int docset_ns_forget(struct docset *ds, struct store_txn *txn, uint32_t id,
+    uint64_t *from, uint64_t scan, size_t max, struct doc_undo *undo,
+    size_t *n, bool *done, struct docset_ns_undo *nsundo);
+/* Writer thread: takes back a drop or retirement whose transaction
+ * aborted (first: then the forgotten documents' undo, the last first). */
+void docset_ns_undo(struct docset *ds, const struct docset_ns_undo *undo);
+/* Any thread: the dropped namespaces whose documents are not all
+ * forgotten, at most max in ids; returns how many there are. */
+size_t docset_ns_dropped(struct docset *ds, uint32_t *ids, size_t max);
 
 /* Statistics; docs is read through txn (a begun reader).  Returns a store
  * status (the count of records may fail to be read). */
@@ -178,8 +254,9 @@ int docset_stats(struct docset *ds, struct store_txn *txn,
     struct docset_stats *out);
 
 /*
- * Writer thread, no transaction open: checks the tables and the URL index
- * against the records.  Returns a store status; findings in *out.
+ * Writer thread, no transaction open: checks the tables, the URL index
+ * and the namespaces (each one's count, each document's tag) against the
+ * records.  Returns a store status; findings in *out.
  */
 int docset_verify(struct docset *ds, struct docset_verify *out);
 

@@ -95,6 +95,33 @@ worker_ctx_new(void *arg)
 }
 
 /*
+ * The role token grants in every namespace op acts in for req: the least
+ * of its roles in each (a repeated name is asked once); for an operation
+ * on the whole daemon, or a batch of nothing, what it grants there.
+ */
+static enum role
+token_role(const struct auth *a, const char *tok,
+    const struct operation *op, const Nddd__V1__Request *req, bool *outside)
+{
+	const char *ns, *prev = NULL;
+	enum role role, least;
+
+	if (op->namespace_of == NULL ||
+	    (ns = op->namespace_of(req, 0)) == NULL)
+		return auth_role(a, tok, strlen(tok), NULL, outside);
+	least = ROLE_ADMIN;
+	for (size_t i = 0; ns != NULL && least > ROLE_NONE;
+	    ns = op->namespace_of(req, ++i)) {
+		if (prev != NULL && strcmp(prev, ns) == 0)
+			continue;
+		role = auth_role(a, tok, strlen(tok), ns, outside);
+		least = role < least ? role : least;
+		prev = ns;
+	}
+	return least;
+}
+
+/*
  * The role req's token grants for operation op (ROLE_ADMIN when no tokens
  * are configured), or ROLE_NONE with *why set.
  */
@@ -109,9 +136,8 @@ authorize(struct dispatch *d, const struct operation *op,
 	if (d->auth != NULL) {
 		const char *tok = req->token ? req->token : "";
 
-		role = *tok ? auth_role(d->auth, tok, strlen(tok),
-		    op->namespace_of != NULL ? op->namespace_of(req) : NULL,
-		    &outside) : ROLE_NONE;
+		role = *tok ? token_role(d->auth, tok, op, req, &outside) :
+		    ROLE_NONE;
 		*why = outside ? "the token does not reach this namespace" :
 		    *tok ? "unknown token" : "a token is required";
 	}

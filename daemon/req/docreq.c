@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,9 +34,12 @@ enum doc_answer {
 };
 
 struct doc_item {
-	uint8_t key[DOCSET_KEY_LEN];
+	uint8_t key[DOCSET_KEY_LEN];	/* in its namespace */
 	size_t url_off, url_len;	/* canonical, in the batch's urls */
 	bool has_url;			/* doc_query has none */
+	size_t ns_off, ns_len;		/* its namespace's name, in the
+					   batch's urls; ns_len 0: the
+					   default one */
 	bool store;			/* stored; else only answered */
 	enum simhash_input input;
 	const uint8_t *body;		/* the request's, or the batch's copy */
@@ -62,7 +66,8 @@ struct doc_batch {
 	unsigned k;
 	size_t max_near;		/* neighbours read per document */
 	size_t nstore;			/* documents to store */
-	char *urls;			/* the canonical URLs */
+	char *urls;			/* the canonical URLs, and the
+					   namespaces' names */
 	size_t urls_len, urls_cap;
 	uint8_t *bodies;		/* copies for a plugin, or NULL */
 	size_t at_accel;		/* loop: documents not back yet */
@@ -110,6 +115,13 @@ static const char *
 item_url(const struct doc_batch *b, const struct doc_item *it)
 {
 	return it->has_url ? b->urls + it->url_off : NULL;
+}
+
+/* The name of its namespace, "" for the default one. */
+static const char *
+item_ns(const struct doc_batch *b, const struct doc_item *it)
+{
+	return it->ns_len > 0 ? b->urls + it->ns_off : "";
 }
 
 static void
@@ -387,14 +399,15 @@ item_query(struct doc_batch *b, struct doc_item *it, struct store_txn *txn)
 	struct docreq_env *env = b->env;
 	struct doc_record self;
 	uint64_t exclude = 0, exclude_fp = 0;
+	uint32_t ns = docset_ns_find(env->ds, item_ns(b, it));
 	int rc;
 
-	if (it->has_url && docset_get(env->ds, txn, it->key, &self) ==
+	if (it->has_url && docset_get(env->ds, txn, ns, it->key, &self) ==
 	    STORE_OK) {
 		exclude = self.id;
 		exclude_fp = self.fp;
 	}
-	rc = docset_neighbours(env->ds, txn, it->fp, b->k, exclude,
+	rc = docset_neighbours(env->ds, txn, ns, it->fp, b->k, exclude,
 	    exclude_fp, b->max_near, &it->near, &it->nnear, &it->near_total);
 	if (rc == STORE_OK && it->nnear > 0)
 		it->group = it->near[0].group;
@@ -446,7 +459,8 @@ batch_apply(struct writer_job *wj, struct store_txn *txn)
 		near.max = b->max_near;
 		near.list = NULL;
 		near.n = 0;
-		rc = docset_put(ds, txn, it->key, item_url(b, it),
+		rc = docset_put(ds, txn, item_ns(b, it), it->key,
+		    item_url(b, it),
 		    it->url_len, it->fp, wj->now_ms, &r, &it->created,
 		    &it->undo, &near);
 		/* Freed with the answers, also after a failure. */
@@ -777,11 +791,29 @@ input_of(Nddd__V1__DocFormat f)
 	    SIMHASH_INPUT_TEXT;
 }
 
-/* Canonical URL and key; -1 with a static *cause if it is not a URL. */
+/* A namespace's key mask, made once for the documents that share it. */
+struct ns_mask {
+	char name[DOCNS_NAME_MAX + 1];
+	bool made;
+	uint8_t m[DOCNS_MASK_LEN];
+};
+
+/* The name a message gives, "" for none. */
+static const char *
+name_of(const char *ns)
+{
+	return ns != NULL ? ns : "";
+}
+
+/*
+ * Canonical URL and key in namespace ns (checked; "": the default one,
+ * whose key is the URL's MD5 alone); -1 with a static *cause if it is not
+ * a URL.  mask keeps the last named namespace's mask.
+ */
 static int
 doc_key(struct worker_ctx *ctx, const ProtobufCBinaryData *url,
-    uint8_t key[DOCSET_KEY_LEN], const char **canon, size_t *canon_len,
-    const char **cause)
+    const char *ns, struct ns_mask *mask, uint8_t key[DOCSET_KEY_LEN],
+    const char **canon, size_t *canon_len, const char **cause)
 {
 	struct url_key k;
 	const char *c;
@@ -790,15 +822,24 @@ doc_key(struct worker_ctx *ctx, const ProtobufCBinaryData *url,
 	    &k, &c, canon_len, cause) == -1)
 		return -1;
 	memcpy(key, k.fp, DOCSET_KEY_LEN);
+	if (ns[0] != '\0') {
+		if (!mask->made || strcmp(mask->name, ns) != 0) {
+			snprintf(mask->name, sizeof(mask->name), "%s", ns);
+			docns_mask(ns, strlen(ns), mask->m);
+			mask->made = true;
+		}
+		for (size_t i = 0; i < DOCSET_KEY_LEN; i++)
+			key[i] ^= mask->m[i];
+	}
 	if (canon != NULL)
 		*canon = c;
 	return 0;
 }
 
-/* Keeps a canonical URL in b's memory; -1 when out of memory. */
+/* Keeps s[0..len) and a NUL in b's memory at *off; -1 when out of
+ * memory. */
 static int
-batch_keep_url(struct doc_batch *b, struct doc_item *it, const char *url,
-    size_t len)
+batch_keep(struct doc_batch *b, const char *s, size_t len, size_t *off)
 {
 	if (b->urls_len + len + 1 > b->urls_cap) {
 		size_t cap = b->urls_cap ? b->urls_cap : 256;
@@ -811,22 +852,59 @@ batch_keep_url(struct doc_batch *b, struct doc_item *it, const char *url,
 		b->urls = grown;
 		b->urls_cap = cap;
 	}
-	memcpy(b->urls + b->urls_len, url, len);
+	memcpy(b->urls + b->urls_len, s, len);
 	b->urls[b->urls_len + len] = '\0';
-	it->url_off = b->urls_len;
-	it->url_len = len;
-	it->has_url = true;
+	*off = b->urls_len;
 	b->urls_len += len + 1;
 	return 0;
 }
 
-/* Document i of b from a DocSubmit: its key and canonical URL. */
+/* Keeps a canonical URL in b's memory; -1 when out of memory. */
+static int
+batch_keep_url(struct doc_batch *b, struct doc_item *it, const char *url,
+    size_t len)
+{
+	if (batch_keep(b, url, len, &it->url_off) == -1)
+		return -1;
+	it->url_len = len;
+	it->has_url = true;
+	return 0;
+}
+
+/*
+ * Keeps ns, the namespace of it, in b's memory, sharing the previous document's
+ * copy when it names the same; -1 when out of memory.
+ */
+static int
+batch_keep_ns(struct doc_batch *b, struct doc_item *it, const char *ns)
+{
+	size_t len = strlen(ns);
+
+	if (len == 0)
+		return 0;
+	if (it > b->items && it[-1].ns_len == len &&
+	    memcmp(b->urls + it[-1].ns_off, ns, len) == 0) {
+		it->ns_off = it[-1].ns_off;
+		it->ns_len = len;
+		return 0;
+	}
+	if (batch_keep(b, ns, len, &it->ns_off) == -1)
+		return -1;
+	it->ns_len = len;
+	return 0;
+}
+
+/*
+ * Document i of b from a DocSubmit: its namespace, key and canonical URL.
+ * A namespace that cannot be fails the document.
+ */
 static void
 item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
-    const Nddd__V1__DocSubmit *s)
+    const Nddd__V1__DocSubmit *s, struct ns_mask *mask)
 {
 	struct doc_item *it = &b->items[i];
-	const char *canon, *cause;
+	const char *canon, *cause, *ns = name_of(s->namespace_);
+	Nddd__V1__Code code;
 	size_t len;
 
 	it->store = !s->query_only;
@@ -834,9 +912,18 @@ item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
 	/* An empty body has no buffer (protobuf-c leaves it NULL). */
 	it->body = s->body.len > 0 ? s->body.data : (const uint8_t *)"";
 	it->body_len = s->body.len;
-	if (doc_key(ctx, &s->url, it->key, &canon, &len, &cause) == -1)
+	if ((code = docreq_namespace_validate(ns, &cause)) !=
+	    NDDD__V1__CODE__OK)
+		item_fail(it, code, cause);
+	else if (it->store && ns[0] != '\0' && docset_ns_find(b->env->ds,
+	    ns) == DOCNS_NONE && docns_full(docset_namespaces(b->env->ds)))
+		item_fail(it, NDDD__V1__CODE__RESOURCE_EXHAUSTED, "the server "
+		    "holds documents in 16,384 namespaces: drop some first");
+	else if (doc_key(ctx, &s->url, ns, mask, it->key, &canon, &len,
+	    &cause) == -1)
 		item_fail(it, NDDD__V1__CODE__INVALID_ARGUMENT, cause);
-	else if (batch_keep_url(b, it, canon, len) == -1)
+	else if (batch_keep_url(b, it, canon, len) == -1 ||
+	    batch_keep_ns(b, it, ns) == -1)
 		item_fail(it, NDDD__V1__CODE__INTERNAL, "out of memory");
 }
 
@@ -946,11 +1033,13 @@ docreq_submit(struct op_call *call)
 	struct docreq_env *env = call->svc->docs;
 	struct doc_batch *b;
 
+	struct ns_mask mask = { .made = false };
+
 	if ((b = batch_new(env, ANSWER_DOC, 1, docset_k(env->ds))) == NULL) {
 		reply_oom(call);
 		return;
 	}
-	item_from_submit(call->ctx, b, 0, s);
+	item_from_submit(call->ctx, b, 0, s, &mask);
 	batch_run(call, b);
 }
 
@@ -959,6 +1048,7 @@ docreq_batch(struct op_call *call)
 {
 	const Nddd__V1__DocBatch *db = call->req->doc_batch;
 	struct docreq_env *env = call->svc->docs;
+	struct ns_mask mask = { .made = false };
 	struct doc_batch *b;
 
 	if ((b = batch_new(env, ANSWER_BATCH, db->n_docs,
@@ -967,7 +1057,7 @@ docreq_batch(struct op_call *call)
 		return;
 	}
 	for (size_t i = 0; i < db->n_docs; i++)
-		item_from_submit(call->ctx, b, i, db->docs[i]);
+		item_from_submit(call->ctx, b, i, db->docs[i], &mask);
 	batch_run(call, b);
 }
 
@@ -987,6 +1077,15 @@ docreq_batch_validate(const Nddd__V1__DocBatch *db,
 	return NDDD__V1__CODE__OK;
 }
 
+Nddd__V1__Code
+docreq_namespace_validate(const char *ns, const char **message)
+{
+	if (ns != NULL && (*message = urlns_check_name(ns, strlen(ns))) !=
+	    NULL)
+		return NDDD__V1__CODE__INVALID_ARGUMENT;
+	return NDDD__V1__CODE__OK;
+}
+
 size_t
 docreq_batch_reply_bound(size_t docs)
 {
@@ -1003,6 +1102,7 @@ docreq_query(struct op_call *call)
 	struct store_txn *rd = call->ctx->reader;
 	struct reply *r = call->reply;
 	unsigned k = q->max_distance ? q->max_distance->k : docset_k(env->ds);
+	const char *ns = name_of(q->namespace_);
 	struct docset_neighbour *nb;
 	struct doc_batch *b;
 	uint64_t total;
@@ -1024,6 +1124,11 @@ docreq_query(struct op_call *call)
 		b->items[0].body = q->body->body.len > 0 ?
 		    q->body->body.data : (const uint8_t *)"";
 		b->items[0].body_len = q->body->body.len;
+		if (batch_keep_ns(b, &b->items[0], ns) == -1) {
+			reply_oom(call);
+			batch_free(b);
+			return;
+		}
 		batch_run(call, b);
 		return;
 	case NDDD__V1__DOC_QUERY__WHAT_SIMHASH:
@@ -1031,8 +1136,9 @@ docreq_query(struct op_call *call)
 			reply_store_error(r, rc);
 			return;
 		}
-		if ((rc = docset_neighbours(env->ds, rd, q->simhash, k, 0, 0,
-		    env->max_results, &nb, &n, &total)) != STORE_OK)
+		if ((rc = docset_neighbours(env->ds, rd, docset_ns_find(env->ds,
+		    ns), q->simhash, k, 0, 0, env->max_results, &nb, &n,
+		    &total)) != STORE_OK)
 			reply_store_error(r, rc);
 		else {
 			write_query(r, q->simhash, nb, n, total);
@@ -1054,10 +1160,13 @@ docreq_get(struct op_call *call)
 	struct docreq_env *env = call->svc->docs;
 	struct store_txn *rd = call->ctx->reader;
 	struct reply *r = call->reply;
+	const char *ns = name_of(ref->namespace_);
+	struct ns_mask mask = { .made = false };
 	struct doc_batch *b;
 	struct doc_item *it;
 	struct doc_record rec;
 	const char *cause;
+	uint32_t nsid;
 	size_t len;
 	int rc;
 
@@ -1066,7 +1175,8 @@ docreq_get(struct op_call *call)
 		return;
 	}
 	it = &b->items[0];
-	if (doc_key(call->ctx, &ref->url, it->key, NULL, &len, &cause) == -1) {
+	if (doc_key(call->ctx, &ref->url, ns, &mask, it->key, NULL, &len,
+	    &cause) == -1) {
 		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT, cause);
 		batch_free(b);
 		return;
@@ -1076,7 +1186,8 @@ docreq_get(struct op_call *call)
 		batch_free(b);
 		return;
 	}
-	rc = docset_get(env->ds, rd, it->key, &rec);
+	nsid = docset_ns_find(env->ds, ns);
+	rc = docset_get(env->ds, rd, nsid, it->key, &rec);
 	if (rc == STORE_NOTFOUND)
 		reply_error(r, NDDD__V1__CODE__NOT_FOUND,
 		    "no document has this URL");
@@ -1084,7 +1195,7 @@ docreq_get(struct op_call *call)
 		reply_store_error(r, rc);
 	else if (batch_keep_url(b, it, rec.url, rec.url_len) == -1)
 		reply_oom(call);
-	else if ((rc = docset_neighbours(env->ds, rd, rec.fp,
+	else if ((rc = docset_neighbours(env->ds, rd, nsid, rec.fp,
 	    docset_k(env->ds), rec.id, rec.fp, env->max_results, &it->near,
 	    &it->nnear, &it->near_total)) != STORE_OK)
 		reply_store_error(r, rc);
@@ -1104,6 +1215,7 @@ struct delete_job {
 	struct writer_job wj;
 	struct docset *ds;
 	struct reply reply;
+	char ns[DOCNS_NAME_MAX + 1];
 	uint8_t key[DOCSET_KEY_LEN];
 	uint64_t id;
 	struct doc_undo undo;
@@ -1115,7 +1227,7 @@ delete_apply(struct writer_job *wj, struct store_txn *txn)
 	struct delete_job *j = (struct delete_job *)wj;
 
 	memset(&j->undo, 0, sizeof(j->undo));
-	return docset_delete(j->ds, txn, j->key, &j->id, &j->undo);
+	return docset_delete(j->ds, txn, j->ns, j->key, &j->id, &j->undo);
 }
 
 static void
@@ -1165,6 +1277,7 @@ docreq_delete(struct op_call *call)
 {
 	const Nddd__V1__DocRef *ref = call->req->doc_delete;
 	const struct docreq_env *env = call->svc->docs;
+	struct ns_mask mask = { .made = false };
 	struct delete_job *j;
 	const char *cause;
 	size_t len;
@@ -1173,7 +1286,10 @@ docreq_delete(struct op_call *call)
 		reply_oom(call);
 		return;
 	}
-	if (doc_key(call->ctx, &ref->url, j->key, NULL, &len, &cause) == -1) {
+	/* Checked by operation_validate: at most DOCNS_NAME_MAX bytes. */
+	snprintf(j->ns, sizeof(j->ns), "%s", name_of(ref->namespace_));
+	if (doc_key(call->ctx, &ref->url, j->ns, &mask, j->key, NULL, &len,
+	    &cause) == -1) {
 		reply_error(call->reply, NDDD__V1__CODE__INVALID_ARGUMENT,
 		    cause);
 		free(j);

@@ -22,6 +22,13 @@
  * item error in a batch.
  * doc_get, and doc_query by fingerprint, are answered by the first worker;
  * doc_delete goes from it straight to the writer.
+ *
+ * Namespaces: every operation names one (empty: the default), each
+ * document of a doc_batch its own.  A document's key is derived in the
+ * first worker, its URL's MD5 masked by the namespace's name (docns.h);
+ * the store writer finds or creates the namespace by name when it stores
+ * the document, and readers look the name up when they read, so that a
+ * namespace dropped meanwhile is never read under its old id.
  */
 #ifndef NDDD_DOCREQ_H
 #define NDDD_DOCREQ_H
@@ -94,6 +101,13 @@ void docreq_get(struct op_call *call);
 void docreq_delete(struct op_call *call);
 void docreq_batch(struct op_call *call);
 
+/*
+ * OK, or INVALID_ARGUMENT with a static *message for a name that cannot
+ * be a namespace (checked as URL namespaces are; NULL or "": the default
+ * one).
+ */
+Nddd__V1__Code docreq_namespace_validate(const char *ns,
+    const char **message);
 /* doc_batch's checks: the count of documents, its reply's bound. */
 Nddd__V1__Code docreq_batch_validate(const Nddd__V1__DocBatch *db,
     const struct request_limits *lim, const char **message);

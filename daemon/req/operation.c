@@ -79,6 +79,44 @@ validate_doc_batch(const Nddd__V1__Request *req,
 	return docreq_batch_validate(req->doc_batch, lim, message);
 }
 
+/* A doc_batch's namespaces fail their own documents, the others'
+ * the request. */
+static Nddd__V1__Code
+validate_doc_submit(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)lim;
+	return docreq_namespace_validate(req->doc_submit != NULL ?
+	    req->doc_submit->namespace_ : NULL, message);
+}
+
+static Nddd__V1__Code
+validate_doc_query(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)lim;
+	return docreq_namespace_validate(req->doc_query != NULL ?
+	    req->doc_query->namespace_ : NULL, message);
+}
+
+static Nddd__V1__Code
+validate_doc_get(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)lim;
+	return docreq_namespace_validate(req->doc_get != NULL ?
+	    req->doc_get->namespace_ : NULL, message);
+}
+
+static Nddd__V1__Code
+validate_doc_delete(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)lim;
+	return docreq_namespace_validate(req->doc_delete != NULL ?
+	    req->doc_delete->namespace_ : NULL, message);
+}
+
 /* Asking which story a page would join changes nothing. */
 static enum role
 role_of_doc_submit(const Nddd__V1__Request *req)
@@ -105,57 +143,94 @@ name_or_default(const char *name)
 	return name != NULL ? name : "";
 }
 
+/* The one namespace of an operation that acts in one: at i 0. */
 static const char *
-batch_namespace(const Nddd__V1__UrlBatch *b)
+only(const char *name, size_t i)
 {
-	return b != NULL ? name_or_default(b->namespace_) : "";
+	return i == 0 ? name_or_default(name) : NULL;
 }
 
 static const char *
-namespace_of_url_submit(const Nddd__V1__Request *req)
+batch_namespace(const Nddd__V1__UrlBatch *b, size_t i)
 {
-	return batch_namespace(req->url_submit);
+	return only(b != NULL ? b->namespace_ : NULL, i);
 }
 
 static const char *
-namespace_of_url_check(const Nddd__V1__Request *req)
+namespace_of_url_submit(const Nddd__V1__Request *req, size_t i)
 {
-	return batch_namespace(req->url_check);
+	return batch_namespace(req->url_submit, i);
 }
 
 static const char *
-namespace_of_url_delete(const Nddd__V1__Request *req)
+namespace_of_url_check(const Nddd__V1__Request *req, size_t i)
 {
-	return batch_namespace(req->url_delete);
+	return batch_namespace(req->url_check, i);
 }
 
 static const char *
-namespace_of_namespace_set(const Nddd__V1__Request *req)
+namespace_of_url_delete(const Nddd__V1__Request *req, size_t i)
 {
-	return req->namespace_set != NULL ?
-	    name_or_default(req->namespace_set->name) : "";
+	return batch_namespace(req->url_delete, i);
 }
 
 static const char *
-namespace_of_namespace_drop(const Nddd__V1__Request *req)
+namespace_of_namespace_set(const Nddd__V1__Request *req, size_t i)
 {
-	return req->namespace_drop != NULL ?
-	    name_or_default(req->namespace_drop->name) : "";
+	return only(req->namespace_set != NULL ? req->namespace_set->name :
+	    NULL, i);
 }
 
 static const char *
-namespace_of_url_forget(const Nddd__V1__Request *req)
+namespace_of_namespace_drop(const Nddd__V1__Request *req, size_t i)
 {
-	return req->url_forget != NULL ?
-	    name_or_default(req->url_forget->namespace_) : "";
+	return only(req->namespace_drop != NULL ? req->namespace_drop->name :
+	    NULL, i);
 }
 
-/* Documents have no namespaces: they are the default namespace's. */
 static const char *
-namespace_of_docs(const Nddd__V1__Request *req)
+namespace_of_url_forget(const Nddd__V1__Request *req, size_t i)
 {
-	(void)req;
-	return "";
+	return only(req->url_forget != NULL ? req->url_forget->namespace_ :
+	    NULL, i);
+}
+
+static const char *
+namespace_of_doc_submit(const Nddd__V1__Request *req, size_t i)
+{
+	return only(req->doc_submit != NULL ? req->doc_submit->namespace_ :
+	    NULL, i);
+}
+
+static const char *
+namespace_of_doc_query(const Nddd__V1__Request *req, size_t i)
+{
+	return only(req->doc_query != NULL ? req->doc_query->namespace_ :
+	    NULL, i);
+}
+
+static const char *
+namespace_of_doc_get(const Nddd__V1__Request *req, size_t i)
+{
+	return only(req->doc_get != NULL ? req->doc_get->namespace_ : NULL,
+	    i);
+}
+
+static const char *
+namespace_of_doc_delete(const Nddd__V1__Request *req, size_t i)
+{
+	return only(req->doc_delete != NULL ? req->doc_delete->namespace_ :
+	    NULL, i);
+}
+
+/* A batch acts in the namespace of each of its documents. */
+static const char *
+namespace_of_doc_batch(const Nddd__V1__Request *req, size_t i)
+{
+	const Nddd__V1__DocBatch *db = req->doc_batch;
+
+	return db != NULL && i < db->n_docs ?
+	    name_or_default(db->docs[i]->namespace_) : NULL;
 }
 
 /* In the order the metrics list them; "invalid" last. */
@@ -174,16 +249,19 @@ static const struct operation operations[] = {
 	{ "verify", NDDD__V1__REQUEST__OP_VERIFY, REPLY_SMALL,
 	    ROLE_ADMIN, NULL, NULL, NULL, verifyreq_start },
 	{ "doc_submit", NDDD__V1__REQUEST__OP_DOC_SUBMIT, REPLY_DOCUMENT,
-	    ROLE_WRITE, role_of_doc_submit, namespace_of_docs, NULL,
-	    docreq_submit },
+	    ROLE_WRITE, role_of_doc_submit, namespace_of_doc_submit,
+	    validate_doc_submit, docreq_submit },
 	{ "doc_query", NDDD__V1__REQUEST__OP_DOC_QUERY, REPLY_DOCUMENT,
-	    ROLE_READ, NULL, namespace_of_docs, NULL, docreq_query },
+	    ROLE_READ, NULL, namespace_of_doc_query, validate_doc_query,
+	    docreq_query },
 	{ "doc_get", NDDD__V1__REQUEST__OP_DOC_GET, REPLY_DOCUMENT,
-	    ROLE_READ, NULL, namespace_of_docs, NULL, docreq_get },
+	    ROLE_READ, NULL, namespace_of_doc_get, validate_doc_get,
+	    docreq_get },
 	{ "doc_delete", NDDD__V1__REQUEST__OP_DOC_DELETE, REPLY_SMALL,
-	    ROLE_ADMIN, NULL, namespace_of_docs, NULL, docreq_delete },
+	    ROLE_ADMIN, NULL, namespace_of_doc_delete, validate_doc_delete,
+	    docreq_delete },
 	{ "doc_batch", NDDD__V1__REQUEST__OP_DOC_BATCH, REPLY_PER_DOCUMENT,
-	    ROLE_WRITE, role_of_doc_batch, namespace_of_docs,
+	    ROLE_WRITE, role_of_doc_batch, namespace_of_doc_batch,
 	    validate_doc_batch, docreq_batch },
 	{ "namespace_set", NDDD__V1__REQUEST__OP_NAMESPACE_SET, REPLY_SMALL,
 	    ROLE_ADMIN, NULL, namespace_of_namespace_set,

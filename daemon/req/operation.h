@@ -48,10 +48,12 @@ struct operation {
 	/* The role of a request that asks for less (NULL: role). */
 	enum role (*role_of)(const Nddd__V1__Request *req);
 	/*
-	 * The URL namespace the request acts in ("": the default one), for
-	 * tokens limited to namespaces (NULL: it acts on the whole daemon).
+	 * The namespaces the request acts in ("": the default one), for
+	 * tokens limited to namespaces: the i-th, NULL past the last (a
+	 * doc_batch acts in each of its documents'); the function is NULL
+	 * for an operation that acts on the whole daemon.
 	 */
-	const char *(*namespace_of)(const Nddd__V1__Request *req);
+	const char *(*namespace_of)(const Nddd__V1__Request *req, size_t i);
 	/*
 	 * OK, or the code refusing the whole request with a static
 	 * *message (NULL: nothing to check).

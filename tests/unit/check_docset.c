@@ -68,8 +68,8 @@ put(struct fixture *fx, const char *url, uint64_t fp, bool *created)
 
 	key_of(url, key);
 	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
-	ck_assert_int_eq(docset_put(fx->ds, txn, key, url, strlen(url), fp,
-	    1000, &r, &c, &undo, NULL), STORE_OK);
+	ck_assert_int_eq(docset_put(fx->ds, txn, "", key, url, strlen(url),
+	    fp, 1000, &r, &c, &undo, NULL), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	if (created)
 		*created = c;
@@ -87,7 +87,7 @@ del(struct fixture *fx, const char *url)
 
 	key_of(url, key);
 	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
-	ck_assert_int_eq(docset_delete(fx->ds, txn, key, &id, &undo),
+	ck_assert_int_eq(docset_delete(fx->ds, txn, "", key, &id, &undo),
 	    STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	return id;
@@ -128,9 +128,9 @@ START_TEST(test_store_failures_surface)
 		ck_assert(EVP_Digest(url, strlen(url), key, &mdlen, EVP_md5(),
 		    NULL));
 		ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
-		ck_assert_int_eq(docset_put(fx.ds, txn, key, url, strlen(url),
-		    i ? 0xff00ff00ff00ff00ULL : 0x1234, 1000, &r, &c, &undo,
-		    NULL), STORE_OK);
+		ck_assert_int_eq(docset_put(fx.ds, txn, "", key, url,
+		    strlen(url), i ? 0xff00ff00ff00ff00ULL : 0x1234, 1000, &r,
+		    &c, &undo, NULL), STORE_OK);
 		ck_assert_int_eq(store_commit(txn), STORE_OK);
 	}
 	rd = store_reader_new(fx.st);
@@ -189,8 +189,8 @@ START_TEST(test_neighbours_visible_and_failing)
 	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
 	put(&fx, "http://c.example/", x ^ 2, NULL);	/* after the snapshot */
 
-	ck_assert_int_eq(docset_neighbours(fx.ds, rd, x, 3, 0, 0, 10, &nb, &n,
-	    &total), STORE_OK);
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT, x, 3, 0, 0,
+	    10, &nb, &n, &total), STORE_OK);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(total, 2);
 	ck_assert_str_eq(nb[0].url, "http://a.example/");
@@ -200,16 +200,16 @@ START_TEST(test_neighbours_visible_and_failing)
 	docset_neighbours_free(nb, n);
 
 	store_fault_hook = fail_gets;
-	ck_assert_int_eq(docset_neighbours(fx.ds, rd, x, 3, 0, 0, 10, &nb, &n,
-	    &total), STORE_FAILED);
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT, x, 3, 0, 0,
+	    10, &nb, &n, &total), STORE_FAILED);
 	store_fault_hook = NULL;
 	ck_assert_uint_eq(n, 0);
 	store_reader_end(rd);
 
 	/* A newer snapshot holds all three. */
 	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
-	ck_assert_int_eq(docset_neighbours(fx.ds, rd, x, 3, 0, 0, 10, &nb, &n,
-	    &total), STORE_OK);
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT, x, 3, 0, 0,
+	    10, &nb, &n, &total), STORE_OK);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(total, 3);
 	docset_neighbours_free(nb, n);
@@ -304,24 +304,27 @@ START_TEST(test_abort_is_taken_back)
 	 * in reverse order, x must be back as it was. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 	key_of("x", key);
-	ck_assert_int_eq(docset_put(fx.ds, txn, key, "x", 1, 200, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 200, 1, &r,
 	    &created, &undo[0].u, NULL), STORE_OK);
-	ck_assert_int_eq(docset_put(fx.ds, txn, key, "x", 1, 300, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 300, 1, &r,
 	    &created, &undo[1].u, NULL), STORE_OK);
 	key_of("y", key);
-	ck_assert_int_eq(docset_put(fx.ds, txn, key, "y", 1, 100, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, 1, &r,
 	    &created, &undo[2].u, NULL), STORE_OK);
 	store_abort(txn);
 	for (int i = 2; i >= 0; i--)
 		docset_undo(fx.ds, &undo[i].u);
-	ck_assert_int_eq(docset_near(fx.ds, 100, 0, 0, 0, hits, 8), 1);
+	ck_assert_int_eq(docset_near(fx.ds, DOCNS_DEFAULT, 100, 0, 0, 0, hits,
+	    8), 1);
 	ck_assert_uint_eq(hits[0].doc_id, 1);
-	ck_assert_int_eq(docset_near(fx.ds, 300, 0, 0, 0, hits, 8), 0);
-	ck_assert_int_eq(docset_near(fx.ds, 200, 0, 0, 0, hits, 8), 0);
+	ck_assert_int_eq(docset_near(fx.ds, DOCNS_DEFAULT, 300, 0, 0, 0, hits,
+	    8), 0);
+	ck_assert_int_eq(docset_near(fx.ds, DOCNS_DEFAULT, 200, 0, 0, 0, hits,
+	    8), 0);
 	/* y's id was given back: a full disk refusing new documents over
 	 * and over must not use ids up. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
-	ck_assert_int_eq(docset_put(fx.ds, txn, key, "y", 1, 100, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, 1, &r,
 	    &created, &undo[2].u, NULL), STORE_OK);
 	ck_assert(created);
 	ck_assert_uint_eq(r.id, 2);
@@ -330,11 +333,12 @@ START_TEST(test_abort_is_taken_back)
 	/* A delete taken back, too. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 	key_of("x", key);
-	ck_assert_int_eq(docset_delete(fx.ds, txn, key, &id, &undo[0].u),
+	ck_assert_int_eq(docset_delete(fx.ds, txn, "", key, &id, &undo[0].u),
 	    STORE_OK);
 	store_abort(txn);
 	docset_undo(fx.ds, &undo[0].u);
-	ck_assert_int_eq(docset_near(fx.ds, 100, 0, 0, 0, hits, 8), 1);
+	ck_assert_int_eq(docset_near(fx.ds, DOCNS_DEFAULT, 100, 0, 0, 0, hits,
+	    8), 1);
 	close_docs(&fx);
 	tu_rmtree(fx.dir);
 	free(fx.dir);
@@ -355,12 +359,15 @@ START_TEST(test_near_excludes_only_what_is_there)
 	put(&fx, "x", 100, NULL);	/* id 1 */
 	put(&fx, "y", 101, NULL);	/* id 2, at distance 1 */
 	/* Id 3 is in no table, though its fingerprint is within k. */
-	ck_assert_int_eq(docset_near(fx.ds, 100, 1, 3, 100, hits, 8), 2);
+	ck_assert_int_eq(docset_near(fx.ds, DOCNS_DEFAULT, 100, 1, 3, 100,
+	    hits, 8), 2);
 	/* Excluding a document that is there: the other one is left. */
-	ck_assert_int_eq(docset_near(fx.ds, 100, 1, 1, 100, hits, 8), 1);
+	ck_assert_int_eq(docset_near(fx.ds, DOCNS_DEFAULT, 100, 1, 1, 100,
+	    hits, 8), 1);
 	ck_assert_uint_eq(hits[0].doc_id, 2);
 	/* The excluded one beyond the hits asked for still counts out. */
-	ck_assert_int_eq(docset_near(fx.ds, 100, 1, 2, 101, hits, 1), 1);
+	ck_assert_int_eq(docset_near(fx.ds, DOCNS_DEFAULT, 100, 1, 2, 101,
+	    hits, 1), 1);
 	ck_assert_uint_eq(hits[0].doc_id, 1);
 	close_docs(&fx);
 	tu_rmtree(fx.dir);
@@ -379,7 +386,8 @@ check_against_model(struct fixture *fx, const struct model *m, uint64_t q,
     unsigned k)
 {
 	static struct nearidx_hit hits[4000];
-	int64_t total = docset_near(fx->ds, q, k, 0, 0, hits, 4000);
+	int64_t total = docset_near(fx->ds, DOCNS_DEFAULT, q, k, 0, 0, hits,
+	    4000);
 	int64_t want = 0;
 	uint64_t last_id = 0;
 	unsigned last_d = 0;
@@ -454,8 +462,8 @@ START_TEST(test_near_and_reopen_against_brute_force)
 	for (int i = 0; i < 3000; i++) {
 		snprintf(url, sizeof(url), "u%d", i);
 		key_of(url, key);
-		group_before[i] = docset_get(fx.ds, rd, key, &r) == STORE_OK ?
-		    r.group : 0;
+		group_before[i] = docset_get(fx.ds, rd, DOCNS_DEFAULT, key,
+		    &r) == STORE_OK ? r.group : 0;
 	}
 	store_reader_end(rd);
 	store_reader_free(rd);
@@ -469,7 +477,7 @@ START_TEST(test_near_and_reopen_against_brute_force)
 
 		snprintf(url, sizeof(url), "u%d", i);
 		key_of(url, key);
-		rc = docset_get(fx.ds, rd, key, &r);
+		rc = docset_get(fx.ds, rd, DOCNS_DEFAULT, key, &r);
 		ck_assert_int_eq(rc, m.live[i] ? STORE_OK : STORE_NOTFOUND);
 		if (rc == STORE_OK) {
 			ck_assert_uint_eq(r.id, (uint64_t)i + 1);
@@ -551,15 +559,15 @@ START_TEST(test_put_with_neighbours)
 		snprintf(url, sizeof(url), "u%d", (int)tu_rand_below(&rng,
 		    40));
 		key_of(url, key);
-		ck_assert_int_eq(docset_put(a.ds, ta, key, url, strlen(url),
+		ck_assert_int_eq(docset_put(a.ds, ta, "", key, url, strlen(url),
 		    fp, 1000, &ra, &ca, &ua, NULL), STORE_OK);
-		ck_assert_int_eq(docset_put(b.ds, tb, key, url, strlen(url),
+		ck_assert_int_eq(docset_put(b.ds, tb, "", key, url, strlen(url),
 		    fp, 1000, &rb, &cb, &ub, &near), STORE_OK);
 		ck_assert_uint_eq(rb.id, ra.id);
 		ck_assert_uint_eq(rb.group, ra.group);
 		ck_assert_int_eq(cb, ca);
-		ck_assert_int_eq(docset_neighbours(a.ds, ta, fp, 3, ra.id, fp,
-		    near.max, &nb, &n, &total), STORE_OK);
+		ck_assert_int_eq(docset_neighbours(a.ds, ta, DOCNS_DEFAULT, fp,
+		    3, ra.id, fp, near.max, &nb, &n, &total), STORE_OK);
 		ck_assert_uint_eq(near.total, total);
 		ck_assert_uint_eq(near.n, n);
 		for (size_t j = 0; j < n; j++) {
