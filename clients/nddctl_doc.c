@@ -10,6 +10,9 @@
  * doc-submit would (a batch's neighbours are those that fit in about
  * 1 KiB: near_total, or a "more" line, counts the rest).  A line that is
  * not a document gets its own error line and is not sent.
+ *
+ * -n names the namespace of every document of the command, as it names
+ * URL batches' (nddd_set_doc_namespace).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,6 +23,31 @@
 #include <string.h>
 
 #include "nddctl.h"
+
+/* A client for document requests in namespace ns (NULL: the default
+ * one, checked already), or NULL when the daemon cannot be reached. */
+static nddd_client *
+doc_connect(const struct nddctl_common *co, const char *ns)
+{
+	nddd_client *c = nddctl_connect(co);
+
+	if (c != NULL && nddd_set_doc_namespace(c, ns) == -1) {
+		fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
+		nddd_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Parses -n NAMESPACE into *ns: false (said why) if it cannot be one. */
+static bool
+namespace_arg(const char *arg, const char **ns)
+{
+	if (!nddctl_namespace_ok(arg))
+		return false;
+	*ns = arg;
+	return true;
+}
 
 /* The whole of FILE, or of standard input for "-" or NULL. */
 static char *
@@ -593,7 +621,7 @@ batch_clear(struct batch *b)
 
 static int
 submit_jsonl(const struct nddctl_common *co, const char *path,
-    size_t batch, int query_only)
+    const char *ns, size_t batch, int query_only)
 {
 	struct jsonl_source src = { .query_only = query_only };
 	unsigned window = co->window;
@@ -611,7 +639,7 @@ submit_jsonl(const struct nddctl_common *co, const char *path,
 		free(ring);
 		return NDDCTL_EXIT_USAGE;
 	}
-	if (ring == NULL || (c = nddctl_connect(co)) == NULL) {
+	if (ring == NULL || (c = doc_connect(co, ns)) == NULL) {
 		status = ring ? NDDCTL_EXIT_UNREACHABLE : NDDCTL_EXIT_USAGE;
 		goto out;
 	}
@@ -619,9 +647,11 @@ submit_jsonl(const struct nddctl_common *co, const char *path,
 	src.max_docs = nddd_doc_batch_limit(c, &src.max_bytes);
 	if (batch < src.max_docs)
 		src.max_docs = batch;
-	/* What a batch of one may take: the frame less its own fields. */
+	/* What a batch of one may take: the frame less its own fields (and
+	 * the document's namespace). */
 	src.room = co->max_frame - 64 - (co->conn.token ?
-	    strlen(co->conn.token) + 6 : 0);
+	    strlen(co->conn.token) + 6 : 0) - (ns != NULL ? strlen(ns) + 3 :
+	    0);
 	src.items = calloc(src.max_docs, sizeof(*src.items));
 	src.roots = calloc(src.max_docs, sizeof(*src.roots));
 	if (src.items == NULL || src.roots == NULL) {
@@ -734,9 +764,10 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 		{ "query-only", no_argument, NULL, 'q' },
 		{ "jsonl", no_argument, NULL, 'j' },
 		{ "batch", required_argument, NULL, 'b' },
+		{ "namespace", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *url = NULL;
+	const char *url = NULL, *ns = NULL;
 	int ch, html = 0, query_only = 0, jsonl = 0, batch_opt = 0, sent;
 	char *body, *end;
 	size_t len, batch = co->batch_given ? co->batch :
@@ -745,12 +776,16 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 	uint64_t id;
 	nddd_client *c;
 
-	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'u': url = optarg; break;
 		case 'H': html = 1; break;
 		case 'q': query_only = 1; break;
 		case 'j': jsonl = 1; break;
+		case 'n':
+			if (!namespace_arg(optarg, &ns))
+				return NDDCTL_EXIT_USAGE;
+			break;
 		case 'b':
 			v = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 1 ||
@@ -769,10 +804,10 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 	    (!jsonl && (url == NULL || batch_opt)))
 		goto usage;
 	if (jsonl)
-		return submit_jsonl(co, argv[optind], batch, query_only);
+		return submit_jsonl(co, argv[optind], ns, batch, query_only);
 	if ((body = read_body(argv[optind], &len)) == NULL)
 		return NDDCTL_EXIT_USAGE;
-	if ((c = nddctl_connect(co)) == NULL) {
+	if ((c = doc_connect(co, ns)) == NULL) {
 		free(body);
 		return NDDCTL_EXIT_UNREACHABLE;
 	}
@@ -781,10 +816,10 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 	free(body);
 	return finish_one(co, c, id, sent, url);
 usage:
-	fprintf(stderr, "usage: nddctl doc-submit --url URL [--html] "
-	    "[--query-only] [FILE|-]\n"
-	    "       nddctl doc-submit --jsonl [--batch N] [--query-only] "
-	    "[FILE|-]\n");
+	fprintf(stderr, "usage: nddctl doc-submit [-n NAMESPACE] --url URL "
+	    "[--html] [--query-only] [FILE|-]\n"
+	    "       nddctl doc-submit [-n NAMESPACE] --jsonl [--batch N] "
+	    "[--query-only] [FILE|-]\n");
 	return NDDCTL_EXIT_USAGE;
 }
 
@@ -795,17 +830,22 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 		{ "k", required_argument, NULL, 'k' },
 		{ "html", no_argument, NULL, 'H' },
 		{ "simhash", required_argument, NULL, 's' },
+		{ "namespace", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *hex = NULL;
+	const char *hex = NULL, *ns = NULL;
 	int ch, html = 0, k = -1, sent;
 	char *body = NULL, *end;
 	size_t len;
 	uint64_t id, fp = 0;
 	nddd_client *c;
 
-	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'n':
+			if (!namespace_arg(optarg, &ns))
+				return NDDCTL_EXIT_USAGE;
+			break;
 		case 'k':
 			k = (int)strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || k < 0 || k > 64)
@@ -829,7 +869,7 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 		fp = strtoull(hex, NULL, 16);
 	} else if ((body = read_body(argv[optind], &len)) == NULL)
 		return NDDCTL_EXIT_USAGE;
-	if ((c = nddctl_connect(co)) == NULL) {
+	if ((c = doc_connect(co, ns)) == NULL) {
 		free(body);
 		return NDDCTL_EXIT_UNREACHABLE;
 	}
@@ -841,8 +881,9 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 	free(body);
 	return finish_one(co, c, id, sent, NULL);
 usage:
-	fprintf(stderr, "usage: nddctl doc-query [--k N] [--html] [FILE|-]\n"
-	    "       nddctl doc-query [--k N] --simhash HEX\n");
+	fprintf(stderr, "usage: nddctl doc-query [-n NAMESPACE] [--k N] "
+	    "[--html] [FILE|-]\n"
+	    "       nddctl doc-query [-n NAMESPACE] [--k N] --simhash HEX\n");
 	return NDDCTL_EXIT_USAGE;
 }
 
@@ -851,27 +892,34 @@ by_url(const struct nddctl_common *co, int argc, char **argv, int get)
 {
 	static const struct option longopts[] = {
 		{ "url", required_argument, NULL, 'u' },
+		{ "namespace", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *url = NULL;
+	const char *url = NULL, *ns = NULL;
 	uint64_t id;
 	nddd_client *c;
 	int ch, sent;
 
-	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
+		if (ch == 'n') {
+			if (!namespace_arg(optarg, &ns))
+				return NDDCTL_EXIT_USAGE;
+			continue;
+		}
 		if (ch != 'u')
 			goto usage;
 		url = optarg;
 	}
 	if (url == NULL || optind != argc)
 		goto usage;
-	if ((c = nddctl_connect(co)) == NULL)
+	if ((c = doc_connect(co, ns)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
 	sent = get ? nddd_send_doc_get(c, url, strlen(url), &id) :
 	    nddd_send_doc_delete(c, url, strlen(url), &id);
 	return finish_one(co, c, id, sent, url);
 usage:
-	fprintf(stderr, "usage: nddctl %s --url URL\n", argv[0]);
+	fprintf(stderr, "usage: nddctl %s [-n NAMESPACE] --url URL\n",
+	    argv[0]);
 	return NDDCTL_EXIT_USAGE;
 }
 

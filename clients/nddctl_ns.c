@@ -1,7 +1,9 @@
 /*
- * nddctl ns-set, ns-drop: the namespaces of URLs (admin).  ns-set creates
- * a namespace or sets its default time to live; ns-drop drops one, whose
- * URLs the daemon then forgets in the background.
+ * nddctl ns-set, ns-drop: the namespaces (admin).  ns-set creates a
+ * namespace or sets its default time to live for URLs; ns-drop drops one,
+ * whose URLs and documents the daemon then forgets in the background.  A
+ * namespace prints as its URLs, its default time to live, its documents
+ * and its name, the name last.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -13,8 +15,8 @@
 void
 nddctl_print_namespace(const struct nddd_namespace *ns)
 {
-	printf("namespace\t%" PRIu64 "\t%" PRIu64 "\t%s\n", ns->urls,
-	    ns->default_ttl_seconds, ns->name);
+	printf("namespace\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%s\n",
+	    ns->urls, ns->default_ttl_seconds, ns->docs, ns->name);
 }
 
 json_t *
@@ -26,23 +28,26 @@ nddctl_namespace_json(const struct nddd_namespace *ns)
 	json_object_set_new(o, "urls", json_integer((json_int_t)ns->urls));
 	json_object_set_new(o, "default_ttl_seconds",
 	    json_integer((json_int_t)ns->default_ttl_seconds));
+	json_object_set_new(o, "docs", json_integer((json_int_t)ns->docs));
 	return o;
 }
 
-/* ns-drop's line: the URLs being forgotten. */
+/* ns-drop's line: the URLs and documents being forgotten. */
 static void
 print_dropped(const struct nddctl_common *co, const struct nddd_namespace *ns)
 {
 	json_t *o;
 
 	if (!co->json) {
-		printf("dropped\t%" PRIu64 "\t%s\n", ns->urls, ns->name);
+		printf("dropped\t%" PRIu64 "\t%" PRIu64 "\t%s\n", ns->urls,
+		    ns->docs, ns->name);
 		return;
 	}
 	o = json_object();
 	json_object_set_new(o, "name", json_string(ns->name));
 	json_object_set_new(o, "status", json_string("dropped"));
 	json_object_set_new(o, "urls", json_integer((json_int_t)ns->urls));
+	json_object_set_new(o, "docs", json_integer((json_int_t)ns->docs));
 	nddctl_print_json(o);
 }
 

@@ -86,6 +86,7 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		printf("urls_dropping\t%" PRIu64 "\n", s.urls_dropping);
 		printf("urls_expired\t%" PRIu64 "\n", s.urls_expired);
 		printf("docs\t%" PRIu64 "\n", s.docs);
+		printf("docs_dropping\t%" PRIu64 "\n", s.docs_dropping);
 		printf("near.k\t%" PRIu32 "\n", s.near_k);
 		printf("near.blocks\t%" PRIu32 "\n", s.near_blocks);
 		printf("near.tables\t%" PRIu32 "\n", s.near_tables);
@@ -134,6 +135,8 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	json_object_set_new(o, "urls_expired",
 	    json_integer((json_int_t)s.urls_expired));
 	json_object_set_new(o, "docs", json_integer((json_int_t)s.docs));
+	json_object_set_new(o, "docs_dropping",
+	    json_integer((json_int_t)s.docs_dropping));
 	near = json_object();
 	json_object_set_new(near, "k", json_integer(s.near_k));
 	json_object_set_new(near, "blocks", json_integer(s.near_blocks));

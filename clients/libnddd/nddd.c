@@ -68,6 +68,8 @@ struct nddd_client {
 	enum nddd_durability durability;	/* of submits and deletes */
 	struct nddd_url_opts url_opts;	/* of URL batches; ns owned, NULL:
 					   the default namespace */
+	char *doc_ns;		/* of document requests; NULL: the default
+				   namespace */
 	size_t max_frame;	/* the server's [server] max_frame */
 	nddd_canon *canon;	/* nddd_urls sends digests; NULL: URLs */
 };
@@ -346,6 +348,7 @@ nddd_close(nddd_client *c)
 	SSL_CTX_free(c->tls_ctx);
 	nddd_canon_free(c->canon);
 	free((char *)c->url_opts.ns);
+	free(c->doc_ns);
 	free(c->token);
 	if (c->fd != -1)
 		close(c->fd);
@@ -550,6 +553,34 @@ nddd_set_url_opts(nddd_client *c, const struct nddd_url_opts *o)
 	return 0;
 }
 
+int
+nddd_set_doc_namespace(nddd_client *c, const char *ns)
+{
+	char *copy = NULL;
+
+	if (ns == NULL)
+		ns = "";
+	if (check_ns_and_ttl(c, ns, 0) == -1)
+		return -1;
+	if (ns[0] != '\0' && (copy = strdup(ns)) == NULL)
+		return fail(c, "out of memory");
+	free(c->doc_ns);
+	c->doc_ns = copy;
+	return 0;
+}
+
+/*
+ * The bytes the client's document namespace adds to a DocSubmit (its
+ * field), and to the batch's length of it (one more, at most).
+ */
+static size_t
+doc_ns_bytes(const nddd_client *c)
+{
+	size_t len = c->doc_ns != NULL ? strlen(c->doc_ns) : 0;
+
+	return len > 0 ? 1 + 1 + len + 1 : 0;
+}
+
 /*
  * Queues batch as op, with the client's URL options, and its durability
  * where op changes.
@@ -711,6 +742,7 @@ nddd_send_doc_submit(nddd_client *c, const char *url, size_t url_len,
 	d.format = format == NDDD_HTML ? NDDD__V1__DOC_FORMAT__HTML :
 	    NDDD__V1__DOC_FORMAT__TEXT;
 	d.query_only = query_only != 0;
+	d.namespace_ = c->doc_ns;
 	req.op_case = NDDD__V1__REQUEST__OP_DOC_SUBMIT;
 	req.doc_submit = &d;
 	return queue_request(c, &req, id);
@@ -785,7 +817,7 @@ nddd_send_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 		return fail(c, "a doc batch of %zu documents: send 1 to %zu",
 		    n, limit);
 	for (size_t i = 0; i < n; i++)
-		bytes += nddd_doc_item_size(&docs[i]);
+		bytes += nddd_doc_item_size(&docs[i]) + doc_ns_bytes(c);
 	if (bytes > doc_frame_room(c))
 		return fail(c, "a doc batch of %zu bytes exceeds the max frame "
 		    "(%zu bytes)", bytes, c->max_frame);
@@ -798,6 +830,7 @@ nddd_send_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 	}
 	for (size_t i = 0; i < n; i++) {
 		doc_submit_of(&items[i], &docs[i]);
+		items[i].namespace_ = c->doc_ns;
 		ptrs[i] = &items[i];
 	}
 	batch.n_docs = n;
@@ -820,6 +853,7 @@ send_query(nddd_client *c, Nddd__V1__DocQuery *q, int k, uint64_t *id)
 		dist.k = (uint32_t)k;
 		q->max_distance = &dist;
 	}
+	q->namespace_ = c->doc_ns;
 	req.op_case = NDDD__V1__REQUEST__OP_DOC_QUERY;
 	req.doc_query = q;
 	return queue_request(c, &req, id);
@@ -861,6 +895,7 @@ send_ref(nddd_client *c, int get, const char *url, size_t url_len,
 
 	ref.url.data = (uint8_t *)url;
 	ref.url.len = url_len;
+	ref.namespace_ = c->doc_ns;
 	if (get) {
 		req.op_case = NDDD__V1__REQUEST__OP_DOC_GET;
 		req.doc_get = &ref;
@@ -994,6 +1029,7 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 	}
 	o->urls_dropping = s->urls_dropping;
 	o->urls_expired = s->urls_expired;
+	o->docs_dropping = s->docs_dropping;
 	if (s->near != NULL) {
 		o->near_k = s->near->k;
 		o->near_blocks = s->near->blocks;
@@ -1027,6 +1063,7 @@ copy_namespaces(struct nddd_reply *r, Nddd__V1__NamespaceInfo *const *m,
 		    m[i]->name ? m[i]->name : "");
 		ns->urls = m[i]->urls;
 		ns->default_ttl_seconds = m[i]->default_ttl_seconds;
+		ns->docs = m[i]->docs;
 	}
 	return 0;
 }
@@ -1637,7 +1674,8 @@ nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 			while (sent + f->n < n && f->n < batch) {
 				const struct nddd_doc_item *d =
 				    &docs[sent + f->n];
-				size_t size = nddd_doc_item_size(d);
+				size_t size = nddd_doc_item_size(d) +
+				    doc_ns_bytes(c);
 
 				if (size > room) {
 					struct nddd_doc *res =

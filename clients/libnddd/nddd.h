@@ -11,7 +11,8 @@
  * Submits and deletes are acknowledged once as durable as asked
  * (nddd_set_durability); URL batches go to a namespace, submits with a
  * time to live, and results carry the times URLs were seen when asked
- * (nddd_set_url_opts).  URLs can be canonicalized and hashed here, with
+ * (nddd_set_url_opts); document requests go to a namespace too
+ * (nddd_set_doc_namespace).  URLs can be canonicalized and hashed here, with
  * the daemon's own code, and sent as digests (nddd_use_digests,
  * nddd_send_digests, nddd_canon_new): the server then does not parse them.
  *
@@ -117,13 +118,18 @@ struct nddd_url_opts {
 	int with_times;
 };
 
-/* A namespace, as namespace_set, namespace_drop and stats answer it. */
+/*
+ * A namespace, as namespace_set, namespace_drop and stats answer it: its
+ * URLs and its documents (the same name names both).
+ */
 struct nddd_namespace {
 	char name[NDDD_NAMESPACE_MAX + 1];	/* "": the default one */
 	uint64_t urls;		/* stored, expired ones not yet reclaimed
 				   included; for a drop, those being
 				   forgotten */
 	uint64_t default_ttl_seconds;	/* 0: none */
+	uint64_t docs;		/* stored documents; for a drop, those
+				   being forgotten */
 };
 
 struct nddd_stats {
@@ -179,6 +185,9 @@ struct nddd_stats {
 	 * themselves come in the reply (nddd_reply: namespaces). */
 	uint64_t urls_dropping;
 	uint64_t urls_expired;
+	/* Documents of dropped namespaces not yet forgotten (counted in
+	 * docs). */
+	uint64_t docs_dropping;
 };
 
 struct nddd_verify {
@@ -410,9 +419,23 @@ int nddd_send_digests(nddd_client *c, enum nddd_url_op op,
 int nddd_send_verify(nddd_client *c, uint64_t *id);
 
 /*
- * Document operations.  A document is named by its URL; its body is text or
- * HTML.  query_only: compute and answer, store nothing.  k: the distance a
- * query reaches, or -1 for the server's configured k.
+ * The namespace every later document request of c acts in
+ * (nddd_send_doc_*, nddd_send_docs, nddd_docs): one of the independent
+ * sets of documents that share a daemon, as URL namespaces are (the same
+ * name names a set of URLs and a set of documents).  NULL or "": the
+ * default namespace, as until set.  A document's identity is its
+ * namespace and URL: neighbours and groups are found, and gets, deletes
+ * and queries answered, among the documents of the namespace only.  The
+ * name is copied.  Returns -1, c unchanged and still usable, for a name
+ * the daemon would refuse (nddd_namespace_valid), as nddd_errstr says.
+ */
+int nddd_set_doc_namespace(nddd_client *c, const char *ns);
+
+/*
+ * Document operations, in the client's document namespace
+ * (nddd_set_doc_namespace).  A document is named by its URL; its body is
+ * text or HTML.  query_only: compute and answer, store nothing.  k: the
+ * distance a query reaches, or -1 for the server's configured k.
  */
 int nddd_send_doc_submit(nddd_client *c, const char *url, size_t url_len,
     const void *body, size_t body_len, enum nddd_doc_format format,

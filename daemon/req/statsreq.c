@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <event2/buffer.h>
@@ -17,6 +18,54 @@
 #include "store.h"
 #include "version.h"
 #include "workers.h"
+
+/*
+ * The namespaces as stats lists them: a URL namespace and a document
+ * namespace of one name are one row; the default one first, then by name,
+ * at most STATSREQ_NAMESPACES_MAX, the dropped ones left out.  In a new
+ * array of *n (caller frees; its names point into the lists, which the
+ * caller frees too); NULL when memory is short.
+ */
+struct ns_row {
+	const char *name;
+	uint64_t urls, default_ttl_ms, docs;
+};
+
+static struct ns_row *
+namespace_rows(const struct req_services *svc, size_t *n,
+    struct urlns_info **ul, struct docns_info **dl)
+{
+	size_t nu = 0, nd = 0, i = 0, j = 0, k = 0;
+	struct ns_row *rows;
+
+	*n = 0;
+	*ul = urlns_list(urlset_namespaces(svc->us), &nu);
+	*dl = docns_list(docset_namespaces(svc->ds), &nd);
+	if (*ul == NULL || *dl == NULL ||
+	    (rows = calloc(nu + nd + 1, sizeof(*rows))) == NULL)
+		return NULL;
+	/* Both lists: the default one, the others by name, the dropped
+	 * ones last. */
+	while (nu > 0 && (*ul)[nu - 1].dropping)
+		nu--;
+	while (nd > 0 && (*dl)[nd - 1].dropping)
+		nd--;
+	while ((i < nu || j < nd) && k < STATSREQ_NAMESPACES_MAX) {
+		int c = i == nu ? 1 : j == nd ? -1 : strcmp((*ul)[i].name,
+		    (*dl)[j].name);
+
+		rows[k].name = c <= 0 ? (*ul)[i].name : (*dl)[j].name;
+		if (c <= 0) {
+			rows[k].urls = (*ul)[i].urls;
+			rows[k].default_ttl_ms = (*ul)[i++].default_ttl_ms;
+		}
+		if (c >= 0)
+			rows[k].docs = (*dl)[j++].docs;
+		k++;
+	}
+	*n = k;
+	return rows;
+}
 
 void
 statsreq_gather(const struct req_services *svc, struct store_txn *rd,
@@ -64,7 +113,9 @@ statsreq_run(struct op_call *call)
 	const struct urlset_stats *us;
 	struct daemon_stats s;
 	Nddd__V1__NamespaceInfo *nsi = NULL, **nsp = NULL;
-	struct urlns_info *list = NULL;
+	struct urlns_info *ul = NULL;
+	struct docns_info *dl = NULL;
+	struct ns_row *rows = NULL;
 	size_t nns = 0;
 
 	statsreq_gather(call->svc, call->ctx->reader, &s);
@@ -131,21 +182,20 @@ statsreq_run(struct op_call *call)
 		res.connections = s.connections;
 		res.urls_dropping = us->dropping;
 		res.urls_expired = us->expired;
-		list = urlns_list(urlset_namespaces(call->svc->us), &nns);
-		/* The dropped ones, last, are counted in urls_dropping. */
-		while (list != NULL && nns > 0 && list[nns - 1].dropping)
-			nns--;
-		if (nns > STATSREQ_NAMESPACES_MAX)
-			nns = STATSREQ_NAMESPACES_MAX;
-		if (list != NULL && nns > 0 &&
+		res.docs_dropping = s.docs.dropping;
+		/* The dropped ones are counted in urls_dropping and
+		 * docs_dropping. */
+		rows = namespace_rows(call->svc, &nns, &ul, &dl);
+		if (rows != NULL && nns > 0 &&
 		    (nsi = calloc(nns, sizeof(*nsi))) != NULL &&
 		    (nsp = calloc(nns, sizeof(*nsp))) != NULL) {
 			for (size_t i = 0; i < nns; i++) {
 				nddd__v1__namespace_info__init(&nsi[i]);
-				nsi[i].name = list[i].name;
-				nsi[i].urls = list[i].urls;
+				nsi[i].name = (char *)rows[i].name;
+				nsi[i].urls = rows[i].urls;
 				nsi[i].default_ttl_seconds =
-				    list[i].default_ttl_ms / 1000;
+				    rows[i].default_ttl_ms / 1000;
+				nsi[i].docs = rows[i].docs;
 				nsp[i] = &nsi[i];
 			}
 			res.n_namespaces = nns;
@@ -158,27 +208,41 @@ statsreq_run(struct op_call *call)
 	reply_message(call->reply, &resp.base);
 	free(nsi);
 	free(nsp);
-	free(list);
+	free(rows);
+	free(ul);
+	free(dl);
 }
 
-/* URLs per namespace, as stats lists them (names need no escaping: they
- * are letters, digits, '.', '_' and '-'). */
+/* URLs and documents per namespace, as stats lists them (names need no
+ * escaping: they are letters, digits, '.', '_' and '-'). */
 static void
 render_namespaces(const struct req_services *svc, struct evbuffer *out)
 {
+	struct urlns_info *ul;
+	struct docns_info *dl;
 	size_t n = 0;
-	struct urlns_info *list = urlns_list(urlset_namespaces(svc->us), &n);
+	struct ns_row *rows = namespace_rows(svc, &n, &ul, &dl);
 
-	if (list == NULL)
-		return;
-	evbuffer_add_printf(out, "# HELP nddd_namespace_urls URLs stored in "
-	    "each URL namespace (\"\": the default one), expired ones not yet "
-	    "reclaimed included.\n# TYPE nddd_namespace_urls gauge\n");
-	for (size_t i = 0; i < n && i < STATSREQ_NAMESPACES_MAX &&
-	    !list[i].dropping; i++)
-		evbuffer_add_printf(out, "nddd_namespace_urls{namespace=\"%s\"} "
-		    "%" PRIu64 "\n", list[i].name, list[i].urls);
-	free(list);
+	if (rows != NULL) {
+		evbuffer_add_printf(out, "# HELP nddd_namespace_urls URLs "
+		    "stored in each namespace (\"\": the default one), expired "
+		    "ones not yet reclaimed included.\n"
+		    "# TYPE nddd_namespace_urls gauge\n");
+		for (size_t i = 0; i < n; i++)
+			evbuffer_add_printf(out, "nddd_namespace_urls"
+			    "{namespace=\"%s\"} %" PRIu64 "\n", rows[i].name,
+			    rows[i].urls);
+		evbuffer_add_printf(out, "# HELP nddd_namespace_docs "
+		    "Documents stored in each namespace (\"\": the default "
+		    "one).\n# TYPE nddd_namespace_docs gauge\n");
+		for (size_t i = 0; i < n; i++)
+			evbuffer_add_printf(out, "nddd_namespace_docs"
+			    "{namespace=\"%s\"} %" PRIu64 "\n", rows[i].name,
+			    rows[i].docs);
+	}
+	free(rows);
+	free(ul);
+	free(dl);
 }
 
 void
@@ -232,6 +296,9 @@ statsreq_render_gauges(const struct req_services *svc,
 	metrics_render_value(out, "nddd_urls_dropping", "gauge",
 	    "URLs of dropped namespaces not yet forgotten.",
 	    (double)s->urls.dropping);
+	metrics_render_value(out, "nddd_docs_dropping", "gauge",
+	    "Documents of dropped namespaces not yet forgotten.",
+	    (double)s->docs.dropping);
 	render_namespaces(svc, out);
 	metrics_render_value(out, "nddd_url_checks_filter_only_total",
 	    "counter", "URL checks answered by the filter alone.",

@@ -23,9 +23,10 @@ struct evbuffer;
 struct store_txn;
 
 /* The namespaces stats lists, at most (the default one first, then by
- * name, then the dropped ones), and the bytes each takes at most. */
+ * name), and the bytes each takes at most: a name of 64 bytes, three
+ * counts and their tags and length. */
 #define STATSREQ_NAMESPACES_MAX		1024
-#define STATSREQ_NAMESPACE_BYTES	96
+#define STATSREQ_NAMESPACE_BYTES	112
 
 struct daemon_stats {
 	uint64_t uptime_seconds;

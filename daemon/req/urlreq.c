@@ -11,6 +11,7 @@
 
 #include "arena.h"
 #include "clock.h"
+#include "docset.h"
 #include "log.h"
 #include "reply.h"
 #include "store.h"
@@ -489,6 +490,7 @@ struct ns_job {
 	struct urlset_job uj;
 	struct reply reply;
 	struct urlns_info info;
+	uint64_t docs;			/* the namespace's documents */
 };
 
 static void
@@ -502,6 +504,7 @@ ns_job_done(struct urlset_job *uj)
 		info.name = j->info.name;
 		info.urls = j->info.urls;
 		info.default_ttl_seconds = j->info.default_ttl_ms / 1000;
+		info.docs = j->docs;
 		resp.id = j->reply.id;
 		resp.result_case = NDDD__V1__RESPONSE__RESULT_NAMESPACE;
 		resp.namespace_ = &info;
@@ -531,6 +534,10 @@ namespace_job(struct op_call *call, enum urlset_op op, const char *name,
 	}
 	j->uj.op = op;
 	snprintf(j->uj.ns, sizeof(j->uj.ns), "%s", name != NULL ? name : "");
+	/* Documents are the store writer's: counted here, as they are. */
+	if (op == URLSET_NS_SET)
+		j->docs = docns_docs(docset_namespaces(call->svc->ds),
+		    docset_ns_find(call->svc->ds, j->uj.ns));
 	j->uj.ttl_ms = ttl_seconds * 1000;
 	j->uj.info = &j->info;
 	j->uj.done = ns_job_done;

@@ -563,22 +563,22 @@ START_TEST(test_namespaces)
 	ck_assert_int_ne(asprintf(&args, "-H %s ns-set crawl-1 --default-ttl "
 	    "60", h.address), -1);
 	ck_assert_int_eq(run(args, NULL, &out), 0);
-	ck_assert_str_eq(out, "namespace\t1\t60\tcrawl-1\n");
+	ck_assert_str_eq(out, "namespace\t1\t60\t0\tcrawl-1\n");
 	free(out);
 	free(args);
 	ck_assert_int_ne(asprintf(&args, "-H %s --json ns-set crawl-2",
 	    h.address), -1);
 	ck_assert_int_eq(run(args, NULL, &out), 0);
 	ck_assert_str_eq(out, "{\"name\": \"crawl-2\", \"urls\": 0, "
-	    "\"default_ttl_seconds\": 0}\n");
+	    "\"default_ttl_seconds\": 0, \"docs\": 0}\n");
 	free(out);
 	free(args);
 
 	ck_assert_int_ne(asprintf(&args, "-H %s stats", h.address), -1);
 	ck_assert_int_eq(run(args, NULL, &out), 0);
-	ck_assert_msg(strstr(out, "\nnamespace\t0\t0\t\n") != NULL &&
-	    strstr(out, "\nnamespace\t1\t60\tcrawl-1\n") != NULL &&
-	    strstr(out, "\nnamespace\t0\t0\tcrawl-2\n") != NULL &&
+	ck_assert_msg(strstr(out, "\nnamespace\t0\t0\t0\t\n") != NULL &&
+	    strstr(out, "\nnamespace\t1\t60\t0\tcrawl-1\n") != NULL &&
+	    strstr(out, "\nnamespace\t0\t0\t0\tcrawl-2\n") != NULL &&
 	    strstr(out, "\nurls_dropping\t0\n") != NULL &&
 	    strstr(out, "\nurls_expired\t0\n") != NULL, "%s", out);
 	free(out);
@@ -601,7 +601,7 @@ START_TEST(test_namespaces)
 	ck_assert_int_ne(asprintf(&args, "-H %s ns-drop crawl-1", h.address),
 	    -1);
 	ck_assert_int_eq(run(args, NULL, &out), 0);
-	ck_assert_str_eq(out, "dropped\t1\tcrawl-1\n");
+	ck_assert_str_eq(out, "dropped\t1\t0\tcrawl-1\n");
 	free(out);
 	free(args);
 	ck_assert_int_ne(asprintf(&args, "-H %s --json ns-drop crawl-1",
@@ -1069,6 +1069,93 @@ bulk_input(const struct corpus *co)
 }
 
 /*
+ * -n puts doc-submit, doc-get, doc-query and doc-delete (and the bulk
+ * path) in a namespace: the same story is new in each, its neighbours
+ * and group are its namespace's, and stats count each namespace's
+ * documents.
+ */
+START_TEST(test_doc_namespaces)
+{
+	static const char story[] = "Oil prices rose sharply on Monday after "
+	    "the cartel cut output";
+	struct harness h;
+	char *args, *out;
+
+	harness_init(&h, NULL);
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-submit --url "
+	    "http://news.example/a -", h.address), -1);
+	ck_assert_int_eq(run(args, story, &out), 0);
+	ck_assert_msg(strstr(out, "\"doc_id\": 1,") && strstr(out,
+	    "\"group\": 1, \"near\": []}\n"), "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-submit -n wire "
+	    "--url http://news.example/a -", h.address), -1);
+	ck_assert_int_eq(run(args, story, &out), 0);
+	ck_assert_msg(strstr(out, "\"doc_id\": 2,") && strstr(out,
+	    "\"group\": 2, \"near\": []}\n"), "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-submit "
+	    "--namespace wire --jsonl -", h.address), -1);
+	ck_assert_int_eq(run(args, "{\"url\": \"http://other.example/b\", "
+	    "\"text\": \"Oil prices rose sharply on Monday after the cartel "
+	    "cut output\"}\n", &out), 0);
+	ck_assert_msg(strstr(out, "\"doc_id\": 3,") && strstr(out,
+	    "\"group\": 2, \"near\": [{\"doc_id\": 2, "), "%s", out);
+	free(out);
+	free(args);
+	/* Each namespace sees its own. */
+	ck_assert_int_ne(asprintf(&args, "-H %s doc-get -n wire --url "
+	    "http://news.example/a", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_msg(starts_with(out, "doc\t2\t"), "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-query -n wire "
+	    "--k 0 -", h.address), -1);
+	ck_assert_int_eq(run(args, story, &out), 0);
+	ck_assert_msg(strstr(out, "\"near\": [{\"doc_id\": 2, ") &&
+	    strstr(out, "{\"doc_id\": 3, ") && !strstr(out,
+	    "\"doc_id\": 1, "), "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s doc-get -n nowhere --url "
+	    "http://news.example/a", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 1);
+	ck_assert_msg(starts_with(out, "error\tNOT_FOUND"), "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s stats", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_msg(strstr(out, "\nnamespace\t0\t0\t1\t\n") != NULL &&
+	    strstr(out, "\nnamespace\t0\t0\t2\twire\n") != NULL &&
+	    strstr(out, "\ndocs\t3\n") != NULL, "%s", out);
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-delete -n wire "
+	    "--url http://news.example/a", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_str_eq(out, "{\"url\": \"http://news.example/a\", "
+	    "\"status\": \"deleted\"}\n");
+	free(out);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s doc-get --url "
+	    "http://news.example/a", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_msg(starts_with(out, "doc\t1\t"), "%s", out);
+	free(out);
+	free(args);
+	/* A name that cannot be is a usage error, before any daemon. */
+	ck_assert_int_eq(run("-H 127.0.0.1:1 doc-get -n 'a/b' --url "
+	    "http://x/", NULL, &out), 2);
+	free(out);
+	harness_cleanup(&h);
+}
+END_TEST
+
+/*
  * nddctl doc-submit --jsonl sends batches: with one batch in flight, each
  * line gets what the same documents sent one doc_submit at a time get
  * (ids, fingerprints, groups, errors); with several in flight, the same
@@ -1248,6 +1335,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_unreachable_and_usage);
 	tcase_add_test(tc, test_text_escapes_and_unwritable_output);
 	tcase_add_test(tc, test_doc_commands);
+	tcase_add_test(tc, test_doc_namespaces);
 	tcase_add_test(tc, test_url_options_same_output);
 	tcase_add_test(tc, test_stats_url_store_and_verify);
 	tcase_add_test(tc, test_option_usage);

@@ -72,6 +72,22 @@ sample(const char *text, const char *name)
 	return 0;
 }
 
+/* Stores a document through c, which must be answered. */
+static void
+assert_doc_stored(nddd_client *c, const char *url, const char *body)
+{
+	struct nddd_reply *r;
+	uint64_t id;
+
+	ck_assert_int_eq(nddd_send_doc_submit(c, url, strlen(url), body,
+	    strlen(body), NDDD_TEXT, 0, &id), 0);
+	ck_assert_ptr_nonnull(r = nddd_call(c, id));
+	ck_assert_msg(r->kind == NDDD_REPLY_DOC, "%s", r->message ?
+	    r->message : "");
+	ck_assert(r->doc.created);
+	nddd_reply_free(r);
+}
+
 START_TEST(test_metrics_and_health)
 {
 	struct harness h;
@@ -99,6 +115,11 @@ START_TEST(test_metrics_and_health)
 	ck_assert_int_eq(nddd_urls(c, NDDD_URL_SUBMIT, urls, 1, res, 1, 1, NULL,
 	    NULL), 0);
 	nddd_urls_results_free(res, 1);
+	/* And documents: one in the default namespace, two in docs-m. */
+	assert_doc_stored(c, "http://m.example/d", "markets rallied");
+	ck_assert_int_eq(nddd_set_doc_namespace(c, "docs-m"), 0);
+	assert_doc_stored(c, "http://m.example/d", "markets rallied");
+	assert_doc_stored(c, "http://m.example/e", "markets fell");
 	nddd_close(c);
 
 	text = http_get(mport, "/metrics");
@@ -120,6 +141,16 @@ START_TEST(test_metrics_and_health)
 	    "nddd_namespace_urls{namespace=\"\"}"), 2);
 	ck_assert_double_eq(sample(text,
 	    "nddd_namespace_urls{namespace=\"crawl-m\"}"), 1);
+	ck_assert_double_eq(sample(text,
+	    "nddd_namespace_urls{namespace=\"docs-m\"}"), 0);
+	ck_assert_double_eq(sample(text, "nddd_docs"), 3);
+	ck_assert_double_eq(sample(text,
+	    "nddd_namespace_docs{namespace=\"\"}"), 1);
+	ck_assert_double_eq(sample(text,
+	    "nddd_namespace_docs{namespace=\"crawl-m\"}"), 0);
+	ck_assert_double_eq(sample(text,
+	    "nddd_namespace_docs{namespace=\"docs-m\"}"), 2);
+	ck_assert_double_eq(sample(text, "nddd_docs_dropping"), 0);
 	ck_assert_double_eq(sample(text, "nddd_filter_nonzero"), 24);
 	ck_assert_double_eq(sample(text, "nddd_url_submits_new_total"), 3);
 	/* The URL store's write path: two durable groups, journaled and

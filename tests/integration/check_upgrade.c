@@ -157,6 +157,61 @@ assert_document(nddd_client *c, const struct fixture *f)
 	nddd_reply_free(r);
 }
 
+/* The text both releases' fixtures stored as their document. */
+static const char fixture_text[] = "Oil prices rose sharply on Monday after "
+    "the cartel agreed to cut output";
+
+/*
+ * The fixture's document stored again in namespace ns: a new document
+ * there, with the same fingerprint, founding its own group, with no
+ * neighbour (the release's document is the default namespace's).
+ * Returns its id.
+ */
+static uint64_t
+store_in_namespace(nddd_client *c, const struct fixture *f, const char *ns)
+{
+	struct nddd_reply *r;
+	uint64_t id, doc_id;
+
+	ck_assert_int_eq(nddd_set_doc_namespace(c, ns), 0);
+	ck_assert_int_eq(nddd_send_doc_submit(c, f->doc_url,
+	    strlen(f->doc_url), fixture_text, strlen(fixture_text), NDDD_TEXT,
+	    0, &id), 0);
+	r = nddd_call(c, id);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(r->kind == NDDD_REPLY_DOC, "doc_submit: %s",
+	    r->message ? r->message : "?");
+	ck_assert(r->doc.created);
+	ck_assert_uint_eq(r->doc.simhash, f->simhash);
+	ck_assert_uint_ne(r->doc.doc_id, 1);
+	ck_assert_uint_eq(r->doc.group, r->doc.doc_id);
+	ck_assert_uint_eq(r->doc.near_total, 0);
+	doc_id = r->doc.doc_id;
+	nddd_reply_free(r);
+	ck_assert_int_eq(nddd_set_doc_namespace(c, NULL), 0);
+	return doc_id;
+}
+
+/* The document of the fixture's URL in namespace ns has id doc_id. */
+static void
+assert_namespace_document(nddd_client *c, const struct fixture *f,
+    const char *ns, uint64_t doc_id)
+{
+	struct nddd_reply *r;
+	uint64_t id;
+
+	ck_assert_int_eq(nddd_set_doc_namespace(c, ns), 0);
+	ck_assert_int_eq(nddd_send_doc_get(c, f->doc_url, strlen(f->doc_url),
+	    &id), 0);
+	r = nddd_call(c, id);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->kind, NDDD_REPLY_DOC);
+	ck_assert_uint_eq(r->doc.doc_id, doc_id);
+	ck_assert_uint_eq(r->doc.near_total, 0);
+	nddd_reply_free(r);
+	ck_assert_int_eq(nddd_set_doc_namespace(c, NULL), 0);
+}
+
 static void
 assert_consistent(nddd_client *c, uint64_t urls)
 {
@@ -220,6 +275,7 @@ check_release_store(const struct fixture *f)
 	nddd_client *c;
 	char *log, upgrading[64];
 	size_t first_len;
+	uint64_t ns_doc;
 
 	read_expected(&e, f);
 	harness_init(&h, "[urls]\ncapacity = 1000\n");
@@ -238,8 +294,11 @@ check_release_store(const struct fixture *f)
 	assert_expected(c, &e, f, "after the upgrade");
 	assert_document(c, f);
 	assert_consistent(c, f->stored);
-	/* It goes on like any store. */
+	/* It goes on like any store, with documents in namespaces beside
+	 * the release's, which stays the default namespace's. */
 	ck_assert_uint_eq(fresh_count(c, f, NDDD_URL_SUBMIT), 1);
+	ns_doc = store_in_namespace(c, f, "after-upgrade");
+	assert_document(c, f);
 	nddd_close(c);
 	ck_assert_int_eq(harness_stop(&h), 0);
 	ck_assert_int_eq(store_format(&h), URLSET_FORMAT);
@@ -253,6 +312,7 @@ check_release_store(const struct fixture *f)
 	c = harness_client(&h);
 	assert_expected(c, &e, f, "after a restart");
 	assert_document(c, f);
+	assert_namespace_document(c, f, "after-upgrade", ns_doc);
 	ck_assert_uint_eq(fresh_count(c, f, NDDD_URL_CHECK), 1);
 	assert_consistent(c, f->stored + 1);
 	/* The host index holds the URL stored since, not the release's: a

@@ -670,6 +670,64 @@ class TestDocuments(DaemonTest):
         self.assertEqual((st.docs, st.near.k, st.near.tables), (1, 3, 4))
         self.assertEqual(st.accel.backend, "cpu")
 
+    def test_namespaces(self):
+        # The same story in three namespaces: new in each, its neighbours
+        # and group its namespace's; the call's namespace, else the
+        # client's.
+        c = self.client
+        a = c.submit_doc("http://news.example/a", self.STORY)
+        wire = nddd.Client(self.daemon.address, timeout=10,
+                           namespace="wire")
+        self.addCleanup(wire.close)
+        w = wire.submit_doc("http://news.example/a", self.STORY)
+        self.assertTrue(w.created)
+        self.assertNotEqual(w.doc_id, a.doc_id)
+        self.assertEqual((w.group, w.near), (w.doc_id, []))
+        x = c.submit_doc("http://news.example/a", self.STORY,
+                         namespace="extra")
+        self.assertTrue(x.created)
+        self.assertEqual(x.near, [])
+        # A near copy in wire, in bulk: wire's story only.
+        r = c.submit_docs([("http://other.example/b", self.STORY.upper())],
+                          namespace="wire")
+        self.assertEqual([n.doc_id for n in r[0].near], [w.doc_id])
+        self.assertEqual(r[0].group, w.doc_id)
+        q = c.query_docs([("http://q.example/", self.STORY)],
+                         namespace="extra")
+        self.assertEqual((q[0].doc_id, q[0].group), (0, x.doc_id))
+        self.assertEqual([n.doc_id for n in
+                          wire.query_doc(simhash=a.simhash, k=0).near],
+                         [w.doc_id, r[0].doc_id])
+        self.assertEqual([n.doc_id for n in c.query_doc(self.STORY).near],
+                         [a.doc_id])
+        self.assertEqual(c.get_doc("http://news.example/a",
+                                   namespace="wire").doc_id, w.doc_id)
+        self.assertIsNone(c.get_doc("http://other.example/b"))
+        self.assertIsNone(wire.get_doc("http://news.example/a",
+                                       namespace="nowhere"))
+        self.assertEqual(wire.get_doc("http://news.example/a",
+                                      namespace="").doc_id, a.doc_id)
+        names = {ns.name: ns for ns in c.stats().namespaces}
+        self.assertEqual((names[""].docs, names["wire"].docs,
+                          names["extra"].docs), (1, 2, 1))
+        self.assertEqual(names["wire"], nddd.Namespace("wire", 0, 0, 2))
+        self.assertTrue(c.delete_doc("http://news.example/a",
+                                     namespace="extra"))
+        self.assertFalse(c.delete_doc("http://news.example/a",
+                                      namespace="extra"))
+        self.assertIsNotNone(c.get_doc("http://news.example/a"))
+        self.assertIsNotNone(wire.get_doc("http://news.example/a"))
+        # A name nddd would refuse is refused here first.
+        for bad in ("a b", "x" * 65):
+            with self.assertRaises(ValueError):
+                c.submit_doc("http://news.example/a", self.STORY,
+                             namespace=bad)
+            with self.assertRaises(ValueError):
+                c.get_doc("http://news.example/a", namespace=bad)
+            with self.assertRaises(ValueError):
+                c.submit_docs([("http://news.example/a", self.STORY)],
+                              namespace=bad)
+
     def test_submit_docs_in_bulk(self):
         docs = [("http://bulk.example/%d" % i,
                  "story %d about %s" % (i % 10, "weather" if i % 2 else

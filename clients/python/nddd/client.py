@@ -46,11 +46,13 @@ client asks (``durability``, per client or per call): "durable" (on disk),
 of nddd, not of the machine) or None (the daemon's default, durable unless
 its ``[store] sync`` is none).
 
-Namespaces: URL operations go to a namespace, one of the independent sets
-of URLs sharing the daemon (one crawl, one customer): the client's
-(``namespace``, default "": the default namespace) or the call's.  A name
-is at most 64 bytes of ASCII letters, digits, '.', '_' and '-'; another
-raises ValueError before anything is sent.  Submits may give the URLs
+Namespaces: URL and document operations go to a namespace, one of the
+independent sets of URLs and of documents sharing the daemon (one crawl,
+one customer): the client's (``namespace``, default "": the default
+namespace) or the call's.  A document's identity is its namespace and URL:
+its neighbours and group are found among its namespace's documents only.
+A name is at most 64 bytes of ASCII letters, digits, '.', '_' and '-';
+another raises ValueError before anything is sent.  Submits may give the URLs
 they record as new a time to live (``ttl``, seconds; 0 or None: the
 namespace's default, set by :meth:`Client.set_namespace`), after which
 they are unseen, and new again; ``with_times`` has results carry when
@@ -142,6 +144,7 @@ _TAG_URL = b"\x0a"
 _TAG_BODY = b"\x12"
 _HTML = b"\x18\x01"
 _QUERY_ONLY = b"\x20\x01"
+_TAG_NAMESPACE = b"\x2a"
 _VARINT_1 = [bytes((i,)) for i in range(128)]
 
 
@@ -342,9 +345,9 @@ class Client:
     ``durability``: when submits and deletes are answered: "durable" (on
     disk), "relaxed" (applied and written to the operating system, not yet
     synced) or None (the daemon's default); each call may say otherwise.
-    ``namespace``: the namespace of URL operations ("": the default one;
-    raises ValueError for a name nddd would refuse); each call may say
-    otherwise.  ``digests``: canonicalize and hash URLs here, through
+    ``namespace``: the namespace of URL and document operations ("": the
+    default one; raises ValueError for a name nddd would refuse); each
+    call may say otherwise.  ``digests``: canonicalize and hash URLs here, through
     libnddd.so, and send their digests (raises NdddLibraryError at once if
     libnddd.so cannot be loaded).
 
@@ -602,14 +605,20 @@ class Client:
         res = self._result(self._call(req), "forget")
         return Forgotten(res.forgotten, res.complete)
 
-    # Document operations.  A document is named by its URL and has a
-    # body, text or HTML.  nddd fingerprints it (64-bit simhash), finds the
-    # stored documents within its k, and puts it in the story group of the
-    # nearest (ties: the oldest), or a new one of its own.
+    # Document operations.  A document is named by its URL, in a namespace
+    # (namespace: the call's; None: the client's), and has a body, text or
+    # HTML.  nddd fingerprints it (64-bit simhash), finds the stored
+    # documents of its namespace within its k, and puts it in the story
+    # group of the nearest (ties: the oldest), or a new one of its own.
+
+    def _doc_namespace(self, namespace: Optional[str]) -> str:
+        """The namespace of a document call: the call's, None the
+        client's.  Raises ValueError for a name nddd would refuse."""
+        return self.namespace if namespace is None else _namespace(namespace)
 
     def submit_doc(self, url: Url, body: Union[str, bytes], *,
-                   html: bool = False,
-                   query_only: bool = False) -> DocResult:
+                   html: bool = False, query_only: bool = False,
+                   namespace: Optional[str] = None) -> DocResult:
         """Stores a document (doc_submit) and returns it with its id,
         fingerprint, group and near duplicates.  A re-submitted URL keeps
         its id; its fingerprint and group are renewed.  query_only: store
@@ -620,11 +629,13 @@ class Client:
         req.doc_submit.body = _encode_body(body)
         req.doc_submit.format = pb.HTML if html else pb.TEXT
         req.doc_submit.query_only = query_only
+        req.doc_submit.namespace = self._doc_namespace(namespace)
         resp = self._call(req)
         return DocResult.from_message(url, self._result(resp, "doc"))
 
     def submit_docs(self, docs: Iterable[Tuple], *,
-                    query_only: bool = False) -> List[DocResult]:
+                    query_only: bool = False,
+                    namespace: Optional[str] = None) -> List[DocResult]:
         """Stores many documents in doc_batch requests, pipelined: docs
         yields (url, body) or (url, body, html), a body str (sent as UTF-8)
         or bytes (sent as they are).  Returns a DocResult per document, in
@@ -635,15 +646,18 @@ class Client:
         result's neighbours are the nearest that fit in about 1 KiB
         (``near_total`` counts them all; get_doc lists them).  The
         documents are carried out in order, each seeing those before it.
-        query_only: store nothing (see query_docs)."""
-        return self._doc_batch(docs, query_only)
+        query_only: store nothing (see query_docs).  Every document goes
+        to namespace (None: the client's)."""
+        return self._doc_batch(docs, query_only,
+                               self._doc_namespace(namespace))
 
-    def query_docs(self, docs: Iterable[Tuple]) -> List[DocResult]:
+    def query_docs(self, docs: Iterable[Tuple], *,
+                   namespace: Optional[str] = None) -> List[DocResult]:
         """submit_docs with query_only: each document is fingerprinted and
         answered with the stored documents near it and the group it would
         join (0 if it would found one), ``doc_id`` 0; nothing is stored
         (the read role suffices)."""
-        return self._doc_batch(docs, True)
+        return self._doc_batch(docs, True, self._doc_namespace(namespace))
 
     def _doc_limits(self) -> Tuple[int, int, int]:
         """(documents, bytes of documents) a doc_batch request should hold,
@@ -654,8 +668,8 @@ class Client:
         return (max(1, min(self.doc_batch_size, by_reply)),
                 self.max_frame // 2, room)
 
-    def _doc_batch(self, docs: Iterable[Tuple],
-                   query_only: bool) -> List[DocResult]:
+    def _doc_batch(self, docs: Iterable[Tuple], query_only: bool,
+                   namespace: str) -> List[DocResult]:
         """submit_docs and query_docs: the requests are encoded here,
         without protobuf messages (the bodies are copied once, into the
         request)."""
@@ -665,6 +679,9 @@ class Client:
         results: List[Optional[DocResult]] = [None] * len(items)
         max_docs, max_bytes, room = self._doc_limits()
         flag = _QUERY_ONLY if query_only else b""
+        if namespace:
+            ns = namespace.encode()
+            flag += _TAG_NAMESPACE + _varint(len(ns)) + ns
         varint = _varint
 
         def requests():
@@ -744,11 +761,13 @@ class Client:
 
     def query_doc(self, body: Union[str, bytes, None] = None, *,
                   html: bool = False, simhash: Optional[int] = None,
-                  k: Optional[int] = None) -> QueryResult:
-        """The stored documents near a body, or near a fingerprint
-        (simhash=, a 64-bit int), within k (default: the daemon's k, the
-        most it allows).  Changes nothing."""
+                  k: Optional[int] = None,
+                  namespace: Optional[str] = None) -> QueryResult:
+        """The stored documents of namespace (None: the client's) near a
+        body, or near a fingerprint (simhash=, a 64-bit int), within k
+        (default: the daemon's k, the most it allows).  Changes nothing."""
         req = pb.Request()
+        req.doc_query.namespace = self._doc_namespace(namespace)
         if (body is None) == (simhash is None):
             raise TypeError("give a body or a simhash")
         if simhash is not None:
@@ -764,19 +783,25 @@ class Client:
         return QueryResult(msg.simhash, _neighbours(msg.near),
                            msg.near_total)
 
-    def get_doc(self, url: Url) -> Optional[DocResult]:
-        """The stored document of url with its near duplicates, or None."""
+    def get_doc(self, url: Url, *,
+                namespace: Optional[str] = None) -> Optional[DocResult]:
+        """The stored document of url in namespace (None: the client's)
+        with its near duplicates, or None."""
         req = pb.Request()
         req.doc_get.url = _encode_url(url)
+        req.doc_get.namespace = self._doc_namespace(namespace)
         resp = self._call_found(req)
         if resp is None:
             return None
         return DocResult.from_message(url, self._result(resp, "doc"))
 
-    def delete_doc(self, url: Url) -> bool:
-        """Forgets the document of url (admin); True if there was one."""
+    def delete_doc(self, url: Url, *,
+                   namespace: Optional[str] = None) -> bool:
+        """Forgets the document of url in namespace (None: the client's;
+        admin); True if there was one."""
         req = pb.Request()
         req.doc_delete.url = _encode_url(url)
+        req.doc_delete.namespace = self._doc_namespace(namespace)
         return self._result(self._call(req), "doc_delete").doc_id != 0
 
     def _result(self, resp, field: str):

@@ -221,14 +221,16 @@ def _from_message(cls, msg):
 
 @dataclass(frozen=True)
 class Namespace:
-    """A namespace of URLs (nddd.v1.NamespaceInfo): an independent set of
-    URLs sharing the daemon (one crawl, one customer); ``name`` "" is the
-    default one."""
+    """A namespace (nddd.v1.NamespaceInfo): an independent set of URLs and
+    of documents sharing the daemon (one crawl, one customer); ``name`` ""
+    is the default one."""
     name: str
     urls: int                   # stored, expired ones not yet reclaimed
                                 # included; for drop_namespace, those
                                 # being forgotten
     default_ttl_seconds: int    # for submits without a ttl; 0: none
+    docs: int = 0               # stored documents; for drop_namespace,
+                                # those being forgotten
 
     @classmethod
     def from_message(cls, msg) -> "Namespace":
@@ -321,6 +323,8 @@ class Stats:
     urls_dropping: int           # of dropped namespaces, not yet forgotten
                                  # (counted in urls)
     urls_expired: int            # reclaimed after their time to live
+    docs_dropping: int = 0       # documents of dropped namespaces, not
+                                 # yet forgotten (counted in docs)
 
     @classmethod
     def from_message(cls, msg) -> "Stats":
