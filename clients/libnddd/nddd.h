@@ -368,9 +368,10 @@ int nddd_namespace_valid(const char *name);
  * "" is the default one) a default time to live for the URLs submitted
  * to it without one (0: none), for submits from now on, not for URLs
  * recorded before.  nddd_send_namespace_drop drops one: its name is free
- * at once (a submit to it starts an empty set) and its URLs are forgotten
- * in the background; the reply counts them.  Dropping the default
- * namespace is refused INVALID_ARGUMENT, an unknown one NOT_FOUND.  A
+ * at once (a submit to it starts an empty set) and its URLs and documents
+ * are forgotten in the background; the reply counts them.  Dropping the
+ * default namespace is refused INVALID_ARGUMENT, one with neither URLs
+ * nor documents NOT_FOUND.  A
  * name that is not valid, or a time to live over NDDD_TTL_MAX: -1,
  * nothing sent, the connection still usable.
  */

@@ -16,6 +16,7 @@
 #include "arena.h"
 #include "auth.h"
 #include "config.h"
+#include "docdrop.h"
 #include "docreq.h"
 #include "metrics.h"
 #include "operation.h"
@@ -267,10 +268,12 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 	d->docs.workers = d->svc.workers;
 	d->docs.max_results = cfg->near_max_results;
 	d->docs.batch_docs = (unsigned)cfg->accel_batch_docs;
-	if (docreq_env_init(&d->docs, base) == -1)
+	if (docreq_env_init(&d->docs, base) == -1 ||
+	    (d->docs.drop = docdrop_new(&d->svc, base)) == NULL)
 		goto err;
 	return d;
 err:
+	docreq_env_clear(&d->docs);
 	if (d->svc.workers != NULL)
 		workers_free(d->svc.workers);
 	store_reader_free(d->loop_reader);
@@ -285,6 +288,7 @@ dispatch_free(struct dispatch *d)
 	if (d == NULL)
 		return;
 	workers_free(d->svc.workers);
+	docdrop_free(d->docs.drop);
 	docreq_env_clear(&d->docs);
 	store_reader_free(d->loop_reader);
 	auth_free(d->auth);

@@ -40,6 +40,7 @@
 #include "opcall.h"
 
 struct accel;
+struct docdrop;
 struct docset;
 struct doc_batch;
 struct event;
@@ -88,6 +89,7 @@ struct docreq_env {
 	unsigned npending;		/* their documents */
 	struct event *flush;
 	unsigned in_accel;		/* documents there now */
+	struct docdrop *drop;		/* dropped namespaces' documents */
 };
 
 /* Sets up env's loop-side state on base.  Returns -1 if out of memory. */

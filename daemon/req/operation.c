@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "docdrop.h"
 #include "docreq.h"
 #include "metrics.h"
 #include "statsreq.h"
@@ -268,7 +269,7 @@ static const struct operation operations[] = {
 	    validate_namespace_set, urlreq_namespace_set },
 	{ "namespace_drop", NDDD__V1__REQUEST__OP_NAMESPACE_DROP, REPLY_SMALL,
 	    ROLE_ADMIN, NULL, namespace_of_namespace_drop,
-	    validate_namespace_drop, urlreq_namespace_drop },
+	    validate_namespace_drop, docdrop_namespace_drop },
 	{ "url_forget", NDDD__V1__REQUEST__OP_URL_FORGET, REPLY_SMALL,
 	    ROLE_ADMIN, NULL, namespace_of_url_forget, validate_url_forget,
 	    urlreq_forget },

@@ -485,7 +485,8 @@ urlreq_namespace_validate(const char *name, uint64_t ttl_seconds, bool drop,
 	return check_namespace(name, ttl_seconds, message);
 }
 
-/* A namespace_set or namespace_drop travelling through the URL writer. */
+/* A namespace_set travelling through the URL writer (namespace_drop is
+ * docdrop's: the documents first). */
 struct ns_job {
 	struct urlset_job uj;
 	struct reply reply;
@@ -512,19 +513,16 @@ ns_job_done(struct urlset_job *uj)
 	} else if (uj->refused != NULL)
 		reply_error(&j->reply, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
 		    uj->refused);
-	else if (uj->status == STORE_NOTFOUND)
-		reply_error(&j->reply, NDDD__V1__CODE__NOT_FOUND,
-		    "no such namespace");
 	else
 		reply_store_error(&j->reply, uj->status);
 	reply_finish(&j->reply);
 	free(j);
 }
 
-static void
-namespace_job(struct op_call *call, enum urlset_op op, const char *name,
-    uint64_t ttl_seconds)
+void
+urlreq_namespace_set(struct op_call *call)
 {
+	const Nddd__V1__NamespaceSet *ns = call->req->namespace_set;
 	struct ns_job *j = calloc(1, sizeof(*j));
 
 	if (j == NULL) {
@@ -532,34 +530,17 @@ namespace_job(struct op_call *call, enum urlset_op op, const char *name,
 		    "out of memory");
 		return;
 	}
-	j->uj.op = op;
-	snprintf(j->uj.ns, sizeof(j->uj.ns), "%s", name != NULL ? name : "");
+	j->uj.op = URLSET_NS_SET;
+	snprintf(j->uj.ns, sizeof(j->uj.ns), "%s", ns != NULL &&
+	    ns->name != NULL ? ns->name : "");
 	/* Documents are the store writer's: counted here, as they are. */
-	if (op == URLSET_NS_SET)
-		j->docs = docns_docs(docset_namespaces(call->svc->ds),
-		    docset_ns_find(call->svc->ds, j->uj.ns));
-	j->uj.ttl_ms = ttl_seconds * 1000;
+	j->docs = docns_docs(docset_namespaces(call->svc->ds),
+	    docset_ns_find(call->svc->ds, j->uj.ns));
+	j->uj.ttl_ms = (ns != NULL ? ns->default_ttl_seconds : 0) * 1000;
 	j->uj.info = &j->info;
 	j->uj.done = ns_job_done;
 	reply_move(&j->reply, call->reply);
 	urlset_submit_job(call->svc->us, &j->uj);
-}
-
-void
-urlreq_namespace_set(struct op_call *call)
-{
-	const Nddd__V1__NamespaceSet *ns = call->req->namespace_set;
-
-	namespace_job(call, URLSET_NS_SET, ns != NULL ? ns->name : "",
-	    ns != NULL ? ns->default_ttl_seconds : 0);
-}
-
-void
-urlreq_namespace_drop(struct op_call *call)
-{
-	const Nddd__V1__NamespaceDrop *ns = call->req->namespace_drop;
-
-	namespace_job(call, URLSET_NS_DROP, ns != NULL ? ns->name : "", 0);
 }
 
 Nddd__V1__Code

@@ -1,7 +1,7 @@
 /*
  * urlreq: the URL operations of the protocol (url_submit, url_check,
- * url_delete, url_forget; namespace_set and namespace_drop) on top of
- * urlset.
+ * url_delete, url_forget; namespace_set, and the checks of namespace_drop,
+ * which docdrop.h carries out) on top of urlset.
  *
  * A batch names its URLs, or their digests made by the client with the
  * server's canonicalization (refused whole if it names another).  Each URL
@@ -51,7 +51,6 @@ void urlreq_check(struct op_call *call);
 void urlreq_submit(struct op_call *call);
 void urlreq_delete(struct op_call *call);
 void urlreq_namespace_set(struct op_call *call);
-void urlreq_namespace_drop(struct op_call *call);
 void urlreq_forget(struct op_call *call);
 
 #endif

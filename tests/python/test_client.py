@@ -717,6 +717,18 @@ class TestDocuments(DaemonTest):
                                       namespace="extra"))
         self.assertIsNotNone(c.get_doc("http://news.example/a"))
         self.assertIsNotNone(wire.get_doc("http://news.example/a"))
+        # Dropping a namespace forgets its documents: counted in the
+        # answer, gone at once, then in the background.
+        dropped = c.drop_namespace("wire")
+        self.assertEqual((dropped.urls, dropped.docs), (0, 2))
+        self.assertIsNone(wire.get_doc("http://news.example/a"))
+        self.assertEqual(c.drop_namespace("extra"),
+                         nddd.Namespace("extra", 0, 0, 0))
+        self.assertIsNone(c.drop_namespace("extra"))
+        deadline = time.monotonic() + 20
+        while c.stats().docs_dropping and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual((c.stats().docs, c.stats().docs_dropping), (1, 0))
         # A name nddd would refuse is refused here first.
         for bad in ("a b", "x" * 65):
             with self.assertRaises(ValueError):

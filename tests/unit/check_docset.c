@@ -2,7 +2,10 @@
  * Tests for docset on a real store: groups as DESIGN section 6 defines them
  * (nearest neighbour's group, ties to the oldest, re-submits re-decided),
  * aborts taken back, neighbour answers against brute force over the stored
- * records, and identical ids, groups and answers after a reopen.
+ * records, and identical ids, groups and answers after a reopen; namespaces
+ * (separate neighbours and groups, keys masked as URL keys are, a
+ * namespace's creation, drop and forgetting taken back on abort, counts
+ * kept across a reopen).
  */
 #include <check.h>
 #include <stdio.h>
@@ -591,6 +594,173 @@ START_TEST(test_put_with_neighbours)
 }
 END_TEST
 
+/* ids, a scratch of 16 uint64_t, as room for uint32_t ids. */
+static uint32_t *
+ids_u32(uint64_t *ids)
+{
+	return (uint32_t *)(void *)ids;
+}
+
+/* Puts key/url in namespace ns in txn (which stays open). */
+static struct doc_record
+put_in(struct fixture *fx, struct store_txn *txn, const char *ns,
+    const char *url, uint64_t fp, struct doc_undo *undo)
+{
+	struct doc_record r;
+	uint8_t key[DOCSET_KEY_LEN], mask[DOCNS_MASK_LEN];
+	bool c;
+
+
+	/* The daemon's keys: forgetting a dropped namespace's documents
+	 * finds their URLs' entries by them. */
+	ck_assert(EVP_Digest(url, strlen(url), key, NULL, EVP_md5(), NULL));
+	if (ns[0] != '\0') {
+		docns_mask(ns, strlen(ns), mask);
+		for (size_t i = 0; i < DOCSET_KEY_LEN; i++)
+			key[i] ^= mask[i];
+	}
+	ck_assert_int_eq(docset_put(fx->ds, txn, ns, key, url, strlen(url),
+	    fp, 1000, &r, &c, undo, NULL), STORE_OK);
+	r.url = NULL;
+	r.ns_name = NULL;
+	return r;
+}
+
+/* The ids docset_near finds at distance 0 of fp in namespace ns. */
+static int64_t
+near_in(struct fixture *fx, const char *ns, uint64_t fp, uint64_t *ids)
+{
+	struct nearidx_hit hits[16];
+	int64_t n = docset_near(fx->ds, docset_ns_find(fx->ds, ns), fp, 0, 0,
+	    0, hits, 16);
+
+	for (int64_t i = 0; i < n && i < 16; i++)
+		ids[i] = hits[i].doc_id;
+	return n;
+}
+
+/* The key mask of a namespace is the URL set's: MD5("nddd.ns/" NAME). */
+START_TEST(test_namespace_mask)
+{
+	uint8_t mask[DOCNS_MASK_LEN], md5[16];
+	unsigned int len;
+
+	docns_mask("crawl-7", 7, mask);
+	ck_assert(EVP_Digest("nddd.ns/crawl-7", 15, md5, &len, EVP_md5(),
+	    NULL));
+	ck_assert_mem_eq(mask, md5, sizeof(md5));
+}
+END_TEST
+
+/*
+ * One fingerprint in three namespaces: each sees its own only, and groups
+ * form within each; the creation of a namespace and its documents are
+ * taken back with their transaction; a drop frees the name at once, its
+ * forgetting goes step by step (an aborted step taken back), and counts
+ * and answers are those of the store after a reopen.
+ */
+START_TEST(test_namespaces)
+{
+	struct fixture fx = { .dir = tu_tmpdir() };
+	struct store_txn *txn;
+	struct doc_undo u[8], fu[4];
+	struct docset_ns_undo nu, nd;
+	struct docset_verify v;
+	struct doc_record r;
+	uint64_t ids[16], from, docs;
+	uint32_t id, none;
+	size_t n;
+	bool done;
+	char *cause;
+
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	ck_assert_uint_eq(put_in(&fx, txn, "", "x", 7, &u[0]).id, 1);
+	r = put_in(&fx, txn, "a", "x", 7, &u[1]);
+	ck_assert_uint_eq(r.id, 2);
+	ck_assert_uint_eq(r.group, 2);	/* not the default one's group */
+	r = put_in(&fx, txn, "a", "y", 7, &u[2]);
+	ck_assert_uint_eq(r.group, 2);
+	ck_assert_uint_eq(put_in(&fx, txn, "b", "x", 7, &u[3]).group, 4);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	ck_assert_int_eq(near_in(&fx, "", 7, ids), 1);
+	ck_assert_uint_eq(ids[0], 1);
+	ck_assert_int_eq(near_in(&fx, "a", 7, ids), 2);
+	ck_assert_uint_eq(ids[0] + ids[1], 5);
+	ck_assert_int_eq(near_in(&fx, "b", 7, ids), 1);
+	ck_assert_uint_eq(ids[0], 4);
+	ck_assert_int_eq(near_in(&fx, "c", 7, ids), 0);
+
+	/* A new namespace and its document, taken back. */
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	put_in(&fx, txn, "c", "x", 7, &u[4]);
+	ck_assert_int_eq(near_in(&fx, "c", 7, ids), 1);
+	store_abort(txn);
+	docset_undo(fx.ds, &u[4]);
+	ck_assert_uint_eq(docset_ns_find(fx.ds, "c"), DOCNS_NONE);
+	ck_assert_int_eq(near_in(&fx, "c", 7, ids), 0);
+
+	/* a dropped: its name is free at once. */
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	ck_assert_int_eq(docset_ns_drop(fx.ds, txn, "a", &id, &docs, &nd),
+	    STORE_OK);
+	ck_assert_uint_eq(docs, 2);
+	ck_assert_int_eq(docset_ns_drop(fx.ds, txn, "nothing", &none, &docs,
+	    &nu), STORE_NOTFOUND);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	ck_assert_uint_eq(docset_ns_find(fx.ds, "a"), DOCNS_NONE);
+	ck_assert_int_eq(near_in(&fx, "a", 7, ids), 0);
+	ck_assert_uint_eq(docset_ns_dropped(fx.ds, ids_u32(ids), 4), 1);
+	/* A step that forgets one, aborted, then the whole, in two. */
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	from = 0;
+	ck_assert_int_eq(docset_ns_forget(fx.ds, txn, id, &from, 100, 1, fu,
+	    &n, &done, &nu), STORE_OK);
+	ck_assert_uint_eq(n, 1);
+	ck_assert(!done);
+	store_abort(txn);
+	docset_ns_undo(fx.ds, &nu);
+	docset_undo(fx.ds, &fu[0]);
+	ck_assert_uint_eq(docns_docs(docset_namespaces(fx.ds), id), 2);
+	from = 0;
+	for (int step = 0; step < 2; step++) {
+		ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+		ck_assert_int_eq(docset_ns_forget(fx.ds, txn, id, &from, 100,
+		    1, fu, &n, &done, &nu), STORE_OK);
+		ck_assert_uint_eq(n, 1);
+		ck_assert_int_eq(done, step == 1);
+		ck_assert_int_eq(store_commit(txn), STORE_OK);
+	}
+	ck_assert_uint_eq(docset_ns_dropped(fx.ds, ids_u32(ids), 4), 0);
+	ck_assert_int_eq(docset_verify(fx.ds, &v), STORE_OK);
+	ck_assert_msg(v.table_mismatches == 0 && v.url_mismatches == 0, "%s",
+	    v.detail);
+	ck_assert_uint_eq(v.records, 2);
+
+	/* a again: a new namespace, empty. */
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	r = put_in(&fx, txn, "a", "x", 7, &u[5]);
+	ck_assert_uint_eq(r.group, r.id);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	close_docs(&fx);
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_msg(fx.ds != NULL, "%s", cause);
+	ck_assert_int_eq(near_in(&fx, "a", 7, ids), 1);
+	ck_assert_uint_eq(ids[0], r.id);
+	ck_assert_int_eq(near_in(&fx, "b", 7, ids), 1);
+	ck_assert_uint_eq(docns_docs(docset_namespaces(fx.ds),
+	    docset_ns_find(fx.ds, "b")), 1);
+	ck_assert_uint_eq(docns_docs(docset_namespaces(fx.ds), DOCNS_DEFAULT),
+	    1);
+	ck_assert_int_eq(docset_verify(fx.ds, &v), STORE_OK);
+	ck_assert_msg(v.table_mismatches == 0 && v.url_mismatches == 0, "%s",
+	    v.detail);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
+
 Suite *docset_suite(void);
 
 Suite *
@@ -608,6 +778,8 @@ docset_suite(void)
 	tcase_add_test(tc, test_term_hash_fixed_once_documents_exist);
 	tcase_add_test(tc, test_store_failures_surface);
 	tcase_add_test(tc, test_neighbours_visible_and_failing);
+	tcase_add_test(tc, test_namespace_mask);
+	tcase_add_test(tc, test_namespaces);
 	suite_add_tcase(s, tc);
 	return s;
 }

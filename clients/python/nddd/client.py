@@ -542,10 +542,11 @@ class Client:
 
     def drop_namespace(self, name: str) -> Optional[Namespace]:
         """Drops the namespace name: its name is free at once (a submit to
-        it starts an empty set) and its URLs are forgotten in the
-        background.  Returns it, ``urls`` counting those being forgotten,
-        or None when there is no such namespace.  The default namespace
-        cannot be dropped (NdddRequestError, INVALID_ARGUMENT)."""
+        it starts an empty set) and its URLs and documents are forgotten
+        in the background.  Returns it, ``urls`` and ``docs`` counting
+        those being forgotten, or None when it has neither.  The default
+        namespace cannot be dropped (NdddRequestError,
+        INVALID_ARGUMENT)."""
         req = pb.Request()
         req.namespace_drop.SetInParent()
         req.namespace_drop.name = _namespace(name)
