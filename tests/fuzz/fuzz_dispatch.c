@@ -31,7 +31,8 @@
  * digests, durability, k, fingerprints; a URL batch's namespace, from a
  * few names, the default one and one that cannot be among them, its time
  * to live, from none, a few seconds, an hour, 100 years or more, and
- * whether it asks for times).  One value of the low bits takes the next
+ * whether it asks for times; a document operation's namespace, and each
+ * document's of a doc_batch, from the same names).  One value of the low bits takes the next
  * byte to choose among a request naming no operation, a namespace_set or
  * namespace_drop (a namespace, a default time to live), and a step of the
  * clock (seconds, milliseconds or hours, a few times per execution at
@@ -56,12 +57,14 @@
  * anew.  A namespace_set answers the default it sets; a namespace_drop, of
  * a namespace the model knows exists (NOT_FOUND otherwise), empties it at
  * once; both, and an admin's stats, which list the namespaces the model
- * knows exist, the default one first, then by name, with their defaults,
- * give a namespace at least the URLs the model knows it holds; stats'
- * urls_expired never goes back.  Documents follow the model too (ids,
- * fingerprints equal to the local simhash, groups, created, not found
- * after a delete); neighbours are sorted, within k, at the right distance,
- * not the document itself, and complete when the reply says so; stats
+ * knows exist (a stored document creates its namespace too), the default
+ * one first, then by name, with their defaults, give a namespace at least
+ * the URLs and documents the model knows it holds; stats' urls_expired
+ * never goes back.  Documents follow the model too, one set per namespace
+ * (ids, fingerprints equal to the local simhash, groups, created, not
+ * found after a delete or once their namespace is dropped); neighbours
+ * are sorted, within k, at the right distance, not the document itself,
+ * of the query's namespace, and complete when the reply says so; stats
  * tell the role only what it may know; verify finds memory and store
  * consistent (the sweep's reclaiming included); a frame that is not a
  * request closes the connection with an error.  URLs of a host made for
@@ -72,7 +75,7 @@
  * same URL in a namespace, one of them changing it, may be applied in
  * either order: their answers are not checked and the URL is learnt
  * again.  So with a namespace_drop: the answers about its namespace's URLs
- * in its group are not checked, nor its own against a namespace_set, a
+ * and documents in its group are not checked, nor its own against a namespace_set, a
  * submit or another drop of it there; nor the expiry of URLs recorded in
  * its group by a submit without a time to live of its own after a
  * namespace_set.  A violation aborts.
@@ -258,9 +261,19 @@ struct fz_url {
 	unsigned touch, mut, submits;
 };
 
+/* What the model knows of a URL's document in one namespace. */
+struct fz_doc {
+	bool known;
+	bool present;
+	uint64_t id, fp, group;
+	/* This group's requests that read or change it. */
+	unsigned touch, mut;
+	int last_req;			/* the request that last counted */
+};
+
 /*
  * What the model knows of one key (the MD5 of a canonical URL) during an
- * execution: its URL in each namespace, and its document, each known or
+ * execution: its URL and its document in each namespace, each known or
  * not.
  */
 struct fz_ent {
@@ -269,11 +282,7 @@ struct fz_ent {
 	size_t canon_len;
 	int next;			/* the bucket's chain */
 	struct fz_url url[FX_NNS];
-	bool doc_known;
-	bool doc_present;
-	uint64_t doc_id, doc_fp, doc_group;
-	/* This group's requests that read or change its document. */
-	unsigned doc_touch, doc_mut;
+	struct fz_doc doc[FX_NNS];
 	int last_req;			/* the request that last counted */
 };
 
@@ -299,6 +308,9 @@ struct fz_ns {
 struct fz_item {
 	bool valid;
 	int ent;			/* the model's, when valid */
+	/* A document's namespace: its slot, or -1 for a name that cannot
+	 * be. */
+	int ns;
 	/* A document of a doc_batch: its fingerprint, or it has no terms;
 	 * stored or only answered. */
 	uint64_t fp;
@@ -311,8 +323,9 @@ struct fz_req {
 	enum fz_op op;
 	enum role role;			/* its token's, for this request */
 	bool ns_token;			/* FX_NS_TOKEN */
-	/* URL operations and namespaces': the namespace's slot, or -1 for
-	 * a name that cannot be; the time to live asked for; with_times. */
+	/* URL, document and namespace operations': the namespace's slot,
+	 * or -1 for a name that cannot be (a doc_batch's are its items');
+	 * the time to live asked for; with_times. */
 	int ns;
 	const char *ns_name;
 	uint64_t ttl_ms;
@@ -814,11 +827,14 @@ ent_of(const uint8_t key[16], const char *canon, size_t canon_len)
 	snprintf(prefix, sizeof(prefix), "http://%s/", fx.host);
 	if (canon_len >= strlen(prefix) &&
 	    memcmp(canon, prefix, strlen(prefix)) == 0) {
-		for (size_t s = 0; s < FX_NNS; s++)
+		for (size_t s = 0; s < FX_NNS; s++) {
 			e->url[s].known = e->url[s].times_known = true;
-		e->doc_known = true;
-		e->doc_present = false;
+			e->doc[s].known = true;
+			e->doc[s].present = false;
+		}
 	}
+	for (size_t s = 0; s < FX_NNS; s++)
+		e->doc[s].last_req = -1;
 	return i;
 }
 
@@ -963,11 +979,19 @@ text_fp(size_t i)
 	return fp;
 }
 
+/* A document stored in namespace slot s creates the namespace, as a
+ * URL submit does. */
+static void
+touch_doc_store(int s)
+{
+	fx.ns[s].submits++;
+}
+
 /*
- * A doc_batch touches the document of each valid URL, and changes it when
- * one of its documents under that URL is stored (has terms, not
- * query_only); the changes are counted first, since an URL counts once per
- * request.
+ * A doc_batch touches the document of each valid URL in its namespace,
+ * and changes it when one of its documents under that URL is stored (has
+ * terms, not query_only); the changes are counted first, since a document
+ * counts once per request.
  */
 static void
 touch_doc_batch(struct fz_req *q)
@@ -978,16 +1002,18 @@ touch_doc_batch(struct fz_req *q)
 		for (size_t i = 0; i < q->n; i++) {
 			const struct fz_item *it = &q->items[i];
 			bool mut = !it->query_only && !it->empty;
-			struct fz_ent *e;
+			struct fz_doc *d;
 
-			if (!it->valid || mut != (pass == 0))
+			if (!it->valid || it->ns < 0 || mut != (pass == 0))
 				continue;
-			e = &fx.ents[it->ent];
-			if (e->last_req == qi)
+			if (mut)
+				touch_doc_store(it->ns);
+			d = &fx.ents[it->ent].doc[it->ns];
+			if (d->last_req == qi)
 				continue;
-			e->last_req = qi;
-			e->doc_touch++;
-			e->doc_mut += mut;
+			d->last_req = qi;
+			d->touch++;
+			d->mut += mut;
 		}
 }
 
@@ -1000,24 +1026,31 @@ touch(struct fz_req *q, bool url, bool mutation)
 
 	for (size_t i = 0; i < q->n; i++) {
 		struct fz_ent *e;
+		struct fz_url *u;
+		struct fz_doc *d;
 
 		if (!q->items[i].valid)
 			continue;
 		any = true;
 		e = &fx.ents[q->items[i].ent];
+		if (!url) {
+			d = &e->doc[q->items[i].ns];
+			if (q->op == FZ_DOC_SUBMIT)
+				touch_doc_store(q->items[i].ns);
+			if (d->last_req == qi)
+				continue;
+			d->last_req = qi;
+			d->touch++;
+			d->mut += mutation;
+			continue;
+		}
 		if (e->last_req == qi)
 			continue;
 		e->last_req = qi;
-		if (url) {
-			struct fz_url *u = &e->url[q->ns];
-
-			u->touch++;
-			u->mut += mutation;
-			u->submits += q->op == FZ_URL_SUBMIT;
-		} else {
-			e->doc_touch++;
-			e->doc_mut += mutation;
-		}
+		u = &e->url[q->ns];
+		u->touch++;
+		u->mut += mutation;
+		u->submits += q->op == FZ_URL_SUBMIT;
 	}
 	/* A submit with no URL to write is answered without reaching its
 	 * namespace, which it does not create then. */
@@ -1068,25 +1101,26 @@ role_needed(const struct fz_req *q)
 
 /*
  * The role FX_NS_TOKEN has for q: its own in its namespace, none in the
- * others (documents are the default namespace's), read at most on what
- * spans them all.
+ * others, read at most on what spans them all; a doc_batch needs every
+ * one of its documents' namespaces (one of no documents spans none).
  */
 static enum role
 ns_token_role(const struct fz_req *q)
 {
 	switch (q->op) {
-	case FZ_URL_SUBMIT:
-	case FZ_URL_CHECK:
-	case FZ_URL_DELETE:
-	case FZ_NS_SET:
-	case FZ_NS_DROP:
-		return q->ns == FX_NS_TOKEN_SLOT ? ROLE_ADMIN : ROLE_NONE;
 	case FZ_STATS:
 	case FZ_VERIFY:
 	case FZ_NO_OP:
 		return ROLE_READ;
+	case FZ_DOC_BATCH:
+		if (q->n == 0)
+			return ROLE_READ;
+		for (size_t i = 0; i < q->n; i++)
+			if (q->items[i].ns != FX_NS_TOKEN_SLOT)
+				return ROLE_NONE;
+		return ROLE_ADMIN;
 	default:
-		return FX_NS_TOKEN_SLOT == 0 ? ROLE_ADMIN : ROLE_NONE;
+		return q->ns == FX_NS_TOKEN_SLOT ? ROLE_ADMIN : ROLE_NONE;
 	}
 }
 
@@ -1107,6 +1141,20 @@ gen_ns(uint8_t b, struct fz_req *q, const char **name, uint64_t *ttl_s)
 	q->ttl_ms = *ttl_s <= FX_TTL_MAX ? *ttl_s * 1000 : 0;
 }
 
+/*
+ * A document's namespace from a byte: bits 0-2 the name (a slot, or -1
+ * for one that cannot be), 7 which of the bad ones; *name the name to
+ * send.
+ */
+static int
+gen_doc_ns(uint8_t b, char **name)
+{
+	int s = fx_ns_pick[b & 7];
+
+	*name = (char *)(s >= 0 ? fx_ns_names[s] : fx_ns_bad[b >> 7]);
+	return s;
+}
+
 /* ---- Building requests. ---- */
 
 /*
@@ -1118,6 +1166,7 @@ gen_doc_batch(struct fz_in *in, struct fz_req *q)
 {
 	Nddd__V1__DocBatch *db = fz_alloc(sizeof(*db));
 	size_t n = in_byte(in) % (FX_MAX_BATCH_DOCS + 1);
+	uint8_t b;
 
 	nddd__v1__doc_batch__init(db);
 	q->n = n;
@@ -1132,8 +1181,10 @@ gen_doc_batch(struct fz_in *in, struct fz_req *q)
 		gen_url(in, &ds->url, it);
 		it->empty = gen_body(in, &ds->body, &ds->format, &it->fp) ==
 		    SIMHASH_EMPTY_DOCUMENT;
-		it->query_only = in_byte(in) & 1;
+		b = in_byte(in);
+		it->query_only = b & 1;
 		ds->query_only = it->query_only;
+		it->ns = gen_doc_ns(b >> 1 | (b & 0x80), &ds->namespace_);
 		db->docs[i] = ds;
 	}
 	return db;
@@ -1297,7 +1348,11 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 		gen_url(in, &ds->url, &q->items[0]);
 		st = gen_body(in, &ds->body, &ds->format, &q->fp);
 		ds->query_only = q->op == FZ_DOC_WOULD_JOIN;
-		if (!q->items[0].valid)
+		q->ns = q->items[0].ns = gen_doc_ns(in_byte(in),
+		    &ds->namespace_);
+		q->ns_name = ds->namespace_;
+		/* The namespace is checked first, with the request. */
+		if (q->ns < 0 || !q->items[0].valid)
 			q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
 		else if (st == SIMHASH_EMPTY_DOCUMENT)
 			q->expect = NDDD__V1__CODE__EMPTY_DOCUMENT;
@@ -1308,6 +1363,8 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 	case FZ_DOC_QUERY_FP:
 		dq = fz_alloc(sizeof(*dq));
 		nddd__v1__doc_query__init(dq);
+		q->ns = gen_doc_ns(in_byte(in), &dq->namespace_);
+		q->ns_name = dq->namespace_;
 		b = in_byte(in);
 		if (b % 8 >= 2) {
 			dist = fz_alloc(sizeof(*dist));
@@ -1334,11 +1391,12 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 				/* A document stored in this run, if any. */
 				q->fp = text_fp(b >> 2);
 				for (int i = 0; i < fx.nents; i++) {
-					struct fz_ent *e = &fx.ents[(i +
-					    (b >> 2)) % fx.nents];
+					const struct fz_doc *d = &fx.ents[(i +
+					    (b >> 2)) % fx.nents].doc[q->ns >=
+					    0 ? q->ns : 0];
 
-					if (e->doc_known && e->doc_present) {
-						q->fp = e->doc_fp;
+					if (d->known && d->present) {
+						q->fp = d->fp;
 						break;
 					}
 				}
@@ -1368,6 +1426,8 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 					    NDDD__V1__CODE__INVALID_ARGUMENT;
 			}
 		}
+		if (q->ns < 0)
+			q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
 		m->op_case = NDDD__V1__REQUEST__OP_DOC_QUERY;
 		m->doc_query = dq;
 		break;
@@ -1379,7 +1439,10 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 		q->items = fz_alloc(sizeof(*q->items));
 		gen_url(in, &url, &q->items[0]);
 		ref->url = url;
-		if (!q->items[0].valid)
+		q->ns = q->items[0].ns = gen_doc_ns(in_byte(in),
+		    &ref->namespace_);
+		q->ns_name = ref->namespace_;
+		if (q->ns < 0 || !q->items[0].valid)
 			q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
 		if (q->op == FZ_DOC_GET) {
 			m->op_case = NDDD__V1__REQUEST__OP_DOC_GET;
@@ -1446,10 +1509,31 @@ conflicted_url(const struct fz_url *u)
 	return u->mut > 1 || (u->mut == 1 && u->touch > 1);
 }
 
+/*
+ * Whether the document d of namespace slot s may have changed in ways the
+ * model cannot order: several requests of the group touch it, one of them
+ * changing it, or its namespace is dropped in the group.
+ */
 static bool
-conflicted_doc(const struct fz_ent *e)
+conflicted_doc(const struct fz_doc *d, int s)
 {
-	return e->doc_mut > 1 || (e->doc_mut == 1 && e->doc_touch > 1);
+	return d->mut > 1 || (d->mut == 1 && d->touch > 1) ||
+	    fx.ns[s].drops > 0;
+}
+
+/* The fewest documents namespace slot s holds while this group runs:
+ * those the model knows stored, that no request of the group touches. */
+static uint64_t
+docs_least(int s)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < fx.nents; i++) {
+		const struct fz_doc *d = &fx.ents[i].doc[s];
+
+		n += d->known && d->present && d->touch == 0;
+	}
+	return n;
 }
 
 /*
@@ -1732,6 +1816,13 @@ check_ns_info(const struct fz_req *q)
 		    fz_op_names[q->op], q->ns_name,
 		    (unsigned long long)ni->urls,
 		    (unsigned long long)urls_least(q->ns));
+	if ((drop ? !drop_unsure(g) : g->drops == 0) &&
+	    ni->docs < docs_least(q->ns))
+		fx_fail("request %llu (%s): namespace \"%s\" holds %llu "
+		    "documents, the model knows of %llu",
+		    (unsigned long long)q->id, fz_op_names[q->op], q->ns_name,
+		    (unsigned long long)ni->docs,
+		    (unsigned long long)docs_least(q->ns));
 }
 
 /*
@@ -1797,36 +1888,54 @@ check_stats_namespaces(const struct fz_req *q, const Nddd__V1__StatsResult *st)
 			    (unsigned long long)q->id, fx_ns_names[s],
 			    (unsigned long long)ni->urls,
 			    (unsigned long long)urls_least((int)s));
+		if (ni != NULL && ni->docs < docs_least((int)s))
+			fx_fail("request %llu: stats give namespace \"%s\" "
+			    "%llu documents, the model knows of %llu",
+			    (unsigned long long)q->id, fx_ns_names[s],
+			    (unsigned long long)ni->docs,
+			    (unsigned long long)docs_least((int)s));
 		g->exists_known = g->ttl_known = true;
 		g->exists = ni != NULL;
 		g->ttl_ms = ni != NULL ? ni->default_ttl_seconds * 1000 : 0;
 	}
 }
 
-/* The entry of the stored document id, if the model knows it for sure. */
+/*
+ * The entry of the stored document id, if the model knows it for sure,
+ * and its namespace's slot in *s.
+ */
 static const struct fz_ent *
-ent_of_doc(uint64_t id)
+ent_of_doc(uint64_t id, int *s)
 {
 	for (int i = 0; i < fx.nents; i++)
-		if (fx.ents[i].doc_known && fx.ents[i].doc_present &&
-		    fx.ents[i].doc_id == id && fx.ents[i].doc_mut == 0)
-			return &fx.ents[i];
+		for (int k = 0; k < (int)FX_NNS; k++) {
+			const struct fz_doc *d = &fx.ents[i].doc[k];
+
+			if (d->known && d->present && d->id == id &&
+			    d->mut == 0 && fx.ns[k].drops == 0) {
+				*s = k;
+				return &fx.ents[i];
+			}
+		}
 	return NULL;
 }
 
 /*
- * Neighbours of fp within k, from a reply: sorted nearest then oldest, at
- * most max_results, not self, at their true distance where the model
- * knows the document, and, when the reply holds them all, every document
- * the model knows within k.
+ * Neighbours of fp within k in namespace slot ns, from a reply: sorted
+ * nearest then oldest, at most max_results, not self, of that namespace
+ * and at their true distance where the model knows the document, and,
+ * when the reply holds them all, every document the model knows there
+ * within k.
  */
 static void
 check_near(const struct fz_req *q, Nddd__V1__Neighbour **near, size_t n,
-    uint64_t total, uint64_t fp, unsigned k, uint64_t self)
+    uint64_t total, uint64_t fp, unsigned k, uint64_t self, int ns)
 {
 	for (size_t i = 0; i < n; i++) {
 		const Nddd__V1__Neighbour *nb = near[i];
-		const struct fz_ent *e = ent_of_doc(nb->doc_id);
+		int es = 0;
+		const struct fz_ent *e = ent_of_doc(nb->doc_id, &es);
+		const struct fz_doc *d = e != NULL ? &e->doc[es] : NULL;
 
 		if (nb->distance > k || nb->doc_id == 0 || nb->doc_id == self)
 			fx_fail("request %llu (%s): neighbour %llu at %u, k %u",
@@ -1837,13 +1946,15 @@ check_near(const struct fz_req *q, Nddd__V1__Neighbour **near, size_t n,
 		    near[i - 1]->doc_id >= nb->doc_id)))
 			fx_fail("request %llu (%s): neighbours out of order",
 			    (unsigned long long)q->id, fz_op_names[q->op]);
-		if (e != NULL && ((unsigned)__builtin_popcountll(e->doc_fp ^
-		    fp) != nb->distance || nb->url.len != e->canon_len ||
+		if (e != NULL && (es != ns ||
+		    (unsigned)__builtin_popcountll(d->fp ^ fp) !=
+		    nb->distance || nb->url.len != e->canon_len ||
 		    memcmp(nb->url.data, e->canon, e->canon_len) != 0 ||
-		    nb->group != e->doc_group))
+		    nb->group != d->group))
 			fx_fail("request %llu (%s): neighbour %llu is not the "
-			    "document stored", (unsigned long long)q->id,
-			    fz_op_names[q->op], (unsigned long long)nb->doc_id);
+			    "document stored%s", (unsigned long long)q->id,
+			    fz_op_names[q->op], (unsigned long long)nb->doc_id,
+			    es != ns ? " in the query's namespace" : "");
 		if (nb->doc_id > fx.max_doc_id)
 			fx.max_doc_id = nb->doc_id;
 	}
@@ -1855,19 +1966,20 @@ check_near(const struct fz_req *q, Nddd__V1__Neighbour **near, size_t n,
 		return;
 	for (int i = 0; i < fx.nents; i++) {
 		const struct fz_ent *e = &fx.ents[i];
+		const struct fz_doc *dd = &e->doc[ns];
 		bool found = false;
 
-		if (!e->doc_known || !e->doc_present || conflicted_doc(e) ||
-		    e->doc_mut > 0 || e->doc_id == self ||
-		    (unsigned)__builtin_popcountll(e->doc_fp ^ fp) > k)
+		if (!dd->known || !dd->present || conflicted_doc(dd, ns) ||
+		    dd->mut > 0 || dd->id == self ||
+		    (unsigned)__builtin_popcountll(dd->fp ^ fp) > k)
 			continue;
 		for (size_t j = 0; j < n && !found; j++)
-			found = near[j]->doc_id == e->doc_id;
+			found = near[j]->doc_id == dd->id;
 		if (!found)
 			fx_fail("request %llu (%s): document %llu (%.*s) "
 			    "within k is not among all %zu neighbours",
 			    (unsigned long long)q->id, fz_op_names[q->op],
-			    (unsigned long long)e->doc_id, (int)e->canon_len,
+			    (unsigned long long)dd->id, (int)e->canon_len,
 			    e->canon, n);
 	}
 }
@@ -1883,7 +1995,8 @@ check_doc_result(const struct fz_req *q, enum fz_op op,
     bool in_batch)
 {
 	struct fz_ent *e = &fx.ents[it->ent];
-	bool sure = !conflicted_doc(e);
+	struct fz_doc *d = &e->doc[it->ns];
+	bool sure = !conflicted_doc(d, it->ns);
 
 	if (in_batch ? r->url.len != 0 : r->url.len != e->canon_len ||
 	    memcmp(r->url.data, e->canon, e->canon_len) != 0)
@@ -1902,7 +2015,7 @@ check_doc_result(const struct fz_req *q, enum fz_op op,
 			    (unsigned long long)fp,
 			    (unsigned long long)r->group);
 		check_near(q, r->near, r->n_near, r->near_total, fp, FX_K,
-		    sure && e->doc_known && e->doc_present ? e->doc_id : 0);
+		    sure && d->known && d->present ? d->id : 0, it->ns);
 		return;
 	}
 	if (r->doc_id == 0 || r->group == 0)
@@ -1922,36 +2035,37 @@ check_doc_result(const struct fz_req *q, enum fz_op op,
 			fx_fail("request %llu: doc_submit's group %llu",
 			    (unsigned long long)q->id,
 			    (unsigned long long)r->group);
-		if (sure && e->doc_known && (r->created == e->doc_present ||
-		    (e->doc_present && r->doc_id != e->doc_id) ||
-		    (!e->doc_present && r->doc_id <= fx.group_max_doc_id)))
-			fx_fail("request %llu: doc_submit of %.*s: id %llu "
-			    "created %d; was %s %llu, ids so far up to %llu",
-			    (unsigned long long)q->id, (int)e->canon_len,
-			    e->canon, (unsigned long long)r->doc_id,
-			    r->created, e->doc_present ? "stored as" :
-			    "absent", (unsigned long long)e->doc_id,
+		if (sure && d->known && (r->created == d->present ||
+		    (d->present && r->doc_id != d->id) ||
+		    (!d->present && r->doc_id <= fx.group_max_doc_id)))
+			fx_fail("request %llu: doc_submit of %.*s in \"%s\": "
+			    "id %llu created %d; was %s %llu, ids so far up to "
+			    "%llu", (unsigned long long)q->id,
+			    (int)e->canon_len, e->canon, fx_ns_names[it->ns],
+			    (unsigned long long)r->doc_id, r->created,
+			    d->present ? "stored as" : "absent",
+			    (unsigned long long)d->id,
 			    (unsigned long long)fx.group_max_doc_id);
-	} else if (sure && e->doc_known && (!e->doc_present ||
-	    r->doc_id != e->doc_id || r->simhash != e->doc_fp ||
-	    r->group != e->doc_group || r->created))
-		fx_fail("request %llu: doc_get of %.*s gives id %llu simhash "
-		    "%016llx group %llu, not %llu %016llx %llu",
+	} else if (sure && d->known && (!d->present ||
+	    r->doc_id != d->id || r->simhash != d->fp ||
+	    r->group != d->group || r->created))
+		fx_fail("request %llu: doc_get of %.*s in \"%s\" gives id "
+		    "%llu simhash %016llx group %llu, not %llu %016llx %llu",
 		    (unsigned long long)q->id, (int)e->canon_len, e->canon,
-		    (unsigned long long)r->doc_id,
+		    fx_ns_names[it->ns], (unsigned long long)r->doc_id,
 		    (unsigned long long)r->simhash,
 		    (unsigned long long)r->group,
-		    (unsigned long long)e->doc_id,
-		    (unsigned long long)e->doc_fp,
-		    (unsigned long long)e->doc_group);
+		    (unsigned long long)d->id,
+		    (unsigned long long)d->fp,
+		    (unsigned long long)d->group);
 	check_near(q, r->near, r->n_near, r->near_total, r->simhash, FX_K,
-	    r->doc_id);
+	    r->doc_id, it->ns);
 	if (!sure)
 		return;
-	e->doc_known = e->doc_present = true;
-	e->doc_id = r->doc_id;
-	e->doc_fp = r->simhash;
-	e->doc_group = r->group;
+	d->known = d->present = true;
+	d->id = r->doc_id;
+	d->fp = r->simhash;
+	d->group = r->group;
 }
 
 static void
@@ -1980,7 +2094,7 @@ check_docs(struct fz_req *q)
 		fx_fail("request %llu (doc_batch): not %zu results",
 		    (unsigned long long)q->id, q->n);
 	for (size_t i = 0; i < q->n; i++) {
-		want[i] = !q->items[i].valid ?
+		want[i] = q->items[i].ns < 0 || !q->items[i].valid ?
 		    NDDD__V1__CODE__INVALID_ARGUMENT : q->items[i].empty ?
 		    NDDD__V1__CODE__EMPTY_DOCUMENT : NDDD__V1__CODE__OK;
 		got[i] = NDDD__V1__CODE__OK;
@@ -2058,15 +2172,17 @@ check_reply(struct fz_req *q)
 	}
 	/* Data-dependent errors. */
 	if (code == NDDD__V1__CODE__NOT_FOUND && q->op == FZ_DOC_GET) {
-		if (e != NULL && e->doc_known && e->doc_present &&
-		    !conflicted_doc(e))
-			fx_fail("request %llu: doc_get of %.*s, stored as "
-			    "%llu: not found", (unsigned long long)q->id,
-			    (int)e->canon_len, e->canon,
-			    (unsigned long long)e->doc_id);
-		if (e != NULL && !conflicted_doc(e)) {
-			e->doc_known = true;
-			e->doc_present = false;
+		struct fz_doc *d = e != NULL ? &e->doc[q->ns] : NULL;
+
+		if (d != NULL && d->known && d->present &&
+		    !conflicted_doc(d, q->ns))
+			fx_fail("request %llu: doc_get of %.*s in \"%s\", "
+			    "stored as %llu: not found",
+			    (unsigned long long)q->id, (int)e->canon_len,
+			    e->canon, q->ns_name, (unsigned long long)d->id);
+		if (d != NULL && !conflicted_doc(d, q->ns)) {
+			d->known = true;
+			d->present = false;
 		}
 		return;
 	}
@@ -2084,12 +2200,20 @@ check_reply(struct fz_req *q)
 		bool url = q->op == FZ_URL_SUBMIT || q->op == FZ_URL_CHECK ||
 		    q->op == FZ_URL_DELETE;
 
-		for (size_t i = 0; i < q->n; i++)
-			if (q->items[i].valid && url)
-				fx.ents[q->items[i].ent].url[q->ns].known =
-				    false;
-			else if (q->items[i].valid)
-				fx.ents[q->items[i].ent].doc_known = false;
+		for (size_t i = 0; i < q->n; i++) {
+			const struct fz_item *it = &q->items[i];
+
+			if (it->valid && url)
+				fx.ents[it->ent].url[q->ns].known = false;
+			else if (it->valid && it->ns >= 0) {
+				fx.ents[it->ent].doc[it->ns].known = false;
+				/* A document not stored creates nothing. */
+				if (!it->query_only && q->op != FZ_DOC_GET &&
+				    q->op != FZ_DOC_WOULD_JOIN &&
+				    q->op != FZ_DOC_DELETE)
+					fx.ns[it->ns].failed = true;
+			}
+		}
 		if (q->op == FZ_URL_SUBMIT || q->op == FZ_NS_SET ||
 		    q->op == FZ_NS_DROP)
 			fx.ns[q->ns].failed = true;
@@ -2146,18 +2270,23 @@ check_reply(struct fz_req *q)
 		if (r->result_case != NDDD__V1__RESPONSE__RESULT_DOC_DELETE)
 			fx_fail("request %llu: doc_delete without its result",
 			    (unsigned long long)q->id);
-		if (conflicted_doc(e))
-			break;
-		if (e->doc_known && r->doc_delete->doc_id !=
-		    (e->doc_present ? e->doc_id : 0))
-			fx_fail("request %llu: doc_delete of %.*s deleted "
-			    "%llu, not %llu", (unsigned long long)q->id,
-			    (int)e->canon_len, e->canon,
-			    (unsigned long long)r->doc_delete->doc_id,
-			    (unsigned long long)(e->doc_present ?
-			    e->doc_id : 0));
-		e->doc_known = true;
-		e->doc_present = false;
+		{
+			struct fz_doc *d = &e->doc[q->ns];
+
+			if (conflicted_doc(d, q->ns))
+				break;
+			if (d->known && r->doc_delete->doc_id !=
+			    (d->present ? d->id : 0))
+				fx_fail("request %llu: doc_delete of %.*s in "
+				    "\"%s\" deleted %llu, not %llu",
+				    (unsigned long long)q->id,
+				    (int)e->canon_len, e->canon, q->ns_name,
+				    (unsigned long long)r->doc_delete->doc_id,
+				    (unsigned long long)(d->present ? d->id :
+				    0));
+			d->known = true;
+			d->present = false;
+		}
 		break;
 	case FZ_DOC_QUERY_BODY:
 	case FZ_DOC_QUERY_FP:
@@ -2166,7 +2295,7 @@ check_reply(struct fz_req *q)
 			fx_fail("request %llu (%s): not the query's result",
 			    (unsigned long long)q->id, fz_op_names[q->op]);
 		check_near(q, r->doc_query->near, r->doc_query->n_near,
-		    r->doc_query->near_total, q->fp, q->k, 0);
+		    r->doc_query->near_total, q->fp, q->k, 0, q->ns);
 		break;
 	default:
 		fx_fail("request %llu (%s): answered with a result",
@@ -2201,12 +2330,21 @@ end_group_namespaces(void)
 
 		for (int i = 0; i < fx.nents && g->drops > 0; i++) {
 			struct fz_url *u = &fx.ents[i].url[s];
+			struct fz_doc *d = &fx.ents[i].doc[s];
 
 			if (u->submits > 0)
 				u->known = false;
 			else {
 				memset(u, 0, offsetof(struct fz_url, touch));
 				u->known = u->times_known = true;
+			}
+			/* Its documents are gone for every reader at once,
+			 * but one the group stores may come after. */
+			if (d->mut > 0)
+				d->known = false;
+			else {
+				d->known = true;
+				d->present = false;
 			}
 		}
 		if (g->drops > 0 && g->sets == 0 && g->submits == 0) {
@@ -2247,22 +2385,26 @@ end_group(void)
 	for (int i = 0; i < fx.nents; i++) {
 		struct fz_ent *e = &fx.ents[i];
 
-		for (size_t s = 0; s < FX_NNS; s++)
+		for (size_t s = 0; s < FX_NNS; s++) {
+			struct fz_doc *d = &e->doc[s];
+
 			if (fx.ns[s].drops == 0 && conflicted_url(&e->url[s]))
 				e->url[s].known = false;
-		if (conflicted_doc(e))
-			e->doc_known = false;
-		if (e->doc_known && e->doc_present &&
-		    e->doc_id > fx.max_doc_id)
-			fx.max_doc_id = e->doc_id;
+			if (fx.ns[s].drops == 0 && conflicted_doc(d, (int)s))
+				d->known = false;
+			if (d->known && d->present && d->id > fx.max_doc_id)
+				fx.max_doc_id = d->id;
+		}
 	}
 	end_group_namespaces();
 	for (int i = 0; i < fx.nents; i++) {
 		struct fz_ent *e = &fx.ents[i];
 
-		for (size_t s = 0; s < FX_NNS; s++)
+		for (size_t s = 0; s < FX_NNS; s++) {
 			e->url[s].touch = e->url[s].mut = e->url[s].submits = 0;
-		e->doc_touch = e->doc_mut = 0;
+			e->doc[s].touch = e->doc[s].mut = 0;
+			e->doc[s].last_req = -1;
+		}
 		e->last_req = -1;
 	}
 	for (int i = group_start; i < fx.nreqs; i++)

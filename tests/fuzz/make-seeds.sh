@@ -43,8 +43,8 @@ import os, sys
 out = sys.argv[1]
 # Operations: the index into fz_op_of.
 OP = dict(url_submit=0, url_check=2, url_delete=4, stats=5, verify=6,
-          doc_submit=7, would_join=9, query_body=10, query_fp=11,
-          doc_get=12, doc_delete=13, more=14, raw=15)
+          doc_submit=7, doc_batch=8, would_join=9, query_body=10,
+          query_fp=11, doc_get=12, doc_delete=13, more=14, raw=15)
 # The operations behind 'more': the byte after it (fz_more_of).
 MORE = dict(no_op=0, ns_set=1, ns_drop=2, clock=3)
 # ns: admin in namespace "a" only.
@@ -98,6 +98,19 @@ def body(text=0, html=False, kind=0):
     """kind 0: fx_texts[text]; 3: a body without terms."""
     return bytes([kind | text << 2 | (0x20 if html else 0)])
 
+def dns(ns='', bad=0):
+    """A document operation's namespace (gen_doc_ns)."""
+    return bytes([NS[ns] | (0x80 if bad else 0)])
+
+def doc(u, b, query_only=False, ns='', bad=0):
+    """A document of a doc_batch: URL, body, then query_only and its
+    namespace in one byte."""
+    return u + b + bytes([(1 if query_only else 0) | NS[ns] << 1 |
+                          (0x80 if bad else 0)])
+
+def doc_batch(docs, tok='admin', end=True):
+    return req('doc_batch', tok, end) + bytes([len(docs)]) + b''.join(docs)
+
 seeds = {
     # Submit a URL in two spellings, check, delete, check again.
     'url-lifecycle':
@@ -123,22 +136,59 @@ seeds = {
         req('url_check') + bytes([17, 0]),
     # Documents: two near copies, get, query, would-join, delete, get.
     'doc-lifecycle':
-        req('doc_submit') + url(1) + body(0) +
-        req('doc_submit') + url(2) + body(1, html=True) +
-        req('doc_get', 'read') + url(1, 1) +
-        req('query_fp', 'read') + bytes([5, 0]) +
-        req('query_body', 'read') + bytes([0]) + body(1) +
-        req('would_join', 'read') + url(3) + body(0) +
-        req('doc_delete') + url(1, 2) +
-        req('doc_get') + url(1) +
-        req('doc_submit') + url(4) + body(0, kind=3),
+        req('doc_submit') + url(1) + body(0) + dns() +
+        req('doc_submit') + url(2) + body(1, html=True) + dns() +
+        req('doc_get', 'read') + url(1, 1) + dns() +
+        req('query_fp', 'read') + dns() + bytes([5, 0]) +
+        req('query_body', 'read') + dns() + bytes([0]) + body(1) +
+        req('would_join', 'read') + url(3) + body(0) + dns() +
+        req('doc_delete') + url(1, 2) + dns() +
+        req('doc_get') + url(1) + dns() +
+        req('doc_submit') + url(4) + body(0, kind=3) + dns(),
     # Pipelined: a re-submit racing queries of the same URL.
     'doc-pipelined':
-        req('doc_submit') + url(1) + body(0) +
+        req('doc_submit') + url(1) + body(0) + dns() +
         req('doc_submit', end=False) + url(1) + body(4, html=True) +
-        req('would_join', 'read', end=False) + url(1) + body(1) +
-        req('doc_get', 'read', end=False) + url(1) +
-        req('query_fp', 'read') + bytes([0, 1]),
+        dns() +
+        req('would_join', 'read', end=False) + url(1) + body(1) + dns() +
+        req('doc_get', 'read', end=False) + url(1) + dns() +
+        req('query_fp', 'read') + dns() + bytes([0, 1]),
+    # One story in three namespaces: new in each, its neighbours its
+    # namespace's; a batch across namespaces; bad names.
+    'doc-namespaces':
+        req('doc_submit') + url(1) + body(0) + dns() +
+        req('doc_submit') + url(1) + body(0) + dns('a') +
+        req('doc_submit') + url(2) + body(1) + dns('a') +
+        req('doc_get', 'read') + url(1) + dns('b') +
+        req('query_fp', 'read') + dns('a') + bytes([0, 0]) +
+        req('query_body', 'read') + dns('b') + bytes([0]) + body(1) +
+        req('would_join', 'read') + url(3) + body(1) + dns('crawl') +
+        doc_batch([doc(url(3), body(0), ns='b'),
+                   doc(url(3), body(1), ns='long'),
+                   doc(url(4), body(0), query_only=True, ns='a'),
+                   doc(url(5), body(0), ns='bad', bad=1)]) +
+        req('doc_delete') + url(1) + dns('a') +
+        req('doc_get') + url(1) + dns('a') +
+        req('doc_get') + url(1) + dns() +
+        req('doc_submit') + url(1) + body(0) + dns('bad') +
+        req('doc_get') + url(1) + dns('bad', bad=1) +
+        req('stats'),
+    # A namespace's documents dropped: gone at once, its name empty, the
+    # others' kept; a drop pipelined with a submit there.
+    'doc-ns-drop':
+        req('doc_submit') + url(1) + body(0) + dns('b') +
+        req('doc_submit') + url(2) + body(1) + dns('b') +
+        req('doc_submit') + url(1) + body(0) + dns('a') +
+        ns_drop('b') +
+        req('doc_get') + url(1) + dns('b') +
+        req('query_fp', 'read') + dns('b') + bytes([0, 0]) +
+        req('doc_get') + url(1) + dns('a') +
+        req('doc_submit') + url(1) + body(1) + dns('b') +
+        req('stats') +
+        ns_drop('b', end=False) +
+        req('doc_submit', end=False) + url(2) + body(0) + dns('b') +
+        req('doc_get') + url(2) + dns('b') +
+        ns_drop('crawl') + req('stats'),
     # Roles: what each token may not do, and a request naming nothing.
     'roles':
         req('url_submit', 'read') + batch([url(0)]) +
@@ -222,7 +272,16 @@ seeds = {
         ns_set('a', 2, 'ns') + ns_set('b', 2, 'ns') +
         ns_drop('a', 'ns') + ns_drop('', 'ns') +
         req('stats', 'ns') + req('verify', 'ns') +
-        req('doc_get', 'ns') + url(1) + more('no_op', 'ns'),
+        req('doc_get', 'ns') + url(1) + dns() +
+        req('doc_submit', 'ns') + url(1) + body(0) + dns('a') +
+        req('doc_get', 'ns') + url(1) + dns('a') +
+        req('doc_delete', 'ns') + url(1) + dns('b') +
+        doc_batch([doc(url(2), body(0), ns='a'),
+                   doc(url(3), body(1), ns='b')], 'ns') +
+        doc_batch([doc(url(2), body(0), ns='a'),
+                   doc(url(3), body(1), query_only=True, ns='a')], 'ns') +
+        doc_batch([], 'ns') +
+        more('no_op', 'ns'),
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), 'wb') as f:
