@@ -51,6 +51,9 @@ struct docns {
 	struct ns_entry **by_id;	/* every one, the default first */
 	size_t nid, cap;
 	struct ns_entry *retired;
+	struct ns_entry *def;		/* the default one, never moved nor
+					   freed before the registry: counted
+					   without the lock */
 	uint32_t next_id;		/* writer; never taken back */
 	uint64_t named_docs;		/* atomic */
 	uint32_t **tags;		/* atomic pointer, then chunks */
@@ -327,6 +330,7 @@ docns_open(struct store_txn *txn, char **cause)
 	    false)) == NULL)
 		goto nomem;
 	insert_entry(r, def);
+	r->def = def;
 	rc = store_scan_from(txn, STORE_META, NS_PREFIX, strlen(NS_PREFIX),
 	    load_one, &l);
 	if (rc != STORE_OK && rc != 1) {
@@ -597,15 +601,19 @@ docns_count(struct docns *r, uint32_t id, int64_t delta)
 {
 	struct ns_entry *e;
 
+	if (id == DOCNS_DEFAULT) {
+		__atomic_fetch_add(&r->def->docs, (uint64_t)delta,
+		    __ATOMIC_RELAXED);
+		return;
+	}
 	pthread_rwlock_rdlock(&r->lock);
 	if ((e = entry_of(r, id)) != NULL) {
 		__atomic_fetch_add(&e->docs, (uint64_t)delta,
 		    __ATOMIC_RELAXED);
 		/* Released: a query that reads it after finding a document
 		 * in the tables sees it counted. */
-		if (id != DOCNS_DEFAULT)
-			__atomic_fetch_add(&r->named_docs, (uint64_t)delta,
-			    __ATOMIC_RELEASE);
+		__atomic_fetch_add(&r->named_docs, (uint64_t)delta,
+		    __ATOMIC_RELEASE);
 	}
 	pthread_rwlock_unlock(&r->lock);
 }
@@ -636,6 +644,8 @@ docns_docs(struct docns *r, uint32_t id)
 	struct ns_entry *e;
 	uint64_t n = 0;
 
+	if (id == DOCNS_DEFAULT)
+		return __atomic_load_n(&r->def->docs, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&r->lock);
 	if ((e = entry_of(r, id)) != NULL)
 		n = __atomic_load_n(&e->docs, __ATOMIC_RELAXED);

@@ -658,6 +658,10 @@ docset_ns_forget(struct docset *ds, struct store_txn *txn, uint32_t id,
 	memset(nsundo, 0, sizeof(*nsundo));
 	*n = 0;
 	*done = false;
+	/* A namespace left without documents, or never given one, has
+	 * nothing to look for. */
+	if (docns_docs(ds->ns, id) == 0)
+		at = end;
 	stop = at >= end || end - at <= scan ? end : at + scan;
 	while (*n < max && (at = docns_tag_next(ds->ns, id, at, stop)) <
 	    stop) {

@@ -460,9 +460,8 @@ batch_apply(struct writer_job *wj, struct store_txn *txn)
 		near.list = NULL;
 		near.n = 0;
 		rc = docset_put(ds, txn, item_ns(b, it), it->key,
-		    item_url(b, it),
-		    it->url_len, it->fp, wj->now_ms, &r, &it->created,
-		    &it->undo, &near);
+		    item_url(b, it), it->url_len, it->fp, wj->now_ms, &r,
+		    &it->created, &it->undo, &near);
 		/* Freed with the answers, also after a failure. */
 		it->near = near.list;
 		it->nnear = near.n;
@@ -872,8 +871,8 @@ batch_keep_url(struct doc_batch *b, struct doc_item *it, const char *url,
 }
 
 /*
- * Keeps ns, the namespace of it, in b's memory, sharing the previous document's
- * copy when it names the same; -1 when out of memory.
+ * Keeps ns, the namespace of it, in b's memory, sharing the previous
+ * document's copy when it names the same; -1 when out of memory.
  */
 static int
 batch_keep_ns(struct doc_batch *b, struct doc_item *it, const char *ns)
@@ -1031,9 +1030,8 @@ docreq_submit(struct op_call *call)
 {
 	const Nddd__V1__DocSubmit *s = call->req->doc_submit;
 	struct docreq_env *env = call->svc->docs;
-	struct doc_batch *b;
-
 	struct ns_mask mask = { .made = false };
+	struct doc_batch *b;
 
 	if ((b = batch_new(env, ANSWER_DOC, 1, docset_k(env->ds))) == NULL) {
 		reply_oom(call);

@@ -32,12 +32,13 @@
  * few names, the default one and one that cannot be among them, its time
  * to live, from none, a few seconds, an hour, 100 years or more, and
  * whether it asks for times; a document operation's namespace, and each
- * document's of a doc_batch, from the same names).  One value of the low bits takes the next
- * byte to choose among a request naming no operation, a namespace_set or
- * namespace_drop (a namespace, a default time to live), and a step of the
- * clock (seconds, milliseconds or hours, a few times per execution at
- * most), which ends the group.  A raw frame (arbitrary bytes, or a request
- * with bytes changed or cut, or an oversized length) ends the sequence.
+ * document's of a doc_batch, from the same names).  One value of the low
+ * bits takes the next byte to choose among a request naming no operation,
+ * a namespace_set or namespace_drop (a namespace, a default time to live),
+ * and a step of the clock (seconds, milliseconds or hours, a few times per
+ * execution at most), which ends the group.  A raw frame (arbitrary bytes,
+ * or a request with bytes changed or cut, or an oversized length) ends the
+ * sequence.
  *
  * What is checked, besides the sanitizers: every request gets exactly one
  * reply, with its id, that decodes as a Response; errors known in advance
@@ -75,10 +76,10 @@
  * same URL in a namespace, one of them changing it, may be applied in
  * either order: their answers are not checked and the URL is learnt
  * again.  So with a namespace_drop: the answers about its namespace's URLs
- * and documents in its group are not checked, nor its own against a namespace_set, a
- * submit or another drop of it there; nor the expiry of URLs recorded in
- * its group by a submit without a time to live of its own after a
- * namespace_set.  A violation aborts.
+ * and documents in its group are not checked, nor its own against a
+ * namespace_set, a submit or another drop of it there; nor the expiry of
+ * URLs recorded in its group by a submit without a time to live of its
+ * own after a namespace_set.  A violation aborts.
  *
  * FUZZ_DISPATCH_TRACE=1 in the environment prints each request and its
  * answer.  A failure of an epoch's verify says so: the input shown is then

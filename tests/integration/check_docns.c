@@ -460,8 +460,8 @@ static const char body_a[] = "Oil prices rose sharply on Monday after the "
     "said, while refiners warned of shortages in the winter months";
 /* body_a with one more word: a near copy (at distance 2). */
 static const char body_b[] = "Oil prices rose sharply on Monday morning "
-    "after the cartel agreed to cut output by two million barrels a day, traders "
-    "said, while refiners warned of shortages in the winter months";
+    "after the cartel agreed to cut output by two million barrels a day, "
+    "traders said, while refiners warned of shortages in the winter months";
 
 /*
  * One URL, one body, three namespaces: a new document in each, none a

@@ -347,9 +347,9 @@ class Client:
     synced) or None (the daemon's default); each call may say otherwise.
     ``namespace``: the namespace of URL and document operations ("": the
     default one; raises ValueError for a name nddd would refuse); each
-    call may say otherwise.  ``digests``: canonicalize and hash URLs here, through
-    libnddd.so, and send their digests (raises NdddLibraryError at once if
-    libnddd.so cannot be loaded).
+    call may say otherwise.  ``digests``: canonicalize and hash URLs here,
+    through libnddd.so, and send their digests (raises NdddLibraryError at
+    once if libnddd.so cannot be loaded).
 
     TLS (to the daemon's ``[tls] listen``): ``tls``: speak TLS; any of the
     following turns it on too.  ``ca_file``: the CA certificates (PEM) the
