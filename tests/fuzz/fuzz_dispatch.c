@@ -535,6 +535,7 @@ fx_open(void)
 	fx_set("urls", "capacity", "1024");
 	fx_set("urls", "journal_entries", "64");
 	fx_set("urls", "segment_records", "8");
+	fx_set("urls", "host_index", "yes");
 	fx_set("simhash", "stopwords", "none");
 	fx_set("accel", "accelerator", "cpu");
 	fx_set("accel", "threads", "1");
@@ -559,6 +560,7 @@ fx_open(void)
 		.segment_records = (uint32_t)fx.cfg.segment_records,
 		.sync = fx.cfg.sync == STORE_SYNC_FULL,
 		.relaxed_sync_ms = fx.cfg.relaxed_sync_interval_ms,
+		.host_index = fx.cfg.host_index,
 	};
 	if ((fx.st = store_open(&so, &cause)) == NULL)
 		fx_fail("store: %s", cause ? cause : "?");
