@@ -26,8 +26,12 @@
  * the one limited to a namespace) and whether the requests so far are
  * sent before the next ones are built (a group: requests of one group are
  * pipelined, and may be answered in any order); the operation's fields
- * follow (URLs from a small dictionary in several spellings, or bytes;
- * documents from a few texts, near copies of each other, or bytes;
+ * follow (URLs from a small dictionary in several spellings, of the
+ * execution's own hosts (its host, subdomains of it, and look-alikes: one
+ * that ends like it, one that begins like it, one whose first label
+ * begins like its) or of shared ones, over http or https, on the default
+ * port or another, or bytes; documents from a few texts, near copies of
+ * each other, or bytes;
  * digests, durability, k, fingerprints; a URL batch's namespace, from a
  * few names, the default one and one that cannot be among them, its time
  * to live, from none, a few seconds, an hour, 100 years or more, and
@@ -35,8 +39,14 @@
  * document's of a doc_batch, from the same names).  One value of the low
  * bits takes the next byte to choose among a request naming no operation,
  * a namespace_set or namespace_drop (a namespace, a default time to live),
- * and a step of the clock (seconds, milliseconds or hours, a few times per
- * execution at most), which ends the group.  A raw frame (arbitrary bytes,
+ * a url_forget (a namespace; a host: the execution's own, in upper case or
+ * not, its subdomain or look-alikes, the shared one, their parents, or no
+ * host at all, with a port, a path, user info, a scheme, spaces, bytes
+ * above ASCII or too many, or input bytes; with or without subdomains; or
+ * a prefix: a dictionary URL cut anywhere, in one of its spellings, or no
+ * prefix the host index takes; or both, or neither), and a step of the
+ * clock (seconds, milliseconds or hours, a few times per execution at
+ * most), which ends the group.  A raw frame (arbitrary bytes,
  * or a request with bytes changed or cut, or an oversized length) ends the
  * sequence.
  *
@@ -79,7 +89,30 @@
  * and documents in its group are not checked, nor its own against a
  * namespace_set, a submit or another drop of it there; nor the expiry of
  * URLs recorded in its group by a submit without a time to live of its
- * own after a namespace_set.  A violation aborts.
+ * own after a namespace_set.
+ *
+ * url_forget: its errors are known in advance (role, namespace, both or
+ * neither of host and prefix, subdomains with a prefix, a host that is
+ * not all host, a prefix that is no URL or longer than the host index
+ * keeps of its host's URLs).  The stack keeps the host index and every
+ * URL the fuzzer makes fits it, so a forget answers complete.  It deletes,
+ * in its namespace, the URLs whose canonical host is the host (or ends
+ * with "." and the host, with subdomains), or whose canonical form begins
+ * with the canonical prefix, of those the index holds: the model knows,
+ * per URL and namespace, whether its record was made by a submit of its
+ * text (in the index) or of its digest (not in it, but an entry left by an
+ * earlier record of its text may still find it, until a merge of the
+ * index's runs drops that entry: unsure).  Its count is at least the
+ * URLs the model knows visible and surely indexed; when every URL it can
+ * take is of the execution's own hosts, at most those and the ones the
+ * model does not know or is unsure of; 0 in a namespace the model knows
+ * does not exist.  Afterwards what it surely found is deleted (no count,
+ * no times) and what it may have found unknown; a URL of its host or
+ * prefix met later in the execution starts deleted in that namespace,
+ * unless a digest submit there in an earlier execution of the epoch (or a
+ * raw frame's request, or a store that ran full) may have recorded it
+ * without its text.  A forget changes each URL it takes, those that
+ * requests of its group name after it included.  A violation aborts.
  *
  * FUZZ_DISPATCH_TRACE=1 in the environment prints each request and its
  * answer.  A failure of an epoch's verify says so: the input shown is then
@@ -123,6 +156,7 @@
 #include "statsreq.h"
 #include "store.h"
 #include "urlcanon.h"
+#include "urlhosts.h"
 #include "urlset.h"
 #include "writer.h"
 
@@ -221,8 +255,9 @@ enum fz_op {
 	FZ_DOC_BATCH,
 	FZ_NS_SET,
 	FZ_NS_DROP,
+	FZ_URL_FORGET,
 	FZ_CLOCK,			/* not a request: the clock moves on */
-	FZ_MORE,			/* one of the four above, by a byte */
+	FZ_MORE,			/* one of the five above, by a byte */
 };
 
 /* The operation of each value of an input byte's low 4 bits. */
@@ -233,16 +268,18 @@ static const enum fz_op fz_op_of[16] = {
 	FZ_DOC_DELETE, FZ_MORE, FZ_RAW,
 };
 
-/* FZ_MORE's operation by the low 2 bits of the byte after it. */
-static const enum fz_op fz_more_of[4] = {
+/* FZ_MORE's operation by the low 3 bits of the byte after it. */
+static const enum fz_op fz_more_of[8] = {
 	FZ_NO_OP, FZ_NS_SET, FZ_NS_DROP, FZ_CLOCK,
+	FZ_URL_FORGET, FZ_NS_SET, FZ_NS_DROP, FZ_CLOCK,
 };
 
 static const char *const fz_op_names[] = {
 	"url_submit", "url_check", "url_delete", "stats", "verify",
 	"doc_submit", "doc_submit query_only", "doc_query body",
 	"doc_query simhash", "doc_get", "doc_delete", "no operation", "raw",
-	"doc_batch", "namespace_set", "namespace_drop", "clock", "more",
+	"doc_batch", "namespace_set", "namespace_drop", "url_forget", "clock",
+	"more",
 };
 
 /*
@@ -258,8 +295,18 @@ struct fz_url {
 	bool stale;
 	uint64_t count;
 	uint64_t first, last, expires;
-	/* This group's requests that read or change it; submits. */
-	unsigned touch, mut, submits;
+	/* This group's requests that read or change it; submits, and
+	 * those of digests. */
+	unsigned touch, mut, submits, dsubmits;
+	/*
+	 * Whether its record, while it lives, may have been made by a
+	 * submit of its digest, which leaves it out of the host index
+	 * (dig); whether an entry of the index may name it (txt: a record
+	 * once made from its text leaves one, which a merge of the runs
+	 * drops some time after the record is gone).  Not reset with the
+	 * rest: what a forget finds outlives the records.
+	 */
+	bool dig, txt;
 };
 
 /* What the model knows of a URL's document in one namespace. */
@@ -331,12 +378,28 @@ struct fz_req {
 	const char *ns_name;
 	uint64_t ttl_ms;
 	bool with_times;
+	bool digests;			/* a URL batch of digests */
+	int forget;			/* a url_forget's, in fx.forgets */
 	Nddd__V1__Code expect;		/* OK, or an error known before */
 	size_t n;			/* items */
 	struct fz_item *items;
 	uint64_t fp;			/* the body's, or the query's */
 	unsigned k;
 	Nddd__V1__Response *resp;	/* the reply, once it is here */
+};
+
+/* A url_forget the model follows, of an execution. */
+struct fz_forget {
+	int slot;			/* its namespace's */
+	const char *host;		/* in lower case; NULL: by prefix */
+	size_t hlen;
+	bool subdomains;
+	const char *prefix;		/* canonical, in the arena */
+	size_t plen;
+	/* Every URL it may take is of the execution's own hosts. */
+	bool closed;
+	int req;			/* its request, in fx.reqs */
+	bool done;			/* answered with a result */
 };
 
 /* The input, read a byte or a string at a time; 0 once it is spent. */
@@ -371,13 +434,20 @@ struct fx {
 	struct simhash_scratch *sc;
 	/* The execution. */
 	uint64_t nonce;
-	char host[64], host_upper[64];
+	/* Its hosts: its own, subdomains of it, one ending like it, one
+	 * beginning like it, one whose first label begins like its; the
+	 * label they share, which no other execution's has. */
+	char host[64], www[80], deep[80], bad[80], evil[80], ext[80];
+	char label[24];
 	struct arena arena;
 	struct fz_req reqs[FX_MAX_REQS];
 	int nreqs;
 	struct fz_ent ents[FX_MAX_REQS * FX_MAX_ITEMS];
 	int nents;
 	int buckets[256];
+	/* Its url_forgets, and the next one's (not counted yet). */
+	struct fz_forget forgets[FX_MAX_REQS + 1];
+	int nforgets;
 	uint64_t max_doc_id;		/* the largest id answered so far */
 	uint64_t group_max_doc_id;	/* ... before this group */
 	int clock_steps;
@@ -385,6 +455,12 @@ struct fx {
 	 * the largest before this group and in it. */
 	struct fz_ns ns[FX_NNS];
 	uint64_t expired, group_expired;
+	/* Since the stack was opened: whether a submit of digests (or a raw
+	 * frame's request) in each namespace may have recorded URLs without
+	 * their text, in an earlier execution or in this one; whether a
+	 * store that ran full may have lost texts of the index. */
+	bool digests_seen[FX_NNS], exec_digests[FX_NNS];
+	bool forget_unsure;
 	/* A raw frame's phase. */
 	bool raw_sent;
 	bool raw_decodes;		/* as a Request, here */
@@ -405,6 +481,9 @@ static uint64_t nonce_counter;
 static const char *fx_context;
 /* FUZZ_DISPATCH_TRACE set: each request and its answer on stderr. */
 static bool fx_trace;
+/* Requests [group_start, fx.nreqs) of the group being built or waited
+ * for. */
+static int group_start;
 
 static void fx_fail(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
@@ -514,6 +593,9 @@ fx_open(void)
 		fx.ns[i].exists = i == 0;
 	}
 	fx.expired = fx.group_expired = 0;
+	memset(fx.digests_seen, 0, sizeof(fx.digests_seen));
+	memset(fx.exec_digests, 0, sizeof(fx.exec_digests));
+	fx.forget_unsure = false;
 
 	config_defaults(&fx.cfg);
 	fx.port = free_port();
@@ -804,13 +886,114 @@ fz_alloc(size_t size)
 
 /* ---- The model. ---- */
 
-/* The entry of key, made if new: known empty (in every namespace) for a
- * URL of this run's own host, unknown otherwise. */
+/*
+ * The host of URL url[0..len), as a canonical URL carries it: between
+ * "://" (and any user info) and the port or the path; false if there is
+ * none, or no path after it.
+ */
+static bool
+url_host(const char *url, size_t len, const char **host, size_t *hlen)
+{
+	const char *end = url + len, *p = memchr(url, ':', len), *h, *q;
+
+	if (p == NULL || end - p < 3 || p[1] != '/' || p[2] != '/')
+		return false;
+	h = p + 3;
+	for (q = h; q < end && *q != '/' && *q != '?' && *q != '#'; q++)
+		if (*q == '@')
+			h = q + 1;
+	if (q == end)
+		return false;
+	end = q;
+	if (h < end && *h == '[') {
+		if ((q = memchr(h, ']', (size_t)(end - h))) == NULL)
+			return false;
+		q++;
+	} else
+		for (q = h; q < end && *q != ':'; q++)
+			;
+	if (q == h)
+		return false;
+	*host = h;
+	*hlen = (size_t)(q - h);
+	return true;
+}
+
+/* Whether host[0..len) is one of this execution's: it has its label. */
+static bool
+own_host(const char *host, size_t len)
+{
+	return memmem(host, len, fx.label, strlen(fx.label)) != NULL;
+}
+
+/* Whether url_forget fg takes the URL of e (in its namespace). */
+static bool
+forget_takes(const struct fz_forget *fg, const struct fz_ent *e)
+{
+	const char *h;
+	size_t hl;
+
+	if (fg->host == NULL)
+		return e->canon_len >= fg->plen &&
+		    memcmp(e->canon, fg->prefix, fg->plen) == 0;
+	if (!url_host(e->canon, e->canon_len, &h, &hl))
+		return false;
+	if (hl == fg->hlen && memcmp(h, fg->host, hl) == 0)
+		return true;
+	return fg->subdomains && hl > fg->hlen &&
+	    h[hl - fg->hlen - 1] == '.' &&
+	    memcmp(h + hl - fg->hlen, fg->host, fg->hlen) == 0;
+}
+
+/* Whether u's record, while it lives, may be out of the host index. */
+static bool
+url_dig(const struct fz_url *u)
+{
+	return u->dig || fx.forget_unsure;
+}
+
+/* u has no record: deleted, or never seen. */
+static void
+url_gone(struct fz_url *u)
+{
+	memset(u, 0, offsetof(struct fz_url, touch));
+	u->known = u->times_known = true;
+}
+
+/*
+ * A URL the execution meets for the first time, e, after url_forgets:
+ * one of its group changes it, one of an earlier group deleted it unless
+ * its record may be out of the index.
+ */
+static void
+forget_new_ent(struct fz_ent *e)
+{
+	for (int f = 0; f < fx.nforgets; f++) {
+		const struct fz_forget *fg = &fx.forgets[f];
+		struct fz_url *u = &e->url[fg->slot];
+
+		if (!forget_takes(fg, e))
+			continue;
+		if (fg->req >= group_start) {
+			u->touch++;
+			u->mut++;
+		} else if (fg->done && !url_dig(u))
+			url_gone(u);
+	}
+}
+
+/*
+ * The entry of key, made if new: known empty (in every namespace) for a
+ * URL of one of this execution's hosts, unknown otherwise, but where a
+ * url_forget deleted it.
+ */
 static int
 ent_of(const uint8_t key[16], const char *canon, size_t canon_len)
 {
 	struct fz_ent *e;
-	char prefix[80];
+	const char *h;
+	size_t hl;
+	bool own;
 	int i;
 
 	for (i = fx.buckets[key[0]]; i != -1; i = fx.ents[i].next)
@@ -827,17 +1010,20 @@ ent_of(const uint8_t key[16], const char *canon, size_t canon_len)
 	e->next = fx.buckets[key[0]];
 	e->last_req = -1;
 	fx.buckets[key[0]] = i;
-	snprintf(prefix, sizeof(prefix), "http://%s/", fx.host);
-	if (canon_len >= strlen(prefix) &&
-	    memcmp(canon, prefix, strlen(prefix)) == 0) {
-		for (size_t s = 0; s < FX_NNS; s++) {
+	own = url_host(canon, canon_len, &h, &hl) && own_host(h, hl);
+	for (size_t s = 0; s < FX_NNS; s++) {
+		if (own) {
 			e->url[s].known = e->url[s].times_known = true;
 			e->doc[s].known = true;
 			e->doc[s].present = false;
 		}
-	}
-	for (size_t s = 0; s < FX_NNS; s++)
+		/* Another's may have been recorded from its digest in an
+		 * earlier execution. */
+		e->url[s].dig = !own && fx.digests_seen[s];
+		e->url[s].txt = !own;
 		e->doc[s].last_req = -1;
+	}
+	forget_new_ent(e);
 	return i;
 }
 
@@ -874,22 +1060,78 @@ key_item(const char *url, size_t len, struct fz_item *it)
 	it->ent = ent_of(key, copy, clen);
 }
 
+/* A copy of s in upper case, in the arena. */
+static char *
+upper_dup(const char *s)
+{
+	size_t len = strlen(s);
+	char *u = fz_alloc(len + 1);
+
+	for (size_t i = 0; i <= len; i++)
+		u[i] = s[i] >= 'a' && s[i] <= 'z' ? (char)(s[i] - 'a' + 'A') :
+		    s[i];
+	return u;
+}
+
+/*
+ * The URL of host and path in one of 8 spellings, in the arena: 0 to 3
+ * spell the same canonical URL, 4 to 7 other schemes or ports (the last
+ * two spell 4's and 0's).
+ */
+static char *
+spell_url(unsigned spelling, const char *host, const char *path)
+{
+	char *s = fz_alloc(strlen(host) + strlen(path) + 32);
+
+	switch (spelling & 7) {
+	case 0:
+		sprintf(s, "http://%s%s", host, path);
+		break;
+	case 1:
+		sprintf(s, "HTTP://%s:80%s#top", upper_dup(host), path);
+		break;
+	case 2:
+		sprintf(s, "http://%s/.%s", host, path);
+		break;
+	case 3:
+		sprintf(s, "  http://%s%s\t", host, path);
+		break;
+	case 4:
+		sprintf(s, "https://%s%s", host, path);
+		break;
+	case 5:
+		sprintf(s, "http://%s:8080%s", host, path);
+		break;
+	case 6:
+		sprintf(s, "HTTPS://%s:443%s", upper_dup(host), path);
+		break;
+	default:
+		sprintf(s, "http://%s:80%s", host, path);
+		break;
+	}
+	return s;
+}
+
 /*
  * One URL from the input: a dictionary URL of this execution's host or of
- * a shared one, in one of several spellings of the same canonical URL, or
- * a path of input bytes on this run's host, or input bytes.
+ * a shared one, or of a subdomain of either, in one of several spellings
+ * of the same canonical URL; or a path of input bytes on one of this
+ * execution's hosts (bits 2, 3 and 6), over http or https, on the default
+ * port or another (bits 4 and 5); or input bytes.
  */
 static void
 gen_url(struct fz_in *in, ProtobufCBinaryData *out, struct fz_item *it)
 {
+	static const unsigned spellings[4] = { 0, 4, 5, 6 };
 	uint8_t b = in_byte(in);
 	const char *path = fx_paths[(b >> 2) % FX_NPATHS];
 	bool own = !(b & 1);
 	const char *host = own ? fx.host : "example.com";
-	const char *upper = own ? fx.host_upper : "EXAMPLE.COM";
+	const char *hosts[8] = { fx.host, fx.www, fx.bad, fx.evil, fx.ext,
+	    fx.deep, fx.host, fx.www };
 	const uint8_t *raw;
-	size_t len, rawlen;
-	char *s;
+	size_t len, rawlen, plen;
+	char *s, *pre;
 
 	if ((b & 3) == 3) {
 		/* Anything at all. */
@@ -898,27 +1140,18 @@ gen_url(struct fz_in *in, ProtobufCBinaryData *out, struct fz_item *it)
 		memcpy(s, raw, rawlen);
 		len = rawlen;
 	} else if ((b & 3) == 2) {
+		pre = spell_url(spellings[(b >> 4) & 3],
+		    hosts[((b >> 2) & 3) | ((b >> 4) & 4)], "/");
+		plen = strlen(pre);
 		rawlen = in_string(in, 32, &raw);
-		len = strlen("http://") + strlen(fx.host) + 1 + rawlen;
+		len = plen + rawlen;
 		s = fz_alloc(len + 1);
-		snprintf(s, len + 1, "http://%s/", fx.host);
-		memcpy(s + len - rawlen, raw, rawlen);
+		memcpy(s, pre, plen);
+		memcpy(s + plen, raw, rawlen);
 	} else {
-		s = fz_alloc(strlen(upper) + strlen(path) + 32);
-		switch ((b >> 5) & 3) {
-		case 0:
-			sprintf(s, "http://%s%s", host, path);
-			break;
-		case 1:
-			sprintf(s, "HTTP://%s:80%s#top", upper, path);
-			break;
-		case 2:
-			sprintf(s, "http://%s/.%s", host, path);
-			break;
-		default:
-			sprintf(s, "  http://%s%s\t", host, path);
-			break;
-		}
+		if (b & 0x80)
+			host = own ? fx.www : "www.example.com";
+		s = spell_url((b >> 5) & 3, host, path);
 		len = strlen(s);
 	}
 	out->data = (uint8_t *)s;
@@ -1054,11 +1287,30 @@ touch(struct fz_req *q, bool url, bool mutation)
 		u->touch++;
 		u->mut += mutation;
 		u->submits += q->op == FZ_URL_SUBMIT;
+		u->dsubmits += q->op == FZ_URL_SUBMIT && q->digests;
 	}
 	/* A submit with no URL to write is answered without reaching its
 	 * namespace, which it does not create then. */
 	if (url && q->op == FZ_URL_SUBMIT && any)
 		fx.ns[q->ns].submits++;
+}
+
+/*
+ * Counts url_forget q as changing each URL it takes that the model knows
+ * (those met later in its group: forget_new_ent), and follows it.
+ */
+static void
+touch_forget(struct fz_req *q)
+{
+	struct fz_forget *fg = &fx.forgets[q->forget];
+
+	fg->req = (int)(q - fx.reqs);
+	for (int i = 0; i < fx.nents; i++)
+		if (forget_takes(fg, &fx.ents[i])) {
+			fx.ents[i].url[fg->slot].touch++;
+			fx.ents[i].url[fg->slot].mut++;
+		}
+	fx.nforgets++;
 }
 
 /* Counts namespace request q (set or drop) in its namespace's group. */
@@ -1096,6 +1348,7 @@ role_needed(const struct fz_req *q)
 	case FZ_NO_OP:
 	case FZ_NS_SET:
 	case FZ_NS_DROP:
+	case FZ_URL_FORGET:
 		return ROLE_ADMIN;
 	default:
 		return ROLE_READ;
@@ -1256,6 +1509,11 @@ gen_batch(struct fz_in *in, struct fz_req *q)
 		    "strip_session_ids=no strip_tracking=no sort_query=no" :
 		    urlset_canon_id(fx.us));
 	}
+	/* Digests recorded in a namespace leave URLs out of the host index,
+	 * which the executions to come cannot tell of theirs. */
+	q->digests = b->digests.len > 0;
+	if (q->op == FZ_URL_SUBMIT && q->digests && q->ns >= 0)
+		fx.exec_digests[q->ns] = true;
 	/* What urlreq_validate, then the handler, refuse, in their order. */
 	if (b->n_urls > 0 && b->digests.len > 0)
 		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
@@ -1296,6 +1554,301 @@ gen_namespace(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 	if (q->ns < 0 || (q->op == FZ_NS_SET && ttl_s > FX_TTL_MAX) ||
 	    (q->op == FZ_NS_DROP && q->ns == 0))
 		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+}
+
+/*
+ * Whether h[0..len) is a host url_forget takes: printable ASCII, no
+ * spaces, at most URLHOSTS_HOST_MAX bytes, and all of it the host of
+ * "http://h/" (no user info, port, path, query or fragment).
+ */
+static bool
+host_ok(const char *h, size_t len)
+{
+	char url[URLHOSTS_HOST_MAX + 16];
+	const char *uh;
+	size_t ul;
+
+	if (len == 0 || len > URLHOSTS_HOST_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)h[i] <= ' ' || (unsigned char)h[i] >= 0x7f ||
+		    h[i] == '@')
+			return false;
+	snprintf(url, sizeof(url), "http://%.*s/", (int)len, h);
+	return url_host(url, strlen(url), &uh, &ul) && ul == len;
+}
+
+/*
+ * A url_forget's host from byte c (and maybe the input), in the arena:
+ * this execution's hosts in lower or upper case, the shared one, a
+ * subdomain, parents, look-alikes; hosts with a port, a path, spaces,
+ * user info or a scheme, too long or with bytes above ASCII; input bytes.
+ * *ok: whether url_forget takes it.
+ */
+static const char *
+gen_forget_host(struct fz_in *in, uint8_t c, bool *ok)
+{
+	const uint8_t *raw;
+	size_t len;
+	char *s;
+
+	*ok = true;
+	switch (c & 15) {
+	case 0:
+		return fx.host;
+	case 1:
+		return upper_dup(fx.host);
+	case 2:
+		return "example.com";
+	case 3:
+		return "EXAMPLE.COM";
+	case 4:
+		return fx.www;
+	case 5:
+		/* The parent of every execution's own host. */
+		return "example";
+	case 6:
+		return "www.example.com";
+	case 7:
+		return "com";
+	case 8:
+		return fx.evil;
+	case 9:
+		return fx.bad;
+	case 14:
+		switch ((c >> 4) & 3) {
+		case 0:
+			return "[::1]";
+		case 1:
+			return "127.0.0.1";
+		case 2:
+			*ok = false;
+			return "[::1]:80";
+		default:
+			*ok = false;
+			return "[::1";
+		}
+	case 15:
+		len = in_string(in, 24, &raw);
+		s = fz_alloc(len + 1);
+		memcpy(s, raw, len);
+		s[len] = '\0';
+		/* Sent up to its first NUL. */
+		*ok = host_ok(s, strlen(s));
+		return s;
+	default:
+		break;
+	}
+	*ok = false;
+	s = fz_alloc(2 * URLHOSTS_HOST_MAX);
+	switch (c & 15) {
+	case 10:
+		sprintf(s, "%s:80", fx.host);
+		break;
+	case 11:
+		sprintf(s, "%s/a", fx.host);
+		break;
+	case 12:
+		switch ((c >> 4) & 3) {
+		case 0:
+			sprintf(s, " %s", fx.host);
+			break;
+		case 1:
+			sprintf(s, "www %s", fx.host);
+			break;
+		case 2:
+			sprintf(s, "user@%s", fx.host);
+			break;
+		default:
+			sprintf(s, "http://%s", fx.host);
+			break;
+		}
+		break;
+	default:
+		switch ((c >> 4) & 3) {
+		case 0:
+		case 1:
+			/* The longest host there is, and one byte more. */
+			len = URLHOSTS_HOST_MAX - strlen(fx.host) - 1 +
+			    ((c >> 4) & 1);
+			memset(s, 'a', len);
+			sprintf(s + len, ".%s", fx.host);
+			*ok = ((c >> 4) & 1) == 0;
+			break;
+		case 2:
+			sprintf(s, "caf\xc3\xa9.%s", fx.host);
+			break;
+		default:
+			/* None: with no prefix, neither is named. */
+			s[0] = '\0';
+			break;
+		}
+		break;
+	}
+	return s;
+}
+
+/*
+ * A url_forget's prefix from byte c (and maybe the input), in the arena:
+ * for kind 3 or 4, a dictionary URL of one of the hosts, cut anywhere in
+ * its path (bit 7), in one of the dictionary's spellings or in another
+ * scheme or port; for kind 5, input bytes, a path of input bytes, and
+ * prefixes that are no URL or too long for the index, or take nothing.
+ */
+static const char *
+gen_forget_prefix(struct fz_in *in, unsigned kind, uint8_t c, size_t *len)
+{
+	const char *hosts[4] = { fx.host, fx.www, "example.com", fx.bad };
+	const uint8_t *raw;
+	char *s, *path;
+	const char *fixed;
+	size_t n, rawlen;
+
+	if (kind != 5) {
+		path = fz_alloc(strlen(fx_paths[(c >> 4) & 7]) + 1);
+		strcpy(path, fx_paths[(c >> 4) & 7]);
+		if (c & 0x80)
+			path[in_byte(in) % (strlen(path) + 1)] = '\0';
+		s = spell_url((kind == 4 ? 4 : 0) + ((c >> 2) & 3),
+		    hosts[c & 3], path);
+		*len = strlen(s);
+		return s;
+	}
+	switch (c & 7) {
+	case 0:
+		*len = in_string(in, 64, &raw);
+		s = fz_alloc(*len);
+		memcpy(s, raw, *len);
+		return s;
+	case 1:
+		path = spell_url(0, hosts[(c >> 3) & 3], "/");
+		rawlen = in_string(in, 32, &raw);
+		*len = strlen(path) + rawlen;
+		s = fz_alloc(*len);
+		memcpy(s, path, strlen(path));
+		memcpy(s + strlen(path), raw, rawlen);
+		return s;
+	case 2:
+		s = fz_alloc(strlen(fx.host) + 16);
+		sprintf(s, "ftp://%s/", fx.host);
+		break;
+	case 3:
+		fixed = "not a url";
+		*len = strlen(fixed);
+		return fixed;
+	case 4:
+		/* Around the longest prefix the index takes of this host. */
+		n = 420 + in_byte(in) % 32;
+		s = fz_alloc(strlen(fx.host) + n + 16);
+		n = (size_t)sprintf(s, "http://%s/", fx.host) + n;
+		memset(s + strlen(s), 'a', n - strlen(s));
+		s[n] = '\0';
+		break;
+	case 5:
+		s = fz_alloc(strlen(fx.host) + 16);
+		sprintf(s, "mailto:x@%s", fx.host);
+		break;
+	case 6:
+		fixed = "http:///a";
+		*len = strlen(fixed);
+		return fixed;
+	default:
+		s = fz_alloc(strlen(fx.host) + 16);
+		sprintf(s, "http://%s", fx.host);
+		break;
+	}
+	*len = strlen(s);
+	return s;
+}
+
+/*
+ * A url_forget for q from the input, with the error it must get, and what
+ * the model will follow of it when it is valid (fx.forgets[fx.nforgets],
+ * counted once its request goes: touch_forget).  A byte: bits 0-2 the
+ * namespace, 7 which bad one; bits 3-5 what it names: a host (0), with
+ * subdomains (1, 2), a prefix (3, 4, 5), both (6), neither or a prefix
+ * with subdomains (7).  Another byte chooses within that.
+ */
+static Nddd__V1__UrlForget *
+gen_forget(struct fz_in *in, struct fz_req *q)
+{
+	Nddd__V1__UrlForget *f = fz_alloc(sizeof(*f));
+	struct fz_forget *fg = &fx.forgets[fx.nforgets];
+	uint8_t b = in_byte(in), c = in_byte(in);
+	unsigned kind = (b >> 3) & 7;
+	const char *host = "", *prefix = NULL, *canon, *cause, *h;
+	char *lower;
+	size_t plen = 0, clen, hl;
+	bool ok = true;
+
+	nddd__v1__url_forget__init(f);
+	q->ns = fx_ns_pick[b & 7];
+	q->ns_name = q->ns >= 0 ? fx_ns_names[q->ns] : fx_ns_bad[b >> 7];
+	f->namespace_ = (char *)q->ns_name;
+	q->forget = -1;
+	switch (kind) {
+	case 0:
+	case 1:
+	case 2:
+		host = gen_forget_host(in, c, &ok);
+		f->subdomains = kind > 0;
+		break;
+	case 3:
+	case 4:
+	case 5:
+		prefix = gen_forget_prefix(in, kind, c, &plen);
+		break;
+	case 6:
+		host = fx.host;
+		prefix = spell_url(0, fx.host, "/");
+		plen = strlen(prefix);
+		f->subdomains = c & 1;
+		break;
+	default:
+		if (c & 1) {
+			prefix = spell_url(0, fx.host, "/");
+			plen = strlen(prefix);
+			f->subdomains = true;
+		} else
+			f->subdomains = c & 2;
+		break;
+	}
+	f->host = (char *)host;
+	f->prefix.data = (uint8_t *)prefix;
+	f->prefix.len = plen;
+	/* A host is named up to its first NUL, a prefix by its bytes. */
+	memset(fg, 0, sizeof(*fg));
+	fg->slot = q->ns;
+	fg->subdomains = f->subdomains;
+	if ((f->host[0] != '\0') == (plen > 0) || (plen > 0 && f->subdomains))
+		ok = false;
+	else if (f->host[0] != '\0') {
+		fg->hlen = strlen(f->host);
+		lower = fz_alloc(fg->hlen + 1);
+		for (size_t i = 0; i <= fg->hlen; i++)
+			lower[i] = f->host[i] >= 'A' && f->host[i] <= 'Z' ?
+			    (char)(f->host[i] - 'A' + 'a') : f->host[i];
+		fg->host = lower;
+		fg->closed = own_host(fg->host, fg->hlen);
+		if (kind <= 2 && (c & 15) != 15 && ok != host_ok(fg->host,
+		    fg->hlen))
+			fx_fail("the model takes host \"%s\" as %s", fg->host,
+			    ok ? "valid" : "invalid");
+	} else if ((canon = urlcanon_canonicalize(fx.uc, prefix, plen,
+	    &clen, &cause)) == NULL || !url_host(canon, clen, &h, &hl) ||
+	    hl > URLHOSTS_HOST_MAX || clen > URLHOSTS_TEXT_MAX - hl)
+		ok = false;
+	else {
+		fg->prefix = lower = fz_alloc(clen + 1);
+		memcpy(lower, canon, clen + 1);
+		fg->plen = clen;
+		fg->closed = own_host(h, hl);
+	}
+	if (q->ns < 0 || !ok)
+		q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
+	else
+		q->forget = fx.nforgets;
+	return f;
 }
 
 /* Builds q's message from the input into *m (its parts in the arena). */
@@ -1466,6 +2019,10 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 	case FZ_NS_DROP:
 		gen_namespace(in, q, m);
 		break;
+	case FZ_URL_FORGET:
+		m->op_case = NDDD__V1__REQUEST__OP_URL_FORGET;
+		m->url_forget = gen_forget(in, q);
+		break;
 	default:
 		break;
 	}
@@ -1498,6 +2055,9 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 	case FZ_NS_SET:
 	case FZ_NS_DROP:
 		touch_ns(q);
+		break;
+	case FZ_URL_FORGET:
+		touch_forget(q);
 		break;
 	default:
 		break;
@@ -1633,6 +2193,9 @@ check_submitted(const struct fz_req *q, const struct fz_ent *en,
 		want[2] = ttl != 0 ? now + ttl : 0;
 		sure_first = true;
 		sure_exp = q->ttl_ms != 0 || (g->ttl_known && g->sets == 0);
+		/* Recorded anew: in the host index from its text only. */
+		u->dig = q->digests;
+		u->txt = u->txt || !q->digests;
 	} else {
 		want[0] = u->first;
 		want[2] = u->expires;
@@ -1706,8 +2269,7 @@ check_deleted(const struct fz_req *q, const struct fz_ent *en,
 	    (t[0] != u->first || t[1] != u->last || t[2] != u->expires))
 		times_fail(q, en, t[0], t[1], t[2], u->first, u->last,
 		    u->expires);
-	memset(u, 0, offsetof(struct fz_url, touch));
-	u->known = u->times_known = true;
+	url_gone(u);
 }
 
 static void
@@ -2133,6 +2695,84 @@ check_docs(struct fz_req *q)
 	}
 }
 
+/*
+ * A url_forget's answer: complete; at least the URLs the model knows
+ * visible and in the index, and, when all it may take are of the
+ * execution's own hosts, at most those and the ones the model does not
+ * know or is unsure of; none in a namespace that does not exist.  Then
+ * what it surely found is deleted, what it may have found unknown, unless
+ * another request of the group names it (end_group), or a drop of its
+ * namespace comes (end_group_namespaces).
+ */
+static void
+check_forget(struct fz_req *q)
+{
+	const Nddd__V1__UrlForgetResult *res = q->resp->forget;
+	struct fz_forget *fg = &fx.forgets[q->forget];
+	const struct fz_ns *g = &fx.ns[fg->slot];
+	uint64_t sure = 0, maybe = 0;
+
+	if (q->resp->result_case != NDDD__V1__RESPONSE__RESULT_FORGET ||
+	    res == NULL)
+		fx_fail("request %llu: url_forget without its result",
+		    (unsigned long long)q->id);
+	if (!res->complete)
+		fx_fail("request %llu: url_forget incomplete, though every URL "
+		    "went in with the host index on",
+		    (unsigned long long)q->id);
+	fg->done = true;
+	if (g->drops > 0)
+		return;
+	for (int i = 0; i < fx.nents; i++) {
+		const struct fz_url *u = &fx.ents[i].url[fg->slot];
+
+		if (!forget_takes(fg, &fx.ents[i]))
+			continue;
+		if (u->mut > 1 || !u->known)
+			maybe++;
+		else if (u->count > 0 && !url_dig(u))
+			sure++;
+		else if (u->count > 0 && u->txt)
+			maybe++;
+	}
+	if (fx_trace)
+		fprintf(stderr, "  %s %.*s%s: forgot %llu, sure %llu, maybe "
+		    "%llu%s\n", fg->host != NULL ? "host" : "prefix",
+		    (int)(fg->host != NULL ? fg->hlen : fg->plen),
+		    fg->host != NULL ? fg->host : fg->prefix,
+		    fg->subdomains ? " and subdomains" : "",
+		    (unsigned long long)res->forgotten,
+		    (unsigned long long)sure, (unsigned long long)maybe,
+		    fg->closed ? ", all known" : "");
+	if (res->forgotten < sure || (fg->closed &&
+	    res->forgotten > sure + maybe))
+		fx_fail("request %llu: url_forget in \"%s\" of %s %.*s%s forgot "
+		    "%llu URLs; the model knows %llu%s, and %llu more it is "
+		    "unsure of", (unsigned long long)q->id, q->ns_name,
+		    fg->host != NULL ? "host" : "prefix",
+		    (int)(fg->host != NULL ? fg->hlen : fg->plen),
+		    fg->host != NULL ? fg->host : fg->prefix,
+		    fg->subdomains ? " and its subdomains" : "",
+		    (unsigned long long)res->forgotten,
+		    (unsigned long long)sure, fg->closed ? "" :
+		    " at least", (unsigned long long)maybe);
+	if (g->exists_known && !g->exists && g->submits == 0 &&
+	    res->forgotten != 0)
+		fx_fail("request %llu: url_forget forgot %llu URLs in "
+		    "\"%s\", which does not exist", (unsigned long long)q->id,
+		    (unsigned long long)res->forgotten, q->ns_name);
+	for (int i = 0; i < fx.nents; i++) {
+		struct fz_url *u = &fx.ents[i].url[fg->slot];
+
+		if (!forget_takes(fg, &fx.ents[i]) || u->touch > 1)
+			continue;
+		if (!url_dig(u))
+			url_gone(u);
+		else if (u->txt && u->known && u->count > 0)
+			u->known = false;
+	}
+}
+
 static void
 check_reply(struct fz_req *q)
 {
@@ -2205,10 +2845,16 @@ check_reply(struct fz_req *q)
 
 		for (size_t i = 0; i < q->n; i++) {
 			const struct fz_item *it = &q->items[i];
+			struct fz_url *u = it->valid && url ?
+			    &fx.ents[it->ent].url[q->ns] : NULL;
 
-			if (it->valid && url)
-				fx.ents[it->ent].url[q->ns].known = false;
-			else if (it->valid && it->ns >= 0) {
+			if (u != NULL) {
+				u->known = false;
+				u->dig = u->dig || (q->op == FZ_URL_SUBMIT &&
+				    q->digests);
+				u->txt = u->txt || (q->op == FZ_URL_SUBMIT &&
+				    !q->digests);
+			} else if (it->valid && it->ns >= 0) {
 				fx.ents[it->ent].doc[it->ns].known = false;
 				/* A document not stored creates nothing. */
 				if (!it->query_only && q->op != FZ_DOC_GET &&
@@ -2220,6 +2866,16 @@ check_reply(struct fz_req *q)
 		if (q->op == FZ_URL_SUBMIT || q->op == FZ_NS_SET ||
 		    q->op == FZ_NS_DROP)
 			fx.ns[q->ns].failed = true;
+		if (q->op == FZ_URL_FORGET) {
+			const struct fz_forget *fg = &fx.forgets[q->forget];
+
+			for (int i = 0; i < fx.nents; i++)
+				if (forget_takes(fg, &fx.ents[i]))
+					fx.ents[i].url[fg->slot].known = false;
+		}
+		/* A flush that failed may have lost the texts of the host
+		 * index's next run. */
+		fx.forget_unsure = true;
 		return;
 	}
 	if (code != NDDD__V1__CODE__OK)
@@ -2252,6 +2908,9 @@ check_reply(struct fz_req *q)
 	case FZ_NS_SET:
 	case FZ_NS_DROP:
 		check_ns_info(q);
+		break;
+	case FZ_URL_FORGET:
+		check_forget(q);
 		break;
 	case FZ_VERIFY:
 		if (r->result_case != NDDD__V1__RESPONSE__RESULT_VERIFY)
@@ -2306,9 +2965,6 @@ check_reply(struct fz_req *q)
 	}
 }
 
-/* Requests [fx.group_start, fx.nreqs) of the group being waited for. */
-static int group_start;
-
 static bool
 group_answered(void)
 {
@@ -2337,10 +2993,8 @@ end_group_namespaces(void)
 
 			if (u->submits > 0)
 				u->known = false;
-			else {
-				memset(u, 0, offsetof(struct fz_url, touch));
-				u->known = u->times_known = true;
-			}
+			else
+				url_gone(u);
 			/* Its documents are gone for every reader at once,
 			 * but one the group stores may come after. */
 			if (d->mut > 0)
@@ -2390,9 +3044,17 @@ end_group(void)
 
 		for (size_t s = 0; s < FX_NNS; s++) {
 			struct fz_doc *d = &e->doc[s];
+			struct fz_url *u = &e->url[s];
 
-			if (fx.ns[s].drops == 0 && conflicted_url(&e->url[s]))
-				e->url[s].known = false;
+			/* Submits in an order the model does not know: the
+			 * record may be any one's. */
+			if (u->submits > 0 && (fx.ns[s].drops > 0 ||
+			    conflicted_url(u))) {
+				u->dig = u->dig || u->dsubmits > 0;
+				u->txt = u->txt || u->dsubmits < u->submits;
+			}
+			if (fx.ns[s].drops == 0 && conflicted_url(u))
+				u->known = false;
 			if (fx.ns[s].drops == 0 && conflicted_doc(d, (int)s))
 				d->known = false;
 			if (d->known && d->present && d->id > fx.max_doc_id)
@@ -2404,7 +3066,8 @@ end_group(void)
 		struct fz_ent *e = &fx.ents[i];
 
 		for (size_t s = 0; s < FX_NNS; s++) {
-			e->url[s].touch = e->url[s].mut = e->url[s].submits = 0;
+			e->url[s].touch = e->url[s].mut = 0;
+			e->url[s].submits = e->url[s].dsubmits = 0;
 			e->doc[s].touch = e->doc[s].mut = 0;
 			e->doc[s].last_req = -1;
 		}
@@ -2430,6 +3093,22 @@ raw_done(void)
 	    fx.sentinel_resp != NULL;
 }
 
+/* A raw frame's request that submits digests, in a namespace of the
+ * model's: its URLs may be out of the host index from then on. */
+static void
+note_digests(const Nddd__V1__Request *r)
+{
+	const Nddd__V1__UrlBatch *b = r->op_case ==
+	    NDDD__V1__REQUEST__OP_URL_SUBMIT ? r->url_submit : NULL;
+
+	if (b == NULL || b->digests.len == 0)
+		return;
+	for (size_t s = 0; s < FX_NNS; s++)
+		if (strcmp(b->namespace_ != NULL ? b->namespace_ : "",
+		    fx_ns_names[s]) == 0)
+			fx.exec_digests[s] = true;
+}
+
 static void
 send_raw(struct fz_in *in)
 {
@@ -2450,7 +3129,7 @@ send_raw(struct fz_in *in)
 		q->id = m.id = next_id++;
 		q->op = fz_op_of[in_byte(in) & 15];
 		if (q->op == FZ_MORE)
-			q->op = fz_more_of[in_byte(in) & 3];
+			q->op = fz_more_of[in_byte(in) & 7];
 		if (q->op == FZ_RAW || q->op == FZ_CLOCK)
 			q->op = FZ_URL_SUBMIT;
 		q->role = ROLE_ADMIN;
@@ -2491,8 +3170,10 @@ send_raw(struct fz_in *in)
 		dec = nddd__v1__request__unpack(NULL, len, p);
 		fx.raw_decodes = dec != NULL;
 		fx.raw_id = dec != NULL ? dec->id : 0;
-		if (dec != NULL)
+		if (dec != NULL) {
+			note_digests(dec);
 			nddd__v1__request__free_unpacked(dec, NULL);
+		}
 	}
 	/* Then a request that shows whether the connection lives on. */
 	{
@@ -2617,7 +3298,7 @@ fx_verify_epoch(void)
 	m.op_case = NDDD__V1__REQUEST__OP_VERIFY;
 	m.verify = &v;
 	fx.nreqs = 1;
-	fx.nents = 0;
+	fx.nents = fx.nforgets = 0;
 	fx.raw_sent = false;
 	group_start = 0;
 	if (frame_write(bufferevent_get_output(fx.cli), &m.base) != 0)
@@ -2669,13 +3350,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fx.nonce = (fx.nonce ^ fx.nonce >> 30) * UINT64_C(0xbf58476d1ce4e5b9);
 	fx.nonce = (fx.nonce ^ fx.nonce >> 27) * UINT64_C(0x94d049bb133111eb);
 	fx.nonce ^= fx.nonce >> 31;
-	snprintf(fx.host, sizeof(fx.host), "n%016" PRIx64 ".example",
-	    fx.nonce);
-	snprintf(fx.host_upper, sizeof(fx.host_upper), "N%016" PRIX64
-	    ".EXAMPLE", fx.nonce);
+	snprintf(fx.label, sizeof(fx.label), "n%016" PRIx64, fx.nonce);
+	snprintf(fx.host, sizeof(fx.host), "%s.example", fx.label);
+	snprintf(fx.www, sizeof(fx.www), "www.%s", fx.host);
+	snprintf(fx.deep, sizeof(fx.deep), "a.b.%s", fx.host);
+	snprintf(fx.bad, sizeof(fx.bad), "bad%s", fx.host);
+	snprintf(fx.evil, sizeof(fx.evil), "%s.evil.org", fx.host);
+	snprintf(fx.ext, sizeof(fx.ext), "%sb.example", fx.label);
 	fx_reconnect_if_needed();
 	arena_reset(&fx.arena);
-	fx.nreqs = fx.nents = 0;
+	fx.nreqs = fx.nents = fx.nforgets = 0;
 	group_start = 0;
 	fx.max_doc_id = 0;
 	fx.clock_steps = 0;
@@ -2695,7 +3379,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		if (op == FZ_MORE)
-			op = fz_more_of[in_byte(&in) & 3];
+			op = fz_more_of[in_byte(&in) & 7];
 		if (op == FZ_CLOCK) {
 			advance_clock(in_byte(&in));
 			continue;
@@ -2736,5 +3420,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	end_group();
 	free_replies();
+	for (size_t s = 0; s < FX_NNS; s++) {
+		fx.digests_seen[s] = fx.digests_seen[s] || fx.exec_digests[s];
+		fx.exec_digests[s] = false;
+	}
 	return 0;
 }
