@@ -46,7 +46,7 @@ OP = dict(url_submit=0, url_check=2, url_delete=4, stats=5, verify=6,
           doc_submit=7, doc_batch=8, would_join=9, query_body=10,
           query_fp=11, doc_get=12, doc_delete=13, more=14, raw=15)
 # The operations behind 'more': the byte after it (fz_more_of).
-MORE = dict(no_op=0, ns_set=1, ns_drop=2, clock=3)
+MORE = dict(no_op=0, ns_set=1, ns_drop=2, clock=3, forget=4)
 # ns: admin in namespace "a" only.
 TOK = dict(none=0, read=1, write=2, unknown=3, admin=4, ns=7)
 # Namespaces: the index into fx_ns_pick ("", "a", "b", "Crawl.2024_x-1",
@@ -80,12 +80,21 @@ def clock(seconds=0, ms=0, hours=0):
     step = seconds if seconds else (0xdf + ms if ms else 0xef + hours)
     return more('clock') + bytes([step])
 
-def url(path=0, form=0, own=True):
-    """A dictionary URL: fx_paths[path] in spelling form (0-3)."""
-    return bytes([(0 if own else 1) | path << 2 | form << 5])
+def url(path=0, form=0, own=True, www=False):
+    """A dictionary URL: fx_paths[path] in spelling form (0-3), of the
+    execution's host or the shared one, or of their www subdomain."""
+    return bytes([(0 if own else 1) | path << 2 | form << 5 |
+                  (0x80 if www else 0)])
 
-def raw_url(s, own_host=True):
-    return bytes([2 if own_host else 3, len(s)]) + s
+def raw_url(s, own_host=True, host=0, scheme=0):
+    """Input bytes, or a path of them on one of the execution's hosts
+    (0 its own, 1 www., 2 one ending like it, 3 one beginning like it,
+    4 one whose first label begins like its, 5 a.b.) over http, https,
+    http on port 8080, or HTTPS on 443 (scheme 0-3)."""
+    if not own_host:
+        return bytes([3, len(s)]) + s
+    return bytes([2 | (host & 3) << 2 | scheme << 4 | (host & 4) << 4,
+                  len(s)]) + s
 
 def batch(urls, mode=0, dur=0, ns='', ttl=0, times=False, bad=0):
     """urls: encoded URLs; mode 0 urls, 10 digests, 13 digests of another
@@ -110,6 +119,55 @@ def doc(u, b, query_only=False, ns='', bad=0):
 
 def doc_batch(docs, tok='admin', end=True):
     return req('doc_batch', tok, end) + bytes([len(docs)]) + b''.join(docs)
+
+# url_forget's hosts (gen_forget_host): the execution's own, in upper
+# case, example.com, in upper case, www. its own, "example" (every
+# execution's parent), www.example.com, "com", its own with .evil.org, bad
+# and its own; then none: a port, a path; var 0-3 of 12: a space before,
+# inside, user info, a scheme; of 13: 253 bytes (a host), 254, bytes above
+# ASCII, empty; of 14: [::1], 127.0.0.1 (hosts), [::1]:80, [::1; 15: bytes.
+FHOST = dict(own=0, OWN=1, shared=2, SHARED=3, www=4, parent=5,
+             shared_www=6, com=7, evil=8, bad=9, port=10, path=11,
+             spaces=12, long=13, ip=14, bytes=15)
+
+def forget_ns(kind, ns, bad):
+    return bytes([NS[ns] | kind << 3 | (0x80 if bad else 0)])
+
+def forget_host(host, sub=False, var=0, raw=b'', ns='', tok='admin',
+                end=True, bad=0):
+    """url_forget of a host (FHOST), with subdomains or not."""
+    return (more('forget', tok, end) + forget_ns(1 if sub else 0, ns, bad) +
+            bytes([FHOST[host] | var << 4]) +
+            (bytes([len(raw)]) + raw if host == 'bytes' else b''))
+
+def forget_prefix(host=0, path=0, spelling=0, cut=None, ns='',
+                  tok='admin', end=True, bad=0):
+    """url_forget of a prefix: fx_paths[path], cut to cut bytes if given,
+    on host 0 (own), 1 (www.), 2 (example.com) or 3 (bad), in spelling
+    0-3 (url's) or 4-7 (https, :8080, HTTPS :443, :80)."""
+    c = host | (spelling & 3) << 2 | path << 4 | (0x80 if cut is not None
+                                                  else 0)
+    return (more('forget', tok, end) +
+            forget_ns(4 if spelling >= 4 else 3, ns, bad) + bytes([c]) +
+            (bytes([cut]) if cut is not None else b''))
+
+def forget_odd(choice, extra=b'', host=0, ns='', tok='admin', end=True,
+               bad=0):
+    """url_forget of prefix choice 0-7 of gen_forget_prefix's kind 5:
+    bytes, a path of bytes on host, ftp://, no URL, long (extra: a byte of
+    its length), mailto:, no host, no path."""
+    return (more('forget', tok, end) + forget_ns(5, ns, bad) +
+            bytes([choice | host << 3]) + extra)
+
+def forget_bad(both=False, prefix_sub=False, sub=False, ns='',
+               tok='admin', end=True):
+    """url_forget naming both a host and a prefix, or neither, or a
+    prefix with subdomains."""
+    if both:
+        return (more('forget', tok, end) + forget_ns(6, ns, 0) +
+                bytes([1 if sub else 0]))
+    return (more('forget', tok, end) + forget_ns(7, ns, 0) +
+            bytes([1 if prefix_sub else (2 if sub else 0)]))
 
 seeds = {
     # Submit a URL in two spellings, check, delete, check again.
@@ -282,6 +340,123 @@ seeds = {
                    doc(url(3), body(1), query_only=True, ns='a')], 'ns') +
         doc_batch([], 'ns') +
         more('no_op', 'ns'),
+    # Forgetting the execution's host: its URLs in every spelling, scheme
+    # and port go, its subdomain's and look-alikes' stay; with subdomains
+    # the subdomain's go too; other namespaces are not touched; a URL
+    # submitted as a digest is not found.
+    'forget-host':
+        req('url_submit') + batch([url(1), url(2, 1), url(3, 2),
+                                   raw_url(b'x', scheme=1),
+                                   raw_url(b'y', scheme=2),
+                                   url(1, www=True),
+                                   raw_url(b'z', host=2),
+                                   raw_url(b'z', host=3),
+                                   raw_url(b'z', host=4),
+                                   raw_url(b'z', host=5)]) +
+        req('url_submit') + batch([url(1), url(4)], ns='a') +
+        req('url_submit') + batch([url(5)], mode=10) +
+        forget_host('own') +
+        req('url_check') + batch([url(1), url(2), url(3), url(5),
+                                  raw_url(b'x', scheme=3),
+                                  raw_url(b'y', scheme=2),
+                                  url(1, www=True), raw_url(b'z', host=2),
+                                  raw_url(b'z', host=3),
+                                  raw_url(b'z', host=4),
+                                  raw_url(b'z', host=5)], times=True) +
+        forget_host('own', sub=True) +
+        req('url_check') + batch([url(1, www=True), raw_url(b'z', host=2),
+                                  raw_url(b'z', host=3),
+                                  raw_url(b'z', host=4),
+                                  raw_url(b'z', host=5)]) +
+        forget_host('OWN', ns='a') +
+        req('url_check') + batch([url(1), url(4)], ns='a') +
+        forget_host('evil', sub=True) + forget_host('bad') +
+        req('url_check') + batch([raw_url(b'z', host=2),
+                                  raw_url(b'z', host=3), url(5)]) +
+        req('url_submit') + batch([url(1), url(2, www=True)],
+                                  times=True) +
+        forget_host('www', ns='crawl') + forget_host('own', ns='b') +
+        req('stats'),
+    # Forgetting a prefix: a URL cut anywhere, in every spelling; another
+    # scheme or port is another prefix; prefixes that are no URL or too
+    # long for the index.
+    'forget-prefix':
+        req('url_submit') + batch([url(0), url(1), url(2), url(3), url(4),
+                                   url(5), url(6), url(7),
+                                   raw_url(b'a', scheme=1),
+                                   raw_url(b'a', scheme=2),
+                                   url(1, www=True)], ns='b') +
+        forget_prefix(path=3, cut=2, ns='b') +
+        req('url_check') + batch([url(1), url(3), url(2)], ns='b') +
+        forget_prefix(path=1, spelling=4, ns='b') +
+        req('url_check') + batch([raw_url(b'a', scheme=1),
+                                  raw_url(b'a', scheme=2)], ns='b') +
+        forget_prefix(path=5, cut=4, spelling=1, ns='b') +
+        forget_prefix(path=4, spelling=2, ns='b') +
+        forget_prefix(path=6, spelling=3, cut=3, ns='b') +
+        req('url_check') + batch([url(4), url(5), url(6), url(7)],
+                                 ns='b') +
+        forget_odd(7, ns='b') +
+        req('url_check') + batch([url(0), url(7), url(1, www=True)],
+                                 ns='b') +
+        forget_odd(4, bytes([12]), ns='b') +
+        forget_odd(4, bytes([13]), ns='b') +
+        forget_odd(1, bytes([1]) + b'%', ns='b') +
+        forget_odd(0, bytes([9]) + b'http://a/', ns='b') +
+        forget_odd(2),
+    # The shared host: what earlier executions left of it, gone once
+    # forgotten (a URL met after it starts unseen); its www subdomain, and
+    # every host under "com"; a forget pipelined with submits and checks
+    # of its URLs.
+    'forget-shared':
+        req('url_check') + batch([url(1, own=False), url(2, own=False)],
+                                 ns='a') +
+        forget_host('shared', ns='a') +
+        req('url_check') + batch([url(1, own=False), url(3, own=False),
+                                  url(1, own=False, www=True)], ns='a',
+                                 times=True) +
+        req('url_submit') + batch([url(1, own=False),
+                                   url(1, own=False, www=True)], ns='a') +
+        forget_host('com', sub=True, ns='a') +
+        req('url_check') + batch([url(1, own=False),
+                                  url(1, own=False, www=True),
+                                  url(4, own=False)], ns='a') +
+        req('url_submit') + batch([url(1), url(2)], ns='a') +
+        req('url_submit', end=False) + batch([url(3)], ns='a') +
+        forget_host('own', ns='a', end=False) +
+        req('url_check', end=False) + batch([url(1)], ns='a') +
+        req('url_submit') + batch([url(4)], ns='a') +
+        req('url_check') + batch([url(1), url(2), url(3), url(4)],
+                                 ns='a') +
+        forget_host('parent', sub=True, ns='a') +
+        forget_host('SHARED', sub=True, ns='a') +
+        forget_prefix(host=2, path=0, ns='a'),
+    # Hosts url_forget takes and refuses: a port, a path, spaces, user
+    # info, a scheme, the longest and one byte more, bytes above ASCII,
+    # none, IP addresses, input bytes.
+    'forget-hosts':
+        forget_host('port') + forget_host('path') +
+        forget_host('spaces') + forget_host('spaces', var=1) +
+        forget_host('spaces', var=2) + forget_host('spaces', var=3) +
+        forget_host('long') + forget_host('long', var=1) +
+        forget_host('long', var=2) + forget_host('long', var=3) +
+        forget_host('ip') + forget_host('ip', var=1) +
+        forget_host('ip', var=2) + forget_host('ip', var=3) +
+        forget_host('bytes', raw=b'A.b') +
+        forget_host('bytes', raw=b'a:1'),
+    # What else url_forget refuses: both or neither of host and prefix,
+    # subdomains with a prefix, prefixes that are no URL, a bad namespace;
+    # roles.
+    'forget-refused':
+        forget_bad(both=True) + forget_bad() + forget_bad(sub=True) +
+        forget_bad(prefix_sub=True) +
+        forget_host('own', ns='bad', bad=1) +
+        forget_host('own', tok='write') + forget_host('own', tok='read') +
+        forget_host('own', tok='none') + forget_host('own', ns='a',
+                                                     tok='ns') +
+        forget_host('own', tok='ns') +
+        forget_host('own', ns='bad', tok='ns') +
+        forget_odd(3) + forget_odd(5) + forget_odd(6),
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), 'wb') as f:
