@@ -17,6 +17,7 @@
 #include "docset.h"
 #include "log.h"
 #include "reply.h"
+#include "urlreq.h"
 #include "server.h"
 #include "store.h"
 #include "urlset.h"
@@ -282,23 +283,13 @@ drop_urls_done(struct urlset_job *uj)
 {
 	struct drop_job *j = (struct drop_job *)((char *)uj -
 	    offsetof(struct drop_job, uj));
-	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
-	Nddd__V1__NamespaceInfo info = NDDD__V1__NAMESPACE_INFO__INIT;
 
+	/* Its URLs' settings and count when it had any, its documents'. */
 	if (uj->status == STORE_OK || (uj->status == STORE_NOTFOUND &&
-	    j->docs_found)) {
-		info.name = j->name;
-		if (uj->status == STORE_OK) {
-			info.urls = j->info.urls;
-			info.default_ttl_seconds = j->info.default_ttl_ms /
-			    1000;
-		}
-		info.docs = j->docs;
-		resp.id = j->reply.id;
-		resp.result_case = NDDD__V1__RESPONSE__RESULT_NAMESPACE;
-		resp.namespace_ = &info;
-		reply_message(&j->reply, &resp.base);
-	} else if (uj->status == STORE_NOTFOUND)
+	    j->docs_found))
+		urlreq_reply_namespace(&j->reply, j->name, uj->status ==
+		    STORE_OK ? &j->info : NULL, j->docs);
+	else if (uj->status == STORE_NOTFOUND)
 		reply_error(&j->reply, NDDD__V1__CODE__NOT_FOUND,
 		    "no such namespace");
 	else if (uj->refused != NULL)

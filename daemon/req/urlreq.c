@@ -494,23 +494,34 @@ struct ns_job {
 	uint64_t docs;			/* the namespace's documents */
 };
 
+void
+urlreq_reply_namespace(struct reply *r, const char *name,
+    const struct urlns_info *urls, uint64_t docs)
+{
+	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
+	Nddd__V1__NamespaceInfo info = NDDD__V1__NAMESPACE_INFO__INIT;
+
+	info.name = (char *)name;
+	if (urls != NULL) {
+		info.urls = urls->urls;
+		info.default_ttl_seconds = urls->default_ttl_ms / 1000;
+	}
+	info.docs = docs;
+	resp.id = r->id;
+	resp.result_case = NDDD__V1__RESPONSE__RESULT_NAMESPACE;
+	resp.namespace_ = &info;
+	reply_message(r, &resp.base);
+}
+
 static void
 ns_job_done(struct urlset_job *uj)
 {
 	struct ns_job *j = (struct ns_job *)uj;
-	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
-	Nddd__V1__NamespaceInfo info = NDDD__V1__NAMESPACE_INFO__INIT;
 
-	if (uj->status == STORE_OK) {
-		info.name = j->info.name;
-		info.urls = j->info.urls;
-		info.default_ttl_seconds = j->info.default_ttl_ms / 1000;
-		info.docs = j->docs;
-		resp.id = j->reply.id;
-		resp.result_case = NDDD__V1__RESPONSE__RESULT_NAMESPACE;
-		resp.namespace_ = &info;
-		reply_message(&j->reply, &resp.base);
-	} else if (uj->refused != NULL)
+	if (uj->status == STORE_OK)
+		urlreq_reply_namespace(&j->reply, j->info.name, &j->info,
+		    j->docs);
+	else if (uj->refused != NULL)
 		reply_error(&j->reply, NDDD__V1__CODE__RESOURCE_EXHAUSTED,
 		    uj->refused);
 	else

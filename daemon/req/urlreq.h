@@ -22,6 +22,8 @@
 
 #include "nddd.pb-c.h"
 #include "opcall.h"
+#include "reply.h"
+#include "urlns.h"
 
 /*
  * OK, or the code refusing batch as a whole and a static *message
@@ -45,6 +47,11 @@ Nddd__V1__Code urlreq_namespace_validate(const char *name,
  */
 Nddd__V1__Code urlreq_forget_validate(const Nddd__V1__UrlForget *f,
     const char **message);
+
+/* A NamespaceInfo reply to r: name, its URLs' count and default time to
+ * live (urls; NULL: it has none), its documents. */
+void urlreq_reply_namespace(struct reply *r, const char *name,
+    const struct urlns_info *urls, uint64_t docs);
 
 /* The operations' handlers (operation.h). */
 void urlreq_check(struct op_call *call);
