@@ -507,11 +507,17 @@ merge_due(const struct urlset *us)
 	return merge_level(us, &level);
 }
 
-/* Whether an entry may still name a record: its namespace is not dropped,
- * and the journal's table or the index knows its fingerprint (the index
- * may know another's with the same tag: then the entry stays). */
+/*
+ * Whether an entry of merge m may still name a record: its namespace is
+ * not dropped, and the journal's table or the index knows its fingerprint
+ * (the index may know another's with the same tag: then the entry stays).
+ * Keys come in namespace order: the registry is asked once per namespace
+ * (an answer kept across steps can only be stale towards live, as ids are
+ * never reused, and a dead entry kept is harmless).
+ */
 static bool
-entry_live(struct urlset *us, const uint8_t *key, size_t klen)
+entry_live(struct urlset *us, struct hosts_merge *m, const uint8_t *key,
+    size_t klen)
 {
 	uint32_t ns = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 |
 	    (uint32_t)key[2] << 8 | key[3];
@@ -520,7 +526,13 @@ entry_live(struct urlset *us, const uint8_t *key, size_t klen)
 	struct urlmem_entry e;
 	uint32_t segs[8];
 
-	if (!urlns_info(us->ns, ns, &info) || urlns_dropping(us->ns, ns))
+	if (!m->ns_known || m->ns != ns) {
+		m->ns = ns;
+		m->ns_known = true;
+		m->ns_live = urlns_info(us->ns, ns, &info) &&
+		    !urlns_dropping(us->ns, ns);
+	}
+	if (!m->ns_live)
 		return false;
 	if (urlmem_get(us->mem, fp, &e))
 		return e.st.count > 0;
@@ -614,7 +626,7 @@ merge_chunk(struct urlset *us, struct hosts_merge *m, size_t chunk,
 			*end = true;
 			return STORE_OK;
 		}
-		if ((!m->prune || entry_live(us, m->it[min].key,
+		if ((!m->prune || entry_live(us, m, m->it[min].key,
 		    m->it[min].klen)) && (rc = hostrun_writer_add(&m->w,
 		    m->it[min].key, m->it[min].klen)) != STORE_OK)
 			return rc;
@@ -627,11 +639,10 @@ merge_chunk(struct urlset *us, struct hosts_merge *m, size_t chunk,
 
 /* Ends the merge in txn: its run's directory, the merged runs gone. */
 static int
-merge_finish(struct urlset *us, struct hosts_merge *m, struct store_txn *txn)
+merge_finish(struct hosts_merge *m, struct store_txn *txn)
 {
 	int rc;
 
-	(void)us;
 	if ((rc = hostrun_writer_finish(&m->w)) != STORE_OK)
 		return rc;
 	for (size_t i = 0; i < m->n; i++)
@@ -697,7 +708,7 @@ urlset_hosts_merge_step(struct urlset *us, bool idle)
 			us->hmerge->it[i].txn = txn;
 	}
 	if ((rc = merge_chunk(us, us->hmerge, chunk, &end)) != STORE_OK ||
-	    (end && (rc = merge_finish(us, us->hmerge, txn)) != STORE_OK)) {
+	    (end && (rc = merge_finish(us->hmerge, txn)) != STORE_OK)) {
 		store_abort(txn);
 		goto failed;
 	}

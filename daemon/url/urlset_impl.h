@@ -182,6 +182,8 @@ struct hosts_merge {
 	bool done[HOSTS_MERGE_MAX];
 	struct hostrun_writer w;
 	bool prune;			/* leave out dead entries */
+	uint32_t ns;			/* the namespace entry_live last asked */
+	bool ns_known, ns_live;		/* ... about, and its answer */
 	uint64_t in_keys;
 };
 
