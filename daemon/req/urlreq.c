@@ -418,11 +418,19 @@ mutate(struct op_call *call, enum urlset_op op,
 	j->bk.valid = malloc(n * sizeof(*j->bk.valid) + 1);
 	j->bk.bad = malloc(n * sizeof(*j->bk.bad) + 1);
 	j->states = calloc(n + 1, sizeof(*j->states));
-	/* New URLs' texts, for the host index; digests carry none. */
+	/* New URLs' texts, for the host index; digests carry none.  Room
+	 * for as many bytes as the URLs sent: a canonical form is rarely
+	 * longer (keep_text grows it when one is). */
 	if (op == URLSET_SUBMIT && urlset_host_index(us) && batch != NULL &&
-	    batch->digests.len == 0 &&
-	    (j->bk.texts = calloc(n + 1, sizeof(*j->bk.texts))) == NULL)
-		goto nomem;
+	    batch->digests.len == 0) {
+		for (size_t i = 0; i < n; i++)
+			j->bk.text_cap += batch->urls[i].len < URLHOSTS_TEXT_MAX ?
+			    batch->urls[i].len : URLHOSTS_TEXT_MAX;
+		if ((j->bk.texts = calloc(n + 1, sizeof(*j->bk.texts))) ==
+		    NULL || (j->bk.text_data = malloc(j->bk.text_cap + 1)) ==
+		    NULL)
+			goto nomem;
+	}
 	if (!results_init(&j->br, n, batch != NULL && batch->with_times,
 	    NULL) ||
 	    j->bk.keys == NULL || j->bk.pos == NULL || j->bk.valid == NULL ||
