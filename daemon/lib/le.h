@@ -1,6 +1,7 @@
 /*
  * le: little-endian integers in byte buffers, whatever the host: the
- * on-disk formats of the store and the journal are little-endian.
+ * on-disk formats of the store and the journal are little-endian.  And
+ * big-endian ones, for keys that must sort by their numbers.
  */
 #ifndef NDDD_LE_H
 #define NDDD_LE_H
@@ -32,6 +33,20 @@ static inline uint64_t
 le_get64(const uint8_t *p)
 {
 	return (uint64_t)le_get32(p) | (uint64_t)le_get32(p + 4) << 32;
+}
+
+static inline void
+be_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+static inline uint32_t
+be_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
 }
 
 #endif

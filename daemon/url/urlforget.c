@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "le.h"
 #include "log.h"
 #include "urlhostrun.h"
 #include "urlhosts.h"
@@ -519,8 +520,7 @@ static bool
 entry_live(struct urlset *us, struct hosts_merge *m, const uint8_t *key,
     size_t klen)
 {
-	uint32_t ns = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 |
-	    (uint32_t)key[2] << 8 | key[3];
+	uint32_t ns = be_get32(key);
 	const uint8_t *fp = urlhosts_key_fp(key, klen);
 	struct urlns_info info;
 	struct urlmem_entry e;

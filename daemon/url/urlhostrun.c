@@ -15,17 +15,8 @@
 static void
 block_key(uint8_t out[8], uint32_t run, uint32_t block)
 {
-	for (int i = 0; i < 4; i++) {
-		out[i] = (uint8_t)(run >> (24 - 8 * i));
-		out[4 + i] = (uint8_t)(block >> (24 - 8 * i));
-	}
-}
-
-static uint32_t
-be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3];
+	be_put32(out, run);
+	be_put32(out + 4, block);
 }
 
 void
@@ -248,9 +239,9 @@ load_one(const void *key, size_t klen, const void *val, size_t vlen,
 		    __func__, klen);
 		return STORE_FAILED;
 	}
-	if (note_run(l, be32(key)) == -1)
+	if (note_run(l, be_get32(key)) == -1)
 		return STORE_FAILED;
-	if (be32((const uint8_t *)key + 4) != DIR_BLOCK)
+	if (be_get32((const uint8_t *)key + 4) != DIR_BLOCK)
 		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
@@ -261,9 +252,9 @@ load_one(const void *key, size_t klen, const void *val, size_t vlen,
 		l->runs = p;
 		l->cap = cap;
 	}
-	if (decode_dir(&l->runs[l->n], be32(key), val, vlen) == -1) {
+	if (decode_dir(&l->runs[l->n], be_get32(key), val, vlen) == -1) {
 		log_warnx("%s: the host index's run %u has a damaged "
-		    "directory", __func__, be32(key));
+		    "directory", __func__, be_get32(key));
 		return STORE_FAILED;
 	}
 	l->n++;
@@ -404,7 +395,8 @@ hostrun_iter_next(struct hostrun_iter *it, bool *done)
 
 	*done = false;
 	while (it->left == 0) {
-		if (it->run->nblocks == 0 || it->block + 1 >= it->run->nblocks) {
+		if (it->run->nblocks == 0 ||
+		    it->block + 1 >= it->run->nblocks) {
 			*done = true;
 			return STORE_OK;
 		}

@@ -82,10 +82,7 @@ urlhosts_host_prefix(uint32_t ns, const char *host, size_t hlen, char sep,
 {
 	if (hlen == 0 || hlen > URLHOSTS_HOST_MAX)
 		return 0;
-	out[0] = (uint8_t)(ns >> 24);
-	out[1] = (uint8_t)(ns >> 16);
-	out[2] = (uint8_t)(ns >> 8);
-	out[3] = (uint8_t)ns;
+	be_put32(out, ns);
 	reverse_labels(host, hlen, out + 4);
 	out[4 + hlen] = (uint8_t)sep;
 	return 4 + hlen + 1;
