@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +26,65 @@
 #include "nddd.pb-c.h"
 #include "testutil.h"
 
+/* The first port of the kernel's range for outgoing connections, 0 if
+ * unknown. */
+static int
+ephemeral_low(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	int low = 0;
+
+	if (f != NULL) {
+		if (fscanf(f, "%d", &low) != 1)
+			low = 0;
+		fclose(f);
+	}
+	return low;
+}
+
+static int
+bind_loopback(int fd, int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)port);
+	return bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+}
+
+/*
+ * A port below the kernel's range for outgoing connections when there is
+ * room: a port of that range may become the local end of some client's
+ * connection before the daemon binds it, and its start then fails with
+ * "Address already in use".
+ */
 int
 harness_free_port(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin;
 	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	int low = ephemeral_low(), port;
+	static unsigned seed;
 
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* One sequence per process: two calls in a row give two ports. */
+	if (seed == 0)
+		seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+
+	for (int i = 0; low > 11024 && i < 64; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		ck_assert_int_ne(fd, -1);
+		port = 10000 + (int)(rand_r(&seed) % (unsigned)(low - 10000));
+		if (bind_loopback(fd, port) == 0) {
+			close(fd);
+			return port;
+		}
+		close(fd);
+	}
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
 	ck_assert_int_ne(fd, -1);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(bind_loopback(fd, 0), 0);
 	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
 	port = ntohs(sin.sin_port);
 	close(fd);

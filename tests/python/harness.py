@@ -15,6 +15,7 @@ it at will: set_clock(ms), advance(seconds).
 
 import ctypes
 import os
+import random
 import select
 import shutil
 import signal
@@ -41,8 +42,31 @@ def _die_with_parent():
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _ephemeral_low():
+    """The first port of the kernel's range for outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def free_port():
-    """A loopback port nobody listens on (at the time of asking)."""
+    """A loopback port nobody uses (at the time of asking), below the
+    kernel's range for outgoing connections when there is room: a port of
+    that range may become the local end of some client's connection before
+    the daemon binds it, and its start then fails with "Address already in
+    use"."""
+    low = _ephemeral_low()
+    rng = random.SystemRandom()
+    for _ in range(64 if low > 11024 else 0):
+        port = rng.randrange(10000, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
