@@ -1499,8 +1499,47 @@ take_results(const struct inflight *f, struct nddd_reply *r,
 	return rc;
 }
 
-int
-nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
+/*
+ * Every result of urls the call could not get an answer for, after a
+ * connection error: those of the batches in flight and those not sent.
+ */
+static void
+fail_unanswered(const nddd_client *c, const struct inflight *fl, size_t nfl,
+    struct nddd_url_result *results, size_t sent, size_t n)
+{
+	for (size_t k = 0; k < nfl; k++) {
+		size_t m = fl[k].pos != NULL ? fl[k].nsent : fl[k].n;
+
+		for (size_t j = 0; j < m; j++) {
+			struct nddd_url_result *res = &results[fl[k].base +
+			    (fl[k].pos != NULL ? fl[k].pos[j] : j)];
+
+			res->code = NDDD_UNAVAILABLE;
+			res->message = strdup(c->err);
+		}
+	}
+	for (size_t i = sent; i < n; i++) {
+		if (results[i].code != NDDD_OK)
+			continue;	/* refused here before sending */
+		results[i].code = NDDD_UNAVAILABLE;
+		results[i].message = strdup(c->err);
+	}
+}
+
+/*
+ * What a URL loop sends: urls as text (or as the digests the client's
+ * canonicalizer makes of them, after nddd_use_digests), or digests made
+ * already with the canonicalization canon_id.
+ */
+struct url_source {
+	const char *const *urls;
+	const unsigned char *digests;
+	const char *canon_id;
+};
+
+/* nddd_urls and nddd_digests: batches of src, pipelined. */
+static int
+url_loop(nddd_client *c, enum nddd_url_op op, const struct url_source *src,
     size_t n, struct nddd_url_result *results, size_t batch,
     unsigned window, void (*progress)(size_t done, void *arg), void *arg)
 {
@@ -1508,7 +1547,7 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 	unsigned char *digests = NULL;
 	size_t *pos = NULL;
 	size_t sent = 0, done = 0, nfl = 0;
-	int rc = 0;
+	int canon = src->urls != NULL && c->canon != NULL, rc = 0;
 
 	if (batch == 0)
 		batch = 1000;
@@ -1516,7 +1555,7 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 		window = 1;
 	if ((fl = calloc(window, sizeof(*fl))) == NULL)
 		return fail(c, "out of memory");
-	if (c->canon != NULL) {
+	if (canon) {
 		/* One scratch buffer of digests (copied out when queued), and
 		 * a slot of positions per batch in flight; fl[nfl..window)
 		 * hold the free slots. */
@@ -1537,18 +1576,21 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 		while (sent < n && nfl < window) {
 			size_t m = n - sent < batch ? n - sent : batch;
 			struct inflight *f = &fl[nfl];
+			int ok;
 
 			f->base = sent;
 			f->n = m;
-			if (c->canon == NULL) {
-				if (nddd_send_urls(c, op, urls + sent, NULL, m,
-				    &f->id) == -1) {
-					rc = -1;
-					goto out;
-				}
+			if (src->digests != NULL) {
+				ok = nddd_send_digests(c, op, src->canon_id,
+				    src->digests + sent * NDDD_DIGEST_LEN, m,
+				    &f->id) == 0;
+			} else if (!canon) {
+				ok = nddd_send_urls(c, op, src->urls + sent,
+				    NULL, m, &f->id) == 0;
 			} else {
-				f->nsent = canon_batch(c->canon, urls + sent, m,
-				    results + sent, digests, f->pos);
+				f->nsent = canon_batch(c->canon,
+				    src->urls + sent, m, results + sent,
+				    digests, f->pos);
 				if (f->nsent == (size_t)-1) {
 					rc = fail(c, "out of memory");
 					goto out;
@@ -1561,11 +1603,13 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 						progress(done, arg);
 					continue;
 				}
-				if (nddd_send_digests(c, op, c->canon->id,
-				    digests, f->nsent, &f->id) == -1) {
-					rc = -1;
-					goto out;
-				}
+				ok = nddd_send_digests(c, op, c->canon->id,
+				    digests, f->nsent, &f->id) == 0;
+			}
+			if (!ok) {
+				fail_unanswered(c, fl, nfl, results, sent, n);
+				rc = -1;
+				goto out;
 			}
 			nfl++;
 			sent += m;
@@ -1573,6 +1617,7 @@ nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
 		if (nfl == 0)
 			continue;	/* the rest was answered here */
 		if ((k = recv_inflight(c, fl, nfl, &r)) == (size_t)-1) {
+			fail_unanswered(c, fl, nfl, results, sent, n);
 			rc = -1;
 			goto out;
 		}
@@ -1592,6 +1637,26 @@ out:
 	free(digests);
 	free(pos);
 	return rc;
+}
+
+int
+nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
+    size_t n, struct nddd_url_result *results, size_t batch,
+    unsigned window, void (*progress)(size_t done, void *arg), void *arg)
+{
+	struct url_source src = { .urls = urls };
+
+	return url_loop(c, op, &src, n, results, batch, window, progress, arg);
+}
+
+int
+nddd_digests(nddd_client *c, enum nddd_url_op op, const char *canon_id,
+    const unsigned char *digests, size_t n, struct nddd_url_result *results,
+    size_t batch, unsigned window)
+{
+	struct url_source src = { .digests = digests, .canon_id = canon_id };
+
+	return url_loop(c, op, &src, n, results, batch, window, NULL, NULL);
 }
 
 void

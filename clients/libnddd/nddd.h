@@ -501,13 +501,22 @@ void nddd_reply_free(struct nddd_reply *r);
  * is called with the number of URLs answered so far.  Batches carry the
  * client's URL options (nddd_set_url_opts), and submits and deletes ask
  * for its durability; after nddd_use_digests, URLs go as digests.
- * Returns -1 on a connection error, or when a batch is refused as a whole
+ * Returns -1 on a connection error (every URL not answered then carries
+ * NDDD_UNAVAILABLE and the error), or when a batch is refused as a whole
  * (every result of that batch then carries the refusal's code).
  */
 int nddd_urls(nddd_client *c, enum nddd_url_op op, const char *const *urls,
     size_t n, struct nddd_url_result *results, size_t batch,
     unsigned window, void (*progress)(size_t done, void *arg), void *arg);
 void nddd_urls_results_free(struct nddd_url_result *results, size_t n);
+/*
+ * nddd_urls for n digests made already (NDDD_DIGEST_LEN bytes each,
+ * concatenated; see nddd_canon_digest) with the canonicalization canon_id,
+ * the server's (nddd_send_digests).
+ */
+int nddd_digests(nddd_client *c, enum nddd_url_op op, const char *canon_id,
+    const unsigned char *digests, size_t n, struct nddd_url_result *results,
+    size_t batch, unsigned window);
 
 /*
  * Stores (or, for those with query_only, only looks up) docs[0..n) in doc
@@ -604,5 +613,74 @@ int nddd_canon_digest(nddd_canon *k, const char *url, size_t len,
  */
 size_t nddd_canon_digests(nddd_canon *k, const char *urls,
     const size_t *lens, size_t n, unsigned char *digests, int *valid);
+
+/*
+ * Shards: several independent daemons, each owning a share of the URLs,
+ * and the routing of URL batches over them.  A URL belongs to the shard
+ * nddd_shard_of names for the digest of its canonical form (the MD5 that
+ * keys it in a daemon, whatever its namespace), over the shard list in its
+ * order: a jump consistent hash, so that a list grown by one address at
+ * its end moves only the URLs the new shard takes (docs/sharding.md).
+ * Every client of a sharded service must be given the same list in the
+ * same order.
+ */
+typedef struct nddd_shards nddd_shards;
+
+/* The most addresses of a shard list. */
+#define NDDD_SHARDS_MAX 4096
+
+/* Lamping and Veach's jump consistent hash of key over buckets (> 0). */
+uint32_t nddd_jump_hash(uint64_t key, uint32_t buckets);
+/*
+ * The shard (0 to nshards - 1) of a URL digest: the jump hash of its
+ * first 8 bytes read big-endian.
+ */
+uint32_t nddd_shard_of(const unsigned char digest[NDDD_DIGEST_LEN],
+    uint32_t nshards);
+/* nddd_shard_of for n digests at once (for bindings): into shard[0..n). */
+void nddd_shards_route(const unsigned char *digests, size_t n,
+    uint32_t nshards, uint32_t *shard);
+
+/*
+ * Connects to every shard of addresses[0..n) with opts (NULL: the
+ * defaults; the strings are copied) and reads the canonicalization each
+ * one states.  Returns NULL with *err set (caller frees; NULL when out of
+ * memory) when the list is empty, too long or names a shard twice, when no
+ * shard answers, or when two shards canonicalize URLs differently: routing
+ * by one canonical form and keying by another would store a URL twice.  A
+ * shard that does not answer is down: calls answer its URLs
+ * NDDD_UNAVAILABLE, and each call tries it again (it is then refused,
+ * down, if its settings differ from the others').
+ */
+nddd_shards *nddd_shards_open(const char *const *addresses, size_t n,
+    const struct nddd_options *opts, char **err);
+void nddd_shards_close(nddd_shards *s);
+size_t nddd_shards_count(const nddd_shards *s);
+/* The i-th address, as given; NULL past the end. */
+const char *nddd_shards_address(const nddd_shards *s, size_t i);
+/* The canonicalization every shard states. */
+const char *nddd_shards_canon_id(const nddd_shards *s);
+/* Why the last call of s that returned -1 failed. */
+const char *nddd_shards_errstr(const nddd_shards *s);
+
+/* nddd_set_durability and nddd_set_url_opts for every shard. */
+void nddd_shards_set_durability(nddd_shards *s, enum nddd_durability d);
+int nddd_shards_set_url_opts(nddd_shards *s, const struct nddd_url_opts *o);
+
+/*
+ * nddd_urls over the shards: urls[0..n) (NUL-terminated) are
+ * canonicalized and hashed here, each shard gets its URLs as digests in
+ * batches of batch with up to window in flight, the shards in parallel,
+ * and results[0..n) come back in input order.  A URL no daemon would take
+ * is answered here (NDDD_INVALID_ARGUMENT); the URLs of a shard that is
+ * down, or whose connection fails during the call, NDDD_UNAVAILABLE with
+ * the shard's address in their message (a submit among them may have been
+ * recorded before its connection failed: submitting it again answers
+ * duplicate).  Returns 0, or -1 when out of memory.  Free the messages
+ * with nddd_urls_results_free.
+ */
+int nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
+    const char *const *urls, size_t n, struct nddd_url_result *results,
+    size_t batch, unsigned window);
 
 #endif

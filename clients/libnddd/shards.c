@@ -1,0 +1,483 @@
+/*
+ * Shards: one nddd_client per daemon of a shard list, and the routing of
+ * URL batches over them by a consistent hash of their digests.
+ *
+ * A call canonicalizes and hashes its URLs here (the daemons' own code,
+ * with the settings every shard states), answers the URLs no daemon would
+ * take, and sends each shard its part as digests, the shards in parallel
+ * (a thread per shard beyond the first).  A shard that cannot be reached
+ * fails its part, with NDDD_UNAVAILABLE, and nothing else; the next call
+ * connects to it again.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nddd.h"
+
+struct shard {
+	char *address;
+	nddd_client *c;		/* NULL while down */
+	char err[256];		/* why it is down */
+	/* One call's part: the positions of its URLs in the call's input,
+	 * their digests, and their results. */
+	size_t *pos;
+	unsigned char *digests;
+	struct nddd_url_result *results;
+	size_t n, cap;
+	int failed;		/* the part's connection failed */
+};
+
+struct nddd_shards {
+	struct shard *shards;
+	size_t n;
+	struct nddd_options opts;	/* strings owned */
+	char canon_id[128];
+	nddd_canon *canon;
+	enum nddd_durability durability;
+	struct nddd_url_opts url_opts;	/* ns owned */
+	char err[256];
+};
+
+uint32_t
+nddd_jump_hash(uint64_t key, uint32_t buckets)
+{
+	int64_t b = -1, j = 0;
+
+	/* Lamping and Veach, "A Fast, Minimal Memory, Consistent Hash
+	 * Algorithm" (2014): a key moves only to a new last bucket when
+	 * buckets grow by one. */
+	while (j < (int64_t)buckets) {
+		b = j;
+		key = key * 2862933555777941757ULL + 1;
+		j = (int64_t)((double)(b + 1) *
+		    ((double)(1LL << 31) / (double)((key >> 33) + 1)));
+	}
+	return (uint32_t)b;
+}
+
+uint32_t
+nddd_shard_of(const unsigned char digest[NDDD_DIGEST_LEN], uint32_t nshards)
+{
+	uint64_t key = 0;
+
+	for (int i = 0; i < 8; i++)
+		key = key << 8 | digest[i];
+	return nddd_jump_hash(key, nshards);
+}
+
+void
+nddd_shards_route(const unsigned char *digests, size_t n, uint32_t nshards,
+    uint32_t *shard)
+{
+	for (size_t i = 0; i < n; i++)
+		shard[i] = nddd_shard_of(digests + i * NDDD_DIGEST_LEN,
+		    nshards);
+}
+
+static void
+shard_down(struct shard *sh, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+shard_down(struct shard *sh, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sh->err, sizeof(sh->err), fmt, ap);
+	va_end(ap);
+	nddd_close(sh->c);
+	sh->c = NULL;
+}
+
+/*
+ * Connects to sh and reads its canonicalization into canon (size 128).
+ * Returns 0, or -1 with sh down and sh->err saying why.
+ */
+static int
+shard_connect(struct nddd_shards *s, struct shard *sh, char *canon)
+{
+	struct nddd_stats st;
+	char *err = NULL;
+
+	if ((sh->c = nddd_connect_opts(sh->address, &s->opts, &err)) ==
+	    NULL) {
+		snprintf(sh->err, sizeof(sh->err), "%s: %s", sh->address,
+		    err ? err : "out of memory");
+		free(err);
+		return -1;
+	}
+	if (nddd_stats(sh->c, &st) == -1) {
+		shard_down(sh, "%s: %s", sh->address, nddd_errstr(sh->c));
+		return -1;
+	}
+	if (st.canon[0] == '\0') {
+		shard_down(sh, "%s: the daemon states no canonicalization "
+		    "(too old to be a shard)", sh->address);
+		return -1;
+	}
+	snprintf(canon, 128, "%s", st.canon);
+	nddd_set_durability(sh->c, s->durability);
+	if (nddd_set_url_opts(sh->c, &s->url_opts) == -1) {
+		shard_down(sh, "%s: %s", sh->address, nddd_errstr(sh->c));
+		return -1;
+	}
+	return 0;
+}
+
+/* A shard found down is tried again; one of other settings stays down. */
+static void
+shard_reconnect(struct nddd_shards *s, struct shard *sh)
+{
+	char canon[128];
+
+	if (sh->c != NULL || shard_connect(s, sh, canon) == -1)
+		return;
+	if (strcmp(canon, s->canon_id) != 0)
+		shard_down(sh, "%s canonicalizes URLs as \"%s\", the other "
+		    "shards as \"%s\": not routing to it", sh->address, canon,
+		    s->canon_id);
+}
+
+static char *
+dup_or_null(const char *p, int *oom)
+{
+	char *d;
+
+	if (p == NULL)
+		return NULL;
+	if ((d = strdup(p)) == NULL)
+		*oom = 1;
+	return d;
+}
+
+static int
+shards_fail(char **err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+shards_fail(char **err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(err, fmt, ap) == -1)
+		*err = NULL;
+	va_end(ap);
+	return -1;
+}
+
+nddd_shards *
+nddd_shards_open(const char *const *addresses, size_t n,
+    const struct nddd_options *opts, char **err)
+{
+	struct nddd_options none = { 0 };
+	struct nddd_shards *s;
+	const char *first = NULL;
+	int oom = 0;
+
+	*err = NULL;
+	if (n == 0 || n > NDDD_SHARDS_MAX) {
+		shards_fail(err, "a shard list has 1 to %d addresses, not %zu",
+		    NDDD_SHARDS_MAX, n);
+		return NULL;
+	}
+	if (opts == NULL)
+		opts = &none;
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->shards = calloc(n, sizeof(*s->shards))) == NULL) {
+		free(s);
+		return NULL;
+	}
+	s->n = n;
+	s->opts = *opts;
+	s->opts.token = dup_or_null(opts->token, &oom);
+	s->opts.tls_ca = dup_or_null(opts->tls_ca, &oom);
+	s->opts.tls_cert = dup_or_null(opts->tls_cert, &oom);
+	s->opts.tls_key = dup_or_null(opts->tls_key, &oom);
+	s->opts.tls_name = dup_or_null(opts->tls_name, &oom);
+	for (size_t i = 0; i < n; i++) {
+		s->shards[i].address = dup_or_null(addresses[i], &oom);
+		for (size_t j = 0; j < i && !oom; j++)
+			if (strcmp(addresses[i], addresses[j]) == 0) {
+				shards_fail(err, "shard %s is listed twice",
+				    addresses[i]);
+				goto fail;
+			}
+	}
+	if (oom)
+		goto fail;
+	/* Every shard that answers must canonicalize as the others: a URL
+	 * routed by one canonical form and keyed by another would be stored
+	 * twice. */
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = &s->shards[i];
+		char canon[128];
+
+		if (shard_connect(s, sh, canon) == -1)
+			continue;
+		if (first == NULL) {
+			snprintf(s->canon_id, sizeof(s->canon_id), "%s", canon);
+			first = sh->address;
+		} else if (strcmp(canon, s->canon_id) != 0) {
+			shards_fail(err, "the shards' settings differ: %s "
+			    "canonicalizes URLs as \"%s\", %s as \"%s\"",
+			    first, s->canon_id, sh->address, canon);
+			goto fail;
+		}
+	}
+	if (first == NULL) {
+		shards_fail(err, "no shard answers (%s)", s->shards[0].err);
+		goto fail;
+	}
+	if ((s->canon = nddd_canon_new(s->canon_id, err)) == NULL)
+		goto fail;
+	return s;
+fail:
+	nddd_shards_close(s);
+	return NULL;
+}
+
+void
+nddd_shards_close(nddd_shards *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		struct shard *sh = &s->shards[i];
+
+		nddd_close(sh->c);
+		free(sh->address);
+		free(sh->pos);
+		free(sh->digests);
+		free(sh->results);
+	}
+	free(s->shards);
+	free((char *)s->opts.token);
+	free((char *)s->opts.tls_ca);
+	free((char *)s->opts.tls_cert);
+	free((char *)s->opts.tls_key);
+	free((char *)s->opts.tls_name);
+	free((char *)s->url_opts.ns);
+	nddd_canon_free(s->canon);
+	free(s);
+}
+
+size_t
+nddd_shards_count(const nddd_shards *s)
+{
+	return s->n;
+}
+
+const char *
+nddd_shards_address(const nddd_shards *s, size_t i)
+{
+	return i < s->n ? s->shards[i].address : NULL;
+}
+
+const char *
+nddd_shards_canon_id(const nddd_shards *s)
+{
+	return s->canon_id;
+}
+
+const char *
+nddd_shards_errstr(const nddd_shards *s)
+{
+	return s->err;
+}
+
+void
+nddd_shards_set_durability(nddd_shards *s, enum nddd_durability d)
+{
+	s->durability = d;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->shards[i].c != NULL)
+			nddd_set_durability(s->shards[i].c, d);
+}
+
+int
+nddd_shards_set_url_opts(nddd_shards *s, const struct nddd_url_opts *o)
+{
+	struct nddd_url_opts none = { 0 };
+	char *ns = NULL;
+
+	if (o == NULL)
+		o = &none;
+	if (o->ns != NULL && !nddd_namespace_valid(o->ns)) {
+		snprintf(s->err, sizeof(s->err), "namespace \"%s\" is not a "
+		    "valid name", o->ns);
+		return -1;
+	}
+	if (o->ttl_seconds > NDDD_TTL_MAX) {
+		snprintf(s->err, sizeof(s->err), "time to live %llu s is over "
+		    "the most, %u s", (unsigned long long)o->ttl_seconds,
+		    NDDD_TTL_MAX);
+		return -1;
+	}
+	if (o->ns != NULL && (ns = strdup(o->ns)) == NULL) {
+		snprintf(s->err, sizeof(s->err), "out of memory");
+		return -1;
+	}
+	free((char *)s->url_opts.ns);
+	s->url_opts = *o;
+	s->url_opts.ns = ns;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->shards[i].c != NULL)
+			nddd_set_url_opts(s->shards[i].c, &s->url_opts);
+	return 0;
+}
+
+/* Room for need URLs in sh's part. */
+static int
+part_reserve(struct shard *sh, size_t need)
+{
+	size_t *pos;
+	unsigned char *digests;
+	struct nddd_url_result *results;
+
+	if (need <= sh->cap)
+		return 0;
+	if ((pos = realloc(sh->pos, need * sizeof(*pos))) == NULL)
+		return -1;
+	sh->pos = pos;
+	if ((digests = realloc(sh->digests, need * NDDD_DIGEST_LEN)) == NULL)
+		return -1;
+	sh->digests = digests;
+	if ((results = realloc(sh->results, need * sizeof(*results))) ==
+	    NULL)
+		return -1;
+	sh->results = results;
+	sh->cap = need;
+	return 0;
+}
+
+struct part_call {
+	struct shard *sh;
+	enum nddd_url_op op;
+	const char *canon_id;
+	size_t batch;
+	unsigned window;
+	pthread_t thread;
+	int started;
+};
+
+static void *
+part_run(void *arg)
+{
+	struct part_call *pc = arg;
+	struct shard *sh = pc->sh;
+
+	sh->failed = nddd_digests(sh->c, pc->op, pc->canon_id, sh->digests,
+	    sh->n, sh->results, pc->batch, pc->window) == -1;
+	return NULL;
+}
+
+/*
+ * Moves sh's part's results to their places in results.  When its
+ * connection failed (nddd_digests answered what it could not send or hear
+ * back NDDD_UNAVAILABLE), the shard is down and those URLs say which it
+ * is.
+ */
+static void
+part_scatter(struct shard *sh, struct nddd_url_result *results)
+{
+	int lost = 0;
+
+	for (size_t j = 0; sh->failed && j < sh->n; j++)
+		lost |= sh->results[j].code == NDDD_UNAVAILABLE;
+	if (lost)
+		shard_down(sh, "%s: %s", sh->address, nddd_errstr(sh->c));
+	for (size_t j = 0; j < sh->n; j++) {
+		struct nddd_url_result *r = &sh->results[j];
+
+		if (lost && r->code == NDDD_UNAVAILABLE) {
+			free((char *)r->message);
+			r->message = strdup(sh->err);
+		}
+		results[sh->pos[j]] = *r;
+	}
+}
+
+/* Every URL of sh's part fails: the shard is down. */
+static void
+part_unavailable(struct shard *sh, struct nddd_url_result *results)
+{
+	for (size_t j = 0; j < sh->n; j++) {
+		struct nddd_url_result *r = &results[sh->pos[j]];
+
+		r->code = NDDD_UNAVAILABLE;
+		r->message = strdup(sh->err);
+	}
+}
+
+int
+nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
+    const char *const *urls, size_t n, struct nddd_url_result *results,
+    size_t batch, unsigned window)
+{
+	struct part_call *calls;
+	size_t nparts = 0;
+
+	memset(results, 0, n * sizeof(*results));
+	for (size_t i = 0; i < s->n; i++)
+		s->shards[i].n = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char d[NDDD_DIGEST_LEN];
+		const char *cause;
+		struct shard *sh;
+
+		if (nddd_canon_digest(s->canon, urls[i], strlen(urls[i]), d,
+		    &cause) == -1) {
+			results[i].code = NDDD_INVALID_ARGUMENT;
+			results[i].message = strdup(cause);
+			continue;
+		}
+		sh = &s->shards[nddd_shard_of(d, (uint32_t)s->n)];
+		if (part_reserve(sh, sh->n + 1 < 64 ? 64 : 2 * sh->n) == -1)
+			goto oom;
+		sh->pos[sh->n] = i;
+		memcpy(sh->digests + sh->n * NDDD_DIGEST_LEN, d,
+		    NDDD_DIGEST_LEN);
+		sh->n++;
+	}
+	if ((calls = calloc(s->n, sizeof(*calls))) == NULL)
+		goto oom;
+	for (size_t i = 0; i < s->n; i++) {
+		struct shard *sh = &s->shards[i];
+		struct part_call *pc = &calls[nparts];
+
+		if (sh->n == 0)
+			continue;
+		shard_reconnect(s, sh);
+		if (sh->c == NULL) {
+			part_unavailable(sh, results);
+			continue;
+		}
+		*pc = (struct part_call){ sh, op, s->canon_id, batch, window,
+		    0, 0 };
+		nparts++;
+	}
+	/* The first part runs here, the others on threads of their own; one
+	 * whose thread cannot start runs here too, after the first. */
+	for (size_t k = 1; k < nparts; k++)
+		calls[k].started = pthread_create(&calls[k].thread, NULL,
+		    part_run, &calls[k]) == 0;
+	for (size_t k = 0; k < nparts; k++) {
+		if (k == 0 || !calls[k].started)
+			part_run(&calls[k]);
+		else
+			pthread_join(calls[k].thread, NULL);
+	}
+	for (size_t k = 0; k < nparts; k++)
+		part_scatter(calls[k].sh, results);
+	free(calls);
+	return 0;
+oom:
+	snprintf(s->err, sizeof(s->err), "out of memory");
+	nddd_urls_results_free(results, n);
+	return -1;
+}
