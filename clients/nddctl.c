@@ -80,6 +80,15 @@ static const struct command {
 	  "see simhash --help)" },
 };
 
+/* Whether cmd is a URL command, which a shard list of -H routes. */
+static bool
+routes_urls(const struct command *cmd)
+{
+	return cmd->daemon_cmd == nddctl_url_submit ||
+	    cmd->daemon_cmd == nddctl_url_check ||
+	    cmd->daemon_cmd == nddctl_url_delete;
+}
+
 static void
 usage(FILE *out)
 {
@@ -106,7 +115,12 @@ usage(FILE *out)
 	    "only URLs submitted as text, not those\nsent as digests "
 	    "(--digests).\n"
 	    "\noptions:\n"
-	    "  -H, --host HOST:PORT  daemon address (default 127.0.0.1:%d)\n"
+	    "  -H, --host HOST:PORT  daemon address (default 127.0.0.1:%d); "
+	    "for the URL\n"
+	    "                        commands, a shard list too: "
+	    "HOST:PORT,HOST:PORT,...\n"
+	    "                        (URLs routed by their digests; "
+	    "docs/sharding.md)\n"
 	    "  --json                one JSON object per result line\n"
 	    "  --token TOKEN         send TOKEN with every request (default: "
 	    "$NDDD_TOKEN);\n"
@@ -370,6 +384,13 @@ main(int argc, char **argv)
 
 		if (strcmp(argv[optind], cmd->name) != 0)
 			continue;
+		if (cmd->daemon_cmd != NULL && nddctl_sharded(&co) &&
+		    !routes_urls(cmd)) {
+			fprintf(stderr, "nddctl: %s: -H names one daemon here; "
+			    "a shard list routes url-submit, url-check and "
+			    "url-delete only\n", cmd->name);
+			return NDDCTL_EXIT_USAGE;
+		}
 		if (cmd->daemon_cmd != NULL && token_file != NULL) {
 			if ((file_token = read_token_file(token_file)) == NULL)
 				return NDDCTL_EXIT_USAGE;
@@ -389,6 +410,47 @@ main(int argc, char **argv)
 	fprintf(stderr, "nddctl: unknown command '%s'\n", argv[optind]);
 	usage(stderr);
 	return NDDCTL_EXIT_USAGE;
+}
+
+bool
+nddctl_sharded(const struct nddctl_common *co)
+{
+	return strchr(co->address, ',') != NULL;
+}
+
+nddd_shards *
+nddctl_open_shards(const struct nddctl_common *co)
+{
+	char *list, *p, *err = NULL;
+	const char **addr = NULL;
+	size_t n = 0;
+	nddd_shards *s = NULL;
+
+	if ((list = strdup(co->address)) == NULL ||
+	    (addr = calloc(strlen(list) / 2 + 2, sizeof(*addr))) == NULL) {
+		fprintf(stderr, "nddctl: out of memory\n");
+		goto out;
+	}
+	for (p = list; p != NULL; ) {
+		char *comma = strchr(p, ',');
+
+		if (comma != NULL)
+			*comma = '\0';
+		if (*p == '\0') {
+			fprintf(stderr, "nddctl: -H: an empty address in the "
+			    "shard list '%s'\n", co->address);
+			goto out;
+		}
+		addr[n++] = p;
+		p = comma != NULL ? comma + 1 : NULL;
+	}
+	if ((s = nddd_shards_open(addr, n, &co->conn, &err)) == NULL)
+		fprintf(stderr, "nddctl: %s\n", err ? err : "out of memory");
+	free(err);
+out:
+	free(addr);
+	free(list);
+	return s;
 }
 
 nddd_client *

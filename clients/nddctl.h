@@ -25,7 +25,7 @@
 
 /* Options common to the commands that talk to a daemon. */
 struct nddctl_common {
-	const char *address;	/* -H HOST:PORT */
+	const char *address;	/* -H HOST:PORT, or a shard list */
 	bool json;		/* --json */
 	struct nddd_options conn;	/* --timeout, --token, --tls... */
 	size_t batch;		/* --batch */
@@ -56,6 +56,13 @@ int nddctl_simhash(int argc, char **argv);
 
 /* Connects or prints why not; NULL means exit NDDCTL_EXIT_UNREACHABLE. */
 nddd_client *nddctl_connect(const struct nddctl_common *co);
+/* Whether -H names a shard list (addresses separated by commas). */
+bool nddctl_sharded(const struct nddctl_common *co);
+/*
+ * Opens the shard list of -H or prints why not (no shard answers, their
+ * settings differ); NULL means exit NDDCTL_EXIT_UNREACHABLE.
+ */
+nddd_shards *nddctl_open_shards(const struct nddctl_common *co);
 
 /*
  * Parses arg, the value of option opt, as seconds of a time to live (0 to

@@ -10,6 +10,10 @@
  * rules (asked from it once) and only the digests of the valid ones are
  * sent; the invalid ones are answered here with the daemon's message.
  *
+ * With a shard list for -H, URLs are read in larger chunks, each routed
+ * over the shards by the digest of its canonical form (libnddd's
+ * nddd_shards_urls) and printed in input order once the chunk is answered.
+ *
  * -n names the namespace of every batch, --ttl the time to live of
  * submits, and --times asks for the times each URL was seen, printed
  * between its count and the URL.
@@ -291,6 +295,78 @@ daemon_canon(nddd_client *c, int *status)
 	return k;
 }
 
+/*
+ * The URLs of src over the shard list of -H: read in chunks of --batch
+ * times --window URLs, each chunk routed and answered whole
+ * (nddd_shards_urls), its results printed in input order.  A shard that
+ * is down fails its URLs (UNAVAILABLE, exit status 1), not the others.
+ */
+static int
+run_shards(const struct nddctl_common *co, enum nddd_url_op op,
+    const struct nddd_url_opts *opts, struct source *src)
+{
+	struct batch chunk = { 0 };
+	struct nddd_url_result *results = NULL;
+	size_t max = co->batch * co->window, done = 0;
+	struct progress prog;
+	bool failed = false;
+	nddd_shards *s;
+	int status = NDDCTL_EXIT_OK;
+
+	if ((s = nddctl_open_shards(co)) == NULL)
+		return NDDCTL_EXIT_UNREACHABLE;
+	nddd_shards_set_durability(s, co->durability);
+	if (nddd_shards_set_url_opts(s, opts) == -1) {
+		fprintf(stderr, "nddctl: %s\n", nddd_shards_errstr(s));
+		status = NDDCTL_EXIT_USAGE;
+		goto out;
+	}
+	chunk.urls = calloc(max, sizeof(char *));
+	chunk.lens = calloc(max, sizeof(size_t));
+	results = calloc(max, sizeof(*results));
+	if (chunk.urls == NULL || chunk.lens == NULL || results == NULL) {
+		fprintf(stderr, "nddctl: out of memory\n");
+		status = NDDCTL_EXIT_USAGE;
+		goto out;
+	}
+	progress_start(&prog, co->progress && src->args == NULL, "URLs");
+	while (!src->eof) {
+		if (read_batch(src, &chunk, max) == -1) {
+			status = NDDCTL_EXIT_USAGE;
+			break;
+		}
+		if (chunk.n == 0)
+			break;
+		if (nddd_shards_urls(s, op, (const char *const *)chunk.urls,
+		    chunk.n, results, co->batch, co->window) == -1) {
+			fprintf(stderr, "nddctl: %s\n", nddd_shards_errstr(s));
+			status = NDDCTL_EXIT_USAGE;
+			break;
+		}
+		for (size_t i = 0; i < chunk.n; i++) {
+			print_result(co, op, opts->with_times, chunk.urls[i],
+			    chunk.lens[i], &results[i]);
+			failed |= results[i].code != NDDD_OK;
+		}
+		fflush(stdout);
+		nddd_urls_results_free(results, chunk.n);
+		done += chunk.n;
+		batch_clear(&chunk);
+		progress_update(&prog, done);
+	}
+	progress_finish(&prog);
+	if (status == NDDCTL_EXIT_OK && failed)
+		status = NDDCTL_EXIT_ITEMS;
+out:
+	batch_clear(&chunk);
+	free(chunk.urls);
+	free(chunk.lens);
+	free(results);
+	free(src->line);
+	nddd_shards_close(s);
+	return status;
+}
+
 static int
 run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
     char **argv)
@@ -343,6 +419,8 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
 		src.args = argv + optind;
 		src.nargs = nargs;
 	}
+	if (nddctl_sharded(co))
+		return run_shards(co, op, &opts, &src);
 	if ((c = nddctl_connect(co)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
 	nddd_set_durability(c, co->durability);

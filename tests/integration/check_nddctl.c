@@ -1320,6 +1320,81 @@ START_TEST(test_jsonl_batches_as_single_submits)
 }
 END_TEST
 
+/*
+ * -H with a shard list: the URL commands print exactly what one daemon's
+ * nddctl prints, in input order; a shard that is down fails its URLs
+ * (UNAVAILABLE, exit status 1) and no others; other commands refuse a
+ * list.
+ */
+START_TEST(test_shard_list)
+{
+	struct harness sh[3], ref;
+	char *list, *args, *in = NULL, *out, *want, *line;
+	size_t len = 0, unavailable = 0, seen = 0;
+	FILE *f = open_memstream(&in, &len);
+
+	for (int i = 0; i < 2500; i++)
+		fprintf(f, "http://www.site%d.example/page/%d.html%s\n",
+		    i % 300, i % 1700, i % 7 == 0 ? "#top" : "");
+	fputs("not a url\n", f);
+	fclose(f);
+	for (int i = 0; i < 3; i++) {
+		harness_init(&sh[i], NULL);
+		harness_start(&sh[i]);
+	}
+	harness_init(&ref, NULL);
+	harness_start(&ref);
+	ck_assert_int_ne(asprintf(&list, "%s,%s,%s", sh[0].address,
+	    sh[1].address, sh[2].address), -1);
+
+	for (int op = 0; op < 2; op++) {
+		const char *cmd = op == 0 ? "url-submit" : "url-check";
+
+		/* One batch in flight: a URL repeated in two batches a
+		 * daemon applies together gets its counts in any order. */
+		ck_assert_int_ne(asprintf(&args, "-H %s --batch 100 "
+		    "--window 1 %s -", ref.address, cmd), -1);
+		ck_assert_int_eq(run(args, in, &want), 1);	/* "not a url" */
+		free(args);
+		ck_assert_int_ne(asprintf(&args, "-H %s --batch 100 "
+		    "--window 1 %s -", list, cmd), -1);
+		ck_assert_int_eq(run(args, in, &out), 1);
+		free(args);
+		ck_assert_str_eq(out, want);
+		free(out);
+		free(want);
+	}
+
+	harness_kill(&sh[1]);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check -", list), -1);
+	ck_assert_int_eq(run(args, in, &out), 1);
+	free(args);
+	for (line = out; *line != '\0'; line = strchr(line, '\n') + 1) {
+		if (starts_with(line, "error\tUNAVAILABLE: ")) {
+			ck_assert(line_has(line, sh[1].address));
+			unavailable++;
+		} else if (starts_with(line, "seen\t"))
+			seen++;
+		else
+			ck_assert(starts_with(line, "error\tINVALID_ARGUMENT"));
+	}
+	ck_assert_uint_gt(unavailable, 0);
+	ck_assert_uint_gt(seen, 0);
+	ck_assert_uint_eq(unavailable + seen + 1, 2501);
+	free(out);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s stats", list), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 2);
+	free(args);
+	free(out);
+	free(list);
+	free(in);
+	for (int i = 0; i < 3; i++)
+		harness_cleanup(&sh[i]);
+	harness_cleanup(&ref);
+}
+END_TEST
+
 Suite *nddctl_suite(void);
 
 Suite *
@@ -1343,6 +1418,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_jsonl_batches_as_single_submits);
 	tcase_add_test(tc, test_namespaces);
 	tcase_add_test(tc, test_forget);
+	tcase_add_test(tc, test_shard_list);
 	suite_add_tcase(s, tc);
 	return s;
 }
