@@ -13,7 +13,8 @@ Client(..., durability="relaxed") answers submits and deletes before they
 reach the disk; Client(..., digests=True) canonicalizes URLs here (through
 libnddd.so) and sends their digests; Client(..., namespace="crawl-7") keeps
 its URLs in a set of their own, and submit_urls(..., ttl=86400) records
-them for a day.
+them for a day.  ShardedClient([ADDRESS, ...]) routes URLs over several
+daemons, each owning a share of them (nddd.shards).
 
 See nddd.client for connections, batching and failures, nddd.errors for
 the exceptions, nddd.results for the results, and nddd.scrapy for the
@@ -23,6 +24,7 @@ Scrapy dupe filter and its batch middleware.
 from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, DEFAULT_MAX_FRAME,
                      DEFAULT_TIMEOUT, DEFAULT_WINDOW, TTL_MAX, Client,
                      Forgotten, parse_address)
+from .shards import ShardedClient
 from .errors import (NdddConnectionError, NdddError, NdddLibraryError,
                      NdddProtocolError, NdddRequestError, NdddTimeoutError)
 from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
@@ -33,7 +35,7 @@ from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
 __version__ = "0.4.0"
 
 __all__ = [
-    "Client", "Forgotten", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",
+    "Client", "ShardedClient", "Forgotten", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",
     "DEFAULT_MAX_FRAME", "DEFAULT_TIMEOUT", "DEFAULT_WINDOW", "TTL_MAX",
     "NdddError", "NdddRequestError", "NdddConnectionError",
     "NdddTimeoutError", "NdddProtocolError", "NdddLibraryError",

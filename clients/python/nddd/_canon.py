@@ -61,6 +61,10 @@ def _declare(lib) -> None:
     lib.nddd_canon_digest.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
         ctypes.POINTER(ctypes.c_char_p)]
+    lib.nddd_shards_route.restype = None
+    lib.nddd_shards_route.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32,
+        ctypes.POINTER(ctypes.c_uint32)]
     lib.nddd_canon_digests.restype = ctypes.c_size_t
     lib.nddd_canon_digests.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, c_size_p, ctypes.c_size_t,
@@ -179,3 +183,14 @@ class Canon:
                                        ctypes.byref(cause)) == 0:
             raise AssertionError("libnddd takes a URL it refused")
         return cause.value.decode("utf-8", "replace")
+
+
+def route(digests: Sequence[bytes], nshards: int) -> List[int]:
+    """The shard (0 to nshards - 1) of each digest: libnddd's
+    nddd_shard_of, the jump consistent hash every client routes by."""
+    lib = load_library()
+    n = len(digests)
+    out = (ctypes.c_uint32 * n)()
+    if n:
+        lib.nddd_shards_route(b"".join(digests), n, nshards, out)
+    return list(out)

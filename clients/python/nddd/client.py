@@ -881,6 +881,36 @@ class Client:
                     raise
                 canon_id = canon.id
                 encoded, causes = canon.digests(encoded)
+        if causes is None:
+            return self._send_urls(field, urls, encoded, canon_id,
+                                   result_cls, level, ns, ttl, with_times)
+        # Only the valid URLs go out; the others get their result here.
+        sent = [i for i, c in enumerate(causes) if c is None]
+        results: List[Optional[UrlResult]] = [
+            None if c is None else result_cls(u, 0, Status(
+                Code.INVALID_ARGUMENT, c)) for u, c in zip(urls, causes)]
+
+        def merge(part):
+            for i, r in zip(sent, part):
+                results[i] = r
+            return results
+
+        try:
+            part = self._send_urls(field, [urls[i] for i in sent],
+                                   [encoded[i] for i in sent], canon_id,
+                                   result_cls, level, ns, ttl, with_times)
+        except NdddError as e:
+            if e.results is not None:
+                e.results = merge(e.results)
+            raise
+        return merge(part)
+
+    def _send_urls(self, field: str, urls: List[Url], encoded: List[bytes],
+                   canon_id: Optional[str], result_cls: type, level: int,
+                   ns: str, ttl: int, with_times: bool) -> List[UrlResult]:
+        """Sends the URL operation ``field`` for urls, in batches of their
+        encoded forms: the URLs themselves, or with canon_id their digests
+        made with that canonicalization."""
 
         def build(chunk):
             req = pb.Request()
@@ -931,27 +961,7 @@ class Client:
                     code_of(err.status.code), err.status.message))
             return results
 
-        if causes is None:
-            return self._batch_op(urls, encoded, build, read)
-        # Only the valid URLs go out; the others get their result here.
-        sent = [i for i, c in enumerate(causes) if c is None]
-        results: List[Optional[UrlResult]] = [
-            None if c is None else result_cls(u, 0, Status(
-                Code.INVALID_ARGUMENT, c)) for u, c in zip(urls, causes)]
-
-        def merge(part):
-            for i, r in zip(sent, part):
-                results[i] = r
-            return results
-
-        try:
-            part = self._batch_op([urls[i] for i in sent],
-                                  [encoded[i] for i in sent], build, read)
-        except NdddError as e:
-            if e.results is not None:
-                e.results = merge(e.results)
-            raise
-        return merge(part)
+        return self._batch_op(urls, encoded, build, read)
 
     def _daemon_canon(self) -> "_canon.Canon":
         """The daemon's canonicalizer, asked of the daemon once per

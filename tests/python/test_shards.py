@@ -1,0 +1,110 @@
+"""nddd.ShardedClient against three real daemons, with one daemon as the
+reference: the shards together answer as one daemon does; a shard that is
+down fails its own URLs only; shards of different settings are refused."""
+
+import random
+import subprocess
+import unittest
+
+import harness  # sets sys.path for nddd
+
+import nddd
+from nddd import Code
+
+from test_client import INVALID_URLS, real_urls
+
+
+class ShardsTest(unittest.TestCase):
+    shards = 3
+
+    def start(self, extra_conf=""):
+        d = harness.Daemon(extra_conf)
+        self.addCleanup(d.cleanup)
+        return d.start()
+
+    def setUp(self):
+        self.daemons = [self.start() for _ in range(self.shards)]
+        self.ref_daemon = self.start()
+        self.addresses = [d.address for d in self.daemons]
+        self.sharded = nddd.ShardedClient(self.addresses, window=1,
+                                          batch_size=100)
+        self.addCleanup(self.sharded.close)
+        # One request in flight at a time, as the shards' (window=1): a
+        # daemon may apply batches in flight together in any order, and a
+        # URL repeated across them would get its counts in that order.
+        self.ref = nddd.Client(self.ref_daemon.address, window=1,
+                               batch_size=100)
+        self.addCleanup(self.ref.close)
+
+    def test_answers_as_one_daemon(self):
+        base = [u for u in real_urls(1000) if isinstance(u, str)][:1500]
+        pool = base + [u + "#frag" for u in base] + INVALID_URLS
+        rng = random.Random(1125)
+        for round_ in range(20):
+            op = rng.choice(["submit", "submit", "check", "delete"])
+            ns = "crawl-2" if round_ % 3 == 2 else None
+            pick = [rng.choice(pool) for _ in range(rng.randint(1, 1200))]
+            got = getattr(self.sharded, op + "_urls")(pick, namespace=ns)
+            want = getattr(self.ref, op + "_urls")(pick, namespace=ns)
+            for url, g, w in zip(pick, got, want):
+                self.assertEqual((g.count, g.ok), (w.count, w.ok),
+                                 "round %d %s %r" % (round_, op, url))
+                if not w.ok:
+                    self.assertEqual(g.error.code, w.error.code)
+        for ns in (None, "crawl-2"):
+            got = self.sharded.check_urls(pool, namespace=ns)
+            want = self.ref.check_urls(pool, namespace=ns)
+            self.assertEqual([r.count for r in got],
+                             [r.count for r in want])
+        held = [nddd.Client(a).stats().urls for a in self.addresses]
+        self.assertTrue(all(held), held)
+        self.assertEqual(sum(held), self.ref.stats().urls)
+
+    def test_routing_is_libnddds(self):
+        """Each shard holds exactly the URLs shard_of gives it, and the C
+        client (nddctl with a shard list) routes them to the same place."""
+        urls = ["http://www.site%d.example/p/%d" % (i % 97, i)
+                for i in range(3000)]
+        owners = [self.sharded.shard_of(u) for u in urls]
+        self.assertTrue(all(r.new for r in self.sharded.submit_urls(urls)))
+        for i, a in enumerate(self.addresses):
+            self.assertEqual(nddd.Client(a).stats().urls, owners.count(i))
+        self.assertIsNone(self.sharded.shard_of("not a url"))
+        # A second list in the same order, through nddctl (libnddd's C
+        # routing), finds every URL stored.
+        p = subprocess.run(
+            [harness.NDDCTL_BIN, "-H", ",".join(self.addresses),
+             "url-check"] + urls[:200], stdout=subprocess.PIPE, text=True,
+            timeout=60)
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(p.stdout.count("seen\t1\t"), 200, p.stdout[:500])
+
+    def test_shard_down(self):
+        urls = ["http://host%d.example/%d" % (i % 50, i)
+                for i in range(2000)]
+        owners = [self.sharded.shard_of(u) for u in urls]
+        self.sharded.submit_urls(urls)
+        self.daemons[2].kill()
+        got = self.sharded.check_urls(urls)
+        for url, owner, r in zip(urls, owners, got):
+            if owner == 2:
+                self.assertEqual(r.error.code, Code.UNAVAILABLE, url)
+                self.assertIn(self.addresses[2], r.error.message)
+            else:
+                self.assertTrue(r.seen, url)
+        self.assertIn(2, owners)
+        self.daemons[2].start()
+        self.assertTrue(all(r.seen for r in self.sharded.check_urls(urls)))
+
+    def test_different_settings_refused(self):
+        other = self.start("[urls]\nsort_query = yes\n")
+        with self.assertRaisesRegex(nddd.NdddError, "settings differ"):
+            nddd.ShardedClient(self.addresses + [other.address])
+        with self.assertRaisesRegex(ValueError, "twice"):
+            nddd.ShardedClient([self.addresses[0], self.addresses[0]])
+        with self.assertRaises(ValueError):
+            nddd.ShardedClient([])
+
+
+if __name__ == "__main__":
+    unittest.main()
