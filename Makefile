@@ -442,7 +442,8 @@ endif
 
 # Benchmarks that share the URL generator, the naive simhash reference or
 # the corpus reader of tests/lib (which need no Check).
-$(B)/bin/url_bench: $(B)/tests/bench/url_bench.o $(B)/tests/lib/urlgen.o \
+$(B)/bin/url_bench $(B)/bin/shards_bench: $(B)/bin/%: \
+	$(B)/tests/bench/%.o $(B)/tests/lib/urlgen.o \
 	$(B)/tests/lib/benchnet.o $(CLIENT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
