@@ -343,6 +343,7 @@ docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
 		for (size_t i = 0; i < found; i++) {
 			nb[i].id = recs[i].id;
 			nb[i].group = recs[i].group;
+			nb[i].created_ms = recs[i].created_ms;
 			nb[i].distance = hits[i].distance;
 			nb[i].url = urls;
 			nb[i].url_len = recs[i].url_len;
@@ -426,8 +427,8 @@ tables_insert(struct docset *ds, uint64_t fp, uint64_t id, uint32_t ns)
 int
 docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
-    uint64_t fp, uint64_t now_ms, struct doc_record *out, bool *created,
-    struct doc_undo *undo, struct docset_near_list *near)
+    uint64_t fp, uint64_t join, uint64_t now_ms, struct doc_record *out,
+    bool *created, struct doc_undo *undo, struct docset_near_list *near)
 {
 	struct doc_record old, r;
 	uint64_t id, group;
@@ -498,9 +499,11 @@ docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
 		group = near->n > 0 ? near->list[0].group : 0;
 		if (near->n > near->max)
 			near->n = near->max;
-	} else if ((rc = docset_group_for(ds, txn, nsid, fp, 0, 0, &group)) !=
-	    STORE_OK)
+	} else if (join == 0 && (rc = docset_group_for(ds, txn, nsid, fp, 0,
+	    0, &group)) != STORE_OK)
 		return rc;
+	if (join != 0)
+		group = join == DOCSET_OWN_GROUP ? id : join;
 	r.id = id;
 	r.fp = fp;
 	r.group = group ? group : id;

@@ -48,6 +48,8 @@
 #include "store.h"
 
 #define DOCSET_KEY_LEN 16	/* MD5 of the canonical URL (masked) */
+/* docset_put's join for "a group of its own"; groups given are below. */
+#define DOCSET_OWN_GROUP UINT64_MAX
 
 struct docset_options {
 	unsigned k;			/* [near] k */
@@ -145,7 +147,9 @@ struct docset_near_list {
  * checked name, "" for the default one; created if it has no documents)
  * with fingerprint fp at now_ms: a new id and a new group for a new URL,
  * the same id and a re-decided group for a known one (a document of a
- * dropped namespace under the same key is forgotten first).  *out is the
+ * dropped namespace under the same key is forgotten first); with join
+ * not 0, the group is join instead (a client decided it among several
+ * servers' documents), or with DOCSET_OWN_GROUP a group of its own.  *out is the
  * stored record (its url is the caller's url), *created says which case
  * it was, and *undo what to take back if txn aborts.  near, if not NULL,
  * gets the document's neighbours within k (itself left out), found by the
@@ -154,8 +158,8 @@ struct docset_near_list {
  */
 int docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
-    uint64_t fp, uint64_t now_ms, struct doc_record *out, bool *created,
-    struct doc_undo *undo, struct docset_near_list *near);
+    uint64_t fp, uint64_t join, uint64_t now_ms, struct doc_record *out,
+    bool *created, struct doc_undo *undo, struct docset_near_list *near);
 /*
  * Writer thread, in txn.  Deletes the document named by key in namespace
  * ns (a checked name); *id is its id, 0 if there was none.  Returns a
@@ -181,6 +185,7 @@ int docset_record(struct docset *ds, struct store_txn *txn, uint64_t id,
 struct docset_neighbour {
 	uint64_t id;
 	uint64_t group;
+	uint64_t created_ms;
 	unsigned distance;
 	char *url;		/* url_len bytes and a NUL */
 	size_t url_len;

@@ -41,6 +41,8 @@ struct doc_item {
 					   batch's urls; ns_len 0: the
 					   default one */
 	bool store;			/* stored; else only answered */
+	uint64_t join;			/* the group it joins; 0: decided
+					   here */
 	enum simhash_input input;
 	const uint8_t *body;		/* the request's, or the batch's copy */
 	size_t body_len;
@@ -154,6 +156,7 @@ neighbour_messages(const struct docset_neighbour *nb, size_t n,
 		m[i].url.len = nb[i].url_len;
 		m[i].distance = nb[i].distance;
 		m[i].group = nb[i].group;
+		m[i].created_ms = nb[i].created_ms;
 		v[i] = &m[i];
 	}
 	*store = m;
@@ -187,7 +190,8 @@ neighbour_size(const Nddd__V1__Neighbour *m)
 {
 	return varint_field_size(m->doc_id) + (m->url.len > 0 ?
 	    1 + varint_size(m->url.len) + m->url.len : 0) +
-	    varint_field_size(m->distance) + varint_field_size(m->group);
+	    varint_field_size(m->distance) + varint_field_size(m->group) +
+	    varint_field_size(m->created_ms);
 }
 
 /*
@@ -460,8 +464,8 @@ batch_apply(struct writer_job *wj, struct store_txn *txn)
 		near.list = NULL;
 		near.n = 0;
 		rc = docset_put(ds, txn, item_ns(b, it), it->key,
-		    item_url(b, it), it->url_len, it->fp, wj->now_ms, &r,
-		    &it->created, &it->undo, &near);
+		    item_url(b, it), it->url_len, it->fp, it->join,
+		    wj->now_ms, &r, &it->created, &it->undo, &near);
 		/* Freed with the answers, also after a failure. */
 		it->near = near.list;
 		it->nnear = near.n;
@@ -907,6 +911,8 @@ item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
 	size_t len;
 
 	it->store = !s->query_only;
+	if (it->store)
+		it->join = s->new_group ? DOCSET_OWN_GROUP : s->group;
 	it->input = input_of(s->format);
 	/* An empty body has no buffer (protobuf-c leaves it NULL). */
 	it->body = s->body.len > 0 ? s->body.data : (const uint8_t *)"";
@@ -914,6 +920,11 @@ item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
 	if ((code = docreq_namespace_validate(ns, &cause)) !=
 	    NDDD__V1__CODE__OK)
 		item_fail(it, code, cause);
+	else if (it->store && (s->group >> 63 != 0 || (s->group != 0 &&
+	    s->new_group)))
+		item_fail(it, NDDD__V1__CODE__INVALID_ARGUMENT, s->new_group ?
+		    "a document joins a group or founds one, not both" :
+		    "group ids are below 2^63");
 	else if (it->store && ns[0] != '\0' && docset_ns_find(b->env->ds,
 	    ns) == DOCNS_NONE && docns_full(docset_namespaces(b->env->ds)))
 		item_fail(it, NDDD__V1__CODE__RESOURCE_EXHAUSTED, "the server "

@@ -60,8 +60,10 @@ key_of(const char *url, uint8_t key[DOCSET_KEY_LEN])
 }
 
 /* Puts one document in its own transaction; returns its record. */
+/* Stores url with fingerprint fp, joining group join (0: decided). */
 static struct doc_record
-put(struct fixture *fx, const char *url, uint64_t fp, bool *created)
+put_join(struct fixture *fx, const char *url, uint64_t fp, uint64_t join,
+    bool *created)
 {
 	struct store_txn *txn;
 	struct doc_record r;
@@ -72,12 +74,18 @@ put(struct fixture *fx, const char *url, uint64_t fp, bool *created)
 	key_of(url, key);
 	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
 	ck_assert_int_eq(docset_put(fx->ds, txn, "", key, url, strlen(url),
-	    fp, 1000, &r, &c, &undo, NULL), STORE_OK);
+	    fp, join, 1000, &r, &c, &undo, NULL), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	if (created)
 		*created = c;
 	r.url = NULL;	/* it pointed into the transaction */
 	return r;
+}
+
+static struct doc_record
+put(struct fixture *fx, const char *url, uint64_t fp, bool *created)
+{
+	return put_join(fx, url, fp, 0, created);
 }
 
 static uint64_t
@@ -132,7 +140,7 @@ START_TEST(test_store_failures_surface)
 		    NULL));
 		ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 		ck_assert_int_eq(docset_put(fx.ds, txn, "", key, url,
-		    strlen(url), i ? 0xff00ff00ff00ff00ULL : 0x1234, 1000, &r,
+		    strlen(url), i ? 0xff00ff00ff00ff00ULL : 0x1234, 0, 1000, &r,
 		    &c, &undo, NULL), STORE_OK);
 		ck_assert_int_eq(store_commit(txn), STORE_OK);
 	}
@@ -281,6 +289,21 @@ START_TEST(test_groups)
 	r = put(&fx, "h", a ^ 0x6 ^ 0x80, NULL);
 	ck_assert_uint_eq(r.group, 1);
 	ck_assert_uint_eq(r.id, 10);
+	/* A group given (a sharded client decided it elsewhere) is kept,
+	 * whatever the neighbours here; a newcomer near it joins it. */
+	r = put_join(&fx, "i", c, 0x2000000000005ULL, NULL);
+	ck_assert_uint_eq(r.id, 11);
+	ck_assert_uint_eq(r.group, 0x2000000000005ULL);
+	r = put(&fx, "j", c, NULL);
+	ck_assert_uint_eq(r.group, 3);	/* C is older than I */
+	r = put(&fx, "k", 0x5555555555555555ULL, NULL);
+	r = put(&fx, "l", 0x5555555555555555ULL ^ 1, NULL);
+	ck_assert_uint_eq(r.group, 13);	/* K's */
+	/* Told to found one: its own id, with K one bit away. */
+	r = put_join(&fx, "m", 0x5555555555555555ULL ^ 2, DOCSET_OWN_GROUP,
+	    NULL);
+	ck_assert_uint_eq(r.id, 15);
+	ck_assert_uint_eq(r.group, 15);
 	close_docs(&fx);
 	tu_rmtree(fx.dir);
 	free(fx.dir);
@@ -307,12 +330,12 @@ START_TEST(test_abort_is_taken_back)
 	 * in reverse order, x must be back as it was. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 	key_of("x", key);
-	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 200, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 200, 0, 1, &r,
 	    &created, &undo[0].u, NULL), STORE_OK);
-	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 300, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 300, 0, 1, &r,
 	    &created, &undo[1].u, NULL), STORE_OK);
 	key_of("y", key);
-	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, 0, 1, &r,
 	    &created, &undo[2].u, NULL), STORE_OK);
 	store_abort(txn);
 	for (int i = 2; i >= 0; i--)
@@ -327,7 +350,7 @@ START_TEST(test_abort_is_taken_back)
 	/* y's id was given back: a full disk refusing new documents over
 	 * and over must not use ids up. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
-	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, 0, 1, &r,
 	    &created, &undo[2].u, NULL), STORE_OK);
 	ck_assert(created);
 	ck_assert_uint_eq(r.id, 2);
@@ -563,9 +586,9 @@ START_TEST(test_put_with_neighbours)
 		    40));
 		key_of(url, key);
 		ck_assert_int_eq(docset_put(a.ds, ta, "", key, url, strlen(url),
-		    fp, 1000, &ra, &ca, &ua, NULL), STORE_OK);
+		    fp, 0, 1000, &ra, &ca, &ua, NULL), STORE_OK);
 		ck_assert_int_eq(docset_put(b.ds, tb, "", key, url, strlen(url),
-		    fp, 1000, &rb, &cb, &ub, &near), STORE_OK);
+		    fp, 0, 1000, &rb, &cb, &ub, &near), STORE_OK);
 		ck_assert_uint_eq(rb.id, ra.id);
 		ck_assert_uint_eq(rb.group, ra.group);
 		ck_assert_int_eq(cb, ca);
@@ -620,7 +643,7 @@ put_in(struct fixture *fx, struct store_txn *txn, const char *ns,
 			key[i] ^= mask[i];
 	}
 	ck_assert_int_eq(docset_put(fx->ds, txn, ns, key, url, strlen(url),
-	    fp, 1000, &r, &c, undo, NULL), STORE_OK);
+	    fp, 0, 1000, &r, &c, undo, NULL), STORE_OK);
 	r.url = NULL;
 	r.ns_name = NULL;
 	return r;
