@@ -766,6 +766,8 @@ doc_submit_of(Nddd__V1__DocSubmit *m, const struct nddd_doc_item *d)
 	m->format = d->format == NDDD_HTML ? NDDD__V1__DOC_FORMAT__HTML :
 	    NDDD__V1__DOC_FORMAT__TEXT;
 	m->query_only = d->query_only != 0;
+	m->group = d->group;
+	m->new_group = d->new_group != 0;
 }
 
 size_t
@@ -1133,6 +1135,7 @@ doc_copy(struct nddd_doc *d, const Nddd__V1__DocResult *m,
 		d->near[i].doc_id = near[i]->doc_id;
 		d->near[i].distance = near[i]->distance;
 		d->near[i].group = near[i]->group;
+		d->near[i].created_ms = near[i]->created_ms;
 		d->near[i].url_len = near[i]->url.len;
 		d->near[i].url = p;
 		if (near[i]->url.len > 0)
@@ -1693,6 +1696,28 @@ take_docs(const struct inflight *f, struct nddd_reply *r,
 	return rc;
 }
 
+/*
+ * nddd_docs' documents without an answer after a connection error: those
+ * of the batches fl[0..nfl) (sent, or failing to be) and those not sent
+ * from sent on, NDDD_UNAVAILABLE with the error.
+ */
+static void
+fail_unanswered_docs(const nddd_client *c, const struct inflight *fl,
+    size_t nfl, struct nddd_doc *results, size_t sent, size_t n)
+{
+	for (size_t k = 0; k < nfl; k++)
+		for (size_t j = 0; j < fl[k].nsent; j++) {
+			struct nddd_doc *d = &results[fl[k].base + fl[k].pos[j]];
+
+			d->code = NDDD_UNAVAILABLE;
+			d->message = strdup(c->err);
+		}
+	for (size_t i = sent; i < n; i++) {
+		results[i].code = NDDD_UNAVAILABLE;
+		results[i].message = strdup(c->err);
+	}
+}
+
 int
 nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
     struct nddd_doc *results, size_t batch, unsigned window,
@@ -1770,6 +1795,8 @@ nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 				continue;
 			}
 			if (nddd_send_docs(c, items, f->nsent, &f->id) == -1) {
+				fail_unanswered_docs(c, fl, nfl + 1, results,
+				    sent, n);
 				rc = -1;
 				goto out;
 			}
@@ -1778,6 +1805,7 @@ nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 		if (nfl == 0)
 			continue;	/* the rest was answered here */
 		if ((k = recv_inflight(c, fl, nfl, &r)) == (size_t)-1) {
+			fail_unanswered_docs(c, fl, nfl, results, sent, n);
 			rc = -1;
 			goto out;
 		}
@@ -1989,6 +2017,13 @@ const char *
 nddd_canon_id(const nddd_canon *k)
 {
 	return k->id;
+}
+
+const char *
+nddd_canon_url(nddd_canon *k, const char *url, size_t len, size_t *out_len,
+    const char **cause)
+{
+	return urlcanon_canonicalize(k->uc, url, len, out_len, cause);
 }
 
 int

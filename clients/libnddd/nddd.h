@@ -213,6 +213,7 @@ struct nddd_neighbour {
 	size_t url_len;
 	unsigned distance;	/* Hamming distance of the fingerprints */
 	uint64_t group;
+	uint64_t created_ms;	/* first submitted, ms since the epoch */
 };
 
 /*
@@ -251,6 +252,9 @@ struct nddd_doc_item {
 	size_t body_len;
 	enum nddd_doc_format format;
 	int query_only;		/* compute and answer, store nothing */
+	uint64_t group;		/* join this group (0: the server chooses
+				   its nearest neighbour's, or a new one) */
+	int new_group;		/* found a group of its own instead */
 };
 
 /* The most documents a doc batch may carry (the server refuses more). */
@@ -528,9 +532,10 @@ int nddd_digests(nddd_client *c, enum nddd_url_op op, const char *canon_id,
  * results' URLs are "" (their position names them) and their neighbours
  * cut to about 1 KiB (near_total counts them all).  Results stay valid
  * until nddd_docs_results_free.  progress, if not NULL, is called with the
- * number of documents answered so far.  Returns -1 on a connection error,
- * or when a batch is refused as a whole (every result of that batch then
- * carries the refusal's code).
+ * number of documents answered so far.  Returns -1 on a connection error
+ * (every document not answered then carries NDDD_UNAVAILABLE and the
+ * error), or when a batch is refused as a whole (every result of that
+ * batch then carries the refusal's code).
  */
 int nddd_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
     struct nddd_doc *results, size_t batch, unsigned window,
@@ -597,6 +602,13 @@ nddd_canon *nddd_canon_new(const char *canon_id, char **err);
 void nddd_canon_free(nddd_canon *k);
 /* Its id, as given to nddd_canon_new; owned by k. */
 const char *nddd_canon_id(const nddd_canon *k);
+/*
+ * The canonical form of url[0..len), *out_len bytes (not NUL-terminated),
+ * valid until the next call with k; NULL, with *cause (static) the
+ * server's message, for a URL the server would refuse.
+ */
+const char *nddd_canon_url(nddd_canon *k, const char *url, size_t len,
+    size_t *out_len, const char **cause);
 /*
  * The digest of url[0..len): the MD5 of its canonical form, as the server
  * would key it.  Returns 0, or -1 for a URL the server would refuse, with
@@ -682,5 +694,44 @@ int nddd_shards_set_url_opts(nddd_shards *s, const struct nddd_url_opts *o);
 int nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
     const char *const *urls, size_t n, struct nddd_url_result *results,
     size_t batch, unsigned window);
+
+/*
+ * Documents over the shards.  A document is stored on the shard of its
+ * URL; its neighbours and its group are found among every shard's
+ * documents, exactly as one daemon holding them all would find them: the
+ * group of its nearest neighbour, of the nearest the oldest (first
+ * submitted; then the earlier shard in the list, then the smaller id);
+ * the documents of a call count as submitted in input order, after every
+ * stored one.  Ids are global (nddd_shards_global_id): doc ids, group ids
+ * and neighbours' ids carry their shard.  A shard that is down fails the
+ * documents it owns (NDDD_UNAVAILABLE) and is missing from the others'
+ * neighbours and groups until it is back; documents of another client
+ * stored on other shards at the same moment are not seen as neighbours.
+ *
+ * nddd_shards_set_doc_namespace: the namespace of later document calls
+ * (NULL or "": the default one).
+ *
+ * nddd_shards_docs: as nddd_docs, docs[0..n) in chunks of batch (0: 256;
+ * at most NDDD_DOC_BATCH_MAX) decided and stored together; the items'
+ * group and new_group are the routing's own.  Results carry every
+ * shard's neighbours (not cut to 1 KiB), url "".  Returns -1 only when
+ * out of memory; free the results with nddd_docs_results_free.
+ *
+ * nddd_shards_doc_query: the stored documents near a body, from every
+ * shard, merged nearest first then oldest, in *out (url ""; free it with
+ * nddd_docs_results_free(out, 1)); a refusal (EMPTY_DOCUMENT...) in
+ * out->code.  Returns -1 when no shard answers or out of memory.
+ */
+int nddd_shards_set_doc_namespace(nddd_shards *s, const char *ns);
+int nddd_shards_docs(nddd_shards *s, const struct nddd_doc_item *docs,
+    size_t n, struct nddd_doc *results, size_t batch);
+int nddd_shards_doc_query(nddd_shards *s, const void *body, size_t body_len,
+    enum nddd_doc_format format, struct nddd_doc *out);
+/*
+ * A shard's document or group id as sharded clients give it: id (below
+ * 2^48) with the shard's place in the list plus one in its top 16 bits;
+ * 0, and an id already global, as they are.
+ */
+uint64_t nddd_shards_global_id(size_t shard, uint64_t id);
 
 #endif

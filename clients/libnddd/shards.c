@@ -16,30 +16,7 @@
 #include <string.h>
 
 #include "nddd.h"
-
-struct shard {
-	char *address;
-	nddd_client *c;		/* NULL while down */
-	char err[256];		/* why it is down */
-	/* One call's part: the positions of its URLs in the call's input,
-	 * their digests, and their results. */
-	size_t *pos;
-	unsigned char *digests;
-	struct nddd_url_result *results;
-	size_t n, cap;
-	int failed;		/* the part's connection failed */
-};
-
-struct nddd_shards {
-	struct shard *shards;
-	size_t n;
-	struct nddd_options opts;	/* strings owned */
-	char canon_id[128];
-	nddd_canon *canon;
-	enum nddd_durability durability;
-	struct nddd_url_opts url_opts;	/* ns owned */
-	char err[256];
-};
+#include "shards_impl.h"
 
 uint32_t
 nddd_jump_hash(uint64_t key, uint32_t buckets)
@@ -77,11 +54,7 @@ nddd_shards_route(const unsigned char *digests, size_t n, uint32_t nshards,
 		    nshards);
 }
 
-static void
-shard_down(struct shard *sh, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
+void
 shard_down(struct shard *sh, const char *fmt, ...)
 {
 	va_list ap;
@@ -94,11 +67,12 @@ shard_down(struct shard *sh, const char *fmt, ...)
 }
 
 /*
- * Connects to sh and reads its canonicalization into canon (size 128).
- * Returns 0, or -1 with sh down and sh->err saying why.
+ * Connects to sh and reads the settings routing depends on into settings
+ * (SHARD_SETTINGS_LEN bytes): its canonicalization and its k.  Returns
+ * 0, or -1 with sh down and sh->err saying why.
  */
 static int
-shard_connect(struct nddd_shards *s, struct shard *sh, char *canon)
+shard_connect(struct nddd_shards *s, struct shard *sh, char *settings)
 {
 	struct nddd_stats st;
 	char *err = NULL;
@@ -119,27 +93,64 @@ shard_connect(struct nddd_shards *s, struct shard *sh, char *canon)
 		    "(too old to be a shard)", sh->address);
 		return -1;
 	}
-	snprintf(canon, 128, "%s", st.canon);
+	snprintf(settings, SHARD_SETTINGS_LEN, "%s, near k %u", st.canon,
+	    st.near_k);
 	nddd_set_durability(sh->c, s->durability);
-	if (nddd_set_url_opts(sh->c, &s->url_opts) == -1) {
+	if (nddd_set_url_opts(sh->c, &s->url_opts) == -1 ||
+	    nddd_set_doc_namespace(sh->c, s->doc_ns) == -1) {
 		shard_down(sh, "%s: %s", sh->address, nddd_errstr(sh->c));
 		return -1;
 	}
 	return 0;
 }
 
-/* A shard found down is tried again; one of other settings stays down. */
-static void
+void
 shard_reconnect(struct nddd_shards *s, struct shard *sh)
 {
-	char canon[128];
+	char settings[SHARD_SETTINGS_LEN];
 
-	if (sh->c != NULL || shard_connect(s, sh, canon) == -1)
+	if (sh->c != NULL || shard_connect(s, sh, settings) == -1)
 		return;
-	if (strcmp(canon, s->canon_id) != 0)
-		shard_down(sh, "%s canonicalizes URLs as \"%s\", the other "
-		    "shards as \"%s\": not routing to it", sh->address, canon,
-		    s->canon_id);
+	if (strcmp(settings, s->settings) != 0)
+		shard_down(sh, "%s states \"%s\", the other shards \"%s\": "
+		    "not routing to it", sh->address, settings, s->settings);
+}
+
+struct parallel_call {
+	void (*fn)(void *);
+	void *arg;
+	pthread_t thread;
+	int started;
+};
+
+static void *
+parallel_run(void *arg)
+{
+	struct parallel_call *pc = arg;
+
+	pc->fn(pc->arg);
+	return NULL;
+}
+
+void
+shards_parallel(void (*fn)(void *), void *args, size_t size, size_t n)
+{
+	struct parallel_call *pc = n > 1 ? calloc(n, sizeof(*pc)) : NULL;
+	char *a = args;
+
+	for (size_t i = 1; i < n && pc != NULL; i++) {
+		pc[i].fn = fn;
+		pc[i].arg = a + i * size;
+		pc[i].started = pthread_create(&pc[i].thread, NULL,
+		    parallel_run, &pc[i]) == 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (pc != NULL && pc[i].started)
+			pthread_join(pc[i].thread, NULL);
+		else
+			fn(a + i * size);
+	}
+	free(pc);
 }
 
 static char *
@@ -210,27 +221,34 @@ nddd_shards_open(const char *const *addresses, size_t n,
 	}
 	if (oom)
 		goto fail;
-	/* Every shard that answers must canonicalize as the others: a URL
-	 * routed by one canonical form and keyed by another would be stored
-	 * twice. */
+	/* Every shard that answers must state the settings of the others: a
+	 * URL routed by one canonical form and keyed by another would be
+	 * stored twice, and groups decided with two distances would differ
+	 * from shard to shard. */
 	for (size_t i = 0; i < n; i++) {
 		struct shard *sh = &s->shards[i];
-		char canon[128];
+		char settings[SHARD_SETTINGS_LEN];
 
-		if (shard_connect(s, sh, canon) == -1)
+		if (shard_connect(s, sh, settings) == -1)
 			continue;
 		if (first == NULL) {
-			snprintf(s->canon_id, sizeof(s->canon_id), "%s", canon);
+			memcpy(s->settings, settings, sizeof(s->settings));
 			first = sh->address;
-		} else if (strcmp(canon, s->canon_id) != 0) {
+		} else if (strcmp(settings, s->settings) != 0) {
 			shards_fail(err, "the shards' settings differ: %s "
-			    "canonicalizes URLs as \"%s\", %s as \"%s\"",
-			    first, s->canon_id, sh->address, canon);
+			    "states \"%s\", %s \"%s\"", first, s->settings,
+			    sh->address, settings);
 			goto fail;
 		}
 	}
 	if (first == NULL) {
 		shards_fail(err, "no shard answers (%s)", s->shards[0].err);
+		goto fail;
+	}
+	if (sscanf(s->settings, "%127[^,], near k %u", s->canon_id, &s->k) !=
+	    2) {
+		shards_fail(err, "cannot read the settings \"%s\"",
+		    s->settings);
 		goto fail;
 	}
 	if ((s->canon = nddd_canon_new(s->canon_id, err)) == NULL)
@@ -262,6 +280,8 @@ nddd_shards_close(nddd_shards *s)
 	free((char *)s->opts.tls_key);
 	free((char *)s->opts.tls_name);
 	free((char *)s->url_opts.ns);
+	free(s->doc_ns);
+	free(s->seqmap);
 	nddd_canon_free(s->canon);
 	free(s);
 }
@@ -361,11 +381,9 @@ struct part_call {
 	const char *canon_id;
 	size_t batch;
 	unsigned window;
-	pthread_t thread;
-	int started;
 };
 
-static void *
+static void
 part_run(void *arg)
 {
 	struct part_call *pc = arg;
@@ -373,7 +391,6 @@ part_run(void *arg)
 
 	sh->failed = nddd_digests(sh->c, pc->op, pc->canon_id, sh->digests,
 	    sh->n, sh->results, pc->batch, pc->window) == -1;
-	return NULL;
 }
 
 /*
@@ -457,21 +474,10 @@ nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 			part_unavailable(sh, results);
 			continue;
 		}
-		*pc = (struct part_call){ sh, op, s->canon_id, batch, window,
-		    0, 0 };
+		*pc = (struct part_call){ sh, op, s->canon_id, batch, window };
 		nparts++;
 	}
-	/* The first part runs here, the others on threads of their own; one
-	 * whose thread cannot start runs here too, after the first. */
-	for (size_t k = 1; k < nparts; k++)
-		calls[k].started = pthread_create(&calls[k].thread, NULL,
-		    part_run, &calls[k]) == 0;
-	for (size_t k = 0; k < nparts; k++) {
-		if (k == 0 || !calls[k].started)
-			part_run(&calls[k]);
-		else
-			pthread_join(calls[k].thread, NULL);
-	}
+	shards_parallel(part_run, calls, sizeof(*calls), nparts);
 	for (size_t k = 0; k < nparts; k++)
 		part_scatter(calls[k].sh, results);
 	free(calls);

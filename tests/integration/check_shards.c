@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "corpus.h"
 #include "harness.h"
 #include "testutil.h"
 #include "urlgen.h"
@@ -495,6 +496,318 @@ START_TEST(test_shard_lists_refused)
 }
 END_TEST
 
+
+/* The documents of the comparisons: Reuters bodies, copies of some under
+ * other URLs, near copies (a word added), re-submits of a URL with
+ * another body, empty bodies, bad URLs, query-only ones. */
+struct doc_load {
+	struct nddd_doc_item *items;
+	char **urls, **bodies;
+	size_t n;
+};
+
+static void
+doc_load_make(struct doc_load *l, const struct corpus *co, size_t originals,
+    uint64_t seed)
+{
+	size_t cap = originals * 2 + 64;
+
+	l->items = calloc(cap, sizeof(*l->items));
+	l->urls = calloc(cap, sizeof(*l->urls));
+	l->bodies = calloc(cap, sizeof(*l->bodies));
+	ck_assert(l->items && l->urls && l->bodies);
+	l->n = 0;
+	for (size_t i = 0; l->n < cap - 1 && i < originals * 2; i++) {
+		size_t at = l->n, src;
+		uint64_t roll = tu_rand_below(&seed, 100);
+		char *body, *url;
+
+		if (i < originals || roll < 30) {
+			src = i < originals ? i : tu_rand_below(&seed,
+			    originals);
+			ck_assert_int_ne(asprintf(&url, "http://news%zu.example"
+			    "/a/%zu", at % 7, at), -1);
+			body = strndup(co->docs[src].data, co->docs[src].len);
+		} else if (roll < 60) {
+			src = tu_rand_below(&seed, originals);
+			ck_assert_int_ne(asprintf(&url, "http://mirror.example"
+			    "/%zu", at), -1);
+			ck_assert_int_ne(asprintf(&body, "%.*s extra%zu",
+			    (int)co->docs[src].len, co->docs[src].data,
+			    tu_rand_below(&seed, 3)), -1);
+		} else if (roll < 75) {
+			/* An earlier URL with another body. */
+			src = tu_rand_below(&seed, originals);
+			url = strdup(l->urls[tu_rand_below(&seed, at)]);
+			body = strndup(co->docs[src].data, co->docs[src].len);
+		} else if (roll < 80) {
+			ck_assert_int_ne(asprintf(&url, "http://empty.example"
+			    "/%zu", at), -1);
+			body = strdup("");
+		} else if (roll < 83) {
+			ck_assert_int_ne(asprintf(&url, "no url %zu", at), -1);
+			body = strdup("words");
+		} else
+			continue;
+		ck_assert(url && body);
+		l->urls[at] = url;
+		l->bodies[at] = body;
+		l->items[at] = (struct nddd_doc_item){ .url = url,
+		    .url_len = strlen(url), .body = body,
+		    .body_len = strlen(body), .format = NDDD_TEXT,
+		    .query_only = i >= originals && roll >= 95 - 12 &&
+		    roll < 95 };
+		l->n++;
+	}
+}
+
+static void
+doc_load_free(struct doc_load *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->urls[i]);
+		free(l->bodies[i]);
+	}
+	free(l->items);
+	free(l->urls);
+	free(l->bodies);
+}
+
+/* The URL of the document id (of results[0..n) and the load), or NULL. */
+static const char *
+url_of(const struct doc_load *l, const struct nddd_doc *res, uint64_t id)
+{
+	const char *url = NULL;
+
+	for (size_t i = 0; i < l->n && id != 0; i++)
+		if (res[i].code == NDDD_OK && res[i].doc_id == id)
+			url = l->urls[i];
+	return url;
+}
+
+/*
+ * Groups as one daemon would give them: each document's group is named by
+ * the URL of its founder in both, its neighbours counted alike, its
+ * nearest at the same distance.
+ */
+static void
+assert_docs_same(const struct doc_load *l, const struct nddd_doc *got,
+    const struct nddd_doc *want)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct nddd_doc *g = &got[i], *w = &want[i];
+		const char *gf, *wf;
+
+		ck_assert_msg(g->code == w->code, "document %zu (%s): code %d, "
+		    "one daemon %d (%s)", i, l->urls[i], g->code, w->code,
+		    g->message ? g->message : "");
+		if (w->code != NDDD_OK)
+			continue;
+		ck_assert_uint_eq(g->simhash, w->simhash);
+		ck_assert_int_eq(g->created, w->created);
+		ck_assert_msg(g->near_total == w->near_total, "document %zu: "
+		    "%llu neighbours, one daemon %llu", i,
+		    (unsigned long long)g->near_total,
+		    (unsigned long long)w->near_total);
+		ck_assert_int_eq(g->nnear > 0, w->nnear > 0);
+		if (w->nnear > 0)
+			ck_assert_uint_eq(g->near[0].distance,
+			    w->near[0].distance);
+		ck_assert_int_eq(g->group == 0, w->group == 0);
+		if (w->group == 0)
+			continue;
+		gf = url_of(l, got, g->group);
+		wf = url_of(l, want, w->group);
+		ck_assert_msg(gf != NULL && wf != NULL && strcmp(gf, wf) == 0,
+		    "document %zu (%s): group founded by %s, one daemon's by %s",
+		    i, l->urls[i], gf ? gf : "?", wf ? wf : "?");
+	}
+}
+
+/*
+ * Documents stored through the shards get the groups, neighbour counts
+ * and nearest distances one daemon gives the same documents in the same
+ * order; a query by body finds what one daemon finds; ids are global.
+ */
+START_TEST(test_docs_as_one_daemon)
+{
+	char *dir = tu_data_path("text_corpora/reuters21578");
+	struct corpus *co = corpus_reuters(dir, 700);
+	struct cluster cl;
+	struct doc_load l;
+	struct nddd_doc *got, *want, q;
+	nddd_shards *s;
+	nddd_client *ref;
+	size_t stored[NSHARDS] = { 0 }, found = 0, cross = 0;
+
+	ck_assert_ptr_nonnull(co);
+	doc_load_make(&l, co, 700, 99);
+	cluster_start(&cl, NULL);
+	s = open_shards(&cl);
+	ref = harness_client(&cl.ref);
+	ck_assert_ptr_nonnull(got = calloc(l.n, sizeof(*got)));
+	ck_assert_ptr_nonnull(want = calloc(l.n, sizeof(*want)));
+	/* Chunks of 64: runs cut inside chunks, neighbours among a chunk's
+	 * own documents and earlier ones'. */
+	ck_assert_int_eq(nddd_shards_docs(s, l.items, l.n, got, 64), 0);
+	ck_assert_int_eq(nddd_docs(ref, l.items, l.n, want, 64, 1, NULL,
+	    NULL), 0);
+	assert_docs_same(&l, got, want);
+	for (size_t i = 0; i < l.n; i++) {
+		if (got[i].code != NDDD_OK || got[i].doc_id == 0)
+			continue;
+		ck_assert_uint_ge(got[i].doc_id >> 48, 1);
+		ck_assert_uint_le(got[i].doc_id >> 48, NSHARDS);
+		stored[(got[i].doc_id >> 48) - 1]++;
+		/* A group founded on another shard than its document's. */
+		cross += got[i].group >> 48 != got[i].doc_id >> 48;
+	}
+	ck_assert_uint_gt(cross, 20);
+	for (int t = 0; t < NSHARDS; t++)
+		ck_assert_msg(stored[t] > 0, "shard %d stored nothing", t);
+
+	/* A query by body: the same count, the same nearest. */
+	for (size_t i = 0; i < 40; i++) {
+		struct nddd_reply *r;
+		uint64_t id;
+
+		ck_assert_int_eq(nddd_shards_doc_query(s, co->docs[i].data,
+		    co->docs[i].len, NDDD_TEXT, &q), 0);
+		ck_assert_int_eq(nddd_send_doc_query(ref, co->docs[i].data,
+		    co->docs[i].len, NDDD_TEXT, -1, &id), 0);
+		ck_assert_ptr_nonnull(r = nddd_call(ref, id));
+		ck_assert_int_eq(r->kind, NDDD_REPLY_DOC_QUERY);
+		ck_assert_uint_eq(q.simhash, r->doc.simhash);
+		ck_assert_uint_eq(q.near_total, r->doc.near_total);
+		/* (A body whose URL took another one later is stored no
+		 * more, unless under a copy's URL.) */
+		ck_assert_uint_eq(q.nnear > 0, r->doc.nnear > 0);
+		if (r->doc.nnear > 0) {
+			ck_assert_uint_eq(q.near[0].distance,
+			    r->doc.near[0].distance);
+			ck_assert_str_eq(url_of(&l, got, q.near[0].doc_id),
+			    url_of(&l, want, r->doc.near[0].doc_id));
+			found++;
+		}
+		nddd_reply_free(r);
+		nddd_docs_results_free(&q, 1);
+	}
+	ck_assert_uint_gt(found, 30);
+	nddd_docs_results_free(got, l.n);
+	nddd_docs_results_free(want, l.n);
+	free(got);
+	free(want);
+	nddd_close(ref);
+	nddd_shards_close(s);
+	doc_load_free(&l);
+	corpus_free(co);
+	free(dir);
+	cluster_cleanup(&cl);
+}
+END_TEST
+
+/* A shard that is down fails the documents it owns, and no others. */
+START_TEST(test_docs_shard_down)
+{
+	char *dir = tu_data_path("text_corpora/reuters21578");
+	struct corpus *co = corpus_reuters(dir, 300);
+	struct cluster cl;
+	struct doc_load l;
+	struct nddd_doc *got;
+	nddd_shards *s;
+	nddd_canon *k;
+	char *err;
+	size_t down = 0;
+
+	ck_assert_ptr_nonnull(co);
+	doc_load_make(&l, co, 300, 5);
+	cluster_start(&cl, NULL);
+	s = open_shards(&cl);
+	ck_assert_ptr_nonnull(k = nddd_canon_new(nddd_shards_canon_id(s),
+	    &err));
+	harness_kill(&cl.shard[0]);
+	ck_assert_ptr_nonnull(got = calloc(l.n, sizeof(*got)));
+	ck_assert_int_eq(nddd_shards_docs(s, l.items, l.n, got, 64), 0);
+	for (size_t i = 0; i < l.n; i++) {
+		unsigned char d[NDDD_DIGEST_LEN];
+		const char *cause;
+
+		if (nddd_canon_digest(k, l.urls[i], strlen(l.urls[i]), d,
+		    &cause) == -1) {
+			ck_assert_int_eq(got[i].code, NDDD_INVALID_ARGUMENT);
+			continue;
+		}
+		if (nddd_shard_of(d, NSHARDS) == 0) {
+			ck_assert_int_eq(got[i].code, NDDD_UNAVAILABLE);
+			ck_assert_ptr_nonnull(strstr(got[i].message,
+			    cl.shard[0].address));
+			down++;
+		} else if (l.bodies[i][0] != '\0')
+			ck_assert_msg(got[i].code == NDDD_OK, "document %zu: "
+			    "%s", i, got[i].message);
+	}
+	ck_assert_uint_gt(down, 0);
+	nddd_docs_results_free(got, l.n);
+	free(got);
+	nddd_canon_free(k);
+	nddd_shards_close(s);
+	doc_load_free(&l);
+	corpus_free(co);
+	free(dir);
+	cluster_cleanup(&cl);
+}
+END_TEST
+
+
+/*
+ * DocSubmit's group and new_group: a group given is kept and reported
+ * back, neighbours notwithstanding; new_group founds one; both, or a
+ * group id of 2^63 or more, are INVALID_ARGUMENT for that document only.
+ */
+START_TEST(test_doc_group_fields)
+{
+	struct harness h;
+	nddd_client *c;
+	struct nddd_doc res[5];
+	struct nddd_doc_item items[5] = {
+		{ .url = "http://a.example/1", .body = "oil prices rose",
+		    .group = 0 },
+		{ .url = "http://a.example/2", .body = "oil prices rose",
+		    .group = 0x3000000000007ULL },
+		{ .url = "http://a.example/3", .body = "oil prices rose",
+		    .new_group = 1 },
+		{ .url = "http://a.example/4", .body = "oil prices rose",
+		    .group = 5, .new_group = 1 },
+		{ .url = "http://a.example/5", .body = "oil prices rose",
+		    .group = UINT64_C(1) << 63 },
+	};
+
+	for (int i = 0; i < 5; i++) {
+		items[i].url_len = strlen(items[i].url);
+		items[i].body_len = strlen(items[i].body);
+	}
+	harness_init(&h, NULL);
+	harness_start(&h);
+	c = harness_client(&h);
+	ck_assert_int_eq(nddd_docs(c, items, 5, res, 8, 1, NULL, NULL), 0);
+	ck_assert_int_eq(res[0].code, NDDD_OK);
+	ck_assert_uint_eq(res[0].group, res[0].doc_id);
+	ck_assert_int_eq(res[1].code, NDDD_OK);
+	ck_assert_uint_eq(res[1].group, 0x3000000000007ULL);
+	ck_assert_int_eq(res[2].code, NDDD_OK);
+	ck_assert_uint_eq(res[2].group, res[2].doc_id);
+	ck_assert_uint_ne(res[2].group, res[0].group);
+	ck_assert_int_eq(res[3].code, NDDD_INVALID_ARGUMENT);
+	ck_assert_int_eq(res[4].code, NDDD_INVALID_ARGUMENT);
+	/* Neighbours say when they were first submitted. */
+	ck_assert_uint_gt(res[2].nnear, 0);
+	ck_assert_uint_gt(res[2].near[0].created_ms, 1700000000000ULL);
+	nddd_docs_results_free(res, 5);
+	nddd_close(c);
+	harness_cleanup(&h);
+}
+END_TEST
+
 Suite *shards_suite(void);
 
 Suite *
@@ -510,6 +823,9 @@ shards_suite(void)
 	tcase_add_test(tc, test_shard_down_fails_only_its_urls);
 	tcase_add_test(tc, test_shard_killed_mid_call);
 	tcase_add_test(tc, test_shard_lists_refused);
+	tcase_add_test(tc, test_docs_as_one_daemon);
+	tcase_add_test(tc, test_docs_shard_down);
+	tcase_add_test(tc, test_doc_group_fields);
 	suite_add_tcase(s, tc);
 	return s;
 }

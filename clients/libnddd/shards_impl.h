@@ -1,0 +1,62 @@
+/*
+ * shards_impl: what the shard list's two halves share, URL routing
+ * (shards.c) and document routing (shard_docs.c).  Not installed.
+ */
+#ifndef LIBNDDD_SHARDS_IMPL_H
+#define LIBNDDD_SHARDS_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nddd.h"
+
+struct seqmap;
+
+struct shard {
+	char *address;
+	nddd_client *c;		/* NULL while down */
+	char err[256];		/* why it is down */
+	/* One call's part: the positions of its URLs in the call's input,
+	 * their digests, and their results. */
+	size_t *pos;
+	unsigned char *digests;
+	struct nddd_url_result *results;
+	size_t n, cap;
+	int failed;		/* the part's connection failed */
+};
+
+/* The settings every shard must state alike: "CANON, near k K". */
+#define SHARD_SETTINGS_LEN 192
+
+struct nddd_shards {
+	struct shard *shards;
+	size_t n;
+	struct nddd_options opts;	/* strings owned */
+	char settings[SHARD_SETTINGS_LEN];
+	char canon_id[128];		/* ... their canonicalization */
+	unsigned k;			/* ... and their [near] k */
+	nddd_canon *canon;
+	enum nddd_durability durability;
+	struct nddd_url_opts url_opts;	/* ns owned */
+	char *doc_ns;			/* documents' namespace; NULL: the
+					   default one */
+	struct seqmap *seqmap;		/* the order of recent documents
+					   (shard_docs.c) */
+	char err[256];
+};
+
+/* A shard found down is connected again; one of other settings stays
+ * down. */
+void shard_reconnect(struct nddd_shards *s, struct shard *sh);
+/* Closes sh's connection, sh->err saying why (a printf format). */
+void shard_down(struct shard *sh, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/*
+ * fn(args + i * size) for each i below n, in parallel: the first here,
+ * the others on threads of their own (here too, after the first, when a
+ * thread cannot start).
+ */
+void shards_parallel(void (*fn)(void *), void *args, size_t size,
+    size_t n);
+
+#endif
