@@ -2,6 +2,7 @@
 reference: the shards together answer as one daemon does; a shard that is
 down fails its own URLs only; shards of different settings are refused."""
 
+import os
 import random
 import subprocess
 import unittest
@@ -11,7 +12,30 @@ import harness  # sets sys.path for nddd
 import nddd
 from nddd import Code
 
-from test_client import INVALID_URLS, real_urls
+from test_client import INVALID_URLS, TEST_DATA, real_urls
+
+
+def stored_urls(address):
+    with nddd.Client(address) as c:
+        return c.stats().urls
+
+
+def reuters_bodies(n):
+    """The first n non-empty bodies of the Reuters-21578 articles."""
+    bodies = []
+    path = os.path.join(TEST_DATA, "text_corpora", "reuters21578")
+    for name in sorted(os.listdir(path)):
+        if not name.endswith(".sgm"):
+            continue
+        with open(os.path.join(path, name), encoding="latin-1") as f:
+            text = f.read()
+        for part in text.split("<BODY>")[1:]:
+            body = part.split("</BODY>", 1)[0].strip()
+            if body:
+                bodies.append(body)
+            if len(bodies) == n:
+                return bodies
+    return bodies
 
 
 class ShardsTest(unittest.TestCase):
@@ -56,7 +80,7 @@ class ShardsTest(unittest.TestCase):
             want = self.ref.check_urls(pool, namespace=ns)
             self.assertEqual([r.count for r in got],
                              [r.count for r in want])
-        held = [nddd.Client(a).stats().urls for a in self.addresses]
+        held = [stored_urls(a) for a in self.addresses]
         self.assertTrue(all(held), held)
         self.assertEqual(sum(held), self.ref.stats().urls)
 
@@ -68,7 +92,7 @@ class ShardsTest(unittest.TestCase):
         owners = [self.sharded.shard_of(u) for u in urls]
         self.assertTrue(all(r.new for r in self.sharded.submit_urls(urls)))
         for i, a in enumerate(self.addresses):
-            self.assertEqual(nddd.Client(a).stats().urls, owners.count(i))
+            self.assertEqual(stored_urls(a), owners.count(i))
         self.assertIsNone(self.sharded.shard_of("not a url"))
         # A second list in the same order, through nddctl (libnddd's C
         # routing), finds every URL stored.
@@ -96,10 +120,53 @@ class ShardsTest(unittest.TestCase):
         self.daemons[2].start()
         self.assertTrue(all(r.seen for r in self.sharded.check_urls(urls)))
 
+    def test_docs_as_one_daemon(self):
+        """Reuters bodies, copies under other URLs and re-submits: the
+        groups (named by their founders' URLs), neighbour counts and
+        nearest distances one daemon gives, ids global."""
+        bodies = reuters_bodies(400)
+        rng = random.Random(7)
+        docs = [("http://news.example/%d" % i, b)
+                for i, b in enumerate(bodies)]
+        for i in range(300):
+            b = rng.choice(bodies)
+            if rng.random() < 0.5:
+                b += " more"
+            url = (rng.choice(docs)[0] if rng.random() < 0.2
+                   else "http://copy.example/%d" % i)
+            docs.append((url, b))
+        docs.append(("http://empty.example/", ""))
+        got = self.sharded.submit_docs(docs)
+        want = self.ref.submit_docs(docs)
+        founders_got = {r.doc_id: d[0] for d, r in zip(docs, got) if r.ok}
+        founders_want = {r.doc_id: d[0] for d, r in zip(docs, want) if r.ok}
+        cross = 0
+        for d, g, w in zip(docs, got, want):
+            self.assertEqual(g.ok, w.ok, d[0])
+            if not w.ok:
+                self.assertEqual(g.error.code, w.error.code)
+                continue
+            self.assertEqual((g.simhash, g.created, g.near_total),
+                             (w.simhash, w.created, w.near_total), d[0])
+            self.assertEqual(founders_got[g.group], founders_want[w.group])
+            if w.near:
+                self.assertEqual(g.near[0].distance, w.near[0].distance)
+            self.assertIn(g.doc_id >> 48, (1, 2, 3))
+            cross += g.group >> 48 != g.doc_id >> 48
+        self.assertGreater(cross, 10)
+        q = self.sharded.query_doc(bodies[3])
+        r = self.ref.query_doc(bodies[3])
+        self.assertEqual((q.simhash, q.near_total), (r.simhash, r.near_total))
+        with self.assertRaisesRegex(nddd.NdddError, "EMPTY_DOCUMENT"):
+            self.sharded.query_doc("")
+
     def test_different_settings_refused(self):
         other = self.start("[urls]\nsort_query = yes\n")
         with self.assertRaisesRegex(nddd.NdddError, "settings differ"):
             nddd.ShardedClient(self.addresses + [other.address])
+        k2 = self.start("[near]\nk = 2\n")
+        with self.assertRaisesRegex(nddd.NdddError, "near k"):
+            nddd.ShardedClient(self.addresses + [k2.address])
         with self.assertRaisesRegex(ValueError, "twice"):
             nddd.ShardedClient([self.addresses[0], self.addresses[0]])
         with self.assertRaises(ValueError):

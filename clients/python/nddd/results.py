@@ -143,11 +143,12 @@ class Neighbour:
     url: str            # its canonical URL
     distance: int       # Hamming distance of the two fingerprints
     group: int          # the story it belongs to
+    created_ms: int = 0  # first submitted, ms since the epoch
 
 
 def _neighbours(msgs) -> List[Neighbour]:
     return [Neighbour(m.doc_id, m.url.decode("utf-8", "replace"),
-                      m.distance, m.group) for m in msgs]
+                      m.distance, m.group, m.created_ms) for m in msgs]
 
 
 @dataclass(frozen=True, slots=True)
