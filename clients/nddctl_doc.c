@@ -375,12 +375,14 @@ parse_fields(struct line *l, struct nddd_doc_item *d,
 		    lineno);
 		return -1;
 	}
-	d->url = l->url;
-	d->url_len = l->url_len;
-	d->body = jd->html ? jd->html : jd->text;
-	d->body_len = jd->html ? jd->html_len : jd->text_len;
-	d->format = jd->html ? NDDD_HTML : NDDD_TEXT;
-	d->query_only = query_only;
+	*d = (struct nddd_doc_item){
+		.url = l->url,
+		.url_len = l->url_len,
+		.body = jd->html ? jd->html : jd->text,
+		.body_len = jd->html ? jd->html_len : jd->text_len,
+		.format = jd->html ? NDDD_HTML : NDDD_TEXT,
+		.query_only = query_only,
+	};
 	return 0;
 }
 

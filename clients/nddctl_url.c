@@ -316,6 +316,7 @@ run_shards(const struct nddctl_common *co, enum nddd_url_op op,
 	if ((s = nddctl_open_shards(co)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
 	nddd_shards_set_durability(s, co->durability);
+	nddd_shards_use_digests(s, co->digests);
 	if (nddd_shards_set_url_opts(s, opts) == -1) {
 		fprintf(stderr, "nddctl: %s\n", nddd_shards_errstr(s));
 		status = NDDCTL_EXIT_USAGE;

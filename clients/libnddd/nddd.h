@@ -243,7 +243,9 @@ struct nddd_doc {
 
 /*
  * A document of a doc batch (nddd_send_docs, nddd_docs).  The pointers are
- * read while the request is queued, not kept.
+ * read while the request is queued, not kept.  Zero it before setting
+ * fields (an initializer does): releases may add fields whose zero is
+ * today's behaviour.
  */
 struct nddd_doc_item {
 	const char *url;	/* its identity, canonicalized by the server */
@@ -675,20 +677,28 @@ const char *nddd_shards_canon_id(const nddd_shards *s);
 /* Why the last call of s that returned -1 failed. */
 const char *nddd_shards_errstr(const nddd_shards *s);
 
+/*
+ * With on, URLs go to the shards as their digests, made here anyway for
+ * the routing: the daemons then do not canonicalize them again, but keep
+ * no text of them for nddd_send_url_forget_host and _prefix to find.  Off
+ * (the default): the URLs themselves.
+ */
+void nddd_shards_use_digests(nddd_shards *s, int on);
 /* nddd_set_durability and nddd_set_url_opts for every shard. */
 void nddd_shards_set_durability(nddd_shards *s, enum nddd_durability d);
 int nddd_shards_set_url_opts(nddd_shards *s, const struct nddd_url_opts *o);
 
 /*
  * nddd_urls over the shards: urls[0..n) (NUL-terminated) are
- * canonicalized and hashed here, each shard gets its URLs as digests in
- * batches of batch with up to window in flight, the shards in parallel,
- * and results[0..n) come back in input order.  A URL no daemon would take
- * is answered here (NDDD_INVALID_ARGUMENT); the URLs of a shard that is
- * down, or whose connection fails during the call, NDDD_UNAVAILABLE with
- * the shard's address in their message (a submit among them may have been
- * recorded before its connection failed: submitting it again answers
- * duplicate).  Returns 0, or -1 when out of memory.  Free the messages
+ * canonicalized and hashed here, each shard gets its URLs (or their
+ * digests) in batches of batch with up to window in flight, the shards in
+ * parallel, and results[0..n) come back in input order.  A URL no daemon
+ * would take is answered here (NDDD_INVALID_ARGUMENT); the URLs of a
+ * shard that is down, or whose connection fails during the call,
+ * NDDD_UNAVAILABLE with the shard's address in their message (a submit
+ * among them may have been recorded before its connection failed:
+ * submitting it again answers duplicate).  Returns 0, or -1 when out of
+ * memory.  Free the messages
  * with nddd_urls_results_free.
  */
 int nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,

@@ -4,10 +4,11 @@
  *
  * A call canonicalizes and hashes its URLs here (the daemons' own code,
  * with the settings every shard states), answers the URLs no daemon would
- * take, and sends each shard its part as digests, the shards in parallel
- * (a thread per shard beyond the first).  A shard that cannot be reached
- * fails its part, with NDDD_UNAVAILABLE, and nothing else; the next call
- * connects to it again.
+ * take, and sends each shard its part (the URLs themselves, or their
+ * digests), the shards in parallel (a thread per shard beyond the first).
+ * A shard that cannot be reached fails its part, with NDDD_UNAVAILABLE,
+ * and nothing else; the next call connects to it again.  Documents over
+ * the same list: shard_docs.c.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -271,6 +272,7 @@ nddd_shards_close(nddd_shards *s)
 		free(sh->address);
 		free(sh->pos);
 		free(sh->digests);
+		free(sh->urls);
 		free(sh->results);
 	}
 	free(s->shards);
@@ -308,6 +310,12 @@ const char *
 nddd_shards_errstr(const nddd_shards *s)
 {
 	return s->err;
+}
+
+void
+nddd_shards_use_digests(nddd_shards *s, int on)
+{
+	s->digests = on != 0;
 }
 
 void
@@ -357,6 +365,7 @@ part_reserve(struct shard *sh, size_t need)
 {
 	size_t *pos;
 	unsigned char *digests;
+	const char **urls;
 	struct nddd_url_result *results;
 
 	if (need <= sh->cap)
@@ -367,6 +376,9 @@ part_reserve(struct shard *sh, size_t need)
 	if ((digests = realloc(sh->digests, need * NDDD_DIGEST_LEN)) == NULL)
 		return -1;
 	sh->digests = digests;
+	if ((urls = realloc(sh->urls, need * sizeof(*urls))) == NULL)
+		return -1;
+	sh->urls = urls;
 	if ((results = realloc(sh->results, need * sizeof(*results))) ==
 	    NULL)
 		return -1;
@@ -378,7 +390,7 @@ part_reserve(struct shard *sh, size_t need)
 struct part_call {
 	struct shard *sh;
 	enum nddd_url_op op;
-	const char *canon_id;
+	const char *canon_id;	/* send digests made with it; NULL: URLs */
 	size_t batch;
 	unsigned window;
 };
@@ -389,15 +401,20 @@ part_run(void *arg)
 	struct part_call *pc = arg;
 	struct shard *sh = pc->sh;
 
-	sh->failed = nddd_digests(sh->c, pc->op, pc->canon_id, sh->digests,
-	    sh->n, sh->results, pc->batch, pc->window) == -1;
+	if (pc->canon_id != NULL)
+		sh->failed = nddd_digests(sh->c, pc->op, pc->canon_id,
+		    sh->digests, sh->n, sh->results, pc->batch,
+		    pc->window) == -1;
+	else
+		sh->failed = nddd_urls(sh->c, pc->op, sh->urls, sh->n,
+		    sh->results, pc->batch, pc->window, NULL, NULL) == -1;
 }
 
 /*
  * Moves sh's part's results to their places in results.  When its
- * connection failed (nddd_digests answered what it could not send or hear
- * back NDDD_UNAVAILABLE), the shard is down and those URLs say which it
- * is.
+ * connection failed (nddd_urls and nddd_digests answer what they could not
+ * send or hear back NDDD_UNAVAILABLE), the shard is down and those URLs
+ * say which it is.
  */
 static void
 part_scatter(struct shard *sh, struct nddd_url_result *results)
@@ -457,6 +474,7 @@ nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 		if (part_reserve(sh, sh->n + 1 < 64 ? 64 : 2 * sh->n) == -1)
 			goto oom;
 		sh->pos[sh->n] = i;
+		sh->urls[sh->n] = urls[i];
 		memcpy(sh->digests + sh->n * NDDD_DIGEST_LEN, d,
 		    NDDD_DIGEST_LEN);
 		sh->n++;
@@ -474,7 +492,8 @@ nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 			part_unavailable(sh, results);
 			continue;
 		}
-		*pc = (struct part_call){ sh, op, s->canon_id, batch, window };
+		*pc = (struct part_call){ sh, op, s->digests ? s->canon_id :
+		    NULL, batch, window };
 		nparts++;
 	}
 	shards_parallel(part_run, calls, sizeof(*calls), nparts);

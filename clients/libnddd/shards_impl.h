@@ -17,8 +17,9 @@ struct shard {
 	nddd_client *c;		/* NULL while down */
 	char err[256];		/* why it is down */
 	/* One call's part: the positions of its URLs in the call's input,
-	 * their digests, and their results. */
+	 * the URLs, their digests, and their results. */
 	size_t *pos;
+	const char **urls;
 	unsigned char *digests;
 	struct nddd_url_result *results;
 	size_t n, cap;
@@ -37,6 +38,7 @@ struct nddd_shards {
 	unsigned k;			/* ... and their [near] k */
 	nddd_canon *canon;
 	enum nddd_durability durability;
+	int digests;			/* URLs go as digests */
 	struct nddd_url_opts url_opts;	/* ns owned */
 	char *doc_ns;			/* documents' namespace; NULL: the
 					   default one */

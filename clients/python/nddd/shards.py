@@ -101,6 +101,8 @@ def _library():
     lib.nddd_shards_canon_id.argtypes = [ctypes.c_void_p]
     lib.nddd_shards_errstr.restype = _str
     lib.nddd_shards_errstr.argtypes = [ctypes.c_void_p]
+    lib.nddd_shards_use_digests.restype = None
+    lib.nddd_shards_use_digests.argtypes = [ctypes.c_void_p, _c_int]
     lib.nddd_shards_set_durability.restype = None
     lib.nddd_shards_set_durability.argtypes = [ctypes.c_void_p, _c_int]
     lib.nddd_shards_set_url_opts.argtypes = [ctypes.c_void_p, p(_UrlOpts)]
@@ -142,7 +144,9 @@ class ShardedClient:
     connect and for each wait (None: none).  ``token``, ``durability``,
     ``namespace`` (of URLs and documents), ``batch_size`` (URLs per
     request), ``window`` (requests in flight per shard),
-    ``doc_batch_size`` (documents decided and stored together) and the TLS
+    ``doc_batch_size`` (documents decided and stored together),
+    ``digests`` (send URLs as their digests: the daemons then keep no
+    text of them, which forget_host and forget_prefix need) and the TLS
     options (``tls``, ``ca_file``, ``cert_file``, ``key_file``,
     ``server_hostname``) as for :class:`nddd.Client`.  Connects to every
     shard at once: raises ValueError for an empty list or a shard listed
@@ -156,7 +160,8 @@ class ShardedClient:
                  token: Optional[str] = None,
                  durability: Optional[str] = None, namespace: str = "",
                  batch_size: int = DEFAULT_BATCH_SIZE, window: int = 4,
-                 doc_batch_size: int = 256, tls: bool = False,
+                 doc_batch_size: int = 256, digests: bool = False,
+                 tls: bool = False,
                  ca_file: Optional[str] = None,
                  cert_file: Optional[str] = None,
                  key_file: Optional[str] = None,
@@ -211,6 +216,7 @@ class ShardedClient:
             raise NdddError(message)
         self._s = s
         self._lib.nddd_shards_set_durability(s, _DURABILITY[durability])
+        self._lib.nddd_shards_use_digests(s, int(bool(digests)))
         self._check(self._lib.nddd_shards_set_doc_namespace(
             s, self.namespace.encode()))
         self._canon = _canon.Canon(
