@@ -52,6 +52,10 @@
 # with nddd's filter and batch middleware, and with nddd's filter alone
 # (each nddd fresh, sync = full), BENCH_SCRAPY_REPEAT (default 1) times.
 #
+# Shards (tests/bench/shards_bench.sh): durable submits and checks through
+# libnddd's shard routing over 1, 2 and 3 daemons, against one daemon
+# called directly (BENCH_SHARDS=0 skips it).
+#
 # Near-duplicate index: nearidx_bench, in memory, with FAISS measured on
 # the same data in the same process (BENCH_NEARIDX=0 skips it).
 #
@@ -504,6 +508,11 @@ echo "== scrapy crawls (tests/bench/scrapy_bench.py)"
 PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 	"$root/tests/bench/scrapy_bench.py" --bin "$bin" \
 	--repeat "${BENCH_SCRAPY_REPEAT:-1}"
+
+if [ "${BENCH_SHARDS:-1}" != 0 ]; then
+	echo "== shards: URLs through libnddd's routing (tests/bench/shards_bench.sh)"
+	"$root/tests/bench/shards_bench.sh" "$bin"
+fi
 
 if [ "${BENCH_NEARIDX:-1}" != 0 ]; then
 	echo "== near-duplicate index: $bin/nearidx_bench"

@@ -3,7 +3,7 @@
  *
  *   shards_bench -H HOST:PORT[,HOST:PORT...] -n URLS [-c CLIENTS]
  *                [-b BATCH] [-w WINDOW] [-C CHUNK] [--phase submit|check]
- *                [--direct]
+ *                [--direct] [--digests]
  *
  * The synthetic URLs of url_bench (urlgen.h).  Each client thread opens
  * the shard list (nddd_shards_open) and hands its slice of the URLs to
@@ -11,9 +11,10 @@
  * frontier would: canonicalizing and hashing them, routing, the shards'
  * parts in parallel, every count checked.  Unlike url_bench, nothing is
  * encoded before the clock: the figure is what an application calling the
- * library gets.  --direct sends the same chunks to the first address with
- * nddd_urls (URLs as text, the daemon canonicalizes), for the cost of the
- * routing itself.  Prints one line:
+ * library gets.  --digests sends the shards digests instead of the URLs
+ * (nddd_shards_use_digests).  --direct sends the same chunks to the first
+ * address with nddd_urls (URLs as text, the daemon canonicalizes), for
+ * the cost of the routing itself.  Prints one line:
  *   phase=check shards=N urls=N seconds=S urls_per_s=R
  */
 #include <getopt.h>
@@ -34,7 +35,7 @@ struct work {
 	size_t begin, end, chunk, batch;
 	unsigned window;
 	enum nddd_url_op op;
-	bool direct;
+	bool direct, digests;
 	size_t failed, counted;
 	char error[256];
 };
@@ -50,8 +51,9 @@ client_run(void *arg)
 
 	if (w->direct)
 		c = nddd_connect(w->addresses[0], 30000, &err);
-	else
-		s = nddd_shards_open(w->addresses, w->nshards, NULL, &err);
+	else if ((s = nddd_shards_open(w->addresses, w->nshards, NULL,
+	    &err)) != NULL)
+		nddd_shards_use_digests(s, w->digests);
 	if ((c == NULL && s == NULL) || res == NULL) {
 		snprintf(w->error, sizeof(w->error), "%s",
 		    err ? err : "out of memory");
@@ -90,7 +92,7 @@ usage(void)
 	fprintf(stderr, "usage: shards_bench -H HOST:PORT[,HOST:PORT...] "
 	    "-n URLS [-c CLIENTS] [-b BATCH]\n"
 	    "                    [-w WINDOW] [-C CHUNK] "
-	    "[--phase submit|check] [--direct]\n");
+	    "[--phase submit|check] [--direct] [--digests]\n");
 	exit(2);
 }
 
@@ -100,6 +102,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "phase", required_argument, NULL, 'p' },
 		{ "direct", no_argument, NULL, 'd' },
+		{ "digests", no_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *list = NULL, *phase = "check", *addresses[NDDD_SHARDS_MAX];
@@ -109,7 +112,7 @@ main(int argc, char **argv)
 	struct work *w;
 	pthread_t *t;
 	char *copy, *p;
-	bool direct = false;
+	bool direct = false, digests = false;
 	size_t failed = 0, counted = 0;
 	double t0, secs;
 	int ch;
@@ -125,6 +128,7 @@ main(int argc, char **argv)
 		case 'C': chunk = strtoull(optarg, NULL, 10); break;
 		case 'p': phase = optarg; break;
 		case 'd': direct = true; break;
+		case 'D': digests = true; break;
 		default: usage();
 		}
 	}
@@ -145,6 +149,7 @@ main(int argc, char **argv)
 			.urls = urls.urls, .begin = n * i / clients,
 			.end = n * (i + 1) / clients, .chunk = chunk,
 			.batch = batch, .window = window, .direct = direct,
+			.digests = digests,
 			.op = strcmp(phase, "submit") == 0 ? NDDD_URL_SUBMIT :
 			    NDDD_URL_CHECK,
 		};
@@ -167,9 +172,9 @@ main(int argc, char **argv)
 		    "counted\n", failed, counted, n);
 		return 1;
 	}
-	printf("phase=%s shards=%zu%s urls=%zu seconds=%.3f urls_per_s=%.0f\n",
-	    phase, nshards, direct ? " direct=1" : "", n, secs,
-	    (double)n / secs);
+	printf("phase=%s shards=%zu%s%s urls=%zu seconds=%.3f "
+	    "urls_per_s=%.0f\n", phase, nshards, direct ? " direct=1" : "",
+	    digests ? " digests=1" : "", n, secs, (double)n / secs);
 	free(w);
 	free(t);
 	free(copy);

@@ -10,8 +10,10 @@
 # (default 2,000,000) synthetic URLs as durable submits, then checks them
 # all, from BENCH_CLIENTS (default 2) client threads handing chunks of
 # 10,000 URLs to nddd_shards_urls (batches of 1,000, 4 in flight per
-# shard).  Prints a line per configuration and phase (shards_bench's),
-# and the rates against the direct daemon's.
+# shard), the URLs as text; "3d" is 3 shards sent digests instead.  Prints
+# a line per configuration and phase (shards_bench's), and the rates
+# against the direct daemon's.  BENCH_SHARD_CONFS picks the
+# configurations (default "direct 1 2 3 3d").
 set -euo pipefail
 
 bin=$(cd "${1:-build/release/bin}" && pwd)
@@ -68,10 +70,11 @@ field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "== $urls URLs, $clients client threads"
 declare -A rate
-for conf in direct 1 2 3; do
+for conf in ${BENCH_SHARD_CONFS:-direct 1 2 3 3d}; do
 	n=$conf
 	extra=()
 	if [ "$conf" = direct ]; then n=1; extra=(--direct); fi
+	if [ "$conf" = 3d ]; then n=3; extra=(--digests); fi
 	start_shards "$n"
 	for phase in submit check; do
 		line=$("$bin/shards_bench" -H "$list" -n "$urls" -c "$clients" \
@@ -82,7 +85,8 @@ for conf in direct 1 2 3; do
 	stop_shards
 done
 for phase in submit check; do
-	for conf in 1 2 3; do
+	for conf in ${BENCH_SHARD_CONFS:-1 2 3 3d}; do
+		[ "$conf" = direct ] && continue
 		awk -v p="$phase" -v c="$conf" -v a="${rate[$conf.$phase]}" \
 			-v b="${rate[direct.$phase]}" \
 			'BEGIN { printf "%s, %s shard(s): %.0f URLs/s, %.2f x one daemon called directly\n", p, c, a, a / b }'
