@@ -171,16 +171,19 @@ stopwords_space(char c)
 	    c == '\r';
 }
 
-struct stopwords *
-stopwords_load(const char *path, char **cause)
+/*
+ * Reads a list from f (NULL: it could not be opened, errno says why),
+ * named path in messages, and closes f.
+ */
+static struct stopwords *
+stopwords_read(FILE *f, const char *path, char **cause)
 {
 	struct stopwords *sw = NULL;
-	FILE *f = NULL;
 	char *line = NULL, *why = NULL;
 	size_t cap = 0, lineno = 0, s, e;
 	ssize_t n;
 
-	if ((f = fopen(path, "r")) == NULL) {
+	if (f == NULL) {
 		why = strdup(strerror(errno));
 		goto err;
 	}
@@ -232,6 +235,28 @@ err:
 		fclose(f);
 	stopwords_free(sw);
 	return NULL;
+}
+
+struct stopwords *
+stopwords_load(const char *path, char **cause)
+{
+	return stopwords_read(fopen(path, "r"), path, cause);
+}
+
+struct stopwords *
+stopwords_parse(const void *text, size_t len, const char *name,
+    char **cause)
+{
+	struct stopwords *sw;
+
+	/* A stream of no bytes is an empty list. */
+	if (len == 0) {
+		if ((sw = stopwords_new()) == NULL &&
+		    asprintf(cause, "%s: %s", name, strerror(ENOMEM)) == -1)
+			*cause = NULL;
+		return sw;
+	}
+	return stopwords_read(fmemopen((void *)text, len, "r"), name, cause);
 }
 
 int

@@ -42,6 +42,12 @@ int stopwords_add(struct stopwords *sw, const void *word, size_t len,
  * frees it) to a message of the form "path: reason" or "path:line: reason".
  */
 struct stopwords *stopwords_load(const char *path, char **cause);
+/*
+ * Reads a list from memory: text[0..len) as a list file's content, named
+ * name in messages ("name:line: reason").  Returns as stopwords_load.
+ */
+struct stopwords *stopwords_parse(const void *text, size_t len,
+    const char *name, char **cause);
 
 /* Whether the term (len bytes, already lower-cased) is in the set. */
 int stopwords_contains(const struct stopwords *sw, const void *term,

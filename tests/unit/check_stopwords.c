@@ -137,6 +137,55 @@ START_TEST(test_load_errors)
 }
 END_TEST
 
+/* A list in memory reads as the same list in a file. */
+START_TEST(test_parse)
+{
+	static const char text[] = "# a comment\n\n  The  \n of\r\n\tAND";
+	char *path, *dir, *all, *cause = NULL;
+	struct stopwords *a, *b;
+	const char *const *wa, *const *wb;
+	size_t len;
+
+	path = tu_source_path("conf/stopwords.txt");
+	ck_assert_ptr_nonnull(a = stopwords_load(path, &cause));
+	ck_assert_ptr_nonnull(all = tu_read_file(path, &len));
+	free(path);
+	ck_assert_msg((b = stopwords_parse(all, len, "mem", &cause)) != NULL,
+	    "%s", cause);
+	free(all);
+	ck_assert_uint_eq(stopwords_count(a), stopwords_count(b));
+	ck_assert_uint_gt(stopwords_count(a), 100);
+	for (wa = stopwords_list(a), wb = stopwords_list(b); *wa != NULL;
+	    wa++, wb++)
+		ck_assert_str_eq(*wa, *wb);
+	ck_assert_ptr_null(*wb);
+	stopwords_free(a);
+	stopwords_free(b);
+	/* Without a final newline; and nothing at all. */
+	ck_assert_ptr_nonnull(a = stopwords_parse(text, sizeof(text) - 1,
+	    "mem", &cause));
+	ck_assert_uint_eq(stopwords_count(a), 3);
+	ck_assert(stopwords_contains(a, "and", 3));
+	stopwords_free(a);
+	ck_assert_ptr_nonnull(a = stopwords_parse("", 0, "mem", &cause));
+	ck_assert_uint_eq(stopwords_count(a), 0);
+	stopwords_free(a);
+	/* Errors name the text as given, with the line. */
+	ck_assert_ptr_null(stopwords_parse("a\nb c\n", 6, "mem", &cause));
+	ck_assert_msg(strncmp(cause, "mem:2: more than one word", 25) == 0,
+	    "%s", cause);
+	free(cause);
+	/* The same words as the file of the same text. */
+	path = write_list(&dir, text);
+	ck_assert_ptr_nonnull(b = stopwords_load(path, &cause));
+	ck_assert_uint_eq(stopwords_count(b), 3);
+	stopwords_free(b);
+	tu_rmtree(dir);
+	free(dir);
+	free(path);
+}
+END_TEST
+
 Suite *stopwords_suite(void);
 
 Suite *
@@ -149,6 +198,7 @@ stopwords_suite(void)
 	tcase_add_test(tc, test_many);
 	tcase_add_test(tc, test_load);
 	tcase_add_test(tc, test_load_errors);
+	tcase_add_test(tc, test_parse);
 	suite_add_tcase(s, tc);
 	return s;
 }
