@@ -214,15 +214,18 @@ $(CLIENT_LIB): $(CLIENT_OBJS) $(GEN_O)
 	ar rcs $@ $^
 
 # The client library as a shared object, for bindings that load it (the
-# Python client's digests, through ctypes): libnddd, the protocol code, and
-# the canonicalizer with its arena, compiled again as position-independent
-# code into $(B)/pic and linked against protobuf-c, uriparser and OpenSSL.
-# It exports the nddd_* functions only (not nddd__v1__*: the protocol code,
-# nor urlcanon_*), so that it clashes with nothing of the process loading
-# it.  In the asan variant it keeps UBSan but not ASan, whose runtime must
+# Python client's digests and the batch job's fingerprints, through
+# ctypes): libnddd, the protocol code, the canonicalizer with its arena,
+# and the simhash engine (daemon/text: its AVX2 and AVX-512 kernels pick
+# their instructions per function, so they need no flags of their own),
+# compiled again as position-independent code into $(B)/pic and linked
+# against protobuf-c, uriparser and OpenSSL.  It exports the nddd_*
+# functions only (not nddd__v1__*: the protocol code, nor urlcanon_* or
+# simhash_*), so that it clashes with nothing of the process loading it.  In the asan variant it keeps UBSan but not ASan, whose runtime must
 # be the first library of the process, which an interpreter's is not; in
 # the release variant it is linked with full RELRO like the programs.
-SO_SRCS := $(CLIENT_SRCS) daemon/url/urlcanon.c daemon/lib/arena.c
+SO_SRCS := $(CLIENT_SRCS) daemon/url/urlcanon.c daemon/lib/arena.c \
+	$(wildcard daemon/text/*.c)
 SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o) $(B)/pic/gen/nddd.pb-c.o
 SO_SAN := $(if $(filter asan,$(VARIANT)),-fsanitize=undefined \
 	-fno-sanitize-recover=undefined)
@@ -286,7 +289,7 @@ tests: $(TEST_BINS)
 # (or, for the clients, the fingerprint library's headers) it may include.
 print-layers:
 	@$(foreach l,$(LAYERS),echo "$(l): $(LAYER_$(l))";)
-	@echo "clients/libnddd: clients/libnddd daemon/url/urlcanon.h"
+	@echo "clients/libnddd: clients/libnddd $(FP_HDRS)"
 	@echo "clients: clients clients/libnddd $(FP_HDRS)"
 check-layers:
 	@$(MAKE) -s --no-print-directory print-layers | tools/check-layers
@@ -477,8 +480,8 @@ $(B)/plugins/nddd-accel-%.so: tests/plugins/accel_%.c \
 	$(CC) -std=c11 -pthread $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE \
 		-Idaemon/accel -fPIC -shared $(LDFLAGS_$(VARIANT)) -o $@ $<
 	$(PLUGIN_TRUST)
-# The unit tests also run nddctl simhash.
-$(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl
+# The unit tests also run nddctl simhash, and load libnddd.so.
+$(B)/bin/unit-tests: | $(TEST_PLUGINS) $(B)/bin/nddctl $(B)/libnddd.so
 $(B)/bin/integration-tests: | $(TEST_PLUGINS)
 # ----------------------------------------------------------------------------
 

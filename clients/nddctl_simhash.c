@@ -1,6 +1,9 @@
 /*
  * nddctl simhash: fingerprints documents locally with the daemon's engine
- * and accelerator interface (accel.h), no daemon needed.
+ * and accelerator interface (accel.h), no daemon needed.  The settings
+ * (term hash, stop words, vector code) are made into an nddd_engine, as
+ * libnddd makes them for its own callers (engine.h): the accelerator then
+ * runs on what that engine parsed and loaded.
  *
  * The input is read whole (files are mapped).  With --nul it holds many
  * documents, each ended by a NUL byte (the last one may lack it): an empty
@@ -10,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +24,11 @@
 #include <event2/event.h>
 
 #include "accel.h"
+#include "engine.h"
 #include "log.h"
 #include "nddctl.h"
+#include "nddd.h"
 #include "simhash.h"
-#include "stopwords.h"
 
 /* Documents per job: enough to keep every backend thread busy. */
 #define NDDCTL_JOB_DOCS 4096
@@ -57,9 +60,10 @@ nddctl_simhash_usage(FILE *f)
 "  --accel-dir DIR    where plugins are\n"
 "  --accel-params S   a string handed to the plugin\n"
 "  --stopwords FILE   the stop-word list, or \"none\"; by default the first\n"
-"                     of $NDDD_STOPWORDS, ./conf/stopwords.txt, and the\n"
+"                     of $NDDD_STOPWORDS, ./conf/stopwords.txt, the\n"
 "                     conf/stopwords.txt of the source tree nddctl was\n"
-"                     built in (../conf or ../../../conf from nddctl)\n"
+"                     built in (../conf or ../../../conf from nddctl),\n"
+"                     and /etc/nddd/stopwords.txt\n"
 "  --threads N        worker threads (default: one per CPU)\n"
 "  --simd LEVEL       auto (default), avx512, avx2 or scalar\n"
 "  --nul              the input is many documents, each ended by a NUL\n"
@@ -139,35 +143,6 @@ nddctl_unread(struct nddctl_input *in)
 		free(in->data);
 }
 
-/* Finds the default stop-word list; NULL if there is none. */
-static char *
-nddctl_stopwords_path(void)
-{
-	static const char *const rel[] = { "../conf/stopwords.txt",
-	    "../../../conf/stopwords.txt" };
-	char exe[PATH_MAX], *path, *dir;
-	const char *env = getenv("NDDD_STOPWORDS");
-	ssize_t n;
-	size_t i;
-
-	if (env != NULL && *env != '\0')
-		return strdup(env);
-	if (access("conf/stopwords.txt", R_OK) == 0)
-		return strdup("conf/stopwords.txt");
-	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
-		return NULL;
-	exe[n] = '\0';
-	dir = dirname(exe);
-	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		if (asprintf(&path, "%s/%s", dir, rel[i]) == -1)
-			return NULL;
-		if (access(path, R_OK) == 0)
-			return path;
-		free(path);
-	}
-	return NULL;
-}
-
 struct nddctl_run {
 	struct event_base *base;
 	size_t pending;
@@ -201,15 +176,14 @@ nddctl_simhash(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	enum simhash_input input = SIMHASH_INPUT_TEXT;
-	enum simhash_term_hash th = SIMHASH_TERM_HASH_SDBM_FMIX64;
-	enum simhash_simd simd = SIMHASH_SIMD_AUTO;
+	struct nddd_engine_opts eo = { .simd = "auto" };
 	struct accel_options ao;
 	struct nddctl_input in = { NULL, 0, 0 };
 	struct nddctl_run run = { NULL, 0 };
 	struct accel_job **jobs = NULL;
-	struct stopwords *sw = NULL;
+	nddd_engine *engine = NULL;
 	struct accel *acc = NULL;
-	char *stopfile = NULL, *cause = NULL, *end;
+	char *cause = NULL, *end;
 	char hex[SIMHASH_HEX_LEN + 1];
 	size_t ndocs = 0, njobs = 0, i, j, k, start;
 	int c, nul = 0, rc = EXIT_USAGE, empty = 0;
@@ -233,11 +207,7 @@ nddctl_simhash(int argc, char **argv)
 			input = SIMHASH_INPUT_PREPROCESSED;
 			break;
 		case 't':
-			if (simhash_term_hash_parse(optarg, &th) == -1) {
-				fprintf(stderr, "nddctl simhash: unknown term "
-				    "hash \"%s\"\n", optarg);
-				goto out;
-			}
+			eo.term_hash = optarg;
 			break;
 		case 'a':
 			snprintf(ao.accelerator, sizeof(ao.accelerator), "%s",
@@ -251,8 +221,7 @@ nddctl_simhash(int argc, char **argv)
 			snprintf(ao.params, sizeof(ao.params), "%s", optarg);
 			break;
 		case 's':
-			free(stopfile);
-			stopfile = strdup(optarg);
+			eo.stopwords = optarg;
 			break;
 		case 'j':
 			errno = 0;
@@ -265,11 +234,7 @@ nddctl_simhash(int argc, char **argv)
 			ao.threads = (unsigned)v;
 			break;
 		case 'v':
-			if (simhash_simd_parse(optarg, &simd) == -1) {
-				fprintf(stderr, "nddctl simhash: unknown level "
-				    "\"%s\"\n", optarg);
-				goto out;
-			}
+			eo.simd = optarg;
 			break;
 		case '0':
 			nul = 1;
@@ -287,18 +252,9 @@ nddctl_simhash(int argc, char **argv)
 		nddctl_simhash_usage(stderr);
 		goto out;
 	}
-	if (simhash_simd_select(simd, &cause) == -1) {
-		fprintf(stderr, "nddctl simhash: %s\n", cause);
-		goto out;
-	}
-	if (stopfile == NULL && (stopfile = nddctl_stopwords_path()) == NULL) {
-		fprintf(stderr, "nddctl simhash: no stop-word list found; give "
-		    "one with --stopwords FILE (or --stopwords none)\n");
-		goto out;
-	}
-	if (strcmp(stopfile, "none") != 0 &&
-	    (sw = stopwords_load(stopfile, &cause)) == NULL) {
-		fprintf(stderr, "nddctl simhash: %s\n", cause);
+	if ((engine = nddd_engine_new(&eo, &cause)) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", cause != NULL ? cause :
+		    strerror(ENOMEM));
 		goto out;
 	}
 	if (nddctl_read(optind < argc ? argv[optind] : "-", &in) == -1)
@@ -307,7 +263,8 @@ nddctl_simhash(int argc, char **argv)
 		fprintf(stderr, "nddctl simhash: cannot make an event base\n");
 		goto out;
 	}
-	if ((acc = accel_new(run.base, &ao, th, sw, &cause)) == NULL) {
+	if ((acc = accel_new(run.base, &ao, engine_term_hash(engine),
+	    engine_stopwords_set(engine), &cause)) == NULL) {
 		fprintf(stderr, "nddctl simhash: %s\n", cause);
 		goto out;
 	}
@@ -376,8 +333,7 @@ out:
 		event_base_free(run.base);
 	if (in.data != NULL)
 		nddctl_unread(&in);
-	stopwords_free(sw);
-	free(stopfile);
+	nddd_engine_free(engine);
 	free(cause);
 	return rc;
 }

@@ -15,6 +15,8 @@
  * (nddd_set_doc_namespace).  URLs can be canonicalized and hashed here, with
  * the daemon's own code, and sent as digests (nddd_use_digests,
  * nddd_send_digests, nddd_canon_new): the server then does not parse them.
+ * Documents can be fingerprinted here too, with the daemon's own engine and
+ * no daemon (nddd_engine_new).
  *
  * Errors: functions return 0 or -1; after -1, nddd_errstr says why (the
  * connection is then unusable unless the error was a protocol refusal of
@@ -743,5 +745,88 @@ int nddd_shards_doc_query(nddd_shards *s, const void *body, size_t body_len,
  * 0, and an id already global, as they are.
  */
 uint64_t nddd_shards_global_id(size_t shard, uint64_t id);
+
+/*
+ * Local fingerprints: the daemon's own simhash engine (DESIGN section 4,
+ * docs/simhash.md), to fingerprint documents without a daemon, bit for bit
+ * as a daemon of the same settings does ([simhash] term_hash, stopwords
+ * and simd).  One nddd_engine per thread (it holds the engine's working
+ * memory); any number of them in a process.
+ */
+typedef struct nddd_engine nddd_engine;
+
+/* What a document's bytes are (the protocol's text, html, and the
+ * accelerators' input: terms separated by spaces, taken as they are). */
+enum nddd_format {
+	NDDD_FORMAT_TEXT = 0,
+	NDDD_FORMAT_HTML = 1,
+	NDDD_FORMAT_PREPROCESSED = 2,
+};
+
+/*
+ * An engine's settings, the daemon's [simhash] section; zeroes (or a NULL
+ * opts) are the defaults.
+ *
+ * term_hash: "sdbm-fmix64" (NULL: the default) or "sdbm".
+ * stopwords: a stop-word list file, or "none"; NULL: stopwords_text if
+ *   given, else the file nddd_engine_default_stopwords finds.
+ * stopwords_text, stopwords_len: the content of a list file, in memory
+ *   (a binding that ships the list to other machines); used when
+ *   stopwords is NULL and stopwords_text is not.
+ * simd: "auto", "avx512", "avx2" or "scalar": the vector code of the
+ *   whole process from now on (all give the same bits); NULL: as it is
+ *   (auto unless chosen before).
+ */
+struct nddd_engine_opts {
+	const char *term_hash;
+	const char *stopwords;
+	const char *stopwords_text;
+	size_t stopwords_len;
+	const char *simd;
+};
+
+/*
+ * Makes an engine.  Returns NULL with *err set (the caller frees it; NULL
+ * when out of memory) for an unknown term hash or level, a level this CPU
+ * cannot run, a stop-word list that cannot be read (file:line: reason), or
+ * no list found.  Free it with nddd_engine_free.
+ */
+nddd_engine *nddd_engine_new(const struct nddd_engine_opts *opts,
+    char **err);
+void nddd_engine_free(nddd_engine *e);
+/*
+ * The fingerprint of body[0..len) (any bytes) in *fp.  Returns NDDD_OK,
+ * NDDD_EMPTY_DOCUMENT when no term is left (*fp 0: the daemon refuses
+ * such a document), or NDDD_INVALID_ARGUMENT for an unknown format.
+ */
+enum nddd_code nddd_engine_simhash(nddd_engine *e, const void *body,
+    size_t len, enum nddd_format format, uint64_t *fp);
+/*
+ * nddd_engine_simhash for n documents of one format at once (for
+ * bindings: one call per batch): bodies holds them concatenated, lens[i]
+ * the length of each.  Writes fps[i], and ok[i] 1, or 0 for a document
+ * without terms (fps[i] 0).  Returns the number of fingerprints, or
+ * (size_t)-1 for an unknown format.
+ */
+size_t nddd_engine_simhashes(nddd_engine *e, enum nddd_format format,
+    const char *bodies, const size_t *lens, size_t n, uint64_t *fps,
+    unsigned char *ok);
+/*
+ * Where the engine's stop words came from: the file, "none", or "" for
+ * stopwords_text; owned by e.  And how many words it has.
+ */
+const char *nddd_engine_stopwords(const nddd_engine *e);
+size_t nddd_engine_stopwords_count(const nddd_engine *e);
+/* The vector code the process runs: "avx512", "avx2" or "scalar". */
+const char *nddd_engine_simd(void);
+/*
+ * The default stop-word list, as nddctl simhash finds it: the first of
+ * $NDDD_STOPWORDS, ./conf/stopwords.txt, the conf/stopwords.txt of the
+ * source tree the program or this library was built in (../conf,
+ * ../../conf or ../../../conf from its file), and /etc/nddd/stopwords.txt
+ * (make install).  Returns the path (the caller frees it), or NULL when
+ * there is none.
+ */
+char *nddd_engine_default_stopwords(void);
 
 #endif

@@ -1,0 +1,267 @@
+/*
+ * engine: local fingerprints with the daemon's simhash engine (the
+ * fingerprint library's simhash.c, html.c and stopwords.c, linked in), the
+ * nddd_engine_* functions of nddd.h.  The settings are the daemon's
+ * [simhash] section, parsed and loaded as the daemon loads them; nddctl
+ * simhash makes its settings here too (engine.h), so that the library,
+ * nddctl and the daemon cannot drift apart.
+ */
+#include "nddd.h"
+#include "engine.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "simhash.h"
+#include "stopwords.h"
+
+struct nddd_engine {
+	enum simhash_term_hash th;
+	struct stopwords *sw;		/* NULL: none */
+	struct simhash *sh;
+	struct simhash_scratch *sc;
+	char *stopwords;		/* the file, "none" or "" */
+};
+
+/* Where a source tree's list is from a program or library built in it:
+ * clients/nddctl, build/VARIANT/libnddd.so, build/VARIANT/bin/nddctl. */
+static const char *const engine_tree_lists[] = {
+	"../conf/stopwords.txt",
+	"../../conf/stopwords.txt",
+	"../../../conf/stopwords.txt",
+};
+/* Where make install puts it. */
+#define ENGINE_SYSTEM_LIST "/etc/nddd/stopwords.txt"
+
+/* The list of the tree that holds the file at path; NULL if none. */
+static char *
+engine_tree_list(const char *path)
+{
+	char *copy, *dir, *list;
+	size_t i;
+
+	if (path == NULL || strchr(path, '/') == NULL ||
+	    (copy = strdup(path)) == NULL)
+		return NULL;
+	dir = dirname(copy);
+	for (i = 0; i < sizeof(engine_tree_lists) /
+	    sizeof(engine_tree_lists[0]); i++) {
+		if (asprintf(&list, "%s/%s", dir, engine_tree_lists[i]) == -1)
+			break;
+		if (access(list, R_OK) == 0) {
+			free(copy);
+			return list;
+		}
+		free(list);
+	}
+	free(copy);
+	return NULL;
+}
+
+char *
+nddd_engine_default_stopwords(void)
+{
+	const char *env = getenv("NDDD_STOPWORDS");
+	char exe[PATH_MAX], *list;
+	Dl_info info;
+	ssize_t n;
+
+	if (env != NULL && *env != '\0')
+		return strdup(env);
+	if (access("conf/stopwords.txt", R_OK) == 0)
+		return strdup("conf/stopwords.txt");
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+		exe[n] = '\0';
+		if ((list = engine_tree_list(exe)) != NULL)
+			return list;
+	}
+	/* This code's own file: libnddd.so when a program loaded it. */
+	if (dladdr((void *)nddd_engine_default_stopwords, &info) != 0 &&
+	    (list = engine_tree_list(info.dli_fname)) != NULL)
+		return list;
+	if (access(ENGINE_SYSTEM_LIST, R_OK) == 0)
+		return strdup(ENGINE_SYSTEM_LIST);
+	return NULL;
+}
+
+/* Sets *err to a message; NULL when out of memory. */
+static void engine_fail(char **err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+engine_fail(char **err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(err, fmt, ap) == -1)
+		*err = NULL;
+	va_end(ap);
+}
+
+nddd_engine *
+nddd_engine_new(const struct nddd_engine_opts *opts, char **err)
+{
+	static const struct nddd_engine_opts defaults;
+	const struct nddd_engine_opts *o = opts != NULL ? opts : &defaults;
+	enum simhash_term_hash th = SIMHASH_TERM_HASH_SDBM_FMIX64;
+	enum simhash_simd level;
+	nddd_engine *e = NULL;
+	char *cause = NULL;
+
+	*err = NULL;
+	if (o->term_hash != NULL &&
+	    simhash_term_hash_parse(o->term_hash, &th) == -1) {
+		engine_fail(err, "unknown term hash \"%s\" (sdbm-fmix64 or "
+		    "sdbm)", o->term_hash);
+		return NULL;
+	}
+	if (o->simd != NULL) {
+		if (simhash_simd_parse(o->simd, &level) == -1) {
+			engine_fail(err, "unknown level \"%s\" (auto, avx512, "
+			    "avx2 or scalar)", o->simd);
+			return NULL;
+		}
+		if (simhash_simd_select(level, err) == -1)
+			return NULL;
+	}
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return NULL;
+	e->th = th;
+	if (o->stopwords == NULL && o->stopwords_text != NULL) {
+		if ((e->stopwords = strdup("")) == NULL ||
+		    (e->sw = stopwords_parse(o->stopwords_text,
+		    o->stopwords_len, "stop words", &cause)) == NULL)
+			goto fail;
+	} else {
+		e->stopwords = o->stopwords != NULL ? strdup(o->stopwords) :
+		    nddd_engine_default_stopwords();
+		if (e->stopwords == NULL) {
+			if (o->stopwords != NULL)
+				goto fail;
+			engine_fail(err, "no stop-word list found; give one "
+			    "(a file, or \"none\" for none)");
+			goto err;
+		}
+		if (strcmp(e->stopwords, "none") != 0 &&
+		    (e->sw = stopwords_load(e->stopwords, &cause)) == NULL)
+			goto fail;
+	}
+	if ((e->sh = simhash_new(th, e->sw, &cause)) == NULL ||
+	    (e->sc = simhash_scratch_new()) == NULL)
+		goto fail;
+	return e;
+fail:
+	*err = cause;
+err:
+	nddd_engine_free(e);
+	return NULL;
+}
+
+void
+nddd_engine_free(nddd_engine *e)
+{
+	if (e == NULL)
+		return;
+	simhash_scratch_free(e->sc);
+	simhash_free(e->sh);
+	stopwords_free(e->sw);
+	free(e->stopwords);
+	free(e);
+}
+
+/* The engine's input kind of a format; -1 for an unknown one. */
+static int
+engine_input(enum nddd_format format, enum simhash_input *in)
+{
+	switch (format) {
+	case NDDD_FORMAT_TEXT:
+		*in = SIMHASH_INPUT_TEXT;
+		return 0;
+	case NDDD_FORMAT_HTML:
+		*in = SIMHASH_INPUT_HTML;
+		return 0;
+	case NDDD_FORMAT_PREPROCESSED:
+		*in = SIMHASH_INPUT_PREPROCESSED;
+		return 0;
+	}
+	return -1;
+}
+
+enum nddd_code
+nddd_engine_simhash(nddd_engine *e, const void *body, size_t len,
+    enum nddd_format format, uint64_t *fp)
+{
+	enum simhash_input in;
+
+	*fp = 0;
+	if (engine_input(format, &in) == -1)
+		return NDDD_INVALID_ARGUMENT;
+	if (simhash_compute(e->sh, e->sc, in, body, len, fp) != SIMHASH_OK) {
+		*fp = 0;
+		return NDDD_EMPTY_DOCUMENT;
+	}
+	return NDDD_OK;
+}
+
+size_t
+nddd_engine_simhashes(nddd_engine *e, enum nddd_format format,
+    const char *bodies, const size_t *lens, size_t n, uint64_t *fps,
+    unsigned char *ok)
+{
+	enum simhash_input in;
+	size_t off = 0, nok = 0;
+
+	if (engine_input(format, &in) == -1)
+		return (size_t)-1;
+	for (size_t i = 0; i < n; i++) {
+		/* The next document on its way into the cache meanwhile, as
+		 * the daemon's cpu backend does. */
+		if (i + 1 < n)
+			simhash_prefetch(bodies + off + lens[i], lens[i + 1]);
+		ok[i] = simhash_compute(e->sh, e->sc, in, bodies + off, lens[i],
+		    &fps[i]) == SIMHASH_OK;
+		if (ok[i])
+			nok++;
+		else
+			fps[i] = 0;
+		off += lens[i];
+	}
+	return nok;
+}
+
+const char *
+nddd_engine_stopwords(const nddd_engine *e)
+{
+	return e->stopwords;
+}
+
+size_t
+nddd_engine_stopwords_count(const nddd_engine *e)
+{
+	return stopwords_count(e->sw);
+}
+
+const char *
+nddd_engine_simd(void)
+{
+	return simhash_simd_name(simhash_simd_active());
+}
+
+enum simhash_term_hash
+engine_term_hash(const nddd_engine *e)
+{
+	return e->th;
+}
+
+const struct stopwords *
+engine_stopwords_set(const nddd_engine *e)
+{
+	return e->sw;
+}
