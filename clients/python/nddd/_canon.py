@@ -71,9 +71,10 @@ def _declare(lib) -> None:
         ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
 
 
-def load_library():
+def load_library(need: str = "digests need libnddd.so (the daemon's "
+                 "canonicalizer)"):
     """libnddd.so, loaded once.  Raises NdddLibraryError saying where it
-    looked."""
+    looked, after need (what the caller wanted it for)."""
     global _lib, _lib_path
     if _lib is not None:
         return _lib
@@ -97,10 +98,9 @@ def load_library():
             tried[-1] += " from NDDD_LIBRARY"
             break
     raise NdddLibraryError(
-        "digests need libnddd.so (the daemon's canonicalizer), which was "
-        "not found: tried %s%s.  Build it with `make` in the nddd source "
-        "tree, or set NDDD_LIBRARY to its path"
-        % ("; ".join(tried),
+        "%s, which was not found: tried %s%s.  Build it with `make` in the "
+        "nddd source tree, or set NDDD_LIBRARY to its path"
+        % (need, "; ".join(tried),
            "" if ctypes.util.find_library("nddd") else
            "; and no libnddd in the system's library path"))
 

@@ -2,8 +2,9 @@
 
     NdddError                    everything below
     +-- NdddRequestError         nddd refused a request as a whole
-    +-- NdddLibraryError         (also an ImportError) digests were asked
-    |                            for and libnddd.so cannot be loaded
+    +-- NdddLibraryError         (also an ImportError) digests or local
+    |                            fingerprints were asked for and
+    |                            libnddd.so cannot be loaded
     +-- NdddConnectionError      (also a ConnectionError) no connection, or
         |                        it failed during a call
         +-- NdddTimeoutError     (also a TimeoutError) no reply in time
@@ -88,5 +89,6 @@ class NdddProtocolError(NdddConnectionError):
 
 class NdddLibraryError(NdddError, ImportError):
     """``Client(digests=True)`` needs libnddd.so, the daemon's
-    canonicalizer, and it could not be loaded: the message says where it
+    canonicalizer, and local fingerprints (nddd.engine, nddd.dedup) its
+    simhash engine, and it could not be loaded: the message says where it
     was looked for (``$NDDD_LIBRARY`` first; see nddd._canon)."""
