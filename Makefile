@@ -6,8 +6,9 @@
 #   make test     install missing packages, build, run every test, then run
 #                 them again built with AddressSanitizer and UBSan
 #   make bench    install missing packages, build, run the benchmarks
-#   make test-python   the Python client's and Scrapy filter's tests, part
-#                 of make test, against the release daemon
+#   make test-python   the Python client's, Scrapy filter's and batch
+#                 job's tests, part of make test, against the release
+#                 daemon
 #   make clean
 #
 # Objects go to build/$(VARIANT)/.  VARIANT=asan builds everything with
