@@ -43,6 +43,11 @@
 # doc-submit --jsonl` and the Python client's submit_docs, stored then
 # queried, against the engine in the same run (doc_bulk_bench.py).
 #
+# The batch job on Dask (tests/bench/dask_bench.py): `python3 -m
+# nddd.dedup --local 2` on the Reuters-21578 bodies BENCH_DOC_REPEAT times,
+# against one fresh nddd's bulk load of the same documents (the Python
+# client's submit_docs), in the same run.
+#
 # The Python client against redis-py (tests/bench/python_bench.py):
 # BENCH_PY_URLS (default 200,000) URLs in batches, BENCH_PY_SINGLE (default
 # 10,000) one call per URL, each phase BENCH_PY_REPEAT (default 3) times.
@@ -493,6 +498,11 @@ PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 	"$root/tests/bench/doc_bulk_bench.py" --bin "$bin" \
 	--data "$data/text_corpora/reuters21578" \
 	-r "$docrep" --simd "$simd"
+
+echo "== the batch job on Dask against one daemon's bulk load (tests/bench/dask_bench.py)"
+PYTHONPATH="$root/clients/python" /usr/bin/python3 \
+	"$root/tests/bench/dask_bench.py" --bin "$bin" \
+	--data "$data/text_corpora/reuters21578" -r "$docrep" --simd "$simd"
 
 echo "== clients that send and never read (tests/bench/slow_clients_bench.py)"
 PYTHONPATH="$root/clients/python" /usr/bin/python3 \
