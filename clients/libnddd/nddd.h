@@ -710,11 +710,12 @@ int nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 /*
  * Documents over the shards.  A document is stored on the shard of its
  * URL; its neighbours and its group are found among every shard's
- * documents, exactly as one daemon holding them all would find them: the
- * group of its nearest neighbour, of the nearest the oldest (first
- * submitted; then the earlier shard in the list, then the smaller id);
- * the documents of a call count as submitted in input order, after every
- * stored one.  Ids are global (nddd_shards_global_id): doc ids, group ids
+ * documents, as one daemon holding them all would find them: the group
+ * of its nearest neighbour, of the nearest the oldest (first submitted:
+ * in the order this handle stored them when it stored them all and still
+ * remembers, else by the times the shards stamped, then the earlier shard
+ * in the list, then the smaller id; docs/sharding.md); the documents of a
+ * call count as submitted in input order, after every stored one.  Ids are global (nddd_shards_global_id): doc ids, group ids
  * and neighbours' ids carry their shard.  A shard that is down fails the
  * documents it owns (NDDD_UNAVAILABLE) and is missing from the others'
  * neighbours and groups until it is back; documents of another client

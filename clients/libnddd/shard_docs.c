@@ -128,8 +128,7 @@ struct cand {
 #define NOT_OURS ((size_t)-1)
 
 /* Nearest first; of the nearest, stored ones (older than the call's)
- * first, by first submission, then the order this handle stored them in
- * when it knows it, then shard and id; then the call's in order. */
+ * first, by first submission, shard and id; then the call's in order. */
 static int
 cand_cmp(const void *pa, const void *pb)
 {
@@ -143,11 +142,47 @@ cand_cmp(const void *pa, const void *pb)
 		return a->pos < b->pos ? -1 : 1;
 	if (a->created_ms != b->created_ms)
 		return a->created_ms < b->created_ms ? -1 : 1;
-	if (a->seq != 0 && b->seq != 0 && a->seq != b->seq)
-		return a->seq < b->seq ? -1 : 1;
 	if (a->shard != b->shard)
 		return a->shard < b->shard ? -1 : 1;
 	return a->local < b->local ? -1 : a->local > b->local;
+}
+
+static int
+seq_cmp(const void *pa, const void *pb)
+{
+	const struct cand *a = pa, *b = pb;
+
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/*
+ * Stored neighbours at one distance that this handle stored itself, all
+ * of them, are put in the order it stored them in: each shard stamps
+ * its own transactions' time, so documents a call stored on two shards
+ * in the same millisecond or two may carry times in either order.  (A
+ * distance with a neighbour the handle does not know keeps the order of
+ * the times: a mixed order could contradict itself.)
+ */
+static void
+order_by_handle(struct cand *near, size_t n)
+{
+	for (size_t i = 0; i < n; ) {
+		size_t j = i;
+		bool known = true;
+
+		while (j < n && near[j].pos == NOT_OURS &&
+		    near[j].distance == near[i].distance) {
+			known &= near[j].seq != 0;
+			j++;
+		}
+		if (j == i) {
+			i++;
+			continue;
+		}
+		if (known && j - i > 1)
+			qsort(near + i, j - i, sizeof(*near), seq_cmp);
+		i = j;
+	}
 }
 
 /* One document of the call. */
@@ -481,6 +516,7 @@ gather(struct nddd_shards *s, struct sdoc *docs, size_t j,
 	}
 	if (d->nnear > 1)
 		qsort(d->near, d->nnear, sizeof(*d->near), cand_cmp);
+	order_by_handle(d->near, d->nnear);
 	return 0;
 }
 
