@@ -646,7 +646,10 @@ class Client:
         large for a frame of its own (RESOURCE_EXHAUSTED, not sent).  A
         result's neighbours are the nearest that fit in about 1 KiB
         (``near_total`` counts them all; get_doc lists them).  The
-        documents are carried out in order, each seeing those before it.
+        documents of a request are carried out in order, each seeing those
+        before it; requests in flight together (``window``) may be carried
+        out in any order, so a document may not see one of an earlier
+        request: ``window=1`` keeps the whole input in order.
         query_only: store nothing (see query_docs).  Every document goes
         to namespace (None: the client's)."""
         return self._doc_batch(docs, query_only,
