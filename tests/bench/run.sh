@@ -57,9 +57,11 @@
 # with nddd's filter and batch middleware, and with nddd's filter alone
 # (each nddd fresh, sync = full), BENCH_SCRAPY_REPEAT (default 1) times.
 #
-# Shards (tests/bench/shards_bench.sh): durable submits and checks through
-# libnddd's shard routing over 1, 2 and 3 daemons, against one daemon
-# called directly (BENCH_SHARDS=0 skips it).
+# Shards (tests/bench/shards_bench.sh, shards_docs_bench.py): durable
+# submits and checks through libnddd's shard routing over 1, 2 and 3
+# daemons, against one daemon called directly, and the Reuters bodies
+# through the Python client's ShardedClient against one daemon
+# (BENCH_SHARDS=0 skips them).
 #
 # Near-duplicate index: nearidx_bench, in memory, with FAISS measured on
 # the same data in the same process (BENCH_NEARIDX=0 skips it).
@@ -522,6 +524,11 @@ PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 if [ "${BENCH_SHARDS:-1}" != 0 ]; then
 	echo "== shards: URLs through libnddd's routing (tests/bench/shards_bench.sh)"
 	"$root/tests/bench/shards_bench.sh" "$bin"
+	echo "== shards: documents through the Python client's routing (tests/bench/shards_docs_bench.py)"
+	NDDD_LIBRARY="$bin/../libnddd.so" PYTHONPATH="$root/clients/python" \
+		/usr/bin/python3 "$root/tests/bench/shards_docs_bench.py" \
+		--bin "$bin" --data "$data/text_corpora/reuters21578" \
+		-r "$docrep"
 fi
 
 if [ "${BENCH_NEARIDX:-1}" != 0 ]; then
