@@ -89,30 +89,8 @@ files=(
 file_args=()
 for f in "${files[@]}"; do file_args+=(--file "$f"); done
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# Listeners take ports below the kernel's range for outgoing connections:
-# a port in it may be a client socket's (the load test opens 15,000), which
-# nothing listens on, and then a server cannot bind it.
-free_port() {
-	local p low
-	read -r low _ < /proc/sys/net/ipv4/ip_local_port_range
-	[ "$low" -gt 11024 ] || low=61000
-	for p in $(shuf -i 10000-$((low - 1)) -n 50); do
-		if port_free "$p" && ! ss -Htan "sport = :$p" | grep -q .; then
-			echo "$p"; return
-		fi
-	done
-	echo "run.sh: no free port" >&2
-	exit 1
-}
+# shellcheck source=tests/bench/common.sh
+. "$root/tests/bench/common.sh"
 wait_port() {
 	local i
 	for i in $(seq 1 600); do

@@ -21,25 +21,9 @@ as_root=()
 [ "$(id -u)" -eq 0 ] && as_root=(--allow-root)
 urls=${BENCH_URLS:-2000000}
 clients=${BENCH_CLIENTS:-2}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
-	local p low
-	read -r low _ < /proc/sys/net/ipv4/ip_local_port_range
-	[ "$low" -gt 11024 ] || low=61000
-	for p in $(shuf -i 10000-$((low - 1)) -n 50); do
-		if port_free "$p"; then echo "$p"; return; fi
-	done
-	echo "shards_bench.sh: no free port" >&2
-	exit 1
-}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/bench/common.sh
+. "$root/tests/bench/common.sh"
 
 # Starts n fresh daemons; their addresses, comma-separated, in $list.
 start_shards() {

@@ -1,0 +1,27 @@
+# Shared by the benchmark scripts (sourced): a temporary directory removed,
+# and the daemons started killed, when the script exits; loopback ports to
+# listen on.
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Listeners take ports below the kernel's range for outgoing connections:
+# a port in it may be a client socket's (the load test opens 15,000), which
+# nothing listens on, and then a server cannot bind it.
+free_port() {
+	local p low
+	read -r low _ < /proc/sys/net/ipv4/ip_local_port_range
+	[ "$low" -gt 11024 ] || low=61000
+	for p in $(shuf -i 10000-$((low - 1)) -n 50); do
+		if port_free "$p" && ! ss -Htan "sport = :$p" | grep -q .; then
+			echo "$p"; return
+		fi
+	done
+	echo "$0: no free port" >&2
+	exit 1
+}
