@@ -72,6 +72,7 @@ client_run(void *arg)
 		if (rc == -1) {
 			snprintf(w->error, sizeof(w->error), "%s", w->direct ?
 			    nddd_errstr(c) : nddd_shards_errstr(s));
+			nddd_urls_results_free(res, m);
 			break;
 		}
 		for (size_t i = 0; i < m; i++) {

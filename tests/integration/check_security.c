@@ -377,6 +377,9 @@ assert_cert_refused(const char *addr, const struct nddd_options *o)
 	if (c != NULL) {
 		ck_assert_int_eq(nddd_urls(c, NDDD_URL_CHECK, u, 1, res, 1, 1,
 		    NULL, NULL), -1);
+		/* The connection failed: the URL was not answered. */
+		ck_assert_int_eq(res[0].code, NDDD_UNAVAILABLE);
+		nddd_urls_results_free(res, 1);
 		nddd_close(c);
 	} else
 		free(err);

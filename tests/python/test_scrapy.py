@@ -509,6 +509,42 @@ class TestCrawl(unittest.TestCase):
         self.assertGreater(sum(fetched.values()), PAGES + 1 + 100)
 
 
+class TestShardedCrawl(unittest.TestCase):
+    """NDDD_SHARDS: the crawl through three daemons fetches what it
+    fetches through one, and its URLs are spread over the shards, each
+    on the one ShardedClient names."""
+
+    def test_crawl_over_shards(self):
+        every_page = dict({page_path(i): 1 for i in range(PAGES)},
+                          **{"/": 1})
+        single = start_daemon(self)
+        shards = [start_daemon(self) for _ in range(3)]
+        shard_list = ",".join(d.address for d in shards)
+        Site.proxy.take()
+        one, _ = crawl(self, START, single.address, batch=True)
+        self.assertEqual(dict(Site.proxy.take()), every_page)
+        for batch in (True, False):
+            result, log = crawl(self, START, single.address, batch=batch,
+                                settings=["NDDD_SHARDS=" + shard_list],
+                                name="sharded-%s" % batch)
+            self.assertIn(shard_list, log)
+            self.assertEqual(dict(Site.proxy.take()), every_page)
+            self.assertEqual(result["stats"]["nddd/new"],
+                             one["stats"]["nddd/new"])
+            self.assertNotIn("nddd/unreachable", result["stats"])
+        ns = "sharded-True"
+        with nddd.ShardedClient(shard_list.split(",")) as s:
+            owners = [s.shard_of(u) for u in EVERY_PAGE_URL]
+        for i, d in enumerate(shards):
+            mine = [u for u, o in zip(EVERY_PAGE_URL, owners) if o == i]
+            self.assertTrue(mine)
+            self.assertEqual(seen_urls(d, ns, EVERY_PAGE_URL), set(mine))
+        # Again: every page seen, only the start page (dont_filter).
+        crawl(self, START, single.address, batch=True,
+              settings=["NDDD_SHARDS=" + shard_list], name=ns)
+        self.assertEqual(dict(Site.proxy.take()), {"/": 1})
+
+
 class TestRecrawlAfterTtl(unittest.TestCase):
     """Crawls with NDDD_TTL against a daemon whose wall clock the test
     moves (NDDD_TEST_CLOCK)."""

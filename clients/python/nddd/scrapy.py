@@ -57,6 +57,11 @@ Settings:
 
 ``NDDD_ADDRESS`` (default "127.0.0.1:6464")
     the daemon, "HOST:PORT" or "[IPv6]:PORT".
+``NDDD_SHARDS`` (default: none)
+    a shard list, "HOST:PORT,HOST:PORT,..." (or a list), instead of
+    NDDD_ADDRESS: the URLs are routed over several daemons as
+    nddd.ShardedClient routes them (docs/sharding.md), libnddd.so needed;
+    a shard that is down leaves its URLs to NDDD_UNREACHABLE.
 ``NDDD_NAMESPACE`` (default: the spider's name)
     the nddd namespace the crawl's URLs are recorded in and checked
     against: at most 64 bytes of ASCII letters, digits, '.', '_' and '-';
@@ -155,8 +160,37 @@ from .client import (DEFAULT_ADDRESS, DEFAULT_BATCH_SIZE, TTL_MAX, Client,
                      _durability, _namespace)
 from .errors import NdddConnectionError, NdddRequestError
 from .results import Code
+from .shards import ShardedClient
 
 logger = logging.getLogger(__name__)
+
+
+class _ShardList:
+    """A ShardedClient made when first needed, for the filter: its open
+    and its calls find the shards down (NdddConnectionError) rather than
+    its construction."""
+
+    def __init__(self, addresses, **kwargs):
+        self.addresses = list(addresses)
+        self.address = ",".join(self.addresses)
+        self.tls = bool(kwargs.get("tls"))
+        self.durability = kwargs.get("durability")
+        self.digests = bool(kwargs.get("digests"))
+        self._kwargs = kwargs
+        self._shards = None
+
+    def connect(self):
+        if self._shards is None:
+            self._shards = ShardedClient(self.addresses, **self._kwargs)
+        return self._shards
+
+    def close(self):
+        if self._shards is not None:
+            self._shards.close()
+            self._shards = None
+
+    def submit_urls(self, urls, **kwargs):
+        return self.connect().submit_urls(urls, **kwargs)
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_RETRY_INTERVAL = 10.0
@@ -235,6 +269,7 @@ class NdddDupeFilter(BaseDupeFilter):
                  tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None,
                  tls_server_hostname: Optional[str] = None,
+                 shards=None,
                  stats=None, fingerprinter=None, spider_source=None):
         unreachable = str(unreachable).strip().lower()
         if unreachable not in UNREACHABLE_CHOICES:
@@ -251,14 +286,16 @@ class NdddDupeFilter(BaseDupeFilter):
         #: The seconds a URL recorded as new is seen (None: the
         #: namespace's default).
         self.ttl = ttl_setting(ttl)
+        if isinstance(shards, str):
+            shards = [a.strip() for a in shards.split(",") if a.strip()]
+        options = dict(timeout=timeout, durability=durability,
+                       digests=digests, batch_size=batch_size, tls=tls,
+                       ca_file=tls_ca or None, cert_file=tls_cert or None,
+                       key_file=tls_key or None,
+                       server_hostname=tls_server_hostname or None)
         try:
-            self.client = Client(address, timeout=timeout,
-                                 durability=durability, digests=digests,
-                                 batch_size=batch_size,
-                                 tls=tls, ca_file=tls_ca or None,
-                                 cert_file=tls_cert or None,
-                                 key_file=tls_key or None,
-                                 server_hostname=tls_server_hostname or None)
+            self.client = (_ShardList(shards, **options) if shards
+                           else Client(address, **options))
         except ValueError as e:
             raise ValueError("nddd settings (NDDD_ADDRESS, NDDD_TIMEOUT, "
                              "NDDD_BATCH_SIZE, NDDD_TLS_*): %s" % e) from None
@@ -302,6 +339,7 @@ class NdddDupeFilter(BaseDupeFilter):
             tls_cert=settings.get("NDDD_TLS_CERT"),
             tls_key=settings.get("NDDD_TLS_KEY"),
             tls_server_hostname=settings.get("NDDD_TLS_SERVER_HOSTNAME"),
+            shards=settings.get("NDDD_SHARDS"),
             fingerprinter=fingerprinter, stats=stats,
             spider_source=spider_source)
 

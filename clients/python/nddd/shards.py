@@ -27,6 +27,7 @@ same list in the same order.
 """
 
 import ctypes
+import os
 import threading
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -141,7 +142,8 @@ class ShardedClient:
     """URL and document operations over a list of daemons, routed here.
 
     ``addresses``: the shard list, in order.  ``timeout``: seconds to
-    connect and for each wait (None: none).  ``token``, ``durability``,
+    connect and for each wait (None: none).  ``token`` (default: the
+    NDDD_TOKEN environment variable), ``durability``,
     ``namespace`` (of URLs and documents), ``batch_size`` (URLs per
     request), ``window`` (requests in flight per shard),
     ``doc_batch_size`` (documents decided and stored together),
@@ -168,6 +170,8 @@ class ShardedClient:
                  server_hostname: Optional[str] = None):
         if not addresses:
             raise ValueError("a shard list names at least one daemon")
+        if token is None:
+            token = os.environ.get("NDDD_TOKEN") or None
         names = []
         for a in addresses:
             host, port = parse_address(a)
