@@ -364,6 +364,10 @@ struct fz_item {
 	uint64_t fp;
 	bool empty;
 	bool query_only;
+	/* A stored document's DocSubmit.group (0: none) and new_group, and
+	 * whether they are refused (both, or a group of 2^63 or more). */
+	uint64_t join;
+	bool new_group, bad_group;
 };
 
 struct fz_req {
@@ -1226,8 +1230,8 @@ touch_doc_store(int s)
 /*
  * A doc_batch touches the document of each valid URL in its namespace,
  * and changes it when one of its documents under that URL is stored (has
- * terms, not query_only); the changes are counted first, since a document
- * counts once per request.
+ * terms, not query_only, no refused group); the changes are counted
+ * first, since a document counts once per request.
  */
 static void
 touch_doc_batch(struct fz_req *q)
@@ -1237,7 +1241,8 @@ touch_doc_batch(struct fz_req *q)
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < q->n; i++) {
 			const struct fz_item *it = &q->items[i];
-			bool mut = !it->query_only && !it->empty;
+			bool mut = !it->query_only && !it->empty &&
+			    !it->bad_group;
 			struct fz_doc *d;
 
 			if (!it->valid || it->ns < 0 || mut != (pass == 0))
@@ -1414,6 +1419,42 @@ gen_doc_ns(uint8_t b, char **name)
 /* ---- Building requests. ---- */
 
 /*
+ * The group fields of a document to store, from one input byte: mostly
+ * none; a group given (an id of another shard's, as sharded clients give
+ * them); new_group; or a refused pair (both, or a group of 2^63 or more).
+ * A query-only document's are ignored by the daemon.
+ */
+static void
+gen_group(uint8_t b, Nddd__V1__DocSubmit *ds, struct fz_item *it)
+{
+	it->join = 0;
+	it->new_group = it->bad_group = false;
+	switch (b % 8) {
+	case 5:
+		it->join = ds->group = UINT64_C(2) << 48 | (b >> 3);
+		break;
+	case 6:
+		it->new_group = ds->new_group = true;
+		break;
+	case 7:
+		if (b & 8) {
+			ds->group = UINT64_C(1) << 63 | (b >> 4);
+		} else {
+			ds->group = 5;
+			ds->new_group = true;
+		}
+		it->bad_group = !ds->query_only;
+		break;
+	default:
+		break;
+	}
+	if (ds->query_only) {
+		it->join = 0;
+		it->new_group = false;
+	}
+}
+
+/*
  * A doc_batch of up to FX_MAX_BATCH_DOCS documents, each stored or
  * query_only, with what each must get.
  */
@@ -1441,6 +1482,7 @@ gen_doc_batch(struct fz_in *in, struct fz_req *q)
 		it->query_only = b & 1;
 		ds->query_only = it->query_only;
 		it->ns = gen_doc_ns(b >> 1 | (b & 0x80), &ds->namespace_);
+		gen_group(in_byte(in), ds, it);
 		db->docs[i] = ds;
 	}
 	return db;
@@ -1907,8 +1949,10 @@ gen_request(struct fz_in *in, struct fz_req *q, Nddd__V1__Request *m)
 		q->ns = q->items[0].ns = gen_doc_ns(in_byte(in),
 		    &ds->namespace_);
 		q->ns_name = ds->namespace_;
+		gen_group(in_byte(in), ds, &q->items[0]);
 		/* The namespace is checked first, with the request. */
-		if (q->ns < 0 || !q->items[0].valid)
+		if (q->ns < 0 || !q->items[0].valid ||
+		    q->items[0].bad_group)
 			q->expect = NDDD__V1__CODE__INVALID_ARGUMENT;
 		else if (st == SIMHASH_EMPTY_DOCUMENT)
 			q->expect = NDDD__V1__CODE__EMPTY_DOCUMENT;
@@ -2594,12 +2638,17 @@ check_doc_result(const struct fz_req *q, enum fz_op op,
 			    "not %016llx", (unsigned long long)q->id,
 			    (unsigned long long)r->simhash,
 			    (unsigned long long)fp);
-		/* The group of its nearest neighbour, or its own. */
-		if (r->n_near > 0 ? r->group != r->near[0]->group :
+		/* The group given, its own when told to found one, else its
+		 * nearest neighbour's, or its own. */
+		if (it->join != 0 ? r->group != it->join :
+		    it->new_group ? r->group != r->doc_id :
+		    r->n_near > 0 ? r->group != r->near[0]->group :
 		    r->near_total == 0 && r->group != r->doc_id)
-			fx_fail("request %llu: doc_submit's group %llu",
-			    (unsigned long long)q->id,
-			    (unsigned long long)r->group);
+			fx_fail("request %llu: doc_submit's group %llu "
+			    "(given %llu%s)", (unsigned long long)q->id,
+			    (unsigned long long)r->group,
+			    (unsigned long long)it->join,
+			    it->new_group ? ", new_group" : "");
 		if (sure && d->known && (r->created == d->present ||
 		    (d->present && r->doc_id != d->id) ||
 		    (!d->present && r->doc_id <= fx.group_max_doc_id)))
@@ -2659,7 +2708,8 @@ check_docs(struct fz_req *q)
 		fx_fail("request %llu (doc_batch): not %zu results",
 		    (unsigned long long)q->id, q->n);
 	for (size_t i = 0; i < q->n; i++) {
-		want[i] = q->items[i].ns < 0 || !q->items[i].valid ?
+		want[i] = q->items[i].ns < 0 || !q->items[i].valid ||
+		    q->items[i].bad_group ?
 		    NDDD__V1__CODE__INVALID_ARGUMENT : q->items[i].empty ?
 		    NDDD__V1__CODE__EMPTY_DOCUMENT : NDDD__V1__CODE__OK;
 		got[i] = NDDD__V1__CODE__OK;
