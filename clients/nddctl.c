@@ -80,13 +80,16 @@ static const struct command {
 	  "see simhash --help)" },
 };
 
-/* Whether cmd is a URL command, which a shard list of -H routes. */
+/* Whether cmd takes a shard list for -H: the URL commands route over
+ * it, the forget commands go to every shard. */
 static bool
-routes_urls(const struct command *cmd)
+takes_shards(const struct command *cmd)
 {
 	return cmd->daemon_cmd == nddctl_url_submit ||
 	    cmd->daemon_cmd == nddctl_url_check ||
-	    cmd->daemon_cmd == nddctl_url_delete;
+	    cmd->daemon_cmd == nddctl_url_delete ||
+	    cmd->daemon_cmd == nddctl_forget_host ||
+	    cmd->daemon_cmd == nddctl_forget_prefix;
 }
 
 static void
@@ -119,8 +122,9 @@ usage(FILE *out)
 	    "for the URL\n"
 	    "                        commands, a shard list too: "
 	    "HOST:PORT,HOST:PORT,...\n"
-	    "                        (URLs routed by their digests; "
-	    "docs/sharding.md)\n"
+	    "                        (URLs routed by their digests, "
+	    "forgets sent to every\n"
+	    "                        shard; docs/sharding.md)\n"
 	    "  --json                one JSON object per result line\n"
 	    "  --token TOKEN         send TOKEN with every request (default: "
 	    "$NDDD_TOKEN);\n"
@@ -385,10 +389,11 @@ main(int argc, char **argv)
 		if (strcmp(argv[optind], cmd->name) != 0)
 			continue;
 		if (cmd->daemon_cmd != NULL && nddctl_sharded(&co) &&
-		    !routes_urls(cmd)) {
+		    !takes_shards(cmd)) {
 			fprintf(stderr, "nddctl: %s: -H names one daemon here; "
-			    "a shard list routes url-submit, url-check and "
-			    "url-delete only\n", cmd->name);
+			    "a shard list is for url-submit, url-check, "
+			    "url-delete, forget-host and forget-prefix\n",
+			    cmd->name);
 			return NDDCTL_EXIT_USAGE;
 		}
 		if (cmd->daemon_cmd != NULL && token_file != NULL) {

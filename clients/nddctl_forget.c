@@ -1,11 +1,13 @@
 /*
  * nddctl forget-host, forget-prefix: URLs forgotten by host or by URL
- * prefix (admin), in one namespace, in one request each.  The daemon
- * answers once the deletions are durable, with how many URLs it deleted.
+ * prefix (admin), in one namespace, in one request each (one per shard of
+ * a shard list).  The daemon answers once the deletions are durable, with
+ * how many URLs it deleted.
  */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nddctl.h"
@@ -67,6 +69,78 @@ finish(const struct nddctl_common *co, nddd_client *c, int sent,
 	} else
 		print_forgotten(co, key, what, host, subdomains, r);
 	nddd_reply_free(r);
+	return status;
+}
+
+/* What a forget asks, for each daemon it is sent to. */
+struct forget {
+	const char *ns, *what;
+	bool host, subdomains;
+};
+
+static int
+send_forget(nddd_client *c, const struct forget *f, uint64_t *id)
+{
+	return f->host ? nddd_send_url_forget_host(c, f->ns, f->what,
+	    f->subdomains, id) : nddd_send_url_forget_prefix(c, f->ns, f->what,
+	    strlen(f->what), id);
+}
+
+/*
+ * The forget on every shard of the list of -H, one after the other (a
+ * host's URLs are on all of them): one result line with the sum,
+ * complete when every shard's is.  A shard that cannot be asked, or
+ * refuses, is said on stderr and sets the exit status (3, or 1 for a
+ * refusal); the other shards' URLs are forgotten all the same.
+ */
+static int
+forget_on_shards(const struct nddctl_common *co, const struct forget *f)
+{
+	struct nddctl_common one = *co;
+	struct nddd_reply sum = { .kind = NDDD_REPLY_FORGET, .complete = 1 };
+	char *list, *addr, *save = NULL;
+	int status = NDDCTL_EXIT_OK;
+
+	if ((list = strdup(co->address)) == NULL) {
+		fprintf(stderr, "nddctl: out of memory\n");
+		return NDDCTL_EXIT_USAGE;
+	}
+	for (addr = strtok_r(list, ",", &save); addr != NULL;
+	    addr = strtok_r(NULL, ",", &save)) {
+		struct nddd_reply *r;
+		nddd_client *c;
+		uint64_t id = 0;
+
+		one.address = addr;
+		if ((c = nddctl_connect(&one)) == NULL) {
+			status = NDDCTL_EXIT_UNREACHABLE;
+			continue;
+		}
+		if (send_forget(c, f, &id) == -1 ||
+		    (r = nddd_call(c, id)) == NULL) {
+			fprintf(stderr, "nddctl: %s: %s\n", addr,
+			    nddd_errstr(c));
+			nddd_close(c);
+			status = NDDCTL_EXIT_UNREACHABLE;
+			continue;
+		}
+		nddd_close(c);
+		if (r->kind == NDDD_REPLY_FORGET) {
+			sum.forgotten += r->forgotten;
+			sum.complete &= r->complete;
+		} else {
+			fprintf(stderr, "nddctl: %s: %s: %s\n", addr,
+			    nddd_code_name(r->kind == NDDD_REPLY_ERROR ?
+			    r->code : NDDD_INTERNAL), r->message ? r->message :
+			    "unexpected reply");
+			if (status == NDDCTL_EXIT_OK)
+				status = NDDCTL_EXIT_ITEMS;
+		}
+		nddd_reply_free(r);
+	}
+	free(list);
+	print_forgotten(co, f->host ? "host" : "prefix", f->what, f->host,
+	    f->subdomains, &sum);
 	return status;
 }
 
@@ -135,6 +209,9 @@ nddctl_forget_host(const struct nddctl_common *co, int argc, char **argv)
 
 	if (!parse(argc, argv, &ns, &subdomains, &host))
 		return NDDCTL_EXIT_USAGE;
+	if (nddctl_sharded(co))
+		return forget_on_shards(co, &(struct forget){ ns, host, true,
+		    subdomains });
 	if ((c = nddctl_connect(co)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
 	sent = nddd_send_url_forget_host(c, ns, host, subdomains, &id);
@@ -151,6 +228,9 @@ nddctl_forget_prefix(const struct nddctl_common *co, int argc, char **argv)
 
 	if (!parse(argc, argv, &ns, NULL, &prefix))
 		return NDDCTL_EXIT_USAGE;
+	if (nddctl_sharded(co))
+		return forget_on_shards(co, &(struct forget){ ns, prefix,
+		    false, false });
 	if ((c = nddctl_connect(co)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
 	sent = nddd_send_url_forget_prefix(c, ns, prefix, strlen(prefix),

@@ -1322,9 +1322,9 @@ END_TEST
 
 /*
  * -H with a shard list: the URL commands print exactly what one daemon's
- * nddctl prints, in input order; a shard that is down fails its URLs
- * (UNAVAILABLE, exit status 1) and no others; other commands refuse a
- * list.
+ * nddctl prints, in input order, and so do the forgets, sent to every
+ * shard; a shard that is down fails its URLs (UNAVAILABLE, exit status 1)
+ * and no others; other commands refuse a list.
  */
 START_TEST(test_shard_list)
 {
@@ -1365,6 +1365,38 @@ START_TEST(test_shard_list)
 		free(want);
 	}
 
+	/* A host's URLs are forgotten on every shard: the sum is what one
+	 * daemon forgets, and then both answer every URL alike. */
+	for (int i = 0; i < 2; i++) {
+		const char *cmd = i == 0 ? "forget-host --subdomains "
+		    "site7.example" : "forget-prefix http://www.site8.example/";
+
+		ck_assert_int_ne(asprintf(&args, "-H %s --json %s",
+		    ref.address, cmd), -1);
+		ck_assert_int_eq(run(args, NULL, &want), 0);
+		free(args);
+		ck_assert_int_ne(asprintf(&args, "-H %s --json %s", list, cmd),
+		    -1);
+		ck_assert_int_eq(run(args, NULL, &out), 0);
+		free(args);
+		ck_assert_str_eq(out, want);
+		ck_assert(strstr(out, "\"forgotten\": 0") == NULL);
+		free(out);
+		free(want);
+	}
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check -", ref.address),
+	    -1);
+	ck_assert_int_eq(run(args, in, &want), 1);
+	free(args);
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check -", list), -1);
+	ck_assert_int_eq(run(args, in, &out), 1);
+	free(args);
+	ck_assert_str_eq(out, want);
+	ck_assert(strstr(out, "unseen\t0\thttp://www.site7.example/") !=
+	    NULL);
+	free(out);
+	free(want);
+
 	harness_kill(&sh[1]);
 	ck_assert_int_ne(asprintf(&args, "-H %s url-check -", list), -1);
 	ck_assert_int_eq(run(args, in, &out), 1);
@@ -1373,7 +1405,8 @@ START_TEST(test_shard_list)
 		if (starts_with(line, "error\tUNAVAILABLE: ")) {
 			ck_assert(line_has(line, sh[1].address));
 			unavailable++;
-		} else if (starts_with(line, "seen\t"))
+		} else if (starts_with(line, "seen\t") ||
+		    starts_with(line, "unseen\t"))
 			seen++;
 		else
 			ck_assert(starts_with(line, "error\tINVALID_ARGUMENT"));
@@ -1381,6 +1414,15 @@ START_TEST(test_shard_list)
 	ck_assert_uint_gt(unavailable, 0);
 	ck_assert_uint_gt(seen, 0);
 	ck_assert_uint_eq(unavailable + seen + 1, 2501);
+	free(out);
+
+	/* A forget with a shard down: the others' URLs forgotten, the
+	 * shard said on stderr, exit status 3. */
+	ck_assert_int_ne(asprintf(&args, "-H %s forget-host site9.example",
+	    list), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 3);
+	free(args);
+	ck_assert(starts_with(out, "forgotten\t"));
 	free(out);
 
 	ck_assert_int_ne(asprintf(&args, "-H %s stats", list), -1);
