@@ -42,7 +42,8 @@ import time
 import nddd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from doc_bulk_bench import Daemon, reuters_bodies  # noqa: E402
+from doc_bulk_bench import (ROOT, STOPWORDS, Daemon,  # noqa: E402
+                            reuters_bodies, reuters_dir)
 
 
 def cpu():
@@ -72,19 +73,14 @@ def main():
                     choices=("auto", "scalar", "avx2", "avx512"))
     args = ap.parse_args()
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    data_root = os.environ.get("NDDD_TEST_DATA") or os.path.join(
-        root, "..", "shared", "data")
-    reuters = args.data or os.path.join(data_root, "text_corpora",
-                                        "reuters21578")
-    stopwords = os.path.join(root, "conf", "stopwords.txt")
+    reuters = reuters_dir(args.data)
+    stopwords = STOPWORDS
     bin_dir = os.path.abspath(args.bin)
     env = dict(os.environ)
     env.setdefault("NDDD_LIBRARY", os.path.join(os.path.dirname(bin_dir),
                                                 "libnddd.so"))
     env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.join(root, "clients", "python")] +
+        [os.path.join(ROOT, "clients", "python")] +
         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
 
     bodies = reuters_bodies(reuters)

@@ -55,6 +55,20 @@ def free_port():
         return s.getsockname()[1]
 
 
+#: The source tree, and its stop-word list (the daemon's default).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+STOPWORDS = os.path.join(ROOT, "conf", "stopwords.txt")
+
+
+def reuters_dir(given=None):
+    """The Reuters-21578 folder: given, or that of $NDDD_TEST_DATA, or of
+    ../shared/data beside the source tree."""
+    data_root = os.environ.get("NDDD_TEST_DATA") or os.path.join(
+        ROOT, "..", "shared", "data")
+    return given or os.path.join(data_root, "text_corpora", "reuters21578")
+
+
 def reuters_bodies(directory):
     """The BODY elements of reut2-000.sgm ... reut2-021.sgm, as str."""
     bodies = []
@@ -174,14 +188,9 @@ def main():
                     help="requests in flight (default 8)")
     args = ap.parse_args()
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    data_root = os.environ.get("NDDD_TEST_DATA") or os.path.join(
-        root, "..", "shared", "data")
-    reuters = args.data or os.path.join(data_root, "text_corpora",
-                                        "reuters21578")
+    reuters = reuters_dir(args.data)
     data_root = os.path.dirname(os.path.dirname(os.path.abspath(reuters)))
-    stopwords = os.path.join(root, "conf", "stopwords.txt")
+    stopwords = STOPWORDS
     bin_dir = os.path.abspath(args.bin)
     nddctl = os.path.join(bin_dir, "nddctl")
 

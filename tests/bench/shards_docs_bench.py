@@ -26,7 +26,8 @@ import nddd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dask_bench import cpu  # noqa: E402
-from doc_bulk_bench import Daemon, reuters_bodies  # noqa: E402
+from doc_bulk_bench import (STOPWORDS, Daemon,  # noqa: E402
+                            reuters_bodies, reuters_dir)
 
 
 def founders(docs, results):
@@ -38,16 +39,14 @@ def founders(docs, results):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--data", default=os.path.join(
-        os.environ.get("NDDD_TEST_DATA", "../shared/data"), "text_corpora",
-        "reuters21578"))
+    ap.add_argument("--data", default=None,
+                    help="the Reuters-21578 folder (default: "
+                    "$NDDD_TEST_DATA/text_corpora/reuters21578)")
     ap.add_argument("-r", "--repeat", type=int, default=5)
     ap.add_argument("--shards", type=int, nargs="+", default=[1, 2, 3])
     args = ap.parse_args()
-    root = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    stopwords = os.path.join(root, "conf", "stopwords.txt")
-    bodies = reuters_bodies(args.data)
+    stopwords = STOPWORDS
+    bodies = reuters_bodies(reuters_dir(args.data))
     docs = [("http://r%d.example/%d" % (i % args.repeat, i), b)
             for i, b in enumerate(b for _ in range(args.repeat)
                                   for b in bodies)]
