@@ -16,34 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jumphash.h"
 #include "nddd.h"
 #include "shards_impl.h"
 
 uint32_t
 nddd_jump_hash(uint64_t key, uint32_t buckets)
 {
-	int64_t b = -1, j = 0;
-
-	/* Lamping and Veach, "A Fast, Minimal Memory, Consistent Hash
-	 * Algorithm" (2014): a key moves only to a new last bucket when
-	 * buckets grow by one. */
-	while (j < (int64_t)buckets) {
-		b = j;
-		key = key * 2862933555777941757ULL + 1;
-		j = (int64_t)((double)(b + 1) *
-		    ((double)(1LL << 31) / (double)((key >> 33) + 1)));
-	}
-	return (uint32_t)b;
+	return jump_hash(key, buckets);
 }
 
 uint32_t
 nddd_shard_of(const unsigned char digest[NDDD_DIGEST_LEN], uint32_t nshards)
 {
-	uint64_t key = 0;
-
-	for (int i = 0; i < 8; i++)
-		key = key << 8 | digest[i];
-	return nddd_jump_hash(key, nshards);
+	return jump_hash_owner(digest, nshards);
 }
 
 void
