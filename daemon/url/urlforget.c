@@ -90,6 +90,29 @@ urlset_hosts_open(struct urlset *us, int format)
 	return rc;
 }
 
+int
+urlset_hosts_mark_partial(struct urlset *us)
+{
+	struct store_txn *txn;
+	int rc;
+
+	if (us->hosts_partial)
+		return STORE_OK;
+	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
+		return rc;
+	if ((rc = store_meta_put(txn, HOSTS_PARTIAL_KEY, "yes")) != STORE_OK) {
+		store_abort(txn);
+		return rc;
+	}
+	if ((rc = store_commit(txn)) == STORE_OK) {
+		us->hosts_partial = true;
+		log_info("%s: URLs imported without their texts are not in "
+		    "the host index: url_forget answers incomplete from now "
+		    "on", __func__);
+	}
+	return rc;
+}
+
 size_t
 urlset_texts_bound(const struct urlset *us, size_t text_bytes, size_t n)
 {

@@ -295,6 +295,7 @@ urlset_open(struct store *st, const char *dir,
 	pthread_mutex_init(&us->lock, NULL);
 	pthread_cond_init(&us->cond, NULL);
 	pthread_mutex_init(&us->readers_lock, NULL);
+	pthread_mutex_init(&us->move_lock, NULL);
 	us->epoch = 1;
 	urlcanon_id(&us->canon, us->canon_id);
 	/* Whole blocks of counters: round up. */
@@ -360,6 +361,7 @@ urlset_free(struct urlset *us)
 	urlidx_free(us->idx);
 	cbf_free(us->filter);
 	EVP_MD_free(us->md5);
+	urlset_export_end(us);
 	urlset_release_scratch(us);
 	urlset_reader_free(us->wrd);
 	urlns_free(us->ns);
@@ -370,6 +372,7 @@ urlset_free(struct urlset *us)
 	pthread_cond_destroy(&us->cond);
 	pthread_mutex_destroy(&us->lock);
 	pthread_mutex_destroy(&us->readers_lock);
+	pthread_mutex_destroy(&us->move_lock);
 	free(us);
 }
 

@@ -252,6 +252,21 @@ enum urlset_op {
 				   to live passed or whose namespace was
 				   dropped */
 	URLSET_FORGET,		/* forget ns's URLs of a host or prefix */
+	URLSET_EXPORT_BEGIN,	/* start an export session (below) */
+	URLSET_EXPORT_CHANGED,	/* the session's changed keys, n at most */
+	URLSET_EXPORT_END,	/* end the session */
+	URLSET_IMPORT,		/* set the states of moved, nmoved URLs */
+};
+
+/* A URL as resharding moves it (docs/sharding.md, "Adding a shard"). */
+struct url_moved {
+	uint8_t digest[CBF_FP_LEN];	/* its key in the default namespace */
+	char ns[URLNS_NAME_MAX + 1];	/* its namespace's name ("": default) */
+	struct url_state st;		/* count 0: no record; st.ns unused */
+	const char *text;		/* its canonical URL, or NULL */
+	size_t text_len;
+	bool text_only;			/* only its text (the host index's):
+					   its state is given elsewhere */
 };
 
 /* A URL's canonical form, for the host index. */
@@ -306,6 +321,13 @@ struct urlset_job {
 	struct url_state *states;
 	struct urlset_verify *verify;	/* URLSET_VERIFY's findings */
 	struct urlns_info *info;	/* URLSET_NS_SET's and _DROP's */
+	uint32_t shards, place;		/* URLSET_EXPORT_BEGIN's: the new
+					   list's length, this set's place */
+	struct url_moved *moved;	/* URLSET_IMPORT's URLs; the answer of
+					   URLSET_EXPORT_CHANGED (the caller
+					   frees it: urlset_moved_free) */
+	size_t nmoved;
+	bool more;			/* URLSET_EXPORT_CHANGED: keys left */
 	void (*done)(struct urlset_job *job);
 	int status;
 	const char *refused;		/* RESOURCE_EXHAUSTED: why (static) */
@@ -316,6 +338,55 @@ struct urlset_job {
 
 /* Any thread: queues job for the URL writer. */
 void urlset_submit_job(struct urlset *us, struct urlset_job *job);
+
+/*
+ * Moving URLs to a new shard (docs/urlstore.md, "Export and import").
+ *
+ * URLSET_EXPORT_BEGIN flushes the journal and, with nothing applied in
+ * between, takes a snapshot of the store that the session keeps, and from
+ * then on remembers every key a change touches whose owner among the new
+ * list's job->shards places (jump_hash_owner of its digest) is not
+ * job->place: the changed set, with the text a change records for it.  A
+ * second BEGIN replaces the session.
+ *
+ * urlset_export_page reads the snapshot from *cursor on (0 at the start;
+ * opaque otherwise, and a cursor given again reads the same page again):
+ * first the live records of the keys that move, then the host index's
+ * texts of such keys (text_only items); up to max URLs a call, in a new
+ * array *out of *n (the caller frees it with urlset_moved_free), and
+ * *done once both are read.  Records of dropped namespaces stay behind.
+ * Any thread, one call at a time (a second one waits).  Returns a store
+ * status; STORE_FAILED without a session (urlset_export_open tells).
+ *
+ * URLSET_EXPORT_CHANGED answers in job->moved (job->nmoved of them) the
+ * current state of up to job->n keys of the changed set (count 0: no
+ * record; an expired record not reclaimed yet keeps its count and times),
+ * with the texts recorded for them, and takes them out of the set;
+ * job->more says whether keys are left.  The set holds at most
+ * URLSET_EXPORT_CHANGED_BYTES: past that (or when memory is short) the
+ * session fails, so that no change is lost unsaid: CHANGED and pages
+ * answer STORE_FAILED and urlset_export_open false, and the caller begins
+ * again.
+ *
+ * URLSET_EXPORT_END ends the session (STORE_OK without one).
+ *
+ * URLSET_IMPORT sets each of job->moved[0..nmoved) to exactly its state
+ * in its namespace (created as a submit would): a record made or
+ * replaced with the count and times given, or removed (count 0), through
+ * the journal like a delete or a submit; text_only items add their text
+ * to the host index and change no state, the others add theirs when they
+ * make a record.  A URL given a record without its text makes the host
+ * index incomplete (urlset_forget's complete), as it is.  Any key,
+ * whoever owns it.
+ */
+#define URLSET_EXPORT_CHANGED_BYTES	((size_t)256 << 20)
+
+int urlset_export_page(struct urlset *us, uint64_t *cursor, size_t max,
+    struct url_moved **out, size_t *n, bool *done);
+/* Any thread: whether a session is open (and has not failed). */
+bool urlset_export_open(struct urlset *us);
+/* Frees an array of moved URLs and their texts (one allocation). */
+void urlset_moved_free(struct url_moved *m);
 
 /* Statistics.  Any thread. */
 void urlset_stats(struct urlset *us, struct urlset_stats *out);

@@ -151,6 +151,11 @@ struct urlset {
 					   it keeps there so far */
 	uint64_t sweep_last_ms;		/* its last step (monotonic) */
 
+	/* The export session (urlmove.c), or NULL: set by the writer under
+	 * move_lock, which a page holds while it reads the session. */
+	struct export_session *move;
+	pthread_mutex_t move_lock;
+
 	/* The transaction of the last flush, published before the journal's
 	 * table is cleared (acquire, release). */
 	uint64_t flush_txnid;
@@ -260,6 +265,16 @@ void urlset_release_scratch(struct urlset *us);
  * the writer does; open and the tests call it directly. */
 void urlset_apply_group(struct urlset *us, struct urlset_job *list);
 
+/* The current state of keys[0..n) (count 0: no record), as a group would
+ * find it; n at most URLSET_GROUP_MAX.  Writer, between groups.  A store
+ * status. */
+int urlset_current_states(struct urlset *us, const struct url_key *keys,
+    size_t n, struct url_state *out);
+/* URLs in one group, at most (a job larger than this is a group alone):
+ * a group's scratch memory, about 250 bytes per URL, stays small, and its
+ * fdatasync is still a small share of its time. */
+#define URLSET_GROUP_MAX	8192
+
 /* Whether a record in state st is to be reclaimed at now_ms for its time
  * to live: expired at least keep_expired_ms ago. */
 static inline bool
@@ -308,6 +323,27 @@ void urlset_hosts_merge_end(struct urlset *us);
 void urlset_hosts_free(struct urlset *us);
 /* Writer: carries out a URLSET_FORGET job; a store status. */
 int urlset_forget(struct urlset *us, struct urlset_job *job);
+
+/* urlforget.c.  Records, durably, that the store holds URLs the index
+ * never saw (an import without texts).  A store status. */
+int urlset_hosts_mark_partial(struct urlset *us);
+
+/* urlmove.c: the export session and imports (urlset.h).  Writer: begins
+ * a session (the journal flushed), answers URLSET_EXPORT_CHANGED, ends it
+ * (also at urlset_free), carries out URLSET_IMPORT; each a store status. */
+int urlset_export_begin(struct urlset *us, struct urlset_job *job);
+int urlset_export_changed(struct urlset *us, struct urlset_job *job);
+void urlset_export_end(struct urlset *us);
+int urlset_import(struct urlset *us, struct urlset_job *job);
+/* Writer, publishing a group: notes a changed entry, then the texts the
+ * group recorded, in the changed set while a session is open. */
+void urlset_export_note(struct urlset *us, const struct stage_entry *e);
+void urlset_export_note_texts(struct urlset *us, const uint8_t *texts,
+    size_t len);
+/* Any thread: the mask of namespace name[0..len) (zero for the default
+ * one), as urlset_ns_mask makes it, without a keyer. */
+void urlset_ns_mask_of(const struct urlset *us, const char *name, size_t len,
+    struct urlset_ns_mask *out);
 
 /* urlmigrate.c: upgrades a format 1 store to segments, in transactions of
  * urlset_migrate_batch records; a format 2 store's segments to format 3,

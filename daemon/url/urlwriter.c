@@ -45,10 +45,6 @@
 #include "log.h"
 #include "urlset_impl.h"
 
-/* URLs in one group, at most (a job larger than this is a group alone):
- * a group's scratch memory, about 250 bytes per URL, stays small, and its
- * fdatasync is still a small share of its time. */
-#define URLSET_GROUP_MAX	8192
 /* Jobs in one group, at most. */
 #define URLSET_GROUP_MAX_JOBS	256
 /* Idle this long with changes in memory, the writer flushes them. */
@@ -384,6 +380,24 @@ stage_job(struct urlset *us, struct urlset_job *job, uint32_t ns,
 			*deleted += seen;
 			st->count = 0;
 			break;
+		case URLSET_IMPORT: {
+			/* The state given, exactly (its namespace resolved
+			 * by urlset_import); a text_only item changes
+			 * nothing but the host index. */
+			const struct url_moved *m = &job->moved[i];
+
+			if (!m->text_only) {
+				if (m->st.count == 0)
+					st->count = 0;
+				else
+					*st = m->st;
+			}
+			if ((m->text_only || m->st.count > 0) &&
+			    job->texts != NULL)
+				urlset_text_add(us, m->st.ns, e->key.fp,
+				    &job->texts[i]);
+			break;
+		}
 		case URLSET_RECLAIM:
 			if (st->count == 0)
 				break;
@@ -483,7 +497,9 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		us->frame[nframe] = e->base;
 		us->frame[nframe++].st = e->cur;
 	}
-	if (nframe > 0) {
+	/* An import's texts may come without a change of state: the frame
+	 * carries them all the same. */
+	if (nframe > 0 || us->texts_len > texts_at) {
 		if (urljournal_append(us->journal, us->frame, nframe,
 		    us->texts_len > texts_at ? us->texts + texts_at : NULL,
 		    us->texts_len - texts_at) == -1) {
@@ -540,7 +556,12 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		if (e->cur.count > 0)
 			urlns_count(us->ns, e->cur.ns, 1);
 		live += (e->cur.count > 0) - (int64_t)e->base_present;
+		if (us->move != NULL)
+			urlset_export_note(us, e);
 	}
+	if (us->move != NULL && us->texts_len > texts_at)
+		urlset_export_note_texts(us, us->texts + texts_at,
+		    us->texts_len - texts_at);
 	__atomic_fetch_add(&us->live, (uint64_t)live, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&us->submits_new, added, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&us->submits_duplicate, dup, __ATOMIC_RELAXED);
@@ -583,6 +604,53 @@ run_namespace(struct urlset *us, struct urlset_job *job)
 	if (rc == STORE_OK && !urlns_info(us->ns, id, job->info))
 		rc = STORE_FAILED;
 	finish(us, job, rc);
+}
+
+/* Writer: a step of moving URLs between shards (urlmove.c). */
+static void
+run_export(struct urlset *us, struct urlset_job *job)
+{
+	int rc = STORE_OK;
+
+	switch (job->op) {
+	case URLSET_EXPORT_BEGIN:
+		/* Everything in the segments, so that the snapshot holds
+		 * every record and every text so far. */
+		if ((rc = flush_if_room(us)) == STORE_OK)
+			rc = urlset_export_begin(us, job);
+		break;
+	case URLSET_EXPORT_CHANGED:
+		rc = urlset_export_changed(us, job);
+		break;
+	case URLSET_EXPORT_END:
+		urlset_export_end(us);
+		break;
+	default:
+		rc = urlset_import(us, job);
+		break;
+	}
+	finish(us, job, rc);
+}
+
+int
+urlset_current_states(struct urlset *us, const struct url_key *keys,
+    size_t n, struct url_state *out)
+{
+	int rc;
+
+	if (n > URLSET_GROUP_MAX)
+		return STORE_FAILED;
+	if (stage_reserve(us, n) == -1)
+		return STORE_FAILED;
+	for (size_t i = 0; i < n; i++)
+		stage_entry(us, &keys[i]);
+	if ((rc = stage_lookup(us)) != STORE_OK)
+		return rc;
+	/* Keys given twice share an entry. */
+	for (size_t i = 0; i < n; i++)
+		out[i] = stage_entry(us, &keys[i])->cur;
+	us->stage_len = 0;
+	return STORE_OK;
 }
 
 /* The relaxed frames have waited long enough for their fdatasync. */
@@ -776,6 +844,12 @@ writer_main(void *arg)
 			break;
 		case URLSET_FORGET:
 			finish(us, list, urlset_forget(us, list));
+			break;
+		case URLSET_EXPORT_BEGIN:
+		case URLSET_EXPORT_CHANGED:
+		case URLSET_EXPORT_END:
+		case URLSET_IMPORT:
+			run_export(us, list);
 			break;
 		default:
 			urlset_apply_group(us, list);
