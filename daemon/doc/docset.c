@@ -10,6 +10,7 @@
 
 #include <openssl/evp.h>
 
+#include "docmove.h"
 #include "le.h"
 #include "log.h"
 
@@ -33,6 +34,7 @@ struct docset {
 	struct store *st;
 	struct nearidx *idx;
 	struct docns *ns;
+	struct docmove *move;	/* resharding's export session */
 	unsigned k;
 	uint64_t next_id;	/* writer thread */
 };
@@ -133,6 +135,43 @@ docset_record(struct docset *ds, struct store_txn *txn, uint64_t id,
 		return STORE_FAILED;
 	}
 	return STORE_OK;
+}
+
+struct records_scan {
+	docset_record_fn fn;
+	void *arg;
+	bool bad;
+};
+
+static int
+records_one(const void *key, size_t klen, const void *val, size_t vlen,
+    void *arg)
+{
+	struct records_scan *rs = arg;
+	struct doc_record r;
+
+	if (klen != 8 || record_decode(key_id(key), val, vlen, &r) == -1) {
+		log_warnx("%s: a document record has the wrong size",
+		    __func__);
+		rs->bad = true;
+		return STORE_FAILED;
+	}
+	return rs->fn(&r, rs->arg);
+}
+
+int
+docset_records(struct docset *ds, struct store_txn *txn, uint64_t from,
+    docset_record_fn fn, void *arg)
+{
+	struct records_scan rs = { .fn = fn, .arg = arg };
+	uint8_t key[8];
+	int rc;
+
+	(void)ds;
+	id_key(from, key);
+	rc = store_scan_from(txn, STORE_DOCS, key, sizeof(key), records_one,
+	    &rs);
+	return rs.bad ? STORE_FAILED : rc;
 }
 
 /* The id the URL index gives key, or 0. */
@@ -424,11 +463,34 @@ tables_insert(struct docset *ds, uint64_t fp, uint64_t id, uint32_t ns)
 	return STORE_OK;
 }
 
-int
-docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
+/* Notes a change of the document of ns and url for resharding, before
+ * the change: a change that cannot be noted is not made. */
+static int
+note_change(struct docset *ds, struct store_txn *txn, const char *ns,
+    size_t ns_len, const char *url, size_t url_len)
+{
+	if (docmove_note(ds->move, store_txn_id(txn), ns, ns_len, url,
+	    url_len) == -1) {
+		log_warnx("%s: out of memory", __func__);
+		return STORE_FAILED;
+	}
+	return STORE_OK;
+}
+
+/* The times a put stores: now (a new document's creation, a known one's
+ * kept), or both given. */
+struct put_times {
+	uint64_t now_ms;
+	bool given;
+	uint64_t created_ms, updated_ms;
+};
+
+static int
+put_doc(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
-    uint64_t fp, uint64_t join, uint64_t now_ms, struct doc_record *out,
-    bool *created, struct doc_undo *undo, struct docset_near_list *near)
+    uint64_t fp, uint64_t join, const struct put_times *t,
+    struct doc_record *out, bool *created, struct doc_undo *undo,
+    struct docset_near_list *near)
 {
 	struct doc_record old, r;
 	uint64_t id, group;
@@ -439,6 +501,9 @@ docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
 
 	memset(undo, 0, sizeof(*undo));
 	*created = false;
+	if ((rc = note_change(ds, txn, ns, strlen(ns), url, url_len)) !=
+	    STORE_OK)
+		return rc;
 	if ((nsid = docns_find(ds->ns, ns, strlen(ns))) == DOCNS_NONE) {
 		if ((rc = docns_create(ds->ns, txn, ns, &nsid)) != STORE_OK)
 			return rc;
@@ -480,7 +545,7 @@ docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
 		id = ds->next_id++;
 		undo->new_id = id;
 		*created = true;
-		r.created_ms = now_ms;
+		r.created_ms = t->now_ms;
 		id_key(id, idk);
 		snprintf(next, sizeof(next), "%" PRIu64, ds->next_id);
 		if ((rc = store_put(txn, STORE_DOC_URLS, key, DOCSET_KEY_LEN,
@@ -507,7 +572,11 @@ docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
 	r.id = id;
 	r.fp = fp;
 	r.group = group ? group : id;
-	r.updated_ms = now_ms;
+	r.updated_ms = t->now_ms;
+	if (t->given) {
+		r.created_ms = t->created_ms;
+		r.updated_ms = t->updated_ms;
+	}
 	r.url = url;
 	r.url_len = url_len;
 	r.ns = nsid;
@@ -526,6 +595,31 @@ docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
 	return STORE_OK;
 }
 
+int
+docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
+    const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
+    uint64_t fp, uint64_t join, uint64_t now_ms, struct doc_record *out,
+    bool *created, struct doc_undo *undo, struct docset_near_list *near)
+{
+	struct put_times t = { .now_ms = now_ms };
+
+	return put_doc(ds, txn, ns, key, url, url_len, fp, join, &t, out,
+	    created, undo, near);
+}
+
+int
+docset_put_times(struct docset *ds, struct store_txn *txn, const char *ns,
+    const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
+    uint64_t fp, uint64_t join, uint64_t created_ms, uint64_t updated_ms,
+    struct doc_record *out, bool *created, struct doc_undo *undo)
+{
+	struct put_times t = { .given = true, .created_ms = created_ms,
+	    .updated_ms = updated_ms };
+
+	return put_doc(ds, txn, ns, key, url, url_len, fp, join, &t, out,
+	    created, undo, NULL);
+}
+
 /* Deletes document r (its record, its URL's entry if the entry is its,
  * its place in the tables), noting in undo how to take it back. */
 static int
@@ -538,6 +632,9 @@ forget_record(struct docset *ds, struct store_txn *txn,
 	int rc;
 
 	memset(undo, 0, sizeof(*undo));
+	if ((rc = note_change(ds, txn, r->ns_name, r->ns_len, r->url,
+	    r->url_len)) != STORE_OK)
+		return rc;
 	id_key(r->id, idk);
 	if ((rc = store_del(txn, STORE_DOCS, idk, sizeof(idk))) != STORE_OK ||
 	    (rc = lookup_id(txn, key, &owner)) != STORE_OK)
@@ -612,6 +709,12 @@ docset_namespaces(struct docset *ds)
 	return ds->ns;
 }
 
+struct docmove *
+docset_move(struct docset *ds)
+{
+	return ds->move;
+}
+
 int
 docset_ns_drop(struct docset *ds, struct store_txn *txn, const char *name,
     uint32_t *id, uint64_t *docs, struct docset_ns_undo *undo)
@@ -630,22 +733,30 @@ docset_ns_drop(struct docset *ds, struct store_txn *txn, const char *name,
 	return STORE_OK;
 }
 
-/* The key of document r: its URL's MD5, masked in a named namespace. */
-static int
-record_key(const struct doc_record *r, uint8_t key[DOCSET_KEY_LEN])
+int
+docset_key(const char *ns, size_t ns_len, const char *url, size_t url_len,
+    uint8_t key[DOCSET_KEY_LEN])
 {
 	uint8_t mask[DOCNS_MASK_LEN];
 	unsigned int mdlen;
 
-	if (!EVP_Digest(r->url, r->url_len, key, &mdlen, EVP_md5(), NULL) ||
+	if (!EVP_Digest(url, url_len, key, &mdlen, EVP_md5(), NULL) ||
 	    mdlen != DOCSET_KEY_LEN)
 		return -1;
-	if (r->ns == DOCNS_DEFAULT)
+	if (ns_len == 0)
 		return 0;
-	docns_mask(r->ns_name, r->ns_len, mask);
+	docns_mask(ns, ns_len, mask);
 	for (size_t i = 0; i < DOCSET_KEY_LEN; i++)
 		key[i] ^= mask[i];
 	return 0;
+}
+
+/* The key of document r. */
+static int
+record_key(const struct doc_record *r, uint8_t key[DOCSET_KEY_LEN])
+{
+	return docset_key(r->ns_name, r->ns == DOCNS_DEFAULT ? 0 : r->ns_len,
+	    r->url, r->url_len, key);
 }
 
 int
@@ -972,6 +1083,8 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 	ds->st = st;
 	ds->k = opts->k;
 	ds->next_id = 1;
+	if ((ds->move = docmove_new()) == NULL)
+		goto err;
 	nearidx_config_defaults(&nc);
 	nc.k = opts->k;
 	nc.blocks = opts->blocks;
@@ -1020,6 +1133,7 @@ docset_free(struct docset *ds)
 		return;
 	nearidx_free(ds->idx);
 	docns_free(ds->ns);
+	docmove_destroy(ds->move);
 	free(ds);
 }
 

@@ -28,6 +28,11 @@
  * or delete under the name sees the name's new namespace only, and a put
  * of the same URL there replaces the dropped document.
  *
+ * Resharding (docmove.h).  While an export session is open, each put
+ * and each delete (a namespace's forgetting included) first notes its
+ * document for the session when the document moves; a change that cannot
+ * be noted fails with STORE_FAILED, so that none goes unexported.
+ *
  * Threads.  The store writer calls docset_put, docset_delete and the
  * namespace changes inside its transaction, and the undo functions after
  * an abort; they change the tables at once (later documents of the same
@@ -112,6 +117,7 @@ struct docset_verify {
 };
 
 struct docset;
+struct docmove;
 
 /*
  * Opens the documents of st: checks the term hash against the one stored
@@ -127,6 +133,16 @@ void docset_free(struct docset *ds);
 unsigned docset_k(const struct docset *ds);
 /* The namespaces of the documents. */
 struct docns *docset_namespaces(struct docset *ds);
+/* Resharding's export session over the documents (docmove.h). */
+struct docmove *docset_move(struct docset *ds);
+/*
+ * The key of the document of canonical URL url[0..url_len) in namespace
+ * ns[0..ns_len) (empty: the default one): the URL's MD5, XORed with the
+ * namespace's mask (docns_mask) in a named one.  Returns -1 if the digest
+ * fails.
+ */
+int docset_key(const char *ns, size_t ns_len, const char *url, size_t url_len,
+    uint8_t key[DOCSET_KEY_LEN]);
 /*
  * Any thread: the id of the namespace named name (checked as URL
  * namespaces are; "": the default one), DOCNS_NONE if it has no
@@ -161,6 +177,16 @@ int docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
     uint64_t fp, uint64_t join, uint64_t now_ms, struct doc_record *out,
     bool *created, struct doc_undo *undo, struct docset_near_list *near);
 /*
+ * docset_put with the document's times given instead of now: created_ms
+ * and updated_ms are stored as they are, whether the URL is new or known
+ * (resharding copies a document with the times its first shard stamped).
+ * Its neighbours are not asked for.
+ */
+int docset_put_times(struct docset *ds, struct store_txn *txn, const char *ns,
+    const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
+    uint64_t fp, uint64_t join, uint64_t created_ms, uint64_t updated_ms,
+    struct doc_record *out, bool *created, struct doc_undo *undo);
+/*
  * Writer thread, in txn.  Deletes the document named by key in namespace
  * ns (a checked name); *id is its id, 0 if there was none.  Returns a
  * store status.
@@ -180,6 +206,14 @@ int docset_get(struct docset *ds, struct store_txn *txn, uint32_t ns,
 /* The record of document id (STORE_NOTFOUND if none). */
 int docset_record(struct docset *ds, struct store_txn *txn, uint64_t id,
     struct doc_record *out);
+/*
+ * Calls fn for each record from document id from on, in id order, read
+ * through txn, until fn returns non-zero.  Returns that value, else a
+ * store status (STORE_FAILED for a damaged record).
+ */
+typedef int (*docset_record_fn)(const struct doc_record *r, void *arg);
+int docset_records(struct docset *ds, struct store_txn *txn, uint64_t from,
+    docset_record_fn fn, void *arg);
 
 /* A neighbour, copied out of a transaction. */
 struct docset_neighbour {
