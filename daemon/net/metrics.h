@@ -15,7 +15,7 @@ struct evbuffer;
  * The operations the metrics count, by index: the request layer names
  * them (metrics_name_op) from its operation table.
  */
-#define METRIC_MAX_OPS 16
+#define METRIC_MAX_OPS 20
 
 /* Upper bounds of the latency buckets, in seconds, then +Inf. */
 #define METRIC_NBUCKETS 14

@@ -18,11 +18,13 @@
 #include "config.h"
 #include "docdrop.h"
 #include "docreq.h"
+#include "log.h"
 #include "metrics.h"
 #include "operation.h"
 #include "reply.h"
 #include "request.h"
 #include "server.h"
+#include "shardstate.h"
 #include "simhash.h"
 #include "statsreq.h"
 #include "store.h"
@@ -230,6 +232,7 @@ dispatch_new(const struct config *cfg, struct event_base *base,
     const struct dispatch_deps *deps)
 {
 	struct dispatch *d;
+	const char *why;
 
 	if ((d = calloc(1, sizeof(*d))) == NULL)
 		return NULL;
@@ -251,6 +254,11 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 		},
 		.started = time(NULL),
 	};
+	if ((d->svc.shard = shard_state_open(deps->st, &why)) == NULL) {
+		log_warnx("%s", why);
+		free(d);
+		return NULL;
+	}
 	d->metrics = deps->metrics;
 	for (unsigned i = 0; i < operation_count(); i++)
 		metrics_name_op(d->metrics, i, operation_at(i)->name);
@@ -277,6 +285,7 @@ err:
 	if (d->svc.workers != NULL)
 		workers_free(d->svc.workers);
 	store_reader_free(d->loop_reader);
+	shard_state_free(d->svc.shard);
 	pthread_rwlock_destroy(&d->auth_lock);
 	free(d);
 	return NULL;
@@ -291,6 +300,7 @@ dispatch_free(struct dispatch *d)
 	docdrop_free(d->docs.drop);
 	docreq_env_clear(&d->docs);
 	store_reader_free(d->loop_reader);
+	shard_state_free(d->svc.shard);
 	auth_free(d->auth);
 	pthread_rwlock_destroy(&d->auth_lock);
 	free(d);

@@ -17,6 +17,7 @@
 #include "docset.h"
 #include "log.h"
 #include "reply.h"
+#include "shardstate.h"
 #include "urlreq.h"
 #include "server.h"
 #include "store.h"
@@ -337,9 +338,17 @@ void
 docdrop_namespace_drop(struct op_call *call)
 {
 	const Nddd__V1__NamespaceDrop *nd = call->req->namespace_drop;
-	struct drop_job *j = calloc(1, sizeof(*j));
+	struct drop_job *j;
 
-	if (j == NULL) {
+	/* The keys it drops would not all reach the shard they move to:
+	 * records forgotten in the background change after the copy. */
+	if (shard_session_open(call->svc->shard)) {
+		reply_error(call->reply, NDDD__V1__CODE__FAILED_PRECONDITION,
+		    "a shard is being added (an export session is open): "
+		    "drop the namespace once it is done");
+		return;
+	}
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
 		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
 		    "out of memory");
 		return;

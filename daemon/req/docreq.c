@@ -20,6 +20,7 @@
 #include "accel.h"
 #include "docset.h"
 #include "reply.h"
+#include "shardstate.h"
 #include "simhash.h"
 #include "store.h"
 #include "urlset.h"
@@ -74,6 +75,12 @@ struct doc_batch {
 	uint8_t *bodies;		/* copies for a plugin, or NULL */
 	size_t at_accel;		/* loop: documents not back yet */
 	struct doc_batch *next;		/* loop: the pending list */
+	/* Its place in a shard list: the documents of other shards' URLs
+	 * fail with moved, and neighbours of theirs are left out. */
+	struct shard_view shard;
+	struct shard_state *admitted;	/* a write: admitted there */
+	unsigned ticket;
+	char moved[SHARD_MOVED_MSG_LEN];
 	size_t n;
 	struct doc_item items[];
 };
@@ -87,6 +94,8 @@ batch_free(struct doc_batch *b)
 {
 	if (b == NULL)
 		return;
+	if (b->admitted != NULL)
+		shard_release(b->admitted, b->ticket);
 	for (size_t i = 0; i < b->n; i++)
 		docset_neighbours_free(b->items[i].near, b->items[i].nnear);
 	free(b->urls);
@@ -94,14 +103,24 @@ batch_free(struct doc_batch *b)
 	free(b);
 }
 
+/*
+ * A batch of n documents; write: it may store some, so it is admitted
+ * under the shard state (shardstate.h) until it is freed.
+ */
 static struct doc_batch *
-batch_new(struct docreq_env *env, enum doc_answer answer, size_t n,
-    unsigned k)
+batch_new(struct op_call *call, enum doc_answer answer, size_t n,
+    unsigned k, bool write)
 {
+	struct docreq_env *env = call->svc->docs;
 	struct doc_batch *b;
 
 	if ((b = calloc(1, sizeof(*b) + n * sizeof(b->items[0]))) == NULL)
 		return NULL;
+	if (write) {
+		b->admitted = call->svc->shard;
+		b->ticket = shard_admit(b->admitted, &b->shard);
+	} else
+		shard_state_view(call->svc->shard, &b->shard);
 	b->env = env;
 	b->answer = answer;
 	b->n = n;
@@ -393,6 +412,36 @@ batch_answer(struct doc_batch *b, struct reply *r)
 /* ---- Neighbours and the store. ---- */
 
 /*
+ * Leaves out of a list of neighbours those another shard answers for now
+ * (shard): while a shard is added, the documents it took over are still
+ * here until they are dropped.  An importing shard answers none.
+ * near_total loses those left out; the ones beyond the list's end are
+ * not read, so it may still count some.  The list stays one allocation,
+ * freed as before.
+ */
+static void
+shard_neighbours(const struct shard_view *shard, struct docset_neighbour *nb,
+    size_t *n, uint64_t *total)
+{
+	size_t kept = 0;
+
+	if (shard->importing) {
+		*n = 0;
+		*total = 0;
+		return;
+	}
+	if (!shard_view_hides(shard))
+		return;
+	for (size_t i = 0; i < *n; i++) {
+		if (shard_view_owns_url(shard, nb[i].url, nb[i].url_len))
+			nb[kept++] = nb[i];
+		else if (*total > 0)
+			(*total)--;
+	}
+	*n = kept;
+}
+
+/*
  * The neighbours of a document only answered, read through txn: a URL
  * already stored is not its own neighbour; a submit with query_only is
  * told the group it would join (its nearest, then oldest, neighbour's).
@@ -413,6 +462,9 @@ item_query(struct doc_batch *b, struct doc_item *it, struct store_txn *txn)
 	}
 	rc = docset_neighbours(env->ds, txn, ns, it->fp, b->k, exclude,
 	    exclude_fp, b->max_near, &it->near, &it->nnear, &it->near_total);
+	if (rc == STORE_OK)
+		shard_neighbours(&b->shard, it->near, &it->nnear,
+		    &it->near_total);
 	if (rc == STORE_OK && it->nnear > 0)
 		it->group = it->near[0].group;
 	return rc;
@@ -470,6 +522,8 @@ batch_apply(struct writer_job *wj, struct store_txn *txn)
 		it->near = near.list;
 		it->nnear = near.n;
 		it->near_total = near.total;
+		shard_neighbours(&b->shard, it->near, &it->nnear,
+		    &it->near_total);
 		if (rc != STORE_OK)
 			return rc;
 		it->id = r.id;
@@ -811,19 +865,28 @@ name_of(const char *ns)
 /*
  * Canonical URL and key in namespace ns (checked; "": the default one,
  * whose key is the URL's MD5 alone); -1 with a static *cause if it is not
- * a URL.  mask keeps the last named namespace's mask.
+ * a URL, -2 with the MOVED message as *cause if another shard owns it
+ * (shard; the message is kept in moved).  mask keeps the last named
+ * namespace's mask.
  */
 static int
 doc_key(struct worker_ctx *ctx, const ProtobufCBinaryData *url,
     const char *ns, struct ns_mask *mask, uint8_t key[DOCSET_KEY_LEN],
-    const char **canon, size_t *canon_len, const char **cause)
+    const char **canon, size_t *canon_len, const char **cause,
+    const struct shard_view *shard, char moved[SHARD_MOVED_MSG_LEN])
 {
 	struct url_key k;
 	const char *c;
+	uint32_t route_by;
 
 	if (urlset_key_canonical(ctx->keyer, (const char *)url->data, url->len,
 	    &k, &c, canon_len, cause) == -1)
 		return -1;
+	if (!shard_view_owns(shard, k.fp, &route_by)) {
+		shard_moved_message(route_by, moved);
+		*cause = moved;
+		return -2;
+	}
 	memcpy(key, k.fp, DOCSET_KEY_LEN);
 	if (ns[0] != '\0') {
 		if (!mask->made || strcmp(mask->name, ns) != 0) {
@@ -909,6 +972,7 @@ item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
 	const char *canon, *cause, *ns = name_of(s->namespace_);
 	Nddd__V1__Code code;
 	size_t len;
+	int rc;
 
 	it->store = !s->query_only;
 	if (it->store)
@@ -929,9 +993,10 @@ item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
 	    ns) == DOCNS_NONE && docns_full(docset_namespaces(b->env->ds)))
 		item_fail(it, NDDD__V1__CODE__RESOURCE_EXHAUSTED, "the server "
 		    "holds documents in 16,384 namespaces: drop some first");
-	else if (doc_key(ctx, &s->url, ns, mask, it->key, &canon, &len,
-	    &cause) == -1)
-		item_fail(it, NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+	else if ((rc = doc_key(ctx, &s->url, ns, mask, it->key, &canon, &len,
+	    &cause, &b->shard, b->moved)) < 0)
+		item_fail(it, rc == -2 ? NDDD__V1__CODE__MOVED :
+		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
 	else if (batch_keep_url(b, it, canon, len) == -1 ||
 	    batch_keep_ns(b, it, ns) == -1)
 		item_fail(it, NDDD__V1__CODE__INTERNAL, "out of memory");
@@ -1044,7 +1109,8 @@ docreq_submit(struct op_call *call)
 	struct ns_mask mask = { .made = false };
 	struct doc_batch *b;
 
-	if ((b = batch_new(env, ANSWER_DOC, 1, docset_k(env->ds))) == NULL) {
+	if ((b = batch_new(call, ANSWER_DOC, 1, docset_k(env->ds), true)) ==
+	    NULL) {
 		reply_oom(call);
 		return;
 	}
@@ -1060,8 +1126,8 @@ docreq_batch(struct op_call *call)
 	struct ns_mask mask = { .made = false };
 	struct doc_batch *b;
 
-	if ((b = batch_new(env, ANSWER_BATCH, db->n_docs,
-	    docset_k(env->ds))) == NULL) {
+	if ((b = batch_new(call, ANSWER_BATCH, db->n_docs,
+	    docset_k(env->ds), true)) == NULL) {
 		reply_oom(call);
 		return;
 	}
@@ -1114,6 +1180,7 @@ docreq_query(struct op_call *call)
 	const char *ns = name_of(q->namespace_);
 	struct docset_neighbour *nb;
 	struct doc_batch *b;
+	struct shard_view shard;
 	uint64_t total;
 	size_t n;
 	int rc;
@@ -1125,7 +1192,8 @@ docreq_query(struct op_call *call)
 	}
 	switch (q->what_case) {
 	case NDDD__V1__DOC_QUERY__WHAT_BODY:
-		if ((b = batch_new(env, ANSWER_QUERY, 1, k)) == NULL) {
+		if ((b = batch_new(call, ANSWER_QUERY, 1, k, false)) ==
+		    NULL) {
 			reply_oom(call);
 			return;
 		}
@@ -1145,11 +1213,13 @@ docreq_query(struct op_call *call)
 			reply_store_error(r, rc);
 			return;
 		}
+		shard_state_view(call->svc->shard, &shard);
 		if ((rc = docset_neighbours(env->ds, rd, docset_ns_find(env->ds,
 		    ns), q->simhash, k, 0, 0, env->max_results, &nb, &n,
 		    &total)) != STORE_OK)
 			reply_store_error(r, rc);
 		else {
+			shard_neighbours(&shard, nb, &n, &total);
 			write_query(r, q->simhash, nb, n, total);
 			docset_neighbours_free(nb, n);
 		}
@@ -1179,14 +1249,16 @@ docreq_get(struct op_call *call)
 	size_t len;
 	int rc;
 
-	if ((b = batch_new(env, ANSWER_DOC, 1, docset_k(env->ds))) == NULL) {
+	if ((b = batch_new(call, ANSWER_DOC, 1, docset_k(env->ds), false)) ==
+	    NULL) {
 		reply_oom(call);
 		return;
 	}
 	it = &b->items[0];
-	if (doc_key(call->ctx, &ref->url, ns, &mask, it->key, NULL, &len,
-	    &cause) == -1) {
-		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+	if ((rc = doc_key(call->ctx, &ref->url, ns, &mask, it->key, NULL,
+	    &len, &cause, &b->shard, b->moved)) < 0) {
+		reply_error(r, rc == -2 ? NDDD__V1__CODE__MOVED :
+		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
 		batch_free(b);
 		return;
 	}
@@ -1209,6 +1281,8 @@ docreq_get(struct op_call *call)
 	    &it->nnear, &it->near_total)) != STORE_OK)
 		reply_store_error(r, rc);
 	else {
+		shard_neighbours(&b->shard, it->near, &it->nnear,
+		    &it->near_total);
 		it->id = rec.id;
 		it->fp = rec.fp;
 		it->group = rec.group;
@@ -1228,7 +1302,18 @@ struct delete_job {
 	uint8_t key[DOCSET_KEY_LEN];
 	uint64_t id;
 	struct doc_undo undo;
+	struct shard_state *admitted;
+	unsigned ticket;
+	struct shard_view shard;
+	char moved[SHARD_MOVED_MSG_LEN];
 };
+
+static void
+delete_job_free(struct delete_job *j)
+{
+	shard_release(j->admitted, j->ticket);
+	free(j);
+}
 
 static int
 delete_apply(struct writer_job *wj, struct store_txn *txn)
@@ -1271,7 +1356,7 @@ delete_done(struct writer_job *wj)
 		reply_message(&j->reply, &resp.base);
 	}
 	reply_finish(&j->reply);
-	free(j);
+	delete_job_free(j);
 }
 
 static const struct writer_job_ops delete_job_ops = {
@@ -1290,18 +1375,21 @@ docreq_delete(struct op_call *call)
 	struct delete_job *j;
 	const char *cause;
 	size_t len;
+	int rc;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL) {
 		reply_oom(call);
 		return;
 	}
+	j->admitted = call->svc->shard;
+	j->ticket = shard_admit(j->admitted, &j->shard);
 	/* Checked by operation_validate: at most DOCNS_NAME_MAX bytes. */
 	snprintf(j->ns, sizeof(j->ns), "%s", name_of(ref->namespace_));
-	if (doc_key(call->ctx, &ref->url, j->ns, &mask, j->key, NULL, &len,
-	    &cause) == -1) {
-		reply_error(call->reply, NDDD__V1__CODE__INVALID_ARGUMENT,
-		    cause);
-		free(j);
+	if ((rc = doc_key(call->ctx, &ref->url, j->ns, &mask, j->key, NULL,
+	    &len, &cause, &j->shard, j->moved)) < 0) {
+		reply_error(call->reply, rc == -2 ? NDDD__V1__CODE__MOVED :
+		    NDDD__V1__CODE__INVALID_ARGUMENT, cause);
+		delete_job_free(j);
 		return;
 	}
 	j->wj.ops = &delete_job_ops;

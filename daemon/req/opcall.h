@@ -22,6 +22,7 @@ struct docreq_env;
 struct docset;
 struct reply;
 struct server;
+struct shard_state;
 struct simhash_scratch;
 struct store;
 struct store_txn;
@@ -49,6 +50,7 @@ struct req_services {
 	struct workers *workers;
 	struct docreq_env *docs;	/* the document path's loop side */
 	struct server *srv;		/* NULL until the server is up */
+	struct shard_state *shard;	/* its place in a shard list */
 	enum urlset_durability durability;	/* of batches naming none */
 	struct request_limits limits;
 	time_t started;

@@ -8,6 +8,8 @@
 #include "docdrop.h"
 #include "docreq.h"
 #include "metrics.h"
+#include "shardreq.h"
+#include "shardstate.h"
 #include "statsreq.h"
 #include "urlreq.h"
 #include "verifyreq.h"
@@ -61,6 +63,30 @@ validate_url_forget(const Nddd__V1__Request *req,
 {
 	(void)lim;
 	return urlreq_forget_validate(req->url_forget, message);
+}
+
+static Nddd__V1__Code
+validate_shard_set(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)lim;
+	return shardreq_validate_set(req->shard_set, message);
+}
+
+static Nddd__V1__Code
+validate_shard_export(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)lim;
+	return shardreq_validate_export(req->shard_export, message);
+}
+
+static Nddd__V1__Code
+validate_shard_import(const Nddd__V1__Request *req,
+    const struct request_limits *lim, const char **message)
+{
+	(void)lim;
+	return shardreq_validate_import(req->shard_import, message);
 }
 
 static Nddd__V1__Code
@@ -273,6 +299,12 @@ static const struct operation operations[] = {
 	{ "url_forget", NDDD__V1__REQUEST__OP_URL_FORGET, REPLY_SMALL,
 	    ROLE_ADMIN, NULL, namespace_of_url_forget, validate_url_forget,
 	    urlreq_forget },
+	{ "shard_set", NDDD__V1__REQUEST__OP_SHARD_SET, REPLY_SMALL,
+	    ROLE_ADMIN, NULL, NULL, validate_shard_set, shardreq_set },
+	{ "shard_export", NDDD__V1__REQUEST__OP_SHARD_EXPORT, REPLY_PAGE,
+	    ROLE_ADMIN, NULL, NULL, validate_shard_export, shardreq_export },
+	{ "shard_import", NDDD__V1__REQUEST__OP_SHARD_IMPORT, REPLY_SMALL,
+	    ROLE_ADMIN, NULL, NULL, validate_shard_import, shardreq_import },
 	/* Undecodable, or naming nothing known: who may learn that is the
 	 * same as who may do anything. */
 	{ "invalid", NDDD__V1__REQUEST__OP__NOT_SET, REPLY_SMALL,
@@ -353,8 +385,10 @@ operation_reply_bound(Nddd__V1__Request__OpCase op_case, size_t items,
 		return items > DOCREQ_BATCH_MAX ? REPLY_SMALL_MAX :
 		    docreq_batch_reply_bound(items);
 	case REPLY_STATS:
-		return REPLY_SMALL_MAX + STATSREQ_NAMESPACES_MAX *
-		    STATSREQ_NAMESPACE_BYTES;
+		return REPLY_SMALL_MAX + SHARD_LIST_MAX + 64 +
+		    STATSREQ_NAMESPACES_MAX * STATSREQ_NAMESPACE_BYTES;
+	case REPLY_PAGE:
+		return lim->max_frame;
 	case REPLY_SMALL:
 		break;
 	}

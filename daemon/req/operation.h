@@ -30,6 +30,7 @@ enum reply_size {
 				   request_limits.doc_reply_max */
 	REPLY_PER_DOCUMENT,	/* a result for each document of a batch
 				   (docreq_batch_reply_bound) */
+	REPLY_PAGE,		/* a page of keys, up to the frame limit */
 };
 
 /* The most a REPLY_SMALL reply or an error takes (verify's detail is

@@ -15,6 +15,15 @@
 
 bool (*reply_fault_hook)(void);
 
+/* Every Response states it (Response.shards); atomic. */
+static uint32_t reply_shards;
+
+void
+reply_set_shards(uint32_t shards)
+{
+	__atomic_store_n(&reply_shards, shards, __ATOMIC_RELAXED);
+}
+
 void
 reply_start(struct reply *r, struct conn *c, struct metrics *m, unsigned op,
     size_t max_frame, size_t bound)
@@ -37,6 +46,9 @@ reply_message(struct reply *r, const ProtobufCMessage *msg)
 
 	if (r->lost)
 		return;
+	if (msg->descriptor == &nddd__v1__response__descriptor)
+		((Nddd__V1__Response *)msg)->shards =
+		    __atomic_load_n(&reply_shards, __ATOMIC_RELAXED);
 	if (r->frames == NULL && (r->frames = evbuffer_new()) == NULL) {
 		r->lost = true;
 		return;

@@ -57,6 +57,8 @@ void reply_start(struct reply *r, struct conn *c, struct metrics *m,
 
 /* Appends msg as the reply's frame. */
 void reply_message(struct reply *r, const ProtobufCMessage *msg);
+/* The shard count every Response states from now on (shardstate.h). */
+void reply_set_shards(uint32_t shards);
 /* Appends an error Status (code and message) for the request's id. */
 void reply_error(struct reply *r, Nddd__V1__Code code, const char *message);
 /*

@@ -15,6 +15,7 @@
 #include "metrics.h"
 #include "reply.h"
 #include "server.h"
+#include "shardstate.h"
 #include "store.h"
 #include "version.h"
 #include "workers.h"
@@ -110,6 +111,8 @@ statsreq_run(struct op_call *call)
 	Nddd__V1__NearStats ns = NDDD__V1__NEAR_STATS__INIT;
 	Nddd__V1__AccelStats as = NDDD__V1__ACCEL_STATS__INIT;
 	Nddd__V1__UrlStoreStats uss = NDDD__V1__URL_STORE_STATS__INIT;
+	Nddd__V1__ShardState shard;
+	char shard_list[SHARD_LIST_MAX + 1];
 	const struct urlset_stats *us;
 	struct daemon_stats s;
 	Nddd__V1__NamespaceInfo *nsi = NULL, **nsp = NULL;
@@ -133,6 +136,10 @@ statsreq_run(struct op_call *call)
 	ns.blocks = s.docs.blocks;
 	ns.tables = s.docs.tables;
 	res.near = &ns;
+	/* Clients learn a shard list that grew from here. */
+	shard_state_message(call->svc->shard, &shard, shard_list);
+	if (shard.shards > 0)
+		res.shard = &shard;
 	/* The rest is for administrators. */
 	if (call->role >= ROLE_ADMIN) {
 		ns.bytes = s.docs.table_bytes;

@@ -15,12 +15,14 @@
 #include "log.h"
 #include "reply.h"
 #include "store.h"
+#include "shardstate.h"
 #include "urlhosts.h"
 
 /* One URL of a batch that failed before reaching the store. */
 struct bad_item {
 	uint32_t pos;
-	const char *cause;	/* static */
+	Nddd__V1__Code code;
+	const char *cause;	/* static, or the batch's moved message */
 };
 
 /* A batch's keys: the valid items', in order, with their positions. */
@@ -38,6 +40,9 @@ struct batch_keys {
 	char *text_data;
 	size_t text_len, text_cap;
 	bool nomem;		/* a text found no memory: no job */
+	/* Another shard's URLs fail with this (shardstate.h). */
+	struct shard_view shard;
+	char moved[SHARD_MOVED_MSG_LEN];
 };
 
 /* Keeps the canonical form canon[0..len) of the key just derived. */
@@ -204,7 +209,7 @@ write_results(struct reply *r, const struct batch_results *br,
 		for (size_t i = 0; i < nbad; i++) {
 			nddd__v1__item_error__init(&errs[i]);
 			nddd__v1__status__init(&sts[i]);
-			sts[i].code = NDDD__V1__CODE__INVALID_ARGUMENT;
+			sts[i].code = bad[i].code;
 			sts[i].message = (char *)bad[i].cause;
 			errs[i].index = bad[i].pos;
 			errs[i].status = &sts[i];
@@ -232,10 +237,22 @@ out:
 	free(sts);
 }
 
+/* Item i of bk fails with code and cause. */
+static void
+fail_item(struct batch_keys *bk, size_t i, Nddd__V1__Code code,
+    const char *cause)
+{
+	bk->valid[i] = false;
+	bk->bad[bk->nbad].pos = (uint32_t)i;
+	bk->bad[bk->nbad].code = code;
+	bk->bad[bk->nbad++].cause = cause;
+}
+
 /*
  * Derives the keys of a batch into bk, whose arrays hold its items, in the
- * batch's namespace.  Returns NULL, or why the whole batch is refused
- * (digests of another canonicalization).
+ * batch's namespace; the URLs another shard owns (bk->shard) fail with
+ * MOVED.  Returns NULL, or why the whole batch is refused (digests of
+ * another canonicalization).
  */
 static const char *
 derive_keys(struct urlset *us, struct url_keyer *k,
@@ -260,6 +277,7 @@ derive_keys(struct urlset *us, struct url_keyer *k,
 
 		const char *canon;
 		size_t clen;
+		uint32_t route_by;
 
 		if (digests)
 			urlset_key_digest(us, batch->digests.data +
@@ -267,11 +285,16 @@ derive_keys(struct urlset *us, struct url_keyer *k,
 		else if (urlset_key_canonical(k, (const char *)
 		    batch->urls[i].data, batch->urls[i].len, key, &canon,
 		    &clen, &cause) == -1) {
-			bk->valid[i] = false;
-			bk->bad[bk->nbad].pos = (uint32_t)i;
-			bk->bad[bk->nbad++].cause = cause;
+			fail_item(bk, i, NDDD__V1__CODE__INVALID_ARGUMENT,
+			    cause);
 			continue;
-		} else if (bk->texts != NULL &&
+		}
+		if (!shard_view_owns(&bk->shard, key->fp, &route_by)) {
+			shard_moved_message(route_by, bk->moved);
+			fail_item(bk, i, NDDD__V1__CODE__MOVED, bk->moved);
+			continue;
+		}
+		if (!digests && bk->texts != NULL &&
 		    keep_text(bk, canon, clen) == -1) {
 			bk->nomem = true;
 			return NULL;
@@ -314,6 +337,7 @@ urlreq_check(struct op_call *call)
 	bk.valid = arena_alloc(a, bk.n * sizeof(*bk.valid) + 1);
 	bk.bad = arena_alloc(a, bk.n * sizeof(*bk.bad) + 1);
 	states = arena_alloc(a, bk.n * sizeof(*states) + 1);
+	shard_state_view(call->svc->shard, &bk.shard);
 	if (bk.keys == NULL || bk.pos == NULL || bk.valid == NULL ||
 	    bk.bad == NULL || states == NULL) {
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
@@ -348,11 +372,14 @@ struct url_job {
 	struct batch_keys bk;
 	struct batch_results br;	/* per item of the request */
 	struct url_state *states;	/* per key */
+	struct shard_state *shard;	/* admitted the write */
+	unsigned ticket;
 };
 
 static void
 url_job_free(struct url_job *j)
 {
+	shard_release(j->shard, j->ticket);
 	free(j->bk.keys);
 	free(j->bk.pos);
 	free(j->bk.valid);
@@ -412,6 +439,8 @@ mutate(struct op_call *call, enum urlset_op op,
 
 	if ((j = calloc(1, sizeof(*j))) == NULL)
 		goto nomem;
+	j->shard = call->svc->shard;
+	j->ticket = shard_admit(j->shard, &j->bk.shard);
 	j->bk.n = n;
 	j->bk.keys = malloc(n * sizeof(*j->bk.keys) + 1);
 	j->bk.pos = malloc(n * sizeof(*j->bk.pos) + 1);
