@@ -72,6 +72,7 @@ struct nddd_client {
 				   namespace */
 	size_t max_frame;	/* the server's [server] max_frame */
 	nddd_canon *canon;	/* nddd_urls sends digests; NULL: URLs */
+	uint32_t server_shards;	/* the last reply's Response.shards */
 };
 
 struct nddd_canon {
@@ -81,13 +82,19 @@ struct nddd_canon {
 	char id[URLCANON_ID_LEN];
 };
 
+uint32_t
+nddd_server_shards(const nddd_client *c)
+{
+	return c->server_shards;
+}
+
 const char *
 nddd_code_name(enum nddd_code code)
 {
 	static const char *const names[] = {
 		"OK", "INVALID_ARGUMENT", "NOT_FOUND", "PERMISSION_DENIED",
 		"RESOURCE_EXHAUSTED", "EMPTY_DOCUMENT", "UNAVAILABLE",
-		"INTERNAL", "FAILED_PRECONDITION",
+		"INTERNAL", "FAILED_PRECONDITION", "MOVED",
 	};
 
 	if ((unsigned)code < sizeof(names) / sizeof(names[0]))
@@ -1032,6 +1039,14 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 	o->urls_dropping = s->urls_dropping;
 	o->urls_expired = s->urls_expired;
 	o->docs_dropping = s->docs_dropping;
+	if (s->shard != NULL) {
+		o->shard_place = s->shard->place;
+		o->shard_count = s->shard->shards;
+		o->shard_importing = s->shard->importing;
+		o->shard_keep_moved_docs = s->shard->keep_moved_docs;
+		snprintf(o->shard_list, sizeof(o->shard_list), "%s",
+		    s->shard->shard_list != NULL ? s->shard->shard_list : "");
+	}
 	if (s->near != NULL) {
 		o->near_k = s->near->k;
 		o->near_blocks = s->near->blocks;
@@ -1197,6 +1212,76 @@ convert_docs(nddd_client *c, struct nddd_reply *r,
 	return 0;
 }
 
+/* Keeps a page of moved keys as it came, packed again. */
+static int
+moved_keep(struct nddd_moved *out, const Nddd__V1__MovedKeys *m)
+{
+	out->session = m->session;
+	out->url_cursor = m->url_cursor;
+	out->doc_cursor = m->doc_cursor;
+	out->done = m->done;
+	out->nurls = m->n_urls;
+	out->ndocs = m->n_docs;
+	out->packed_len = nddd__v1__moved_keys__get_packed_size(m);
+	if ((out->packed = malloc(out->packed_len + 1)) == NULL)
+		return -1;
+	nddd__v1__moved_keys__pack(m, out->packed);
+	return 0;
+}
+
+void
+nddd_moved_free(struct nddd_moved *m)
+{
+	free(m->packed);
+	m->packed = NULL;
+	m->packed_len = 0;
+}
+
+int
+nddd_moved_as_deletions(struct nddd_moved *m)
+{
+	Nddd__V1__MovedKeys *k = nddd__v1__moved_keys__unpack(NULL,
+	    m->packed_len, m->packed);
+	struct nddd_moved del = *m;
+	size_t kept = 0;
+	int rc;
+
+	if (k == NULL)
+		return -1;
+	/* Texts alone change nothing to delete. */
+	for (size_t i = 0; i < k->n_urls; i++) {
+		Nddd__V1__MovedUrl *u = k->urls[i];
+
+		if (u->text_only)
+			continue;
+		u->count = 0;
+		u->first_seen_ms = u->last_seen_ms = u->expires_ms = 0;
+		u->url.len = 0;
+		k->urls[kept++] = u;
+	}
+	/* The dropped ones are still freed with the message: its count of
+	 * them is restored first. */
+	for (size_t i = 0; i < k->n_docs; i++)
+		k->docs[i]->deleted = 1;
+	{
+		size_t n_urls = k->n_urls;
+
+		k->n_urls = kept;
+		del.packed_len = nddd__v1__moved_keys__get_packed_size(k);
+		rc = (del.packed = malloc(del.packed_len + 1)) == NULL ? -1 : 0;
+		if (rc == 0)
+			nddd__v1__moved_keys__pack(k, del.packed);
+		k->n_urls = n_urls;
+	}
+	nddd__v1__moved_keys__free_unpacked(k, NULL);
+	if (rc == -1)
+		return -1;
+	free(m->packed);
+	*m = del;
+	m->nurls = kept;
+	return 0;
+}
+
 static struct nddd_reply *
 convert(nddd_client *c, const Nddd__V1__Response *resp)
 {
@@ -1248,6 +1333,14 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 	case NDDD__V1__RESPONSE__RESULT_NAMESPACE:
 		r->kind = NDDD_REPLY_NAMESPACE;
 		if (copy_namespaces(r, &resp->namespace_, 1) == -1)
+			goto oom;
+		return r;
+	case NDDD__V1__RESPONSE__RESULT_SHARD:
+		r->kind = NDDD_REPLY_SHARD;
+		return r;
+	case NDDD__V1__RESPONSE__RESULT_MOVED:
+		r->kind = NDDD_REPLY_MOVED;
+		if (moved_keep(&r->moved, resp->moved) == -1)
 			goto oom;
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_FORGET:
@@ -1329,6 +1422,7 @@ nddd_recv(nddd_client *c, struct nddd_reply **out)
 			c->in_off += 4 + (size_t)len;
 			if (resp == NULL)
 				return fail(c, "malformed reply");
+			c->server_shards = resp->shards;
 			*out = convert(c, resp);
 			nddd__v1__response__free_unpacked(resp, NULL);
 			if (*out == NULL)
@@ -1389,6 +1483,7 @@ nddd_reply_free(struct nddd_reply *r)
 			doc_release(&r->docs[i]);
 	free(r->docs);
 	free(r->namespaces);
+	nddd_moved_free(&r->moved);
 	free((char *)r->message);
 	free(r);
 }
@@ -2067,4 +2162,94 @@ nddd_canon_digests(nddd_canon *k, const char *urls, const size_t *lens,
 		off += lens[i];
 	}
 	return nvalid;
+}
+
+int
+nddd_shard_set(nddd_client *c, const struct nddd_shard_state *st)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__ShardState m = NDDD__V1__SHARD_STATE__INIT;
+	struct nddd_reply *r;
+	uint64_t id;
+
+	m.place = st->place;
+	m.shards = st->shards;
+	m.importing = st->importing != 0;
+	m.keep_moved_docs = st->keep_moved_docs != 0;
+	m.shard_list = (char *)(st->list != NULL ? st->list : "");
+	req.op_case = NDDD__V1__REQUEST__OP_SHARD_SET;
+	req.shard_set = &m;
+	if (queue_request(c, &req, &id) == -1 || (r = nddd_call(c, id)) ==
+	    NULL)
+		return -1;
+	if (r->kind != NDDD_REPLY_SHARD) {
+		fail(c, "shard_set refused: %s: %s", nddd_code_name(r->code),
+		    r->message ? r->message : "");
+		nddd_reply_free(r);
+		return -1;
+	}
+	nddd_reply_free(r);
+	return 0;
+}
+
+int
+nddd_shard_export(nddd_client *c, enum nddd_export_step step,
+    uint32_t shards, uint32_t place, uint64_t session, uint64_t url_cursor,
+    uint64_t doc_cursor, struct nddd_moved *out)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__ShardExport m = NDDD__V1__SHARD_EXPORT__INIT;
+	struct nddd_reply *r;
+	uint64_t id;
+
+	memset(out, 0, sizeof(*out));
+	m.step = (Nddd__V1__ExportStep)step;
+	m.shards = shards;
+	m.place = place;
+	m.session = session;
+	m.url_cursor = url_cursor;
+	m.doc_cursor = doc_cursor;
+	req.op_case = NDDD__V1__REQUEST__OP_SHARD_EXPORT;
+	req.shard_export = &m;
+	if (queue_request(c, &req, &id) == -1 || (r = nddd_call(c, id)) ==
+	    NULL)
+		return -1;
+	if (r->kind != NDDD_REPLY_MOVED) {
+		fail(c, "shard_export refused: %s: %s",
+		    nddd_code_name(r->code), r->message ? r->message : "");
+		nddd_reply_free(r);
+		return -1;
+	}
+	*out = r->moved;
+	memset(&r->moved, 0, sizeof(r->moved));
+	nddd_reply_free(r);
+	return 0;
+}
+
+int
+nddd_shard_import(nddd_client *c, const struct nddd_moved *keys)
+{
+	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
+	Nddd__V1__MovedKeys *m;
+	struct nddd_reply *r;
+	uint64_t id;
+	int rc;
+
+	if ((m = nddd__v1__moved_keys__unpack(NULL, keys->packed_len,
+	    keys->packed)) == NULL)
+		return fail(c, "shard_import: not a page of moved keys");
+	req.op_case = NDDD__V1__REQUEST__OP_SHARD_IMPORT;
+	req.shard_import = m;
+	rc = queue_request(c, &req, &id);
+	nddd__v1__moved_keys__free_unpacked(m, NULL);
+	if (rc == -1 || (r = nddd_call(c, id)) == NULL)
+		return -1;
+	if (r->kind == NDDD_REPLY_MOVED) {
+		nddd_reply_free(r);
+		return 0;
+	}
+	fail(c, "shard_import refused: %s: %s", nddd_code_name(r->code),
+	    r->message ? r->message : "");
+	nddd_reply_free(r);
+	return -1;
 }

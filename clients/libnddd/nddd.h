@@ -48,6 +48,9 @@ enum nddd_code {
 	NDDD_INTERNAL = 7,
 	NDDD_FAILED_PRECONDITION = 8,	/* not set up for it: url_forget
 					   with [urls] host_index off */
+	NDDD_MOVED = 9,			/* a shard is being added: route
+					   the item again (docs/sharding.md;
+					   the shard clients do) */
 };
 
 /* "OK", "INVALID_ARGUMENT", ...: the code's protocol name. */
@@ -190,6 +193,11 @@ struct nddd_stats {
 	/* Documents of dropped namespaces not yet forgotten (counted in
 	 * docs). */
 	uint64_t docs_dropping;
+	/* Its place in a shard list (docs/sharding.md); shard_count 0:
+	 * not a shard. */
+	uint32_t shard_place, shard_count;
+	int shard_importing, shard_keep_moved_docs;
+	char shard_list[2049];		/* HOST:PORT,... */
 };
 
 struct nddd_verify {
@@ -278,6 +286,41 @@ enum nddd_reply_kind {
 	NDDD_REPLY_DOCS,	/* doc batch */
 	NDDD_REPLY_NAMESPACE,	/* namespace_set, namespace_drop */
 	NDDD_REPLY_FORGET,	/* url_forget */
+	NDDD_REPLY_SHARD,	/* shard_set */
+	NDDD_REPLY_MOVED,	/* shard_export */
+};
+
+/*
+ * Adding a shard (docs/sharding.md): what `nddctl reshard` drives.  A
+ * daemon's place in a shard list.
+ */
+struct nddd_shard_state {
+	uint32_t place;
+	uint32_t shards;	/* 0: not a shard */
+	int importing;
+	int keep_moved_docs;
+	const char *list;	/* HOST:PORT,...; NULL: none */
+};
+
+/*
+ * A page of keys that move to another shard, as the exporting daemon
+ * answered it (its MovedKeys, packed), to be given to the importing
+ * daemon as it is.
+ */
+struct nddd_moved {
+	uint64_t session;
+	uint64_t url_cursor, doc_cursor;	/* where the next page starts */
+	int done;
+	size_t nurls, ndocs;			/* what it carries */
+	unsigned char *packed;			/* owned */
+	size_t packed_len;
+};
+
+enum nddd_export_step {
+	NDDD_EXPORT_BEGIN,
+	NDDD_EXPORT_PAGE,
+	NDDD_EXPORT_CHANGED,
+	NDDD_EXPORT_END,
 };
 
 struct nddd_reply {
@@ -300,6 +343,7 @@ struct nddd_reply {
 	 * NDDD_REPLY_NAMESPACE: the one set or dropped. */
 	size_t nnamespaces;
 	struct nddd_namespace *namespaces;
+	struct nddd_moved moved;	/* NDDD_REPLY_MOVED */
 	uint64_t forgotten;		/* NDDD_REPLY_FORGET: URLs deleted */
 	int complete;			/* ... 0: the store holds URLs its
 					   host index never saw (stored by
@@ -336,6 +380,33 @@ void nddd_close(nddd_client *c);
 
 /* Why the last call failed. */
 const char *nddd_errstr(const nddd_client *c);
+/*
+ * The number of places in the shard list the server last said it belongs
+ * to (Response.shards; 0: it is not a shard): the shard clients read the
+ * list from its stats when it names more places than they route by.
+ */
+uint32_t nddd_server_shards(const nddd_client *c);
+
+/*
+ * Resharding (admin; docs/sharding.md, "Adding a shard").  Sets the
+ * daemon's place in a shard list; answers once every write admitted
+ * before is done.  Returns 0 or -1 (nddd_errstr).
+ */
+int nddd_shard_set(nddd_client *c, const struct nddd_shard_state *st);
+/*
+ * A step of an export session (the protocol's ShardExport): *out gets
+ * the page (free it with nddd_moved_free).  shards: BEGIN's new list
+ * length; place: BEGIN's place when the daemon has no shard state.
+ */
+int nddd_shard_export(nddd_client *c, enum nddd_export_step step,
+    uint32_t shards, uint32_t place, uint64_t session, uint64_t url_cursor,
+    uint64_t doc_cursor, struct nddd_moved *out);
+/* Gives a page to a daemon to import. */
+int nddd_shard_import(nddd_client *c, const struct nddd_moved *keys);
+/* Turns a page into the deletion of its keys (for their old owner to drop
+ * them): -1 if memory is short. */
+int nddd_moved_as_deletions(struct nddd_moved *m);
+void nddd_moved_free(struct nddd_moved *m);
 
 /*
  * Queues a URL batch (n URLs; lens[i] their lengths, or lens NULL for

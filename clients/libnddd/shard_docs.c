@@ -191,6 +191,8 @@ struct sdoc {
 	struct nddd_doc *res;
 	unsigned char digest[NDDD_DIGEST_LEN];
 	size_t owner;
+	uint32_t moved;		/* its shard answered moved: route by this
+				   many places; 0: not */
 	bool live;		/* nothing failed it yet */
 	uint64_t fp;
 	char *canon;		/* canonical URL */
@@ -368,8 +370,62 @@ out:
 static void
 step_fail(const struct step *st, struct sdoc *d, const struct nddd_doc *r)
 {
+	if (r->code == NDDD_MOVED &&
+	    (d->moved = shards_moved_route_by(r->message)) != 0)
+		return;		/* owner_rounds sends it again */
 	sdoc_fail(d, r->code, st->rc == -1 && r->code == NDDD_UNAVAILABLE &&
 	    st->sh->c == NULL ? st->sh->err : r->message);
+}
+
+/*
+ * Sends docs[pos[0..n)] to their owners (per step_docs, query: only to
+ * fingerprint them), take taking the answers; then again those a shard
+ * answered moved, to their new owners, until none is or the wait is
+ * over.  A document whose owner is down fails.  pos is overwritten.
+ */
+static int
+owner_rounds(struct nddd_shards *s, struct sdoc *docs, size_t *pos, size_t n,
+    bool query, size_t batch, void (*take)(struct step *, void *))
+{
+	long long start_ms = 0;
+
+	for (unsigned round = 1; n > 0; round++) {
+		size_t again = 0;
+
+		for (size_t j = 0; j < n; j++) {
+			struct sdoc *d = &docs[pos[j]];
+
+			d->moved = 0;
+			shard_reconnect(s, &s->shards[d->owner]);
+			if (s->shards[d->owner].c == NULL)
+				sdoc_fail(d, NDDD_UNAVAILABLE,
+				    s->shards[d->owner].err);
+		}
+		if (run_steps(s, docs, pos, n, true, query, batch, step_docs,
+		    take, NULL) == -1)
+			return -1;
+		for (size_t j = 0; j < n; j++) {
+			struct sdoc *d = &docs[pos[j]];
+
+			if (!d->live || d->moved == 0)
+				continue;
+			if (d->moved > s->n && shards_grow(s,
+			    &s->shards[d->owner], d->moved) == -1) {
+				sdoc_fail(d, NDDD_MOVED, s->err);
+				continue;
+			}
+			d->owner = nddd_shard_of(d->digest, d->moved);
+			pos[again++] = pos[j];
+		}
+		if (again > 0 && !shards_moved_pause(round, &start_ms)) {
+			for (size_t j = 0; j < again; j++)
+				sdoc_fail(&docs[pos[j]], NDDD_MOVED, "moved: "
+				    "its shards still hand it over");
+			break;
+		}
+		n = again;
+	}
+	return 0;
 }
 
 /* Fingerprints: each document's result on its shard, or its failure. */
@@ -419,6 +475,15 @@ remember_order(struct nddd_shards *s, const struct sdoc *docs, size_t n)
 			seqmap_put(s->seqmap, docs[j].id, ++s->seqmap->next);
 }
 
+/* The neighbours each shard answered, kept per shard by take_queries:
+ * qs[t][j] for document j, qs[t] NULL for a shard that gave none; nqs
+ * shards (the list may grow after). */
+struct answers {
+	struct nddd_doc **qs;
+	size_t nqs;
+	size_t n;
+};
+
 /* Room for one more neighbour of d. */
 static struct cand *
 cand_add(struct sdoc *d, size_t *cap)
@@ -450,21 +515,64 @@ current_before(const struct sdoc *docs, size_t i, size_t j)
 }
 
 /*
- * Document j's neighbours: every shard's answers for its print (qs[t][j],
- * NULL for a shard that gave none), less the stored version of its own
- * URL and of URLs the call re-submits before it, and the call's documents
- * before it within k; sorted, nearest first.
+ * While a shard is added, a document may be on its old shard and on its
+ * new one at once (copied, not yet dropped): of candidates with one URL,
+ * keeps the one its owner by the list answered (else the first).
+ */
+static void
+drop_copies(struct nddd_shards *s, struct sdoc *d)
+{
+	size_t kept = 0;
+
+	for (size_t m = 0; m < d->nnear; m++) {
+		struct cand *c = &d->near[m];
+		bool copy = false;
+
+		for (size_t o = 0; o < d->nnear && !copy; o++) {
+			const struct cand *e = &d->near[o];
+			unsigned char dg[NDDD_DIGEST_LEN];
+			const char *cause;
+
+			if (o == m || e->url_len != c->url_len ||
+			    memcmp(e->url, c->url, c->url_len) != 0)
+				continue;
+			/* c goes if e is the owner's, or both are not and
+			 * e comes first. */
+			if (nddd_canon_digest(s->canon, c->url, c->url_len,
+			    dg, &cause) == -1)
+				continue;
+			if (e->shard == nddd_shard_of(dg, (uint32_t)s->n))
+				copy = true;
+			else if (c->shard != nddd_shard_of(dg,
+			    (uint32_t)s->n) && o < m)
+				copy = true;
+		}
+		if (copy) {
+			d->total--;
+			continue;
+		}
+		d->near[kept++] = *c;
+	}
+	d->nnear = kept;
+}
+
+/*
+ * Document j's neighbours: every shard's answers for its print, less the
+ * stored version of its own URL and of URLs the call re-submits before
+ * it, and the call's documents before it within k; sorted, nearest
+ * first.
  */
 static int
 gather(struct nddd_shards *s, struct sdoc *docs, size_t j,
-    struct nddd_doc **qs)
+    const struct answers *a)
 {
 	struct sdoc *d = &docs[j];
 	size_t cap = 0;
 
 	d->total = 0;
-	for (size_t t = 0; t < s->n; t++) {
-		const struct nddd_doc *q = qs[t] != NULL ? &qs[t][j] : NULL;
+	for (size_t t = 0; t < a->nqs; t++) {
+		const struct nddd_doc *q = a->qs[t] != NULL ?
+		    &a->qs[t][j] : NULL;
 
 		if (q == NULL)
 			continue;
@@ -500,6 +608,7 @@ gather(struct nddd_shards *s, struct sdoc *docs, size_t j,
 			};
 		}
 	}
+	drop_copies(s, d);
 	for (size_t i = 0; i < j; i++) {
 		unsigned dist = (unsigned)__builtin_popcountll(docs[i].fp ^
 		    d->fp);
@@ -533,17 +642,12 @@ store_run(struct nddd_shards *s, struct sdoc *docs, size_t from, size_t to,
 	for (size_t j = from; j < to; j++)
 		if (docs[j].live && !docs[j].in->query_only)
 			pos[n++] = j;
-	for (size_t j = 0; j < n; j++)
-		if (s->shards[docs[pos[j]].owner].c == NULL)
-			sdoc_fail(&docs[pos[j]], NDDD_UNAVAILABLE,
-			    s->shards[docs[pos[j]].owner].err);
-	rc = run_steps(s, docs, pos, n, true, false, batch, step_docs,
-	    take_stored, NULL);
+	rc = owner_rounds(s, docs, pos, n, false, batch, take_stored);
 	/* A shard lost meanwhile: its documents of the run say so. */
-	for (size_t j = 0; j < n; j++)
-		if (docs[pos[j]].live && docs[pos[j]].id == 0)
-			sdoc_fail(&docs[pos[j]], NDDD_UNAVAILABLE,
-			    s->shards[docs[pos[j]].owner].err);
+	for (size_t j = from; j < to; j++)
+		if (docs[j].live && !docs[j].in->query_only && docs[j].id == 0)
+			sdoc_fail(&docs[j], NDDD_UNAVAILABLE,
+			    s->shards[docs[j].owner].err);
 	free(pos);
 	return rc;
 }
@@ -554,7 +658,7 @@ store_run(struct nddd_shards *s, struct sdoc *docs, size_t from, size_t to,
  */
 static int
 decide_and_store(struct nddd_shards *s, struct sdoc *docs, size_t n,
-    struct nddd_doc **qs, size_t batch)
+    const struct answers *a, size_t batch)
 {
 	size_t run = 0;
 
@@ -564,7 +668,7 @@ decide_and_store(struct nddd_shards *s, struct sdoc *docs, size_t n,
 
 		if (!d->live)
 			continue;
-		if (gather(s, docs, j, qs) == -1)
+		if (gather(s, docs, j, a) == -1)
 			return -1;
 		if (d->nnear == 0) {
 			d->found = !d->in->query_only;
@@ -672,12 +776,6 @@ prepare(struct nddd_shards *s, struct sdoc *docs,
 	return 0;
 }
 
-/* The neighbours each shard answered, kept per shard by take_queries. */
-struct answers {
-	struct nddd_doc **qs;
-	size_t n;
-};
-
 static void
 take_queries(struct step *st, void *arg)
 {
@@ -690,6 +788,52 @@ take_queries(struct step *st, void *arg)
 	for (size_t j = 0; j < st->n; j++) {
 		a->qs[st->shard][st->pos[j]] = st->out[j];
 		memset(&st->out[j], 0, sizeof(st->out[j]));
+	}
+}
+
+static void
+answers_clear(struct answers *a)
+{
+	for (size_t t = 0; a->qs != NULL && t < a->nqs; t++) {
+		if (a->qs[t] != NULL)
+			nddd_docs_results_free(a->qs[t], a->n);
+		free(a->qs[t]);
+	}
+	free(a->qs);
+	a->qs = NULL;
+	a->nqs = 0;
+}
+
+/*
+ * Every shard's neighbours of the prints of docs[pos[0..m)] into a; asked
+ * again of a longer list when a shard names one (a shard was added:
+ * every shard's documents count).
+ */
+static int
+query_all(struct nddd_shards *s, struct sdoc *docs, const size_t *pos,
+    size_t m, size_t batch, struct answers *a)
+{
+	for (int tries = 0;; tries++) {
+		bool grown = false;
+
+		answers_clear(a);
+		if ((a->qs = calloc(s->n, sizeof(*a->qs))) == NULL)
+			return -1;
+		a->nqs = s->n;
+		for (size_t t = 0; t < s->n; t++)
+			shard_reconnect(s, &s->shards[t]);
+		if (run_steps(s, docs, pos, m, false, true, batch, step_query,
+		    take_queries, a) == -1)
+			return -1;
+		for (size_t t = 0; t < a->nqs && tries < 3 && !grown; t++) {
+			nddd_client *c = s->shards[t].c;
+
+			grown = c != NULL && nddd_server_shards(c) > s->n &&
+			    shards_grow(s, &s->shards[t],
+			    nddd_server_shards(c)) == 0;
+		}
+		if (!grown)
+			return 0;
 	}
 }
 
@@ -712,32 +856,24 @@ docs_chunk(struct nddd_shards *s, const struct nddd_doc_item *in,
 {
 	struct sdoc *docs = calloc(n, sizeof(*docs));
 	size_t *pos = calloc(n + 1, sizeof(*pos)), m;
-	struct answers a = { .qs = calloc(s->n, sizeof(*a.qs)), .n = n };
+	struct answers a = { .n = n };
 	int rc = -1;
 
-	if (docs == NULL || pos == NULL || a.qs == NULL ||
-	    prepare(s, docs, in, res, n) == -1)
-		goto out;
-	for (size_t t = 0; t < s->n; t++)
-		shard_reconnect(s, &s->shards[t]);
-	for (size_t j = 0; j < n; j++)
-		if (docs[j].live && s->shards[docs[j].owner].c == NULL)
-			sdoc_fail(&docs[j], NDDD_UNAVAILABLE,
-			    s->shards[docs[j].owner].err);
-	m = live_positions(docs, n, pos);
-	if (run_steps(s, docs, pos, m, true, true, batch, step_docs,
-	    take_prints, NULL) == -1)
+	if (docs == NULL || pos == NULL || prepare(s, docs, in, res, n) == -1)
 		goto out;
 	m = live_positions(docs, n, pos);
-	if (run_steps(s, docs, pos, m, false, true, batch, step_query,
-	    take_queries, &a) == -1)
+	if (owner_rounds(s, docs, pos, m, true, batch, take_prints) == -1)
+		goto out;
+	m = live_positions(docs, n, pos);
+	if (query_all(s, docs, pos, m, batch, &a) == -1)
 		goto out;
 	/* A document whose own shard gave no answers cannot be decided. */
 	for (size_t j = 0; j < n; j++)
-		if (docs[j].live && a.qs[docs[j].owner] == NULL)
+		if (docs[j].live && (docs[j].owner >= a.nqs ||
+		    a.qs[docs[j].owner] == NULL))
 			sdoc_fail(&docs[j], NDDD_UNAVAILABLE,
 			    s->shards[docs[j].owner].err);
-	if (decide_and_store(s, docs, n, a.qs, batch) == -1)
+	if (decide_and_store(s, docs, n, &a, batch) == -1)
 		goto out;
 	remember_order(s, docs, n);
 	rc = 0;
@@ -745,16 +881,11 @@ docs_chunk(struct nddd_shards *s, const struct nddd_doc_item *in,
 		if (docs[j].live)
 			rc = result_of(docs, &docs[j]);
 out:
-	for (size_t t = 0; a.qs != NULL && t < s->n; t++) {
-		if (a.qs[t] != NULL)
-			nddd_docs_results_free(a.qs[t], n);
-		free(a.qs[t]);
-	}
+	answers_clear(&a);
 	for (size_t j = 0; docs != NULL && j < n; j++) {
 		free(docs[j].canon);
 		free(docs[j].near);
 	}
-	free(a.qs);
 	free(docs);
 	free(pos);
 	return rc;
@@ -817,8 +948,6 @@ nddd_shards_doc_query(nddd_shards *s, const void *body, size_t body_len,
 
 	memset(out, 0, sizeof(*out));
 	out->url = "";
-	if ((a.qs = calloc(s->n, sizeof(*a.qs))) == NULL)
-		goto out;
 	for (t = 0; t < s->n; t++)
 		shard_reconnect(s, &s->shards[t]);
 	/* The print from the first shard that answers, then every shard's
@@ -836,28 +965,19 @@ nddd_shards_doc_query(nddd_shards *s, const void *body, size_t body_len,
 	if (r == NULL) {
 		snprintf(s->err, sizeof(s->err), "no shard answers (%.200s)",
 		    s->shards[0].err);
-		free(a.qs);
 		return -1;
 	}
 	if (r->kind != NDDD_REPLY_DOC_QUERY) {
 		out->code = r->code != NDDD_OK ? r->code : NDDD_INTERNAL;
 		out->message = strdup(r->message ? r->message : "");
 		nddd_reply_free(r);
-		free(a.qs);
 		return 0;
 	}
 	d.fp = r->doc.simhash;
 	nddd_reply_free(r);
-	if (run_steps(s, &d, &pos, 1, false, true, 1, step_query,
-	    take_queries, &a) == 0 && gather(s, &d, 0, a.qs) == 0)
+	if (query_all(s, &d, &pos, 1, 1, &a) == 0 && gather(s, &d, 0, &a) == 0)
 		rc = result_of(&d, &d);
-	for (t = 0; t < s->n; t++) {
-		if (a.qs[t] != NULL)
-			nddd_docs_results_free(a.qs[t], 1);
-		free(a.qs[t]);
-	}
-out:
-	free(a.qs);
+	answers_clear(&a);
 	free(d.near);
 	if (rc == -1)
 		snprintf(s->err, sizeof(s->err), "out of memory");

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "jumphash.h"
 #include "nddd.h"
@@ -434,39 +435,131 @@ part_unavailable(struct shard *sh, struct nddd_url_result *results)
 	}
 }
 
+uint32_t
+shards_moved_route_by(const char *message)
+{
+	unsigned long places;
+
+	if (message == NULL ||
+	    sscanf(message, "moved: route by %lu shards", &places) != 1 ||
+	    places == 0 || places > NDDD_SHARDS_MAX)
+		return 0;
+	return (uint32_t)places;
+}
+
 int
-nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
-    const char *const *urls, size_t n, struct nddd_url_result *results,
-    size_t batch, unsigned window)
+shards_grow(struct nddd_shards *s, struct shard *sh, uint32_t places)
+{
+	struct nddd_stats st;
+	struct shard *grown;
+	char *list, *next, *addr;
+	size_t n = 0, had = s->n;
+
+	if (places <= s->n)
+		return 0;
+	if (sh->c == NULL || nddd_stats(sh->c, &st) == -1) {
+		snprintf(s->err, sizeof(s->err), "%s names %u shards, and its "
+		    "list cannot be read", sh->address, places);
+		return -1;
+	}
+	if (st.shard_count < places || st.shard_list[0] == '\0') {
+		snprintf(s->err, sizeof(s->err), "%s names %u shards but "
+		    "states no list of them", sh->address, places);
+		return -1;
+	}
+	/* sh is one of the list's: not to be read past the realloc. */
+	sh = NULL;
+	if ((grown = realloc(s->shards, st.shard_count * sizeof(*grown))) ==
+	    NULL) {
+		snprintf(s->err, sizeof(s->err), "out of memory");
+		return -1;
+	}
+	s->shards = grown;
+	list = st.shard_list;
+	/* The daemons' list must extend this one: places keep their keys. */
+	for (addr = list; addr != NULL && n < st.shard_count; addr = next) {
+		if ((next = strchr(addr, ',')) != NULL)
+			*next++ = '\0';
+		if (n < s->n) {
+			if (strcmp(addr, s->shards[n].address) != 0) {
+				snprintf(s->err, sizeof(s->err), "the shards' "
+				    "list names %.100s in place %zu, this one "
+				    "%.100s", addr, n, s->shards[n].address);
+				return -1;
+			}
+		} else {
+			memset(&s->shards[n], 0, sizeof(s->shards[n]));
+			if ((s->shards[n].address = strdup(addr)) == NULL) {
+				snprintf(s->err, sizeof(s->err),
+				    "out of memory");
+				return -1;
+			}
+			snprintf(s->shards[n].err, sizeof(s->shards[n].err),
+			    "%.200s: not connected yet", addr);
+			s->n = n + 1;
+		}
+		n++;
+	}
+	if (s->n < places) {
+		snprintf(s->err, sizeof(s->err), "a shard names %u shards, "
+		    "its list %zu (this one had %zu)", places, s->n, had);
+		return -1;
+	}
+	return 0;
+}
+
+int
+shards_moved_pause(unsigned round, long long *start_ms)
+{
+	struct timespec now, pause;
+	long long ms, wait = round < 8 ? 1LL << round : 100;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	if (round == 1)
+		*start_ms = ms;
+	else if (ms - *start_ms > SHARDS_MOVED_WAIT_MS)
+		return 0;
+	/* The first retry at once: a key that moved is at its new owner. */
+	if (round > 1) {
+		pause.tv_sec = wait / 1000;
+		pause.tv_nsec = (wait % 1000) * 1000000;
+		nanosleep(&pause, NULL);
+	}
+	return 1;
+}
+
+/*
+ * Sends the items todo[0..ntodo) of a call (digests d, routed by
+ * route_by[i] places each) to their shards, in parallel, their results
+ * into results.
+ */
+static int
+urls_round(nddd_shards *s, enum nddd_url_op op, const char *const *urls,
+    const unsigned char *d, const uint32_t *route_by, const size_t *todo,
+    size_t ntodo, struct nddd_url_result *results, size_t batch,
+    unsigned window)
 {
 	struct part_call *calls;
 	size_t nparts = 0;
 
-	memset(results, 0, n * sizeof(*results));
 	for (size_t i = 0; i < s->n; i++)
 		s->shards[i].n = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char d[NDDD_DIGEST_LEN];
-		const char *cause;
-		struct shard *sh;
+	for (size_t t = 0; t < ntodo; t++) {
+		size_t i = todo[t];
+		struct shard *sh = &s->shards[nddd_shard_of(d + i *
+		    NDDD_DIGEST_LEN, route_by[i])];
 
-		if (nddd_canon_digest(s->canon, urls[i], strlen(urls[i]), d,
-		    &cause) == -1) {
-			results[i].code = NDDD_INVALID_ARGUMENT;
-			results[i].message = strdup(cause);
-			continue;
-		}
-		sh = &s->shards[nddd_shard_of(d, (uint32_t)s->n)];
 		if (part_reserve(sh, sh->n + 1 < 64 ? 64 : 2 * sh->n) == -1)
-			goto oom;
+			return -1;
 		sh->pos[sh->n] = i;
 		sh->urls[sh->n] = urls[i];
-		memcpy(sh->digests + sh->n * NDDD_DIGEST_LEN, d,
-		    NDDD_DIGEST_LEN);
+		memcpy(sh->digests + sh->n * NDDD_DIGEST_LEN, d + i *
+		    NDDD_DIGEST_LEN, NDDD_DIGEST_LEN);
 		sh->n++;
 	}
 	if ((calls = calloc(s->n, sizeof(*calls))) == NULL)
-		goto oom;
+		return -1;
 	for (size_t i = 0; i < s->n; i++) {
 		struct shard *sh = &s->shards[i];
 		struct part_call *pc = &calls[nparts];
@@ -487,7 +580,75 @@ nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 		part_scatter(calls[k].sh, results);
 	free(calls);
 	return 0;
+}
+
+int
+nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
+    const char *const *urls, size_t n, struct nddd_url_result *results,
+    size_t batch, unsigned window)
+{
+	unsigned char *d = malloc(n * NDDD_DIGEST_LEN + 1);
+	uint32_t *route_by = malloc(n * sizeof(*route_by) + 1);
+	size_t *todo = malloc(n * sizeof(*todo) + 1), ntodo = 0;
+	long long start_ms = 0;
+
+	memset(results, 0, n * sizeof(*results));
+	if (d == NULL || route_by == NULL || todo == NULL)
+		goto oom;
+	for (size_t i = 0; i < n; i++) {
+		const char *cause;
+
+		if (nddd_canon_digest(s->canon, urls[i], strlen(urls[i]),
+		    d + i * NDDD_DIGEST_LEN, &cause) == -1) {
+			results[i].code = NDDD_INVALID_ARGUMENT;
+			results[i].message = strdup(cause);
+			continue;
+		}
+		route_by[i] = (uint32_t)s->n;
+		todo[ntodo++] = i;
+	}
+	/* Rounds: the items answered NDDD_MOVED go again, routed as the
+	 * shard said. */
+	for (unsigned round = 1; ntodo > 0; round++) {
+		size_t again = 0;
+
+		if (urls_round(s, op, urls, d, route_by, todo, ntodo, results,
+		    batch, window) == -1)
+			goto oom;
+		for (size_t t = 0; t < ntodo; t++) {
+			size_t i = todo[t];
+			struct nddd_url_result *r = &results[i];
+			uint32_t by;
+
+			if (r->code != NDDD_MOVED ||
+			    (by = shards_moved_route_by(r->message)) == 0)
+				continue;
+			if (by > s->n && shards_grow(s, &s->shards[
+			    nddd_shard_of(d + i * NDDD_DIGEST_LEN,
+			    route_by[i])], by) == -1) {
+				free((char *)r->message);
+				r->message = strdup(s->err);
+				continue;
+			}
+			route_by[i] = by;
+			todo[again++] = i;
+		}
+		if (again == 0 || !shards_moved_pause(round, &start_ms))
+			break;
+		for (size_t t = 0; t < again; t++) {
+			free((char *)results[todo[t]].message);
+			memset(&results[todo[t]], 0, sizeof(results[0]));
+		}
+		ntodo = again;
+	}
+	free(d);
+	free(route_by);
+	free(todo);
+	return 0;
 oom:
+	free(d);
+	free(route_by);
+	free(todo);
 	snprintf(s->err, sizeof(s->err), "out of memory");
 	nddd_urls_results_free(results, n);
 	return -1;

@@ -47,6 +47,31 @@ struct nddd_shards {
 	char err[256];
 };
 
+/*
+ * While a shard is added (docs/sharding.md), an item answered NDDD_MOVED
+ * is routed again by the number of places its message names, after a
+ * pause that grows with each round (a key bounces between its old and
+ * its new owner until the new one serves), for SHARDS_MOVED_WAIT_MS at
+ * most; then it keeps its NDDD_MOVED.
+ */
+#define SHARDS_MOVED_WAIT_MS	120000
+/*
+ * The places item's NDDD_MOVED message says to route by (0: none it
+ * names).
+ */
+uint32_t shards_moved_route_by(const char *message);
+/*
+ * Routes by places places: when the list is shorter, it takes the longer
+ * list from sh's stats (it must start with the list's addresses) and
+ * connects to the new shards as they are used.  Returns 0, or -1 with
+ * s->err saying why the list cannot grow.
+ */
+int shards_grow(struct nddd_shards *s, struct shard *sh, uint32_t places);
+/* Sleeps before retry round round (1, 2, ...) of moved items; 0 once
+ * the call has waited SHARDS_MOVED_WAIT_MS since *start_ms (set at the
+ * first round). */
+int shards_moved_pause(unsigned round, long long *start_ms);
+
 /* A shard found down is connected again; one of other settings stays
  * down. */
 void shard_reconnect(struct nddd_shards *s, struct shard *sh);
