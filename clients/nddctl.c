@@ -70,6 +70,11 @@ static const struct command {
 	  "--url URL    a stored document and its near duplicates" },
 	{ "doc-delete", nddctl_doc_delete, NULL,
 	  "--url URL    forget a document (admin)" },
+	{ "reshard", nddctl_reshard, NULL,
+	  "--add HOST:PORT\n"
+	  "                add a shard at the end of -H's shard list, moving "
+	  "the keys\n"
+	  "                it takes over while every daemon serves (admin)" },
 	{ "stats", nddctl_stats, NULL,
 	  "                daemon statistics" },
 	{ "verify", nddctl_verify, NULL,
@@ -89,7 +94,8 @@ takes_shards(const struct command *cmd)
 	    cmd->daemon_cmd == nddctl_url_check ||
 	    cmd->daemon_cmd == nddctl_url_delete ||
 	    cmd->daemon_cmd == nddctl_forget_host ||
-	    cmd->daemon_cmd == nddctl_forget_prefix;
+	    cmd->daemon_cmd == nddctl_forget_prefix ||
+	    cmd->daemon_cmd == nddctl_reshard;
 }
 
 static void
@@ -392,7 +398,8 @@ main(int argc, char **argv)
 		    !takes_shards(cmd)) {
 			fprintf(stderr, "nddctl: %s: -H names one daemon here; "
 			    "a shard list is for url-submit, url-check, "
-			    "url-delete, forget-host and forget-prefix\n",
+			    "url-delete, forget-host, forget-prefix and "
+			    "reshard\n",
 			    cmd->name);
 			return NDDCTL_EXIT_USAGE;
 		}
