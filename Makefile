@@ -115,14 +115,15 @@ GEN_O := $(B)/gen/nddd.pb-c.o
 
 # The fingerprint library: what nddctl and the client library share with
 # the daemon (URL canonicalization; the simhash engine and the accelerator
-# host with its built-in cpu backend; the utilities they use).
+# host with its built-in cpu backend; the utilities they use; the shard
+# routing's jump hash, a header alone).
 FP_SRCS := daemon/lib/arena.c daemon/lib/log.c daemon/lib/mailbox.c \
 	daemon/lib/workq.c $(wildcard daemon/text/*.c) daemon/url/urlcanon.c \
 	daemon/accel/accel.c $(wildcard daemon/accel/cpu/*.c)
 FP_OBJS := $(FP_SRCS:%.c=$(B)/%.o)
 FP_HDRS := $(wildcard $(filter-out daemon/text/html_entities.h \
 	daemon/text/simhash_%.h,$(FP_SRCS:.c=.h)) daemon/text/simhash_impl.h \
-	daemon/accel/accel_abi.h)
+	daemon/accel/accel_abi.h daemon/lib/jumphash.h)
 # The rest of daemon/ but main.c is the daemon's core library, shared with
 # the tests (the plugins are built on their own, below).
 CORE_SRCS := $(filter-out daemon/main.c $(FP_SRCS) daemon/accel/opencl/% \

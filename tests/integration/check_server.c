@@ -273,11 +273,11 @@ unknown_field_flood(size_t *len, size_t *head)
 	req.op_case = NDDD__V1__REQUEST__OP_URL_CHECK;
 	req.url_check = &batch;
 	*head = nddd__v1__request__pack(&req, buf);
-	/* Field 16 (a varint), which no request has: a two-byte tag, then
+	/* Field 100 (a varint), which no request has: a two-byte tag, then
 	 * its value. */
 	for (size_t i = *head; i + 2 < *len; i += 3) {
-		buf[i] = 0x80;
-		buf[i + 1] = 0x01;
+		buf[i] = 0xa0;
+		buf[i + 1] = 0x06;
 		buf[i + 2] = 0;
 	}
 	*len -= (*len - *head) % 3;

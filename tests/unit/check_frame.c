@@ -295,7 +295,7 @@ END_TEST
 
 START_TEST(test_unknown_field_flood_refused)
 {
-	/* A valid url_check followed by 3-byte unknown fields (field 16,
+	/* A valid url_check followed by 3-byte unknown fields (field 100,
 	 * which Request does not have, a varint 0): protobuf-c keeps each
 	 * at many times its size. */
 	struct request_limits lim = { .max_batch = 10000 };
@@ -311,8 +311,8 @@ START_TEST(test_unknown_field_flood_refused)
 	req.url_check = &batch;
 	head = nddd__v1__request__pack(&req, buf);
 	for (size_t i = head; i + 2 < len; i += 3) {
-		buf[i] = 0x80;
-		buf[i + 1] = 0x01;
+		buf[i] = 0xa0;
+		buf[i + 1] = 0x06;
 		buf[i + 2] = 0;
 	}
 	len -= (len - head) % 3;
