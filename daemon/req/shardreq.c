@@ -197,7 +197,7 @@ moved_msg_clear(struct moved_msg *m)
 static void
 reply_moved(struct reply *r, const struct url_moved *u, size_t nu,
     const struct doc_moved *d, size_t nd, uint64_t session,
-    uint64_t url_cursor, uint64_t doc_cursor, bool done)
+    uint64_t url_cursor, uint64_t doc_cursor, bool done, bool texts_follow)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	struct moved_msg m;
@@ -211,6 +211,7 @@ reply_moved(struct reply *r, const struct url_moved *u, size_t nu,
 	m.keys.url_cursor = url_cursor;
 	m.keys.doc_cursor = doc_cursor;
 	m.keys.done = done;
+	m.keys.texts_follow = texts_follow;
 	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_MOVED;
 	resp.moved = &m.keys;
@@ -286,7 +287,7 @@ export_begun(struct docmove_begin_job *b)
 		log_info("export session %llu begun: the keys another place "
 		    "owns among %u, this one %u", (unsigned long long)id,
 		    j->shards, j->place);
-		reply_moved(&j->reply, NULL, 0, NULL, 0, id, 0, 0, false);
+		reply_moved(&j->reply, NULL, 0, NULL, 0, id, 0, 0, false, false);
 	}
 	reply_finish(&j->reply);
 	export_job_free(j);
@@ -322,14 +323,16 @@ export_url_done(struct urlset_job *uj)
 	case NDDD__V1__EXPORT_STEP__EXPORT_CHANGED:
 		reply_moved(&j->reply, uj->moved, uj->nmoved, j->docs,
 		    j->ndocs, j->session, 0, 0,
-		    !uj->more && !j->docs_more);
+		    !uj->more && !j->docs_more,
+		    urlset_hosts_complete(j->svc->us));
 		urlset_moved_free(uj->moved);
 		break;
 	default:
 		docmove_end(j->svc->ds);
 		shard_session_end(j->svc->shard);
 		log_info("export session ended");
-		reply_moved(&j->reply, NULL, 0, NULL, 0, 0, 0, 0, true);
+		reply_moved(&j->reply, NULL, 0, NULL, 0, 0, 0, 0, true,
+		    false);
 		break;
 	}
 out:
@@ -378,7 +381,8 @@ export_page(struct op_call *call, const Nddd__V1__ShardExport *e)
 		reply_move_error(call->reply, rc);
 	else
 		reply_moved(call->reply, urls, nurls, docs, ndocs, e->session,
-		    url_cursor, doc_cursor, done);
+		    url_cursor, doc_cursor, done,
+		    urlset_hosts_complete(svc->us));
 	urlset_moved_free(urls);
 	docmove_free(docs, ndocs);
 }
@@ -490,7 +494,8 @@ import_done(struct docmove_import_job *dj)
 	if (dj->wj.status != STORE_OK)
 		reply_move_error(&j->reply, dj->wj.status);
 	else
-		reply_moved(&j->reply, NULL, 0, NULL, 0, 0, 0, 0, true);
+		reply_moved(&j->reply, NULL, 0, NULL, 0, 0, 0, 0, true,
+		    false);
 	reply_finish(&j->reply);
 	import_job_free(j);
 }
@@ -578,6 +583,7 @@ shardreq_import(struct op_call *call)
 		return;
 	}
 	j->uj.op = URLSET_IMPORT;
+	j->uj.texts_follow = m != NULL && m->texts_follow;
 	j->uj.durability = call->svc->durability;
 	j->uj.moved = j->urls;
 	j->uj.nmoved = nu;

@@ -900,7 +900,7 @@ urlset_import(struct urlset *us, struct urlset_job *job)
 	}
 	/* Said before the records exist, so that a crash between cannot
 	 * leave the index claiming them. */
-	if (unindexed && us->host_index &&
+	if (unindexed && us->host_index && !job->texts_follow &&
 	    (rc = urlset_hosts_mark_partial(us)) != STORE_OK)
 		goto out;
 	for (size_t at = 0; at < n; at += cap) {

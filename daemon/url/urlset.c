@@ -501,6 +501,15 @@ urlset_host_index(const struct urlset *us)
 	return us->host_index;
 }
 
+bool
+urlset_hosts_complete(struct urlset *us)
+{
+	/* The writer's flags, read as they stand. */
+	return us->host_index &&
+	    !__atomic_load_n(&us->hosts_partial, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&us->hosts_partial_pending, __ATOMIC_RELAXED);
+}
+
 void
 urlset_prefetch(const struct urlset *us, const struct url_key *key)
 {

@@ -220,6 +220,8 @@ void urlset_key_masked(const struct urlset *us,
 struct urlns *urlset_namespaces(struct urlset *us);
 /* Whether the set keeps the host index, which url_forget needs. */
 bool urlset_host_index(const struct urlset *us);
+/* Whether its host index holds every stored URL's text.  Any thread. */
+bool urlset_hosts_complete(struct urlset *us);
 /* Hints the CPU to fetch key's filter counters ahead of a check. */
 void urlset_prefetch(const struct urlset *us, const struct url_key *key);
 
@@ -328,6 +330,10 @@ struct urlset_job {
 					   frees it: urlset_moved_free) */
 	size_t nmoved;
 	bool more;			/* URLSET_EXPORT_CHANGED: keys left */
+	bool texts_follow;		/* URLSET_IMPORT: the URLs' texts come
+					   as text_only items of the same
+					   export: one without its text leaves
+					   the host index complete */
 	void (*done)(struct urlset_job *job);
 	int status;
 	const char *refused;		/* RESOURCE_EXHAUSTED: why (static) */

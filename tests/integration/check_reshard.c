@@ -265,6 +265,27 @@ run_reshard(const struct cluster *cl, char **out)
 	return status;
 }
 
+/*
+ * The host index holds every stored URL's text (url_forget's complete):
+ * the new shard got the texts of the URLs it took over.
+ */
+static void
+assert_hosts_complete(const struct harness *h)
+{
+	nddd_client *c = harness_client(h);
+	struct nddd_reply *r;
+	uint64_t id;
+
+	ck_assert_int_eq(nddd_send_url_forget_host(c, NULL,
+	    "nothing-here.example", 0, &id), 0);
+	ck_assert_ptr_nonnull(r = nddd_call(c, id));
+	ck_assert_int_eq(r->kind, NDDD_REPLY_FORGET);
+	ck_assert_msg(r->complete, "%s: the host index misses URLs",
+	    h->address);
+	nddd_reply_free(r);
+	nddd_close(c);
+}
+
 /* The stats of shard t. */
 static void
 shard_stats(const struct cluster *cl, int t, struct nddd_stats *st)
@@ -387,6 +408,7 @@ START_TEST(test_add_a_shard_under_load)
 		urls += st.urls;
 		ndocs += st.docs;
 		harness_assert_verified(&cl.shard[t], st.urls, "after");
+		assert_hosts_complete(&cl.shard[t]);
 	}
 	{
 		nddd_client *ref = harness_client(&cl.ref);
