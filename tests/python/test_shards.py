@@ -160,6 +160,34 @@ class ShardsTest(unittest.TestCase):
         with self.assertRaisesRegex(nddd.NdddError, "EMPTY_DOCUMENT"):
             self.sharded.query_doc("")
 
+    def test_follows_an_added_shard(self):
+        """nddctl reshard adds a fourth daemon: the three-shard client
+        learns the longer list and answers as one daemon does, each URL
+        on the shard four places route it to."""
+        urls = real_urls(600)
+        first = self.sharded.submit_urls(urls)
+        self.assertEqual([(r.ok, r.count) for r in first],
+                         [(r.ok, r.count) for r in self.ref.submit_urls(urls)])
+        new = self.start()
+        nddctl = os.environ.get("NDDCTL_BIN", "clients/nddctl")
+        out = subprocess.run([nddctl, "-H", ",".join(self.addresses),
+                              "reshard", "--add", new.address],
+                             capture_output=True, text=True, check=True)
+        self.assertIn("added " + new.address, out.stdout)
+        again = self.sharded.submit_urls(urls)
+        self.assertEqual([(r.ok, r.count) for r in again],
+                         [(r.ok, r.count) for r in self.ref.submit_urls(urls)])
+        self.assertEqual(self.sharded.addresses,
+                         self.addresses + [new.address])
+        total = sum(stored_urls(a) for a in self.sharded.addresses)
+        self.assertEqual(total, stored_urls(self.ref_daemon.address))
+        moved = [u for u, r in zip(urls, first)
+                 if r.ok and self.sharded.shard_of(u) == 3]
+        self.assertGreater(len(moved), 300)
+        with nddd.Client(new.address) as c:
+            self.assertTrue(all(r.ok and r.seen
+                                for r in c.check_urls(moved)))
+
     def test_different_settings_refused(self):
         other = self.start("[urls]\nsort_query = yes\n")
         with self.assertRaisesRegex(nddd.NdddError, "settings differ"):

@@ -18,7 +18,7 @@ from ._proto import pb
 
 #: The protocol's status codes (``nddd.v1.Code``), as an IntEnum:
 #: OK, INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, RESOURCE_EXHAUSTED,
-#: EMPTY_DOCUMENT, UNAVAILABLE, INTERNAL.
+#: EMPTY_DOCUMENT, UNAVAILABLE, INTERNAL, FAILED_PRECONDITION, MOVED.
 Code = enum.IntEnum("Code", dict(pb.Code.items()), module=__name__)
 Code.__doc__ = "Status codes of the nddd protocol (nddd.v1.Code)."
 

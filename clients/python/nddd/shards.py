@@ -102,6 +102,10 @@ def _library():
     lib.nddd_shards_canon_id.argtypes = [ctypes.c_void_p]
     lib.nddd_shards_errstr.restype = _str
     lib.nddd_shards_errstr.argtypes = [ctypes.c_void_p]
+    lib.nddd_shards_count.restype = _size
+    lib.nddd_shards_count.argtypes = [ctypes.c_void_p]
+    lib.nddd_shards_address.restype = _str
+    lib.nddd_shards_address.argtypes = [ctypes.c_void_p, _size]
     lib.nddd_shards_use_digests.restype = None
     lib.nddd_shards_use_digests.argtypes = [ctypes.c_void_p, _c_int]
     lib.nddd_shards_set_durability.restype = None
@@ -186,7 +190,7 @@ class ShardedClient:
         if batch_size < 1 or window < 1 or not 1 <= doc_batch_size <= 4096:
             raise ValueError("batch_size and window must be at least 1, "
                              "doc_batch_size 1 to 4096")
-        self.addresses = names
+        self._names = names
         self.namespace = _namespace(namespace)
         self.durability = durability
         self.batch_size = batch_size
@@ -225,6 +229,16 @@ class ShardedClient:
             s, self.namespace.encode()))
         self._canon = _canon.Canon(
             self._lib.nddd_shards_canon_id(s).decode())
+
+    @property
+    def addresses(self) -> List[str]:
+        """The shard list, in order: as given, and longer once a shard is
+        added (the daemons' replies say so; docs/sharding.md)."""
+        if not self._s:
+            return list(self._names)
+        with self._lock:
+            return [self._lib.nddd_shards_address(self._s, i).decode()
+                    for i in range(self._lib.nddd_shards_count(self._s))]
 
     def __repr__(self) -> str:
         return "<nddd.ShardedClient %s>" % ",".join(self.addresses)
