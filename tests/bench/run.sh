@@ -60,8 +60,9 @@
 # Shards (tests/bench/shards_bench.sh, shards_docs_bench.py): durable
 # submits and checks through libnddd's shard routing over 1, 2 and 3
 # daemons, against one daemon called directly, and the Reuters bodies
-# through the Python client's ShardedClient against one daemon
-# (BENCH_SHARDS=0 skips them).
+# through the Python client's ShardedClient against one daemon, and a
+# fourth shard added by nddctl reshard under a load of checks
+# (reshard_bench.py; BENCH_SHARDS=0 skips them).
 #
 # Near-duplicate index: nearidx_bench, in memory, with FAISS measured on
 # the same data in the same process (BENCH_NEARIDX=0 skips it).
@@ -507,6 +508,10 @@ if [ "${BENCH_SHARDS:-1}" != 0 ]; then
 		/usr/bin/python3 "$root/tests/bench/shards_docs_bench.py" \
 		--bin "$bin" --data "$data/text_corpora/reuters21578" \
 		-r "$docrep"
+	echo "== shards: a fourth added under load (tests/bench/reshard_bench.py)"
+	NDDD_LIBRARY="$bin/../libnddd.so" PYTHONPATH="$root/clients/python" \
+		/usr/bin/python3 "$root/tests/bench/reshard_bench.py" \
+		--bin "$bin" --data "$data/text_corpora/reuters21578"
 fi
 
 if [ "${BENCH_NEARIDX:-1}" != 0 ]; then
