@@ -2015,20 +2015,35 @@ nddd_url_forget_prefix(nddd_client *c, const char *ns, const char *prefix,
 	return forget_finish(c, sent, id, forgotten);
 }
 
+/*
+ * The reply to request id of a call named what, if it is of kind; else
+ * NULL with the refusal in c's error.  sent: what queueing it returned.
+ */
+static struct nddd_reply *
+call_for(nddd_client *c, int sent, uint64_t id, enum nddd_reply_kind kind,
+    const char *what)
+{
+	struct nddd_reply *r;
+
+	if (sent == -1 || (r = nddd_call(c, id)) == NULL)
+		return NULL;
+	if (r->kind == kind)
+		return r;
+	fail(c, "%s refused: %s: %s", what, nddd_code_name(r->code),
+	    r->message ? r->message : "");
+	nddd_reply_free(r);
+	return NULL;
+}
+
 int
 nddd_stats(nddd_client *c, struct nddd_stats *out)
 {
 	struct nddd_reply *r;
-	uint64_t id;
+	uint64_t id = 0;
+	int sent = nddd_send_stats(c, &id);
 
-	if (nddd_send_stats(c, &id) == -1 || (r = nddd_call(c, id)) == NULL)
+	if ((r = call_for(c, sent, id, NDDD_REPLY_STATS, "stats")) == NULL)
 		return -1;
-	if (r->kind != NDDD_REPLY_STATS) {
-		fail(c, "stats refused: %s: %s", nddd_code_name(r->code),
-		    r->message ? r->message : "");
-		nddd_reply_free(r);
-		return -1;
-	}
 	*out = r->stats;
 	nddd_reply_free(r);
 	return 0;
@@ -2170,7 +2185,8 @@ nddd_shard_set(nddd_client *c, const struct nddd_shard_state *st)
 	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
 	Nddd__V1__ShardState m = NDDD__V1__SHARD_STATE__INIT;
 	struct nddd_reply *r;
-	uint64_t id;
+	uint64_t id = 0;
+	int sent;
 
 	m.place = st->place;
 	m.shards = st->shards;
@@ -2179,15 +2195,9 @@ nddd_shard_set(nddd_client *c, const struct nddd_shard_state *st)
 	m.shard_list = (char *)(st->list != NULL ? st->list : "");
 	req.op_case = NDDD__V1__REQUEST__OP_SHARD_SET;
 	req.shard_set = &m;
-	if (queue_request(c, &req, &id) == -1 || (r = nddd_call(c, id)) ==
-	    NULL)
+	sent = queue_request(c, &req, &id);
+	if ((r = call_for(c, sent, id, NDDD_REPLY_SHARD, "shard_set")) == NULL)
 		return -1;
-	if (r->kind != NDDD_REPLY_SHARD) {
-		fail(c, "shard_set refused: %s: %s", nddd_code_name(r->code),
-		    r->message ? r->message : "");
-		nddd_reply_free(r);
-		return -1;
-	}
 	nddd_reply_free(r);
 	return 0;
 }
@@ -2200,7 +2210,8 @@ nddd_shard_export(nddd_client *c, enum nddd_export_step step,
 	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
 	Nddd__V1__ShardExport m = NDDD__V1__SHARD_EXPORT__INIT;
 	struct nddd_reply *r;
-	uint64_t id;
+	uint64_t id = 0;
+	int sent;
 
 	memset(out, 0, sizeof(*out));
 	m.step = (Nddd__V1__ExportStep)step;
@@ -2211,15 +2222,10 @@ nddd_shard_export(nddd_client *c, enum nddd_export_step step,
 	m.doc_cursor = doc_cursor;
 	req.op_case = NDDD__V1__REQUEST__OP_SHARD_EXPORT;
 	req.shard_export = &m;
-	if (queue_request(c, &req, &id) == -1 || (r = nddd_call(c, id)) ==
+	sent = queue_request(c, &req, &id);
+	if ((r = call_for(c, sent, id, NDDD_REPLY_MOVED, "shard_export")) ==
 	    NULL)
 		return -1;
-	if (r->kind != NDDD_REPLY_MOVED) {
-		fail(c, "shard_export refused: %s: %s",
-		    nddd_code_name(r->code), r->message ? r->message : "");
-		nddd_reply_free(r);
-		return -1;
-	}
 	*out = r->moved;
 	memset(&r->moved, 0, sizeof(r->moved));
 	nddd_reply_free(r);
@@ -2232,7 +2238,7 @@ nddd_shard_import(nddd_client *c, const struct nddd_moved *keys)
 	Nddd__V1__Request req = NDDD__V1__REQUEST__INIT;
 	Nddd__V1__MovedKeys *m;
 	struct nddd_reply *r;
-	uint64_t id;
+	uint64_t id = 0;
 	int rc;
 
 	if ((m = nddd__v1__moved_keys__unpack(NULL, keys->packed_len,
@@ -2242,14 +2248,9 @@ nddd_shard_import(nddd_client *c, const struct nddd_moved *keys)
 	req.shard_import = m;
 	rc = queue_request(c, &req, &id);
 	nddd__v1__moved_keys__free_unpacked(m, NULL);
-	if (rc == -1 || (r = nddd_call(c, id)) == NULL)
+	if ((r = call_for(c, rc, id, NDDD_REPLY_MOVED, "shard_import")) ==
+	    NULL)
 		return -1;
-	if (r->kind == NDDD_REPLY_MOVED) {
-		nddd_reply_free(r);
-		return 0;
-	}
-	fail(c, "shard_import refused: %s: %s", nddd_code_name(r->code),
-	    r->message ? r->message : "");
 	nddd_reply_free(r);
-	return -1;
+	return 0;
 }
