@@ -87,6 +87,12 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		printf("urls_expired\t%" PRIu64 "\n", s.urls_expired);
 		printf("docs\t%" PRIu64 "\n", s.docs);
 		printf("docs_dropping\t%" PRIu64 "\n", s.docs_dropping);
+		if (s.shard_count > 0)
+			printf("shard.place\t%" PRIu32 "\nshard.shards\t%" PRIu32
+			    "\nshard.importing\t%d\nshard.keep_moved_docs\t%d\n"
+			    "shard.list\t%s\n", s.shard_place, s.shard_count,
+			    s.shard_importing, s.shard_keep_moved_docs,
+			    s.shard_list);
 		printf("near.k\t%" PRIu32 "\n", s.near_k);
 		printf("near.blocks\t%" PRIu32 "\n", s.near_blocks);
 		printf("near.tables\t%" PRIu32 "\n", s.near_tables);
@@ -137,6 +143,12 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	json_object_set_new(o, "docs", json_integer((json_int_t)s.docs));
 	json_object_set_new(o, "docs_dropping",
 	    json_integer((json_int_t)s.docs_dropping));
+	if (s.shard_count > 0)
+		json_object_set_new(o, "shard", json_pack("{s:I,s:I,s:b,s:b,s:s}",
+		    "place", (json_int_t)s.shard_place, "shards",
+		    (json_int_t)s.shard_count, "importing", s.shard_importing,
+		    "keep_moved_docs", s.shard_keep_moved_docs, "list",
+		    s.shard_list));
 	near = json_object();
 	json_object_set_new(near, "k", json_integer(s.near_k));
 	json_object_set_new(near, "blocks", json_integer(s.near_blocks));
