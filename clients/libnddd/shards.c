@@ -530,14 +530,14 @@ shards_moved_pause(unsigned round, long long *start_ms)
 }
 
 /*
- * Sends the items todo[0..ntodo) of a call (digests d, routed by
+ * Sends the items pend[0..npend) of a call (digests d, routed by
  * route_by[i] places each) to their shards, in parallel, their results
  * into results.
  */
 static int
 urls_round(nddd_shards *s, enum nddd_url_op op, const char *const *urls,
-    const unsigned char *d, const uint32_t *route_by, const size_t *todo,
-    size_t ntodo, struct nddd_url_result *results, size_t batch,
+    const unsigned char *d, const uint32_t *route_by, const size_t *pend,
+    size_t npend, struct nddd_url_result *results, size_t batch,
     unsigned window)
 {
 	struct part_call *calls;
@@ -545,8 +545,8 @@ urls_round(nddd_shards *s, enum nddd_url_op op, const char *const *urls,
 
 	for (size_t i = 0; i < s->n; i++)
 		s->shards[i].n = 0;
-	for (size_t t = 0; t < ntodo; t++) {
-		size_t i = todo[t];
+	for (size_t t = 0; t < npend; t++) {
+		size_t i = pend[t];
 		struct shard *sh = &s->shards[nddd_shard_of(d + i *
 		    NDDD_DIGEST_LEN, route_by[i])];
 
@@ -589,11 +589,11 @@ nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 {
 	unsigned char *d = malloc(n * NDDD_DIGEST_LEN + 1);
 	uint32_t *route_by = malloc(n * sizeof(*route_by) + 1);
-	size_t *todo = malloc(n * sizeof(*todo) + 1), ntodo = 0;
+	size_t *pend = malloc(n * sizeof(*pend) + 1), npend = 0;
 	long long start_ms = 0;
 
 	memset(results, 0, n * sizeof(*results));
-	if (d == NULL || route_by == NULL || todo == NULL)
+	if (d == NULL || route_by == NULL || pend == NULL)
 		goto oom;
 	for (size_t i = 0; i < n; i++) {
 		const char *cause;
@@ -605,18 +605,18 @@ nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 			continue;
 		}
 		route_by[i] = (uint32_t)s->n;
-		todo[ntodo++] = i;
+		pend[npend++] = i;
 	}
 	/* Rounds: the items answered NDDD_MOVED go again, routed as the
 	 * shard said. */
-	for (unsigned round = 1; ntodo > 0; round++) {
+	for (unsigned round = 1; npend > 0; round++) {
 		size_t again = 0;
 
-		if (urls_round(s, op, urls, d, route_by, todo, ntodo, results,
+		if (urls_round(s, op, urls, d, route_by, pend, npend, results,
 		    batch, window) == -1)
 			goto oom;
-		for (size_t t = 0; t < ntodo; t++) {
-			size_t i = todo[t];
+		for (size_t t = 0; t < npend; t++) {
+			size_t i = pend[t];
 			struct nddd_url_result *r = &results[i];
 			uint32_t by;
 
@@ -631,24 +631,24 @@ nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 				continue;
 			}
 			route_by[i] = by;
-			todo[again++] = i;
+			pend[again++] = i;
 		}
 		if (again == 0 || !shards_moved_pause(round, &start_ms))
 			break;
 		for (size_t t = 0; t < again; t++) {
-			free((char *)results[todo[t]].message);
-			memset(&results[todo[t]], 0, sizeof(results[0]));
+			free((char *)results[pend[t]].message);
+			memset(&results[pend[t]], 0, sizeof(results[0]));
 		}
-		ntodo = again;
+		npend = again;
 	}
 	free(d);
 	free(route_by);
-	free(todo);
+	free(pend);
 	return 0;
 oom:
 	free(d);
 	free(route_by);
-	free(todo);
+	free(pend);
 	snprintf(s->err, sizeof(s->err), "out of memory");
 	nddd_urls_results_free(results, n);
 	return -1;
