@@ -3,26 +3,14 @@
  * changes not yet flushed into the store (urls.journal in the data
  * directory).
  *
- * Each group of changes the URL writer applies is one frame: a header
- * (magic, number of entries, sequence number, CRC-32C of the rest, length
- * of the texts), the URLs' new states (fingerprint, count, first and last
- * seen, expiry, namespace; 48 bytes each), and the texts of the URLs it
- * records as new (for the host index: urlhosts.h).  A durable group is acknowledged once its frame is written and
- * fdatasync'ed; a relaxed one once it is written (handed to the kernel).
- * When a flush has put every change into the store, recording the last
- * sequence number it holds, the journal starts again at offset 0: the
- * file is written in place, allocated and zeroed once, so a sync flushes
- * data blocks and no metadata.
- *
- * Recovery reads frames from offset 0 while each is whole (its CRC
- * matches) and carries the next sequence number after the one the store
- * recorded: a torn last frame, or the stale frames of an earlier round
- * after it, end the replay.  A frame is only acknowledged after every frame
- * before it was written, so nothing acknowledged lies beyond the first
- * frame that fails; the rest of the file is then zeroed, and the journal
- * goes on from there.  (A first frame numbered beyond the store's next
- * means the store lost commits, possible only with [store] sync = none:
- * the journal's frames are replayed all the same, with a warning.)
+ * Each group of changes the URL writer applies is one frame of the journal
+ * (lib/journal.h): the URLs' new states (fingerprint, count, first and
+ * last seen, expiry, namespace; 48 bytes each), then the texts of the URLs
+ * it records as new (for the host index: urlhosts.h).  A durable group is
+ * acknowledged once its frame is written and fdatasync'ed; a relaxed one
+ * once it is written (handed to the kernel).  When a flush has put every
+ * change into the store, recording the last sequence number it holds, the
+ * journal starts again at offset 0.
  *
  * Threads: the URL writer alone.
  */
@@ -32,19 +20,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "journal.h"
 #include "urlmem.h"
 
 #define URLJOURNAL_ENTRY_LEN	48
-#define URLJOURNAL_FRAME_HEADER	24
+#define URLJOURNAL_FRAME_HEADER	JOURNAL_FRAME_HEADER
 
 struct urljournal;
-
-struct urljournal_stats {
-	uint64_t bytes;			/* in the current round */
-	uint64_t bytes_written;		/* since start */
-	uint64_t frames_written;
-	uint64_t syncs;
-};
 
 /* Bytes a frame of n entries takes. */
 static inline size_t
@@ -90,6 +72,6 @@ uint64_t urljournal_last_seq(const struct urljournal *j);
 /* The store now holds every frame: start the next round at offset 0. */
 void urljournal_restart(struct urljournal *j);
 
-void urljournal_stats(const struct urljournal *j, struct urljournal_stats *out);
+void urljournal_stats(const struct urljournal *j, struct journal_stats *out);
 
 #endif

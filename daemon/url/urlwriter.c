@@ -96,7 +96,7 @@ finish_all(struct urlset *us, struct urlset_job *list, int status)
 static void
 publish_journal_stats(struct urlset *us)
 {
-	struct urljournal_stats js;
+	struct journal_stats js;
 
 	urljournal_stats(us->journal, &js);
 	__atomic_store_n(&us->stat_journal_bytes, js.bytes, __ATOMIC_RELAXED);

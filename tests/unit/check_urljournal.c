@@ -301,7 +301,7 @@ START_TEST(test_append_replay)
 	struct written w = { 0 };
 	uint64_t seed = 91, cp;
 	struct urljournal *j = fresh(dir, &cp);
-	struct urljournal_stats st;
+	struct journal_stats st;
 	struct stat sb;
 	char *path = journal_path(dir);
 
@@ -565,7 +565,7 @@ START_TEST(test_restart)
 	struct written w = { 0 }, w2 = { 0 };
 	uint64_t seed = 97, cp, cp2;
 	struct urljournal *j = fresh(dir, &cp);
-	struct urljournal_stats st;
+	struct journal_stats st;
 
 	for (int f = 0; f < 5; f++)
 		append(j, &w, &seed, 10);
@@ -734,7 +734,7 @@ START_TEST(test_no_room)
 	uint64_t seed = 101, cp;
 	struct urljournal *j = open_journal(dir, size);
 	struct urlmem_entry e[64];
-	struct urljournal_stats s0, s1;
+	struct journal_stats s0, s1;
 	struct log l = { .e = NULL };
 	uint64_t seq;
 
@@ -832,7 +832,7 @@ START_TEST(test_failed_write_overwritten)
 	uint64_t seed = 102, cp;
 	struct urljournal *j = fresh(dir, &cp);
 	struct urlmem_entry e[20];
-	struct urljournal_stats s0, s1;
+	struct journal_stats s0, s1;
 	int fd = journal_fd(dir), saved;
 	size_t room;
 	uint64_t seq;
