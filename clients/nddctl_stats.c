@@ -10,12 +10,17 @@
 
 #include "nddctl.h"
 
-/* The URL store's figures: their names, and where each is in the stats. */
-#define URL_STORE_FIELD(f) { #f, offsetof(struct nddd_stats, url_store.f) }
+/* The write paths' figures: their section and name, and where each is in
+ * the stats. */
+#define URL_STORE_FIELD(f) \
+	{ "url_store", #f, offsetof(struct nddd_stats, url_store.f) }
+#define DOC_STORE_FIELD(f) \
+	{ "doc_store", #f, offsetof(struct nddd_stats, doc_store.f) }
 static const struct {
+	const char *section;
 	const char *name;
 	size_t off;
-} url_store_fields[] = {
+} store_fields[] = {
 	URL_STORE_FIELD(journal_entries),
 	URL_STORE_FIELD(journal_capacity),
 	URL_STORE_FIELD(journal_bytes),
@@ -36,16 +41,22 @@ static const struct {
 	URL_STORE_FIELD(host_runs),
 	URL_STORE_FIELD(host_keys),
 	URL_STORE_FIELD(host_merging),
+	DOC_STORE_FIELD(journal_bytes),
+	DOC_STORE_FIELD(journal_bytes_written),
+	DOC_STORE_FIELD(journal_syncs),
+	DOC_STORE_FIELD(groups),
+	DOC_STORE_FIELD(checkpoints),
+	DOC_STORE_FIELD(pending),
+	DOC_STORE_FIELD(failures),
 };
-#define N_URL_STORE_FIELDS \
-	(sizeof(url_store_fields) / sizeof(url_store_fields[0]))
+#define N_STORE_FIELDS (sizeof(store_fields) / sizeof(store_fields[0]))
 
 static uint64_t
-url_store_value(const struct nddd_stats *s, size_t i)
+store_value(const struct nddd_stats *s, size_t i)
 {
 	uint64_t v;
 
-	memcpy(&v, (const char *)s + url_store_fields[i].off, sizeof(v));
+	memcpy(&v, (const char *)s + store_fields[i].off, sizeof(v));
 	return v;
 }
 
@@ -122,9 +133,9 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		printf("store_bytes\t%" PRIu64 "\n", s.store_bytes);
 		printf("connections\t%" PRIu32 "\n", s.connections);
 		printf("canon\t%s\n", s.canon);
-		for (size_t i = 0; i < N_URL_STORE_FIELDS; i++)
-			printf("url_store.%s\t%" PRIu64 "\n",
-			    url_store_fields[i].name, url_store_value(&s, i));
+		for (size_t i = 0; i < N_STORE_FIELDS; i++)
+			printf("%s.%s\t%" PRIu64 "\n", store_fields[i].section,
+			    store_fields[i].name, store_value(&s, i));
 		for (size_t i = 0; i < r->nnamespaces; i++)
 			nddctl_print_namespace(&r->namespaces[i]);
 		nddd_reply_free(r);
@@ -194,11 +205,15 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	    json_integer((json_int_t)s.store_bytes));
 	json_object_set_new(o, "connections", json_integer(s.connections));
 	json_object_set_new(o, "canon", json_string(s.canon));
-	us = json_object();
-	for (size_t i = 0; i < N_URL_STORE_FIELDS; i++)
-		json_object_set_new(us, url_store_fields[i].name,
-		    json_integer((json_int_t)url_store_value(&s, i)));
-	json_object_set_new(o, "url_store", us);
+	for (size_t i = 0; i < N_STORE_FIELDS; i++) {
+		if ((us = json_object_get(o, store_fields[i].section)) ==
+		    NULL) {
+			us = json_object();
+			json_object_set_new(o, store_fields[i].section, us);
+		}
+		json_object_set_new(us, store_fields[i].name,
+		    json_integer((json_int_t)store_value(&s, i)));
+	}
 	nss = json_array();
 	for (size_t i = 0; i < r->nnamespaces; i++)
 		json_array_append_new(nss,

@@ -341,6 +341,7 @@ open_everything(struct daemon *d)
 		.map_size = d->cfg.map_size,
 		.sync = d->cfg.sync,
 		.max_readers = config_store_readers(&d->cfg),
+		.journal_size = (size_t)d->cfg.journal_size,
 	};
 	struct urlset_options uo = {
 		.capacity = d->cfg.capacity,

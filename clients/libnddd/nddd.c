@@ -1036,6 +1036,17 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 		o->url_store.host_keys = u->host_keys;
 		o->url_store.host_merging = u->host_merging;
 	}
+	if (s->doc_store != NULL) {
+		const Nddd__V1__DocStoreStats *d = s->doc_store;
+
+		o->doc_store.journal_bytes = d->journal_bytes;
+		o->doc_store.journal_bytes_written = d->journal_bytes_written;
+		o->doc_store.journal_syncs = d->journal_syncs;
+		o->doc_store.groups = d->groups;
+		o->doc_store.checkpoints = d->checkpoints;
+		o->doc_store.pending = d->pending;
+		o->doc_store.failures = d->failures;
+	}
 	o->urls_dropping = s->urls_dropping;
 	o->urls_expired = s->urls_expired;
 	o->docs_dropping = s->docs_dropping;

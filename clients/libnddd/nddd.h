@@ -185,6 +185,18 @@ struct nddd_stats {
 		uint64_t host_merging;		/* 1: a merge of them is
 						   under way */
 	} url_store;
+	/* The documents' write path (admin; zero otherwise). */
+	struct {
+		uint64_t journal_bytes;		/* in the store journal now */
+		uint64_t journal_bytes_written;	/* since start */
+		uint64_t journal_syncs;		/* fdatasyncs of it */
+		uint64_t groups;		/* groups journaled */
+		uint64_t checkpoints;		/* commits of what it held */
+		uint64_t pending;		/* store keys changed since the
+						   last */
+		uint64_t failures;		/* groups or commits that lost
+						   what was held */
+	} doc_store;
 	/* URLs of dropped namespaces not yet forgotten (counted in urls),
 	 * and URLs reclaimed after their time to live.  The namespaces
 	 * themselves come in the reply (nddd_reply: namespaces). */

@@ -126,6 +126,11 @@ static const struct key keys[] = {
 	 * disk the same way: one second. */
 	{ "store", "relaxed_sync_interval", KEY_DURATION,
 	  F(relaxed_sync_interval_ms), 0, 3600 * 1000, "1s" },
+	/* Documents' changes between commits of the store: 16 MiB holds the
+	 * frames of about 80,000 documents of 100-byte URLs, the most a
+	 * restart replays; it is zeroed once, and again at each start. */
+	{ "store", "journal_size", KEY_SIZE, F(journal_size), 0, 4 * GiB,
+	  "16M" },
 	/* 10 million URLs: a 100 MB filter (10 bytes per URL).  The filter's
 	 * 4-bit counters are indexed by 32 bits, so capacity x 20 must stay
 	 * below 2^32. */
@@ -550,7 +555,7 @@ config_load(struct config *cfg, const char *path, char **errors)
  * a reader slot from its creation to its end (store.c), and the daemon
  * creates them once per thread, so the count is fixed by the configuration:
  * two per request worker (its URL reader and its store reader; dispatch.c),
- * one of the event loop (dispatch.c), two of the URL writer (its reader,
+ * two of the URL writer (its reader,
  * and one while it rebuilds, grows or verifies the URL index; urlset.c,
  * urlsegs.c) and one of the store writer (while it verifies the documents;
  * docset.c).  The accelerator's threads read nothing of the store.  The
@@ -559,7 +564,7 @@ config_load(struct config *cfg, const char *path, char **errors)
  * default.
  */
 #define CONFIG_READERS_PER_WORKER	2
-#define CONFIG_READERS_FIXED		(1 + 2 + 1)
+#define CONFIG_READERS_FIXED		(2 + 1)
 #define CONFIG_READERS_MARGIN		32
 #define CONFIG_READERS_LMDB_DEFAULT	126
 
@@ -584,6 +589,11 @@ config_validate(struct config *cfg, const char **cause)
 	if (cfg->max_batch * 16 > cfg->max_frame) {
 		/* A batch of short URLs must fit one frame. */
 		*cause = "[server] max_frame is too small for max_batch";
+		return -1;
+	}
+	if (cfg->journal_size > 0 && cfg->journal_size < MiB) {
+		/* Room for groups of a few documents at least. */
+		*cause = "[store] journal_size must be 0 or at least 1M";
 		return -1;
 	}
 	if (cfg->listen == NULL && cfg->tls_listen == NULL) {

@@ -61,6 +61,8 @@ struct config {
 	uint64_t relaxed_sync_interval_ms; /* the longest a relaxed write
 					   waits for the disk; 0: until the
 					   next durable one */
+	uint64_t journal_size;		/* the store journal's bytes; 0: no
+					   journal, a commit per group */
 	/* [urls] */
 	uint64_t capacity;
 	bool strip_session_ids;

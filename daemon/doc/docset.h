@@ -287,10 +287,9 @@ void docset_ns_undo(struct docset *ds, const struct docset_ns_undo *undo);
  * forgotten, at most max in ids; returns how many there are. */
 size_t docset_ns_dropped(struct docset *ds, uint32_t *ids, size_t max);
 
-/* Statistics; docs is read through txn (a begun reader).  Returns a store
- * status (the count of records may fail to be read). */
-int docset_stats(struct docset *ds, struct store_txn *txn,
-    struct docset_stats *out);
+/* Any thread: statistics.  docs counts the documents as the namespaces
+ * count them (verify checks the counts against the records). */
+void docset_stats(struct docset *ds, struct docset_stats *out);
 
 /*
  * Writer thread, no transaction open: checks the tables, the URL index

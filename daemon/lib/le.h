@@ -9,6 +9,13 @@
 #include <stdint.h>
 
 static inline void
+le_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void
 le_put32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -20,6 +27,12 @@ le_put64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint16_t
+le_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
 }
 
 static inline uint32_t

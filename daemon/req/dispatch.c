@@ -44,7 +44,6 @@ struct dispatch {
 	struct metrics *metrics;
 	pthread_rwlock_t auth_lock;
 	struct auth *auth;		/* NULL: no tokens, all allowed */
-	struct store_txn *loop_reader;	/* the loop's own, for gauges */
 };
 
 /* One frame, from the loop to a worker and back. */
@@ -264,8 +263,6 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 		metrics_name_op(d->metrics, i, operation_at(i)->name);
 	d->auth = deps->auth;
 	pthread_rwlock_init(&d->auth_lock, NULL);
-	if ((d->loop_reader = store_reader_new(d->svc.st)) == NULL)
-		goto err;
 	d->svc.workers = workers_new((unsigned)cfg->workers, base,
 	    worker_ctx_new, worker_ctx_free, d);
 	if (d->svc.workers == NULL)
@@ -284,7 +281,6 @@ err:
 	docreq_env_clear(&d->docs);
 	if (d->svc.workers != NULL)
 		workers_free(d->svc.workers);
-	store_reader_free(d->loop_reader);
 	shard_state_free(d->svc.shard);
 	pthread_rwlock_destroy(&d->auth_lock);
 	free(d);
@@ -299,7 +295,6 @@ dispatch_free(struct dispatch *d)
 	workers_free(d->svc.workers);
 	docdrop_free(d->docs.drop);
 	docreq_env_clear(&d->docs);
-	store_reader_free(d->loop_reader);
 	shard_state_free(d->svc.shard);
 	auth_free(d->auth);
 	pthread_rwlock_destroy(&d->auth_lock);
@@ -386,6 +381,6 @@ dispatch_render_gauges(void *arg, struct evbuffer *out)
 	struct dispatch *d = arg;
 	struct daemon_stats s;
 
-	statsreq_gather(&d->svc, d->loop_reader, &s);
+	statsreq_gather(&d->svc, &s);
 	statsreq_render_gauges(&d->svc, &s, out);
 }

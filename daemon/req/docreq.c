@@ -568,6 +568,7 @@ static const struct writer_job_ops batch_job_ops = {
 	.committed = batch_committed,
 	.aborted = batch_aborted,
 	.done = batch_stored,
+	.journaled = true,
 };
 
 /*
@@ -1364,6 +1365,7 @@ static const struct writer_job_ops delete_job_ops = {
 	.committed = delete_committed,
 	.aborted = delete_aborted,
 	.done = delete_done,
+	.journaled = true,
 };
 
 void

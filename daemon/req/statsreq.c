@@ -69,20 +69,17 @@ namespace_rows(const struct req_services *svc, size_t *n,
 }
 
 void
-statsreq_gather(const struct req_services *svc, struct store_txn *rd,
-    struct daemon_stats *out)
+statsreq_gather(const struct req_services *svc, struct daemon_stats *out)
 {
 	const struct cbf *f = urlset_filter(svc->us);
 
 	*out = (struct daemon_stats){ 0 };
 	out->uptime_seconds = (uint64_t)(time(NULL) - svc->started);
-	if ((out->docs_status = store_reader_begin(rd)) == STORE_OK) {
-		out->docs_status = docset_stats(svc->ds, rd, &out->docs);
-		store_reader_end(rd);
-	}
+	docset_stats(svc->ds, &out->docs);
 	urlset_stats(svc->us, &out->urls);
 	accel_stats(svc->acc, &out->accel);
 	writer_stats(svc->w, &out->writer);
+	defer_stats(svc->st, &out->doc_store);
 	out->filter_counters = cbf_stat_counters(f);
 	out->filter_nonzero = cbf_stat_nonzero(f);
 	out->filter_saturated = cbf_stat_saturated(f);
@@ -111,6 +108,7 @@ statsreq_run(struct op_call *call)
 	Nddd__V1__NearStats ns = NDDD__V1__NEAR_STATS__INIT;
 	Nddd__V1__AccelStats as = NDDD__V1__ACCEL_STATS__INIT;
 	Nddd__V1__UrlStoreStats uss = NDDD__V1__URL_STORE_STATS__INIT;
+	Nddd__V1__DocStoreStats dss = NDDD__V1__DOC_STORE_STATS__INIT;
 	Nddd__V1__ShardState shard;
 	char shard_list[SHARD_LIST_MAX + 1];
 	const struct urlset_stats *us;
@@ -121,11 +119,7 @@ statsreq_run(struct op_call *call)
 	struct ns_row *rows = NULL;
 	size_t nns = 0;
 
-	statsreq_gather(call->svc, call->ctx->reader, &s);
-	if (s.docs_status != STORE_OK) {
-		reply_store_error(call->reply, s.docs_status);
-		return;
-	}
+	statsreq_gather(call->svc, &s);
 	us = &s.urls;
 	res.version = (char *)NDDD_VERSION;
 	res.canon = (char *)urlset_canon_id(call->svc->us);
@@ -185,6 +179,14 @@ statsreq_run(struct op_call *call)
 		uss.host_keys = us->host_keys;
 		uss.host_merging = us->host_merging;
 		res.url_store = &uss;
+		dss.journal_bytes = s.doc_store.journal_bytes;
+		dss.journal_bytes_written = s.doc_store.journal_bytes_written;
+		dss.journal_syncs = s.doc_store.syncs;
+		dss.groups = s.doc_store.frames;
+		dss.checkpoints = s.doc_store.checkpoints;
+		dss.pending = s.doc_store.pending;
+		dss.failures = s.doc_store.failures;
+		res.doc_store = &dss;
 		res.store_bytes = s.store_bytes;
 		res.connections = s.connections;
 		res.urls_dropping = us->dropping;
@@ -256,10 +258,8 @@ void
 statsreq_render_gauges(const struct req_services *svc,
     const struct daemon_stats *s, struct evbuffer *out)
 {
-	/* A count the store could not give is left out, not shown as 0. */
-	if (s->docs_status == STORE_OK)
-		metrics_render_value(out, "nddd_docs", "gauge",
-		    "Documents stored.", (double)s->docs.docs);
+	metrics_render_value(out, "nddd_docs", "gauge", "Documents stored.",
+	    (double)s->docs.docs);
 	metrics_render_value(out, "nddd_docs_distinct_fingerprints", "gauge",
 	    "Distinct fingerprints among the stored documents.",
 	    (double)s->docs.distinct);
@@ -367,7 +367,29 @@ statsreq_render_gauges(const struct req_services *svc,
 	metrics_render_value(out, "nddd_url_index_bytes", "gauge",
 	    "Memory of the URL index.", (double)s->urls.index_bytes);
 	metrics_render_value(out, "nddd_store_commits_total", "counter",
-	    "Store transactions committed.", (double)s->writer.commits);
+	    "Store writer groups committed or journaled.",
+	    (double)s->writer.commits);
+	metrics_render_value(out, "nddd_doc_journal_bytes", "gauge",
+	    "Bytes in the store journal now.",
+	    (double)s->doc_store.journal_bytes);
+	metrics_render_value(out, "nddd_doc_journal_written_bytes_total",
+	    "counter", "Bytes written to the store journal.",
+	    (double)s->doc_store.journal_bytes_written);
+	metrics_render_value(out, "nddd_doc_journal_syncs_total", "counter",
+	    "fdatasyncs of the store journal.", (double)s->doc_store.syncs);
+	metrics_render_value(out, "nddd_doc_journal_groups_total", "counter",
+	    "Groups of document writes journaled.",
+	    (double)s->doc_store.frames);
+	metrics_render_value(out, "nddd_doc_checkpoints_total", "counter",
+	    "Commits of the store journal's groups into the store.",
+	    (double)s->doc_store.checkpoints);
+	metrics_render_value(out, "nddd_doc_journal_pending", "gauge",
+	    "Store keys changed since the last checkpoint.",
+	    (double)s->doc_store.pending);
+	metrics_render_value(out, "nddd_doc_journal_failures_total",
+	    "counter", "Groups or checkpoints that lost what the store writer "
+	    "held (built again from the journal).",
+	    (double)s->doc_store.failures);
 	metrics_render_value(out, "nddd_store_failed_transactions_total",
 	    "counter", "Store transactions that failed.",
 	    (double)s->writer.failed_txns);

@@ -3,9 +3,9 @@
  * its readers: the stats operation of the protocol and the gauges of
  * /metrics.
  *
- * Threads: statsreq_gather runs on any thread that has a store reader of
- * its own (a request worker, or the loop for /metrics); what it reads is
- * atomic or locked by its owner.  statsreq_pending is the loop's.
+ * Threads: statsreq_gather runs on any thread (a request worker, or the
+ * loop for /metrics); what it reads is atomic or locked by its owner.
+ * statsreq_pending is the loop's.
  */
 #ifndef NDDD_STATSREQ_H
 #define NDDD_STATSREQ_H
@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "accel.h"
+#include "defer.h"
 #include "docset.h"
 #include "opcall.h"
 #include "urlset.h"
@@ -31,11 +32,10 @@ struct store_txn;
 struct daemon_stats {
 	uint64_t uptime_seconds;
 	struct urlset_stats urls;
-	/* STORE_OK, or why the document counts below are missing. */
-	int docs_status;
 	struct docset_stats docs;
 	struct accel_stats accel;
 	struct writer_stats writer;
+	struct defer_stats doc_store;
 	uint64_t filter_counters, filter_nonzero, filter_saturated;
 	uint64_t filter_bytes;
 	uint64_t store_bytes;
@@ -44,9 +44,8 @@ struct daemon_stats {
 	uint32_t connections;
 };
 
-/* Gathers everything into *out, reading the store through rd. */
-void statsreq_gather(const struct req_services *svc, struct store_txn *rd,
-    struct daemon_stats *out);
+/* Gathers everything into *out. */
+void statsreq_gather(const struct req_services *svc, struct daemon_stats *out);
 
 /* Loop thread: requests accepted and not yet answered. */
 size_t statsreq_pending(const struct req_services *svc);

@@ -1,7 +1,7 @@
 /*
  * store: the LMDB environment that is nddd's source of truth.  See store.h.
  */
-#include "store.h"
+#include "store_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include <lmdb.h>
 
 #include "clock.h"
+#include "defer.h"
 #include "log.h"
 
 static const char *const store_table_names[STORE_NTABLES] = {
@@ -47,28 +48,6 @@ static const unsigned store_table_flags[STORE_NTABLES] = {
 	[STORE_URL_LIVE] = MDB_INTEGERKEY,
 };
 
-struct store {
-	MDB_env *env;
-	MDB_dbi dbi[STORE_NTABLES];
-	int lock_fd;
-	uint64_t map_size;
-
-	/* Writes refused for want of room: both writers note them, so
-	 * full_lock guards the episode (full is also read without it). */
-	pthread_mutex_t full_lock;
-	int full;			/* 0, STORE_FULL or STORE_NOSPACE */
-	uint64_t full_since_ms;		/* the episode began (monotonic) */
-	uint64_t full_logged_ms;	/* the last message about it, or 0 */
-	uint64_t full_refused;		/* in this episode */
-	bool full_told;			/* its beginning was logged */
-	uint64_t refused_total;		/* atomic */
-};
-
-struct store_txn {
-	struct store *st;
-	MDB_txn *txn;
-	bool wrote;			/* a put, delete or reserve succeeded */
-};
 
 const char *
 store_strstatus(int status)
@@ -83,6 +62,8 @@ store_strstatus(int status)
 	case STORE_FAILED: return "store failure (see the daemon's log)";
 	case STORE_NOSPACE: return "disk full: no space left on the data "
 	    "directory's file system (writes resume once there is room)";
+	case STORE_JOURNAL_FULL: return "the store journal cannot take the "
+	    "group";
 	}
 	return "unknown store status";
 }
@@ -90,7 +71,7 @@ store_strstatus(int status)
 int (*store_fault_hook)(const char *call);
 
 /* Translates an LMDB return code at the module's edge. */
-static int
+int
 store_status(int rc, const char *what)
 {
 	switch (rc) {
@@ -181,7 +162,7 @@ store_disk_has_room(struct store *st)
  * file system has room again (a small commit may fit in pages LMDB freed
  * earlier while the disk stays full); a full map's at once.
  */
-static void
+void
 store_note_room(struct store *st)
 {
 	uint64_t now = clock_mono_ms(), refused, since;
@@ -216,8 +197,7 @@ store_full_state(struct store *st, uint64_t *refused)
 	return __atomic_load_n(&st->full, __ATOMIC_RELAXED);
 }
 
-/* A write's status: a refusal for want of room is noted. */
-static int
+int
 store_write_status(struct store_txn *txn, int rc, const char *what)
 {
 	int status = store_status(rc, what);
@@ -402,6 +382,9 @@ store_open(const struct store_options *opts, char **cause)
 	if (store_alloc_lock(opts->dir, cause) == -1)
 		goto err;
 	st->map_size = opts->map_size;
+	if (opts->journal_size > 0 && defer_open(st, opts->dir,
+	    opts->journal_size, opts->sync == STORE_SYNC_FULL, cause) == -1)
+		goto err;
 	return st;
 lmdb_err:
 	if (asprintf(cause, "data directory %s: %s", opts->dir,
@@ -427,6 +410,7 @@ store_close(struct store *st)
 {
 	if (st == NULL)
 		return;
+	defer_close(st);
 	if (st->env != NULL)
 		mdb_env_close(st->env);
 	if (st->lock_fd != -1)
@@ -444,7 +428,23 @@ store_write_begin(struct store *st, struct store_txn **out)
 	if ((txn = calloc(1, sizeof(*txn))) == NULL)
 		return STORE_FAILED;
 	txn->st = st;
-	if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn->txn)) != 0) {
+	if (defer_enabled(st) && defer_is_holder() && defer_holding(st)) {
+		/* LMDB's write lock is this thread's already. */
+		log_warnx("%s: the store writer holds a transaction", __func__);
+		free(txn);
+		return STORE_FAILED;
+	}
+	if (defer_enabled(st) && !defer_is_holder()) {
+		/* Through the view: what it holds could not be committed,
+		 * if the store writer lets go of the lock with it. */
+		defer_want_begin(st);
+		rc = mdb_txn_begin(st->env, NULL, 0, &txn->txn);
+		defer_want_end(st);
+		if (rc == 0)
+			txn->view = defer_view_take(st);
+	} else
+		rc = mdb_txn_begin(st->env, NULL, 0, &txn->txn);
+	if (rc != 0) {
 		free(txn);
 		rc = store_status(rc, "begin");
 		if (store_status_full(rc))
@@ -460,10 +460,19 @@ store_commit(struct store_txn *txn)
 {
 	struct store *st = txn->st;
 	bool wrote = txn->wrote;
-	uint64_t free_bytes, size;
 	int rc = mdb_txn_commit(txn->txn);
 
+	if (txn->view != NULL)
+		defer_view_release(st, txn->view);
 	free(txn);
+	return store_commit_status(st, rc, wrote);
+}
+
+int
+store_commit_status(struct store *st, int rc, bool wrote)
+{
+	uint64_t free_bytes, size;
+
 	/* LMDB reports a short write as EIO, which is what a full disk gives
 	 * when part of a commit's pages fit: with next to no room left on
 	 * the store's file system, that EIO means "full". */
@@ -481,6 +490,8 @@ void
 store_abort(struct store_txn *txn)
 {
 	mdb_txn_abort(txn->txn);
+	if (txn->view != NULL)
+		defer_view_release(txn->st, txn->view);
 	free(txn);
 }
 
@@ -506,19 +517,36 @@ store_reader_free(struct store_txn *txn)
 	if (txn == NULL)
 		return;
 	mdb_txn_abort(txn->txn);
+	if (txn->view != NULL)
+		defer_view_release(txn->st, txn->view);
 	free(txn);
 }
 
 int
 store_reader_begin(struct store_txn *txn)
 {
-	return store_status(mdb_txn_renew(txn->txn), "renew");
+	int rc;
+
+	/* The view first, then the snapshot: a checkpoint in between makes
+	 * the view older than the snapshot, never newer (defer.h). */
+	if (defer_enabled(txn->st) && txn->view == NULL)
+		txn->view = defer_view_take(txn->st);
+	if ((rc = store_status(mdb_txn_renew(txn->txn), "renew")) !=
+	    STORE_OK && txn->view != NULL) {
+		defer_view_release(txn->st, txn->view);
+		txn->view = NULL;
+	}
+	return rc;
 }
 
 void
 store_reader_end(struct store_txn *txn)
 {
 	mdb_txn_reset(txn->txn);
+	if (txn->view != NULL) {
+		defer_view_release(txn->st, txn->view);
+		txn->view = NULL;
+	}
 }
 
 int
@@ -526,9 +554,13 @@ store_get(struct store_txn *txn, enum store_table t, const void *key,
     size_t klen, struct store_val *out)
 {
 	MDB_val k = { klen, (void *)key }, v;
-	int rc = store_fault_hook != NULL && store_fault_hook("get") ? EIO :
-	    mdb_get(txn->txn, txn->st->dbi[t], &k, &v);
+	int rc;
 
+	if (txn->view != NULL && (rc = defer_view_get(txn->view, t, key, klen,
+	    out)) >= 0)
+		return rc;
+	rc = store_fault_hook != NULL && store_fault_hook("get") ? EIO :
+	    mdb_get(txn->txn, txn->st->dbi[t], &k, &v);
 	if (rc == 0) {
 		out->data = v.mv_data;
 		out->len = v.mv_size;
@@ -549,6 +581,9 @@ store_put(struct store_txn *txn, enum store_table t, const void *key,
 		existing->data = v.mv_data;
 		existing->len = v.mv_size;
 	}
+	if (rc == 0 && txn->capture)
+		defer_capture(txn->st, &(struct redo_op){ .table = t,
+		    .key = key, .klen = klen, .val = val, .vlen = vlen });
 	return store_write_status(txn, rc, "put");
 }
 
@@ -557,9 +592,23 @@ store_del(struct store_txn *txn, enum store_table t, const void *key,
     size_t klen)
 {
 	MDB_val k = { klen, (void *)key };
+	int rc = mdb_del(txn->txn, txn->st->dbi[t], &k, NULL);
 
-	return store_write_status(txn, mdb_del(txn->txn, txn->st->dbi[t], &k,
-	    NULL), "del");
+	if (rc == 0 && txn->capture)
+		defer_capture(txn->st, &(struct redo_op){ .table = t,
+		    .del = true, .key = key, .klen = klen });
+	return store_write_status(txn, rc, "del");
+}
+
+/* Whether txn's changes are journaled, one by one: those that cannot be
+ * are refused. */
+static bool
+store_refuse_captured(struct store_txn *txn, const char *what)
+{
+	if (!txn->capture)
+		return false;
+	log_warnx("store: %s in a journaled group", what);
+	return true;
 }
 
 int
@@ -567,8 +616,11 @@ store_reserve(struct store_txn *txn, enum store_table t, const void *key,
     size_t klen, size_t vlen, void **out)
 {
 	MDB_val k = { klen, (void *)key }, v = { vlen, NULL };
-	int rc = mdb_put(txn->txn, txn->st->dbi[t], &k, &v, MDB_RESERVE);
+	int rc;
 
+	if (store_refuse_captured(txn, "reserve"))
+		return STORE_FAILED;
+	rc = mdb_put(txn->txn, txn->st->dbi[t], &k, &v, MDB_RESERVE);
 	if (rc == 0)
 		*out = v.mv_data;
 	return store_write_status(txn, rc, "reserve");
@@ -577,6 +629,8 @@ store_reserve(struct store_txn *txn, enum store_table t, const void *key,
 int
 store_drop(struct store_txn *txn, enum store_table t)
 {
+	if (store_refuse_captured(txn, "drop"))
+		return STORE_FAILED;
 	return store_write_status(txn, mdb_drop(txn->txn, txn->st->dbi[t], 0),
 	    "drop");
 }
@@ -615,25 +669,97 @@ store_bytes_used(struct store *st)
 	return (uint64_t)(info.me_last_pgno + 1) * stat.ms_psize;
 }
 
+/* qsort_r's order of view entries: the table's own. */
+struct entry_order {
+	MDB_txn *txn;
+	MDB_dbi dbi;
+};
+
+static int
+entry_cmp(const void *a, const void *b, void *arg)
+{
+	const struct pending_entry *x = a, *y = b;
+	const struct entry_order *o = arg;
+	MDB_val kx = { x->klen, (void *)x->key }, ky = { y->klen,
+	    (void *)y->key };
+
+	return mdb_cmp(o->txn, o->dbi, &kx, &ky);
+}
+
+/*
+ * The entries of txn's view for table t from key from on, in the table's
+ * order, in a new array *out (caller frees).  Returns their number, or -1
+ * when out of memory.
+ */
+static long
+view_entries_from(struct store_txn *txn, enum store_table t,
+    const void *from, size_t flen, struct pending_entry **out)
+{
+	struct entry_order o = { txn->txn, txn->st->dbi[t] };
+	MDB_val kf = { flen, (void *)from };
+	long n = defer_view_entries(txn->view, t, out), kept = 0;
+
+	if (n <= 0)
+		return n;
+	for (long i = 0; i < n; i++) {
+		MDB_val k = { (*out)[i].klen, (void *)(*out)[i].key };
+
+		if (from == NULL || mdb_cmp(txn->txn, o.dbi, &k, &kf) >= 0)
+			(*out)[kept++] = (*out)[i];
+	}
+	qsort_r(*out, (size_t)kept, sizeof(**out), entry_cmp, &o);
+	return kept;
+}
+
 int
 store_scan_from(struct store_txn *txn, enum store_table t, const void *from,
     size_t flen, store_scan_fn fn, void *arg)
 {
 	MDB_cursor *cur;
 	MDB_val k = { flen, (void *)from }, v;
+	struct pending_entry *e = NULL;
+	long ne = 0, ie = 0;
 	int rc, ret = STORE_OK;
 
-	if ((rc = mdb_cursor_open(txn->txn, txn->st->dbi[t], &cur)) != 0)
+	/* Merged with what the view holds: a key it names is its, deleted
+	 * or not, in the table's order. */
+	if (txn->view != NULL && (ne = view_entries_from(txn, t, from, flen,
+	    &e)) < 0) {
+		log_warnx("%s: out of memory", __func__);
+		return STORE_FAILED;
+	}
+	if ((rc = mdb_cursor_open(txn->txn, txn->st->dbi[t], &cur)) != 0) {
+		free(e);
 		return store_status(rc, "scan");
-	for (rc = mdb_cursor_get(cur, &k, &v, from != NULL ? MDB_SET_RANGE :
-	    MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		if ((ret = fn(k.mv_data, k.mv_size, v.mv_data, v.mv_size,
-		    arg)) != 0)
-			break;
+	}
+	rc = mdb_cursor_get(cur, &k, &v, from != NULL ? MDB_SET_RANGE :
+	    MDB_FIRST);
+	while (ret == 0 && (rc == 0 || ie < ne)) {
+		int c = -1;
+
+		if (ie < ne) {
+			MDB_val ke = { e[ie].klen, (void *)e[ie].key };
+
+			c = rc == 0 ? mdb_cmp(txn->txn, txn->st->dbi[t], &k,
+			    &ke) : 1;
+		}
+		if (c < 0) {
+			ret = fn(k.mv_data, k.mv_size, v.mv_data, v.mv_size,
+			    arg);
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+			continue;
+		}
+		if (e[ie].val != NULL)
+			ret = fn(e[ie].key, e[ie].klen, e[ie].val, e[ie].vlen,
+			    arg);
+		ie++;
+		if (c == 0)
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		ret = store_status(rc, "scan");
 	mdb_cursor_close(cur);
+	free(e);
 	return ret;
 }
 
@@ -650,10 +776,17 @@ store_scan(struct store *st, enum store_table t, store_scan_fn fn, void *arg)
 	struct store_txn txn = { .st = st };
 	int rc, ret;
 
+	/* The view first, then the snapshot, as store_reader_begin. */
+	if (defer_enabled(st))
+		txn.view = defer_view_take(st);
 	if ((rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn.txn)) != 0)
-		return store_status(rc, "scan");
-	ret = store_scan_txn(&txn, t, fn, arg);
-	mdb_txn_abort(txn.txn);
+		ret = store_status(rc, "scan");
+	else {
+		ret = store_scan_txn(&txn, t, fn, arg);
+		mdb_txn_abort(txn.txn);
+	}
+	if (txn.view != NULL)
+		defer_view_release(st, txn.view);
 	return ret;
 }
 

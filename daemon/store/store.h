@@ -67,6 +67,7 @@ enum store_status {
 	STORE_TXN_FULL,		/* the transaction touched too many pages */
 	STORE_FAILED,		/* I/O or internal error; see the log */
 	STORE_NOSPACE,		/* the disk is full (ENOSPC, EDQUOT) */
+	STORE_JOURNAL_FULL,	/* a deferred group does not fit (defer.h) */
 };
 
 /* Whether status refused a write for want of room: the map or the disk. */
@@ -85,6 +86,8 @@ struct store_options {
 	unsigned max_readers;	/* read transactions held at once, at most
 				   (store_reader_new); 0: LMDB's default,
 				   126 */
+	size_t journal_size;	/* the store journal's bytes (defer.h); 0:
+				   the store writer commits each group */
 };
 
 struct store_val {
@@ -172,7 +175,9 @@ int store_count(struct store_txn *txn, enum store_table t, uint64_t *out);
 /*
  * For tests: when set, store_count and store_get ask it first (with "count"
  * or "get") and fail as a damaged map would (STORE_FAILED) when it returns
- * non-zero.
+ * non-zero; deferred commits ask it before writing a group's frame
+ * ("journal") and committing a checkpoint ("checkpoint"), and fail as an
+ * I/O error would.
  */
 extern int (*store_fault_hook)(const char *call);
 /* Bytes of the map in use (pages below the last page used). */

@@ -1,18 +1,22 @@
 /*
  * writer: the store's one writing thread, with group commit.  See writer.h.
  *
- * Locking: w->lock guards the queue, the stop flag and the pending count;
- * the writer waits on w->cond for work.  Jobs belong to the writer from
- * writer_submit until they are posted to the mailbox, and to the loop after.
+ * Locking: w->lock guards the queue, the stop flag, the pending count and
+ * the wanted flag; the writer waits on w->cond for work (or, holding a
+ * deferred transaction, for WRITER_IDLE_MS at most).  Jobs belong to the
+ * writer from writer_submit until they are posted to the mailbox, and to
+ * the loop after.
  */
 #include "writer.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "clock.h"
+#include "defer.h"
 #include "log.h"
 #include "store.h"
 
@@ -23,6 +27,9 @@
  * job, bounded by [server] max_batch, may carry it past by one job).
  */
 #define WRITER_GROUP_MAX_COST 65536
+/* A deferred transaction is committed once the writer has had nothing to
+ * do for this long: the checkpoint's syncs cost no one any time then. */
+#define WRITER_IDLE_MS 50
 
 struct writer {
 	struct store *st;
@@ -34,6 +41,7 @@ struct writer {
 	pthread_cond_t cond;
 	struct writer_job *head, *tail;
 	bool stopping;
+	bool wanted;			/* another thread waits to write */
 	size_t pending;
 
 	/* Statistics: written by the writer thread. */
@@ -128,6 +136,94 @@ aborted:
 	return rc;
 }
 
+/*
+ * Applies the jobs of list as one deferred group (defer.h).  Returns as
+ * run_txn does; STORE_JOURNAL_FULL when the group does not fit what is
+ * left of the journal (nothing was done).
+ */
+static int
+run_deferred(struct writer *w, struct writer_job *list)
+{
+	struct store_txn *txn;
+	struct writer_job *job;
+	uint64_t now = clock_wall_ms();
+	int rc;
+
+	if ((rc = defer_group_begin(w->st, &txn)) != STORE_OK)
+		return rc;
+	for (job = list; job != NULL; job = job->next) {
+		job->now_ms = now;
+		if ((rc = job->ops->apply(job, txn)) != STORE_OK) {
+			store_abort(txn);
+			goto aborted;
+		}
+	}
+	if ((rc = defer_group_end(txn)) != STORE_OK) {
+		job = NULL;
+		goto aborted;
+	}
+	__atomic_fetch_add(&w->commits, 1, __ATOMIC_RELAXED);
+	for (job = list; job != NULL; job = job->next) {
+		job->status = STORE_OK;
+		job->ops->committed(job);
+	}
+	return STORE_OK;
+aborted:
+	if (rc != STORE_JOURNAL_FULL)
+		__atomic_fetch_add(&w->failed_txns, 1, __ATOMIC_RELAXED);
+	undo_jobs(list, job != NULL ? job->next : NULL);
+	return rc;
+}
+
+/* Commits what the writer holds deferred.  Returns a store status. */
+static int
+checkpoint(struct writer *w)
+{
+	int rc;
+
+	if (!defer_holding(w->st))
+		return STORE_OK;
+	if ((rc = defer_checkpoint(w->st)) != STORE_OK &&
+	    !store_status_full(rc))
+		log_warnx("%s: %s", __func__, store_strstatus(rc));
+	return rc;
+}
+
+/* Whether every job of list may be answered from the journal. */
+static bool
+list_journaled(const struct writer_job *list)
+{
+	for (; list != NULL; list = list->next)
+		if (!list->ops->journaled)
+			return false;
+	return true;
+}
+
+/*
+ * Applies the jobs of list, deferred when they all allow it and the store
+ * defers, else in a transaction of their own (after a checkpoint: LMDB
+ * has one write transaction at a time).  Returns as run_txn does.
+ */
+static int
+run_jobs(struct writer *w, struct writer_job *list)
+{
+	int rc;
+
+	if (defer_enabled(w->st) && list_journaled(list)) {
+		if ((rc = run_deferred(w, list)) != STORE_JOURNAL_FULL)
+			return rc;
+		/* Room for it after a checkpoint, or none in an empty
+		 * journal: then it is committed on its own. */
+		if ((rc = checkpoint(w)) != STORE_OK)
+			return rc;
+		if ((rc = run_deferred(w, list)) != STORE_JOURNAL_FULL)
+			return rc;
+	}
+	if ((rc = checkpoint(w)) != STORE_OK)
+		return rc;
+	return run_txn(w, list);
+}
+
 /* Logs a failed transaction, unless it was refused for want of room:
  * the store tells of that once, not once per transaction. */
 static void
@@ -142,7 +238,7 @@ static void
 run_group(struct writer *w, struct writer_job *list)
 {
 	struct writer_job *job, *next;
-	int rc = run_txn(w, list);
+	int rc = run_jobs(w, list);
 
 	if ((store_status_full(rc) || rc == STORE_TXN_FULL) &&
 	    list->next != NULL) {
@@ -150,7 +246,7 @@ run_group(struct writer *w, struct writer_job *list)
 		for (job = list; job != NULL; job = next) {
 			next = job->next;
 			job->next = NULL;
-			if ((job->status = run_txn(w, job)) != STORE_OK)
+			if ((job->status = run_jobs(w, job)) != STORE_OK)
 				log_failure(__func__, "a job's transaction",
 				    job->status);
 			finish(w, job);
@@ -167,21 +263,60 @@ run_group(struct writer *w, struct writer_job *list)
 	}
 }
 
+/*
+ * Waits, w->lock held, until a job is queued or the writer stops, or,
+ * while it holds a deferred transaction, until it is idle for
+ * WRITER_IDLE_MS or another thread waits to write.  Returns whether a
+ * checkpoint is due instead of a job.
+ */
+static bool
+wait_for_work(struct writer *w)
+{
+	struct timespec until;
+	uint64_t ms;
+
+	while (w->head == NULL && !w->stopping) {
+		if (!defer_holding(w->st)) {
+			pthread_cond_wait(&w->cond, &w->lock);
+			continue;
+		}
+		if (w->wanted)
+			return true;
+		clock_gettime(CLOCK_REALTIME, &until);
+		ms = (uint64_t)until.tv_nsec / 1000000 + WRITER_IDLE_MS;
+		until.tv_sec += (time_t)(ms / 1000);
+		until.tv_nsec = (long)(ms % 1000) * 1000000 +
+		    until.tv_nsec % 1000000;
+		if (pthread_cond_timedwait(&w->cond, &w->lock, &until) ==
+		    ETIMEDOUT && w->head == NULL)
+			return true;
+	}
+	return w->head == NULL;	/* stopping: commit before leaving */
+}
+
 static void *
 writer_main(void *arg)
 {
 	struct writer *w = arg;
 	struct writer_job *list, *last;
 	size_t cost;
+	bool due;
 
 	pthread_setname_np(pthread_self(), "nddd-writer");
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
-		while (w->head == NULL && !w->stopping)
-			pthread_cond_wait(&w->cond, &w->lock);
-		if (w->head == NULL) {
+		due = wait_for_work(w);
+		w->wanted = false;
+		if (due) {
 			pthread_mutex_unlock(&w->lock);
-			break;
+			checkpoint(w);
+			pthread_mutex_lock(&w->lock);
+			if (w->head == NULL && w->stopping) {
+				pthread_mutex_unlock(&w->lock);
+				break;
+			}
+			pthread_mutex_unlock(&w->lock);
+			continue;
 		}
 		/* Take what is queued, up to a group's worth; a job that runs
 		 * alone is a group of its own. */
@@ -200,12 +335,28 @@ writer_main(void *arg)
 		pthread_mutex_unlock(&w->lock);
 
 		if (list->ops->alone != NULL) {
-			list->ops->alone(list);
+			/* It must see the store whole: nothing held back. */
+			if ((list->status = checkpoint(w)) == STORE_OK)
+				list->ops->alone(list);
 			finish(w, list);
 		} else
 			run_group(w, list);
+		if (defer_checkpoint_due(w->st, clock_mono_ms()))
+			checkpoint(w);
 	}
 	return NULL;
+}
+
+/* Another thread waits for LMDB's write lock: the writer checkpoints. */
+static void
+on_wanted(void *arg)
+{
+	struct writer *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	w->wanted = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
 }
 
 struct writer *
@@ -220,6 +371,7 @@ writer_new(struct store *st, struct event_base *base)
 	pthread_cond_init(&w->cond, NULL);
 	if ((w->mb = mailbox_new(base, writer_deliver, w)) == NULL)
 		goto err;
+	defer_on_wanted(st, on_wanted, w);
 	if (pthread_create(&w->thread, NULL, writer_main, w) != 0)
 		goto err;
 	w->started = true;

@@ -1,12 +1,22 @@
 /*
  * writer: the store's one writing thread, with group commit.
  *
- * The event loop hands it jobs (a URL batch to submit, say).  The writer
- * takes every job queued while its previous commit ran, applies them all in
- * one LMDB write transaction, commits once (syncing per the store's policy)
- * and only then hands the jobs back to the loop through a mailbox, where
- * their replies are sent.  So no reply to a mutation leaves before the
- * mutation is durable, and a burst of requests costs one sync.
+ * The event loop and the request workers hand it jobs (a batch of
+ * documents to store, say).  The writer takes every job queued while its
+ * previous group ran and applies them all as one group, and only then
+ * hands the jobs back to the loop through a mailbox, where their replies
+ * are sent.  So no reply to a mutation leaves before the mutation is
+ * durable, and a burst of requests costs one sync.
+ *
+ * A group of journaled jobs (their ops say so) is deferred (defer.h): it
+ * runs in a child of the transaction the writer holds open, is written
+ * to the store journal as one frame (synced per the store's policy) and
+ * answered; the writer commits the held transaction at a checkpoint:
+ * when it has been idle for WRITER_IDLE_MS, when the journal or the
+ * readers' view is half full, when it is DEFER_MAX_AGE_MS old, when
+ * another thread waits for LMDB's write lock, before any other job, and
+ * when it stops.  Any other group is one LMDB write transaction of its
+ * own, committed (syncing per the store's policy) before it is answered.
  *
  * If a transaction fails because the store or the disk is full (or the
  * transaction is too large), its jobs are retried one per transaction, so
@@ -23,6 +33,7 @@
 #ifndef NDDD_WRITER_H
 #define NDDD_WRITER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +66,13 @@ struct writer_job_ops {
 	 * nothing else running (verification).
 	 */
 	void (*alone)(struct writer_job *job);
+	/*
+	 * The job may be answered once its changes are in the store journal
+	 * (defer.h): every change it makes in the store is a store_put or
+	 * store_del, and what it changes in memory is rebuilt from the store
+	 * at start-up.
+	 */
+	bool journaled;
 };
 
 struct writer_job {
@@ -67,7 +85,7 @@ struct writer_job {
 };
 
 struct writer_stats {
-	uint64_t commits;
+	uint64_t commits;		/* groups committed or journaled */
 	uint64_t jobs;
 	uint64_t failed_txns;
 };

@@ -447,8 +447,9 @@ START_TEST(test_full_disk)
 	memset(&d, 0, sizeof(d));
 	d.rng = 42;
 	ck_assert_int_ne(asprintf(&conf, "[server]\nmax_batch = 500\n"
-	    "[store]\ndata_dir = %s/data\nmap_size = 1G\n[urls]\n"
-	    "capacity = 100000\njournal_entries = 2000\n", disk_mnt), -1);
+	    "[store]\ndata_dir = %s/data\nmap_size = 1G\njournal_size = 1M\n"
+	    "[urls]\ncapacity = 100000\njournal_entries = 2000\n",
+	    disk_mnt), -1);
 	harness_init(&h, conf);
 	free(conf);
 	harness_start(&h);

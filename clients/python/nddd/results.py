@@ -297,6 +297,21 @@ class UrlStoreStats:
 
 
 @dataclass(frozen=True)
+class DocStoreStats:
+    """The documents' write path (nddd.v1.DocStoreStats; admin): the store
+    journal of the store writer's groups since the store last committed
+    them, and its commits."""
+    journal_bytes: int          # in the store journal now
+    journal_bytes_written: int  # since start
+    journal_syncs: int          # fdatasyncs of the journal
+    groups: int                 # groups journaled
+    checkpoints: int            # commits of what the journal held
+    pending: int                # store keys changed since the last one
+    failures: int               # groups or commits that lost what the
+                                # store writer held (rebuilt)
+
+
+@dataclass(frozen=True)
 class Stats:
     """The daemon's statistics (nddd.v1.StatsResult).  A read token sees
     only version, uptime_seconds, urls, docs, the table layout and canon."""
@@ -326,6 +341,7 @@ class Stats:
     urls_expired: int            # reclaimed after their time to live
     docs_dropping: int = 0       # documents of dropped namespaces, not
                                  # yet forgotten (counted in docs)
+    doc_store: Optional[DocStoreStats] = None  # the documents' write path
 
     @classmethod
     def from_message(cls, msg) -> "Stats":
@@ -333,4 +349,5 @@ class Stats:
 
 
 _NESTED = {"cbf": FilterStats, "near": NearStats, "accel": AccelStats,
-           "url_store": UrlStoreStats, "namespaces": Namespace}
+           "url_store": UrlStoreStats, "doc_store": DocStoreStats,
+           "namespaces": Namespace}
