@@ -332,15 +332,6 @@ log_warnings(const struct harness *h)
 	return n;
 }
 
-static bool
-log_has(const struct harness *h, const char *text)
-{
-	char *log = tu_read_file(h->log_path, NULL);
-	bool has = log != NULL && strstr(log, text) != NULL;
-
-	free(log);
-	return has;
-}
 
 /*
  * Deletes f's URL i on a full disk: refused for want of room, or, if a
@@ -480,8 +471,8 @@ START_TEST(test_full_disk)
 	ck_assert_msg(log_warnings(&h) <= warnings + 2, "the full disk "
 	    "floods the log: %zu warnings in 2.5 s", log_warnings(&h) -
 	    warnings);
-	ck_assert_msg(log_has(&h, "disk full"), "the log does not say the "
-	    "disk is full");
+	ck_assert_msg(harness_log_has(&h, "disk full"), "the log does not say "
+	    "the disk is full");
 	delete_url_on_full(c, &f, 0);
 	delete_doc_on_full(c, &d, 0);
 	assert_all_present(c, &f, &d, "disk full, after deletes");
@@ -516,7 +507,7 @@ START_TEST(test_full_disk)
 	ck_assert_int_eq(fill_batches(c, &f, "after", 8, &why), NDDD_OK);
 	for (int i = 0; i < 50; i++)
 		ck_assert_int_eq(submit_doc(c, &d, "after", &why), NDDD_OK);
-	ck_assert(log_has(&h, "room again"));
+	ck_assert(harness_log_has(&h, "room again"));
 	assert_all_present(c, &f, &d, "with room");
 	assert_consistent(c, &f, "with room");
 	nddd_close(c);

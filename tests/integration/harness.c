@@ -450,3 +450,13 @@ harness_assert_verified(const struct harness *h, uint64_t urls,
 	    (unsigned long long)v.urls, (unsigned long long)urls);
 	nddd_close(c);
 }
+
+bool
+harness_log_has(const struct harness *h, const char *text)
+{
+	char *log = tu_read_file(h->log_path, NULL);
+	bool has = log != NULL && strstr(log, text) != NULL;
+
+	free(log);
+	return has;
+}

@@ -77,6 +77,9 @@ Nddd__V1__Response *harness_raw_call(const struct harness *h,
 /* r (then freed) must be refused with code, its message containing part. */
 void harness_expect_refused(Nddd__V1__Response *r, Nddd__V1__Code code,
     const char *part);
+/* Whether the daemon's log holds text. */
+bool harness_log_has(const struct harness *h, const char *text);
+
 /* A verify must find memory and store agreeing, with urls URL records. */
 void harness_assert_verified(const struct harness *h, uint64_t urls,
     const char *when);
