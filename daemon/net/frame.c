@@ -8,11 +8,9 @@
 #include "nddd.pb-c.h"
 
 enum frame_status
-frame_next(struct evbuffer *in, size_t max_len, const uint8_t **payload,
-    uint32_t *len)
+frame_peek(struct evbuffer *in, size_t max_len, uint32_t *len)
 {
 	uint8_t hdr[FRAME_HEADER_LEN];
-	const uint8_t *p;
 
 	if (evbuffer_copyout(in, hdr, sizeof(hdr)) < (ev_ssize_t)sizeof(hdr))
 		return FRAME_INCOMPLETE;
@@ -22,6 +20,28 @@ frame_next(struct evbuffer *in, size_t max_len, const uint8_t **payload,
 		return FRAME_OVERSIZED;
 	if (evbuffer_get_length(in) < FRAME_HEADER_LEN + (size_t)*len)
 		return FRAME_INCOMPLETE;
+	return FRAME_READY;
+}
+
+void
+frame_copy(struct evbuffer *in, uint32_t len, uint8_t *dst)
+{
+	struct evbuffer_ptr at;
+
+	/* frame_peek saw the whole frame: neither call can fall short. */
+	evbuffer_ptr_set(in, &at, FRAME_HEADER_LEN, EVBUFFER_PTR_SET);
+	evbuffer_copyout_from(in, &at, dst, len);
+}
+
+enum frame_status
+frame_next(struct evbuffer *in, size_t max_len, const uint8_t **payload,
+    uint32_t *len)
+{
+	enum frame_status st = frame_peek(in, max_len, len);
+	const uint8_t *p;
+
+	if (st != FRAME_READY)
+		return st;
 	p = evbuffer_pullup(in, FRAME_HEADER_LEN + (ev_ssize_t)*len);
 	if (p == NULL)
 		return FRAME_INCOMPLETE;

@@ -25,10 +25,20 @@ enum frame_status {
 };
 
 /*
- * Looks at the front of in.  On FRAME_READY, *payload points to the frame's
- * payload (made contiguous, valid until in changes) and *len is its length;
- * remove it with frame_consume.  On FRAME_OVERSIZED, *len is the announced
- * length.
+ * Looks at the front of in.  On FRAME_READY a whole frame is buffered and
+ * *len is its payload's length: copy the payload out with frame_copy,
+ * remove the frame with frame_consume.  On FRAME_OVERSIZED, *len is the
+ * announced length.
+ */
+enum frame_status frame_peek(struct evbuffer *in, size_t max_len,
+    uint32_t *len);
+/* Copies the payload (len bytes) of the frame at the front of in to dst,
+ * leaving in as it is: one copy, from in's chains as they lie. */
+void frame_copy(struct evbuffer *in, uint32_t len, uint8_t *dst);
+/*
+ * frame_peek, and on FRAME_READY *payload points to the payload, made
+ * contiguous in in (a copy, if it lies in several chains; valid until in
+ * changes).
  */
 enum frame_status frame_next(struct evbuffer *in, size_t max_len,
     const uint8_t **payload, uint32_t *len);

@@ -303,7 +303,6 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
-	const uint8_t *payload;
 	uint32_t len;
 	char msg[128];
 
@@ -312,8 +311,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	c->in_read = true;
 	c->refs++;		/* c stays allocated while we look at it */
 	while (c->open && !c->closing && !c->paused) {
-		enum frame_status st = frame_next(in, c->srv->cfg->max_frame,
-		    &payload, &len);
+		enum frame_status st = frame_peek(in, c->srv->cfg->max_frame,
+		    &len);
 
 		if (st == FRAME_INCOMPLETE)
 			break;
@@ -326,7 +325,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		}
 		if (c->frame_timer != NULL)
 			evtimer_del(c->frame_timer);
-		c->srv->handler.frame(c->srv->handler.arg, c, payload, len);
+		c->srv->handler.frame(c->srv->handler.arg, c, in, len);
 		if (!c->open)
 			break;
 		frame_consume(in, len);

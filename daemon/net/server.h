@@ -55,12 +55,13 @@ struct server;
 /* What the server hands its frames to: the layer above it. */
 struct server_handler {
 	/*
-	 * Loop thread: one frame's payload from c, valid during the call.
-	 * The reply comes later, through conn_send_buffer; conn_hold keeps c
-	 * while it is awaited.
+	 * Loop thread: a frame from c of len payload bytes, at the front of
+	 * in during the call: frame_copy takes the payload (the server
+	 * removes the frame after the call).  The reply comes later, through
+	 * conn_send_buffer; conn_hold keeps c while it is awaited.
 	 */
-	void (*frame)(void *arg, struct conn *c, const uint8_t *payload,
-	    size_t len);
+	void (*frame)(void *arg, struct conn *c, struct evbuffer *in,
+	    uint32_t len);
 	/* Requests accepted and not yet answered (a shutdown waits). */
 	size_t (*pending)(void *arg);
 	void *arg;

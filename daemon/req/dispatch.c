@@ -18,6 +18,7 @@
 #include "config.h"
 #include "docdrop.h"
 #include "docreq.h"
+#include "frame.h"
 #include "log.h"
 #include "metrics.h"
 #include "operation.h"
@@ -325,9 +326,10 @@ dispatch_pending(struct dispatch *d)
 	return statsreq_pending(&d->svc);
 }
 
-/* Loop thread: one frame's payload from c goes to a worker. */
+/* Loop thread: one frame's payload from c goes to a worker, copied out of
+ * the connection's input once. */
 static void
-dispatch_frame(void *arg, struct conn *c, const uint8_t *payload, size_t len)
+dispatch_frame(void *arg, struct conn *c, struct evbuffer *in, uint32_t len)
 {
 	struct dispatch *d = arg;
 	struct req_task *t = malloc(sizeof(*t) + len);
@@ -341,6 +343,8 @@ dispatch_frame(void *arg, struct conn *c, const uint8_t *payload, size_t len)
 		return;
 	}
 	memset(t, 0, sizeof(*t));
+	frame_copy(in, len, t->payload);
+	t->len = len;
 	t->wt.ops = &req_task_ops;
 	t->d = d;
 	/* Over the budget, a request is only answered that it is refused:
@@ -348,7 +352,7 @@ dispatch_frame(void *arg, struct conn *c, const uint8_t *payload, size_t len)
 	t->buffers_full = conn_buffers_full(c);
 	if (t->buffers_full)
 		bound = REPLY_SMALL_MAX;
-	else if (request_peek(payload, len, &op_case, &items))
+	else if (request_peek(t->payload, len, &op_case, &items))
 		bound = operation_reply_bound(op_case, items, &d->svc.limits);
 	else
 		bound = operation_reply_bound(NDDD__V1__REQUEST__OP__NOT_SET, 0,
@@ -356,8 +360,6 @@ dispatch_frame(void *arg, struct conn *c, const uint8_t *payload, size_t len)
 	reply_start(&t->reply, c, d->metrics,
 	    operation_index(operation_invalid()), d->svc.cfg->max_frame,
 	    bound);
-	t->len = len;
-	memcpy(t->payload, payload, len);
 	workers_submit(d->svc.workers, &t->wt);
 }
 

@@ -25,6 +25,54 @@ add_header(struct evbuffer *b, uint32_t len)
 	evbuffer_add(b, h, 4);
 }
 
+/*
+ * A frame whose bytes lie in many chains (as reads of a socket leave a
+ * large one): frame_peek sees it whole without moving a byte, frame_copy
+ * gives its payload exactly, and frame_consume leaves the next frame.
+ */
+START_TEST(test_copy_across_chains)
+{
+	enum { LEN = 300000 };
+	struct evbuffer *b = evbuffer_new();
+	uint8_t *payload = malloc(LEN), *out = malloc(LEN + 1);
+	uint32_t len;
+	size_t at = 0;
+	uint64_t seed = 3;
+
+	ck_assert_ptr_nonnull(payload);
+	ck_assert_ptr_nonnull(out);
+	for (size_t i = 0; i < LEN; i++)
+		payload[i] = (uint8_t)tu_rand(&seed);
+	add_header(b, LEN);
+	/* Pieces of odd sizes, each its own chain. */
+	while (at < LEN) {
+		size_t n = 1 + tu_rand_below(&seed, 40000);
+
+		if (n > LEN - at)
+			n = LEN - at;
+		evbuffer_add_reference(b, payload + at, n, NULL, NULL);
+		at += n;
+	}
+	add_header(b, 1);
+	evbuffer_add(b, "z", 1);
+	ck_assert_int_eq(frame_peek(b, LEN - 1, &len), FRAME_OVERSIZED);
+	ck_assert_int_eq(frame_peek(b, LEN, &len), FRAME_READY);
+	ck_assert_uint_eq(len, LEN);
+	out[LEN] = 0xee;
+	frame_copy(b, len, out);
+	ck_assert_int_eq(memcmp(out, payload, LEN), 0);
+	ck_assert_uint_eq(out[LEN], 0xee);
+	frame_consume(b, len);
+	ck_assert_int_eq(frame_peek(b, 10, &len), FRAME_READY);
+	ck_assert_uint_eq(len, 1);
+	frame_copy(b, len, out);
+	ck_assert_uint_eq(out[0], 'z');
+	evbuffer_free(b);
+	free(payload);
+	free(out);
+}
+END_TEST
+
 START_TEST(test_truncated_and_complete)
 {
 	struct evbuffer *b = evbuffer_new();
@@ -412,6 +460,7 @@ frame_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_truncated_and_complete);
+	tcase_add_test(tc, test_copy_across_chains);
 	tcase_add_test(tc, test_oversized_before_payload);
 	tcase_add_test(tc, test_zero_length_and_back_to_back);
 	tcase_add_test(tc, test_write_round_trip);
