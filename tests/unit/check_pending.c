@@ -66,7 +66,7 @@ START_TEST(test_model)
 			const struct model_key *m = &model[t * KEYS + i];
 			const uint8_t *val;
 			size_t vlen;
-			uint8_t key[16];
+			uint8_t key[32] = { 0 };
 
 			key_of(i, key);
 			ck_assert_int_eq(pending_get(p, t, key, 8 + i % 9,
