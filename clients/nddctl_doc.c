@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nddctl.h"
 
@@ -49,19 +50,47 @@ namespace_arg(const char *arg, const char **ns)
 	return true;
 }
 
-/* The whole of FILE, or of standard input for "-" or NULL. */
+/*
+ * The bytes of a request the daemon takes for a document of namespace ns:
+ * its frame ([server] max_frame, --max-frame) less the request's own
+ * fields.
+ */
+static size_t
+doc_room(const struct nddctl_common *co, const char *ns)
+{
+	size_t fields = 64 + (co->conn.token ? strlen(co->conn.token) + 6 :
+	    0) + (ns != NULL ? strlen(ns) + 3 : 0);
+
+	return co->max_frame > fields ? co->max_frame - fields : 0;
+}
+
+/*
+ * The whole of FILE, or of standard input for "-" or NULL, if it holds at
+ * most limit bytes.  A larger one is not read into memory: a file's size
+ * says so at once, a pipe is read no further than limit bytes; then NULL
+ * with *too_large set.  NULL too when it cannot be read (said on stderr).
+ */
 static char *
-read_body(const char *path, size_t *len)
+read_body(const char *path, size_t limit, size_t *len, bool *too_large)
 {
 	FILE *f = (path == NULL || strcmp(path, "-") == 0) ? stdin :
 	    fopen(path, "rb");
+	const char *name = f == stdin ? "standard input" : path;
 	char *buf = NULL;
 	size_t cap = 0;
+	struct stat sb;
+	bool failed = false;
 
 	*len = 0;
+	*too_large = false;
 	if (f == NULL) {
 		perror(path);
 		return NULL;
+	}
+	if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    (uint64_t)sb.st_size > limit) {
+		*too_large = true;
+		goto out;
 	}
 	for (;;) {
 		size_t n;
@@ -69,10 +98,16 @@ read_body(const char *path, size_t *len)
 		if (*len == cap) {
 			char *grown;
 
+			if (cap > limit) {
+				*too_large = true;
+				break;
+			}
 			cap = cap ? cap * 2 : 65536;
+			if (cap > limit)
+				cap = limit + 1;	/* one byte tells */
 			if ((grown = realloc(buf, cap + 1)) == NULL) {
-				free(buf);
-				buf = NULL;
+				fprintf(stderr, "nddctl: out of memory\n");
+				failed = true;
 				break;
 			}
 			buf = grown;
@@ -82,16 +117,40 @@ read_body(const char *path, size_t *len)
 		if (n == 0)
 			break;
 	}
-	if (buf != NULL && ferror(f)) {
-		perror(path ? path : "standard input");
-		free(buf);
-		buf = NULL;
+	if (*len > limit)
+		*too_large = true;
+	if (!*too_large && !failed && ferror(f)) {
+		perror(name);
+		failed = true;
 	}
+out:
 	if (f != stdin)
 		fclose(f);
-	if (buf != NULL)
-		buf[*len] = '\0';
+	if (*too_large || failed) {
+		free(buf);
+		return NULL;
+	}
+	buf[*len] = '\0';
 	return buf;
+}
+
+/*
+ * A document nddctl refused to read, for want of room in a request: its
+ * item's failure, as the daemon would say it.
+ */
+static int
+refuse_large(const struct nddctl_common *co, const char *path, size_t limit,
+    const char *key, const char *value)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "%s holds more than %zu bytes, the most "
+	    "a request takes with --max-frame %zu (the daemon's [server] "
+	    "max_frame)", path == NULL || strcmp(path, "-") == 0 ?
+	    "standard input" : path, limit, co->max_frame);
+	nddctl_print_failure(co, NDDD_RESOURCE_EXHAUSTED, msg, key, value,
+	    value != NULL ? strlen(value) : 0);
+	return NDDCTL_EXIT_ITEMS;
 }
 
 static json_t *
@@ -651,9 +710,7 @@ submit_jsonl(const struct nddctl_common *co, const char *path,
 		src.max_docs = batch;
 	/* What a batch of one may take: the frame less its own fields (and
 	 * the document's namespace). */
-	src.room = co->max_frame - 64 - (co->conn.token ?
-	    strlen(co->conn.token) + 6 : 0) - (ns != NULL ? strlen(ns) + 3 :
-	    0);
+	src.room = doc_room(co, ns);
 	src.items = calloc(src.max_docs, sizeof(*src.items));
 	src.roots = calloc(src.max_docs, sizeof(*src.roots));
 	if (src.items == NULL || src.roots == NULL) {
@@ -772,7 +829,8 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 	const char *url = NULL, *ns = NULL;
 	int ch, html = 0, query_only = 0, jsonl = 0, batch_opt = 0, sent;
 	char *body, *end;
-	size_t len, batch = co->batch_given ? co->batch :
+	bool too_large;
+	size_t room, len, batch = co->batch_given ? co->batch :
 	    NDDCTL_DOC_BATCH;
 	long v;
 	uint64_t id;
@@ -807,12 +865,15 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 		goto usage;
 	if (jsonl)
 		return submit_jsonl(co, argv[optind], ns, batch, query_only);
-	if ((body = read_body(argv[optind], &len)) == NULL)
-		return NDDCTL_EXIT_USAGE;
+	room = doc_room(co, ns);
+	if ((body = read_body(argv[optind], room, &len, &too_large)) == NULL)
+		return too_large ? refuse_large(co, argv[optind], room, "url",
+		    url) : NDDCTL_EXIT_USAGE;
 	if ((c = doc_connect(co, ns)) == NULL) {
 		free(body);
 		return NDDCTL_EXIT_UNREACHABLE;
 	}
+	nddd_set_max_frame(c, co->max_frame);
 	sent = nddd_send_doc_submit(c, url, strlen(url), body, len,
 	    html ? NDDD_HTML : NDDD_TEXT, query_only, &id);
 	free(body);
@@ -839,6 +900,7 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 	int ch, html = 0, k = -1, sent;
 	char *body = NULL, *end;
 	size_t len;
+	bool too_large;
 	uint64_t id, fp = 0;
 	nddd_client *c;
 
@@ -869,12 +931,15 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 			return NDDCTL_EXIT_USAGE;
 		}
 		fp = strtoull(hex, NULL, 16);
-	} else if ((body = read_body(argv[optind], &len)) == NULL)
-		return NDDCTL_EXIT_USAGE;
+	} else if ((body = read_body(argv[optind], doc_room(co, ns), &len,
+	    &too_large)) == NULL)
+		return too_large ? refuse_large(co, argv[optind], doc_room(co,
+		    ns), "simhash", NULL) : NDDCTL_EXIT_USAGE;
 	if ((c = doc_connect(co, ns)) == NULL) {
 		free(body);
 		return NDDCTL_EXIT_UNREACHABLE;
 	}
+	nddd_set_max_frame(c, co->max_frame);
 	if (hex != NULL)
 		sent = nddd_send_doc_query_simhash(c, fp, k, &id);
 	else

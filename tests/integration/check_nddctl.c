@@ -150,6 +150,62 @@ START_TEST(test_text_and_stats)
 }
 END_TEST
 
+/*
+ * A document larger than a request may carry (--max-frame) is refused as
+ * its item's RESOURCE_EXHAUSTED, before it is read into memory: a file by
+ * its size, an endless device by reading no further than the limit; one
+ * that fits goes through.
+ */
+START_TEST(test_document_over_the_limit)
+{
+	struct harness h;
+	char *dir = tu_tmpdir(), *path, *args, *out;
+	FILE *f;
+
+	harness_init(&h, "[server]\nmax_frame = 1M\n");
+	harness_start(&h);
+	ck_assert_int_ne(asprintf(&path, "%s/big.txt", dir), -1);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 200000; i++)
+		fputs("word ", f);	/* 1,000,000 bytes */
+	fclose(f);
+
+	ck_assert_int_ne(asprintf(&args, "-H %s --max-frame 512K doc-submit "
+	    "--url http://big.example/ %s", h.address, path), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 1);
+	ck_assert_msg(strncmp(out, "error\tRESOURCE_EXHAUSTED: ", 26) == 0 &&
+	    strstr(out, "--max-frame 524288") != NULL &&
+	    strstr(out, "\thttp://big.example/\n") != NULL, "%s", out);
+	free(out);
+	free(args);
+
+	/* /dev/zero never ends: read up to the limit, no further. */
+	ck_assert_int_ne(asprintf(&args, "-H %s --json --max-frame 512K "
+	    "doc-query /dev/zero", h.address), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 1);
+	ck_assert_msg(strstr(out, "\"code\": \"RESOURCE_EXHAUSTED\"") !=
+	    NULL && strstr(out, "/dev/zero holds more than") != NULL, "%s",
+	    out);
+	free(out);
+	free(args);
+
+	/* Within the daemon's frames: stored. */
+	ck_assert_int_ne(asprintf(&args, "-H %s --max-frame 1M doc-submit "
+	    "--url http://big.example/ %s", h.address, path), -1);
+	ck_assert_int_eq(run(args, NULL, &out), 0);
+	ck_assert_msg(strncmp(out, "doc\t1\t", 6) == 0, "%s", out);
+	free(out);
+	free(args);
+
+	ck_assert_int_eq(harness_stop(&h), 0);
+	harness_cleanup(&h);
+	tu_rmtree(dir);
+	free(dir);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_large_stdin_keeps_order)
 {
 	struct harness h;
@@ -1449,6 +1505,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_json_lines);
 	tcase_add_test(tc, test_text_and_stats);
 	tcase_add_test(tc, test_large_stdin_keeps_order);
+	tcase_add_test(tc, test_document_over_the_limit);
 	tcase_add_test(tc, test_unreachable_and_usage);
 	tcase_add_test(tc, test_text_escapes_and_unwritable_output);
 	tcase_add_test(tc, test_doc_commands);
