@@ -100,6 +100,47 @@ undo_jobs(struct writer_job *list, struct writer_job *end)
 }
 
 /*
+ * Applies the jobs of list in txn, at one wall-clock time.  Returns
+ * STORE_OK, or the failure with *end the job after the one that failed
+ * (the jobs before *end were applied, in part for the last).
+ */
+static int
+apply_jobs(struct writer_job *list, struct store_txn *txn,
+    struct writer_job **end)
+{
+	uint64_t now = clock_wall_ms();
+	int rc;
+
+	for (struct writer_job *job = list; job != NULL; job = job->next) {
+		job->now_ms = now;
+		if ((rc = job->ops->apply(job, txn)) != STORE_OK) {
+			*end = job->next;
+			return rc;
+		}
+	}
+	return STORE_OK;
+}
+
+/* The jobs of list are done: counted as a group, each told. */
+static void
+jobs_committed(struct writer *w, struct writer_job *list)
+{
+	__atomic_fetch_add(&w->commits, 1, __ATOMIC_RELAXED);
+	for (struct writer_job *job = list; job != NULL; job = job->next) {
+		job->status = STORE_OK;
+		job->ops->committed(job);
+	}
+}
+
+/* The jobs of list up to end failed: counted, the applied ones undone. */
+static void
+jobs_aborted(struct writer *w, struct writer_job *list, struct writer_job *end)
+{
+	__atomic_fetch_add(&w->failed_txns, 1, __ATOMIC_RELAXED);
+	undo_jobs(list, end);
+}
+
+/*
  * Applies the jobs of list in one transaction.  Returns STORE_OK (all
  * committed), or the failure, after which every applied job has been told
  * it was aborted and none has been finished.
@@ -108,32 +149,21 @@ static int
 run_txn(struct writer *w, struct writer_job *list)
 {
 	struct store_txn *txn;
-	struct writer_job *job, *failed_at = NULL;
-	uint64_t now = clock_wall_ms();
+	struct writer_job *end = NULL;
 	int rc;
 
 	if ((rc = store_write_begin(w->st, &txn)) != STORE_OK)
 		return rc;
-	for (job = list; job != NULL; job = job->next) {
-		job->now_ms = now;
-		if ((rc = job->ops->apply(job, txn)) != STORE_OK) {
-			failed_at = job->next;
-			store_abort(txn);
-			goto aborted;
-		}
+	if ((rc = apply_jobs(list, txn, &end)) != STORE_OK)
+		store_abort(txn);
+	else
+		rc = store_commit(txn);
+	if (rc != STORE_OK) {
+		jobs_aborted(w, list, end);
+		return rc;
 	}
-	if ((rc = store_commit(txn)) != STORE_OK)
-		goto aborted;
-	__atomic_fetch_add(&w->commits, 1, __ATOMIC_RELAXED);
-	for (job = list; job != NULL; job = job->next) {
-		job->status = STORE_OK;
-		job->ops->committed(job);
-	}
+	jobs_committed(w, list);
 	return STORE_OK;
-aborted:
-	__atomic_fetch_add(&w->failed_txns, 1, __ATOMIC_RELAXED);
-	undo_jobs(list, failed_at);
-	return rc;
 }
 
 /*
@@ -145,33 +175,21 @@ static int
 run_deferred(struct writer *w, struct writer_job *list)
 {
 	struct store_txn *txn;
-	struct writer_job *job;
-	uint64_t now = clock_wall_ms();
+	struct writer_job *end = NULL;
 	int rc;
 
 	if ((rc = defer_group_begin(w->st, &txn)) != STORE_OK)
 		return rc;
-	for (job = list; job != NULL; job = job->next) {
-		job->now_ms = now;
-		if ((rc = job->ops->apply(job, txn)) != STORE_OK) {
-			store_abort(txn);
-			goto aborted;
-		}
-	}
-	if ((rc = defer_group_end(txn)) != STORE_OK) {
-		job = NULL;
-		goto aborted;
-	}
-	__atomic_fetch_add(&w->commits, 1, __ATOMIC_RELAXED);
-	for (job = list; job != NULL; job = job->next) {
-		job->status = STORE_OK;
-		job->ops->committed(job);
-	}
-	return STORE_OK;
-aborted:
-	if (rc != STORE_JOURNAL_FULL)
-		__atomic_fetch_add(&w->failed_txns, 1, __ATOMIC_RELAXED);
-	undo_jobs(list, job != NULL ? job->next : NULL);
+	if ((rc = apply_jobs(list, txn, &end)) != STORE_OK)
+		store_abort(txn);
+	else
+		rc = defer_group_end(txn);
+	if (rc == STORE_JOURNAL_FULL)
+		undo_jobs(list, end);	/* no failure: tried again */
+	else if (rc != STORE_OK)
+		jobs_aborted(w, list, end);
+	else
+		jobs_committed(w, list);
 	return rc;
 }
 
