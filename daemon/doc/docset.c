@@ -331,14 +331,19 @@ docset_neighbours_free(struct docset_neighbour *nb, size_t n)
 	free(nb);
 }
 
+/* Neighbours read per call on the stack, and not in memory of their own
+ * (a batch's document reads at most DOCREQ_BATCH_NEAR_MAX, 24). */
+#define NEIGHBOURS_ON_STACK 32
+
 int
 docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
     uint64_t fp, unsigned kq, uint64_t exclude, uint64_t exclude_fp,
     size_t max, struct docset_neighbour **out, size_t *n, uint64_t *total)
 {
-	struct nearidx_hit *hits = malloc((max + 1) * sizeof(*hits));
-	struct doc_record *recs = NULL;
+	struct nearidx_hit hits_stack[NEIGHBOURS_ON_STACK + 1], *hits;
+	struct doc_record recs_stack[NEIGHBOURS_ON_STACK], *recs = NULL;
 	struct docset_neighbour *nb = NULL;
+	bool on_stack = max <= NEIGHBOURS_ON_STACK;
 	size_t got, found = 0, bytes = 0;
 	char *urls;
 	int64_t t;
@@ -347,6 +352,7 @@ docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
 	*out = NULL;
 	*n = 0;
 	*total = 0;
+	hits = on_stack ? hits_stack : malloc((max + 1) * sizeof(*hits));
 	if (hits == NULL)
 		goto nomem;
 	if ((t = docset_near(ds, ns, fp, kq, exclude, exclude_fp, hits,
@@ -356,7 +362,9 @@ docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
 		goto fail;
 	}
 	got = (size_t)t < max ? (size_t)t : max;
-	if (got > 0 && (recs = malloc(got * sizeof(*recs))) == NULL)
+	if (on_stack)
+		recs = recs_stack;
+	else if (got > 0 && (recs = malloc(got * sizeof(*recs))) == NULL)
 		goto nomem;
 	/* The records first (their URLs stay valid in txn), then one
 	 * allocation for the list and every URL. */
@@ -391,8 +399,10 @@ docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
 			urls += recs[i].url_len + 1;
 		}
 	}
-	free(recs);
-	free(hits);
+	if (!on_stack) {
+		free(recs);
+		free(hits);
+	}
 	*out = nb;
 	*n = found;
 	*total = (uint64_t)t;
@@ -401,8 +411,10 @@ nomem:
 	log_warnx("%s: out of memory", __func__);
 	rc = STORE_FAILED;
 fail:
-	free(recs);
-	free(hits);
+	if (!on_stack) {
+		free(recs);
+		free(hits);
+	}
 	return rc;
 }
 

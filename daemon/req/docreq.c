@@ -154,20 +154,12 @@ item_fail(struct doc_item *it, Nddd__V1__Code code, const char *message)
 
 /* ---- Replies. ---- */
 
-/* The reply's Neighbour messages, pointing into nb. */
-static Nddd__V1__Neighbour **
+/* The reply's Neighbour messages of nb[0..n), pointing into it, in m and
+ * their addresses in v. */
+static void
 neighbour_messages(const struct docset_neighbour *nb, size_t n,
-    Nddd__V1__Neighbour **store)
+    Nddd__V1__Neighbour *m, Nddd__V1__Neighbour **v)
 {
-	Nddd__V1__Neighbour *m = calloc(n + 1, sizeof(*m));
-	Nddd__V1__Neighbour **v = calloc(n + 1, sizeof(*v));
-
-	if (m == NULL || v == NULL) {
-		free(m);
-		free(v);
-		*store = NULL;
-		return NULL;
-	}
 	for (size_t i = 0; i < n; i++) {
 		nddd__v1__neighbour__init(&m[i]);
 		m[i].doc_id = nb[i].id;
@@ -178,7 +170,16 @@ neighbour_messages(const struct docset_neighbour *nb, size_t n,
 		m[i].created_ms = nb[i].created_ms;
 		v[i] = &m[i];
 	}
-	*store = m;
+}
+
+/* Room for n Neighbour messages and their addresses, in one allocation:
+ * the messages in *m; returns the addresses (free that), or NULL. */
+static Nddd__V1__Neighbour **
+neighbour_room(size_t n, Nddd__V1__Neighbour **m)
+{
+	Nddd__V1__Neighbour **v = calloc(n + 1, sizeof(*v) + sizeof(**m));
+
+	*m = v != NULL ? (Nddd__V1__Neighbour *)(v + n + 1) : NULL;
 	return v;
 }
 
@@ -245,24 +246,22 @@ reply_budget(const struct reply *r)
 }
 
 /*
- * Fills res from it, with its neighbours' messages in res->near (and
- * *msgs: the caller frees both) but none counted yet in res->n_near: the
- * caller decides how many fit.
+ * Fills res from it, with its neighbours' messages in m and their
+ * addresses in res->near (v: room for it->nnear of each), but none counted
+ * yet in res->n_near: the caller decides how many fit.
  */
-static int
+static void
 doc_result(Nddd__V1__DocResult *res, const struct doc_item *it,
-    Nddd__V1__Neighbour **msgs)
+    Nddd__V1__Neighbour *m, Nddd__V1__Neighbour **v)
 {
 	nddd__v1__doc_result__init(res);
-	if ((res->near = neighbour_messages(it->near, it->nnear, msgs)) ==
-	    NULL)
-		return -1;
+	neighbour_messages(it->near, it->nnear, m, v);
+	res->near = v;
 	res->doc_id = it->id;
 	res->simhash = it->fp;
 	res->group = it->group;
 	res->near_total = it->near_total;
 	res->created = it->created;
-	return 0;
 }
 
 /* Appends doc_submit's DocResult for its one document. */
@@ -271,12 +270,13 @@ write_doc(struct reply *r, const struct doc_batch *b, const struct doc_item *it)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__DocResult res;
-	Nddd__V1__Neighbour *msgs;
+	Nddd__V1__Neighbour *msgs, **v = neighbour_room(it->nnear, &msgs);
 
-	if (doc_result(&res, it, &msgs) == -1) {
+	if (v == NULL) {
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
+	doc_result(&res, it, msgs, v);
 	res.url.data = (uint8_t *)item_url(b, it);
 	res.url.len = it->url_len;
 	resp.id = r->id;
@@ -285,8 +285,7 @@ write_doc(struct reply *r, const struct doc_batch *b, const struct doc_item *it)
 	res.n_near = neighbours_that_fit(res.near, it->nnear,
 	    nddd__v1__response__get_packed_size(&resp), reply_budget(r));
 	reply_message(r, &resp.base);
-	free(res.near);
-	free(msgs);
+	free(v);
 }
 
 /* Appends a DocQueryResult. */
@@ -296,13 +295,14 @@ write_query(struct reply *r, uint64_t fp,
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__DocQueryResult res = NDDD__V1__DOC_QUERY_RESULT__INIT;
-	Nddd__V1__Neighbour *msgs;
+	Nddd__V1__Neighbour *msgs, **v = neighbour_room(n, &msgs);
 
-	res.near = neighbour_messages(nb, n, &msgs);
-	if (res.near == NULL) {
+	if (v == NULL) {
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
+	neighbour_messages(nb, n, msgs, v);
+	res.near = v;
 	res.simhash = fp;
 	res.near_total = total;
 	resp.id = r->id;
@@ -311,8 +311,7 @@ write_query(struct reply *r, uint64_t fp,
 	res.n_near = neighbours_that_fit(res.near, n,
 	    nddd__v1__response__get_packed_size(&resp), reply_budget(r));
 	reply_message(r, &resp.base);
-	free(res.near);
-	free(msgs);
+	free(v);
 }
 
 /*
@@ -325,17 +324,33 @@ write_batch(struct reply *r, const struct doc_batch *b)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__DocResults res = NDDD__V1__DOC_RESULTS__INIT;
-	Nddd__V1__DocResult *docs = calloc(b->n + 1, sizeof(*docs));
-	Nddd__V1__DocResult **dv = calloc(b->n + 1, sizeof(*dv));
-	Nddd__V1__Neighbour **msgs = calloc(b->n + 1, sizeof(*msgs));
-	Nddd__V1__ItemError *errs = calloc(b->n + 1, sizeof(*errs));
-	Nddd__V1__ItemError **ev = calloc(b->n + 1, sizeof(*ev));
-	Nddd__V1__Status *sts = calloc(b->n + 1, sizeof(*sts));
-	size_t i, nerr = 0, base;
-	bool oom = docs == NULL || dv == NULL || msgs == NULL ||
-	    errs == NULL || ev == NULL || sts == NULL;
+	Nddd__V1__DocResult *docs, **dv;
+	Nddd__V1__ItemError *errs, **ev;
+	Nddd__V1__Status *sts;
+	Nddd__V1__Neighbour *nm, **nv;
+	size_t i, nerr = 0, near = 0, base, n = b->n + 1;
+	void *mem;
 
-	for (i = 0; !oom && i < b->n; i++) {
+	/* Every message of the reply in one allocation: the results, the
+	 * errors, and all the documents' neighbours. */
+	for (i = 0; i < b->n; i++)
+		if (b->items[i].code == NDDD__V1__CODE__OK)
+			near += b->items[i].nnear;
+	mem = calloc(1, n * (sizeof(*docs) + sizeof(*dv) + sizeof(*errs) +
+	    sizeof(*ev) + sizeof(*sts)) + (near + 1) * (sizeof(*nm) +
+	    sizeof(*nv)));
+	if (mem == NULL) {
+		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
+		return;
+	}
+	docs = mem;
+	errs = (Nddd__V1__ItemError *)(docs + n);
+	sts = (Nddd__V1__Status *)(errs + n);
+	nm = (Nddd__V1__Neighbour *)(sts + n);
+	dv = (Nddd__V1__DocResult **)(nm + near + 1);
+	ev = (Nddd__V1__ItemError **)(dv + n);
+	nv = (Nddd__V1__Neighbour **)(ev + n);
+	for (i = 0; i < b->n; i++) {
 		const struct doc_item *it = &b->items[i];
 
 		dv[i] = &docs[i];
@@ -351,36 +366,22 @@ write_batch(struct reply *r, const struct doc_batch *b)
 			nerr++;
 			continue;
 		}
-		if (doc_result(&docs[i], it, &msgs[i]) == -1) {
-			oom = true;
-			break;
-		}
+		doc_result(&docs[i], it, nm, nv);
+		nm += it->nnear;
+		nv += it->nnear;
 		base = nddd__v1__doc_result__get_packed_size(&docs[i]);
 		docs[i].n_near = neighbours_that_fit(docs[i].near, it->nnear,
 		    base, DOCREQ_BATCH_ITEM_MAX);
 	}
-	if (oom)
-		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
-	else {
-		res.n_docs = b->n;
-		res.docs = dv;
-		res.n_errors = nerr;
-		res.errors = ev;
-		resp.id = r->id;
-		resp.result_case = NDDD__V1__RESPONSE__RESULT_DOCS;
-		resp.docs = &res;
-		reply_message(r, &resp.base);
-	}
-	for (i = 0; docs != NULL && i < b->n; i++)
-		free(docs[i].near);
-	for (i = 0; msgs != NULL && i < b->n; i++)
-		free(msgs[i]);
-	free(docs);
-	free(dv);
-	free(msgs);
-	free(errs);
-	free(ev);
-	free(sts);
+	res.n_docs = b->n;
+	res.docs = dv;
+	res.n_errors = nerr;
+	res.errors = ev;
+	resp.id = r->id;
+	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOCS;
+	resp.docs = &res;
+	reply_message(r, &resp.base);
+	free(mem);
 }
 
 /* Answers b into r, as its operation answers. */
