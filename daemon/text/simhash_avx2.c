@@ -10,7 +10,7 @@
  *  Tokenize.  The SPACE masks of two 32-byte halves (vpmovmskb) make one
  *    64-bit mask; a term ends at a SPACE after a term byte.  The ends are
  *    picked off with tzcnt and blsr, and the 16 bytes before each copied
- *    with one 16-byte load and store, its record: sixteen rounds always
+ *    with one 16-byte load and store, its record: fourteen rounds always
  *    (no branch to mispredict; an exhausted mask gives position 64, whose
  *    16 bytes before are the block's last, and the slot is unused), more
  *    in the rare blocks that have more ends.  Stores bound this loop, so
@@ -23,17 +23,19 @@
  *    the last 8 bytes of 4 terms, and the 8 before.  Bytes up to each
  *    lane's last SPACE are cleared (the SPACE mask, bytes reversed, is
  *    smeared upwards by x | -x), and the hash of the last 8 bytes
- *    computed as in the AVX-512 kernel (vpmaddubsw, then 32-bit digits
- *    times powers of 65599 by vpmuludq).  The lanes of terms of 8 bytes
- *    or more are compacted into a list (a table of the 16 lane masks
- *    stands in for vpcompressd).
+ *    computed as in the AVX-512 kernel (vpshufb and vpmaddubsw make
+ *    32-bit digits of byte pairs, vpmuludq joins them by twos exactly,
+ *    and one 64-bit multiply the halves).  The second words of the terms
+ *    of 8 bytes or more are compacted into a list (vpermd with a table of
+ *    the 16 lane masks stands in for vpcompressq).
  *  Pass 2.  The 8 bytes before those of the long terms: their share of the
  *    hash and their stop-word key, in list order.
  *  Pass 3.  The shares are moved back into their terms' lanes (vpermd with
  *    a table of the 16 lane masks stands in for vpexpandq).  Stop words:
- *    one vpgatherqq from the perfect hash table (simhash_impl.h), a
- *    second for the rare long candidates.  Then fmix64 (64-bit multiplies
- *    from three vpmuludq), and the lanes not counted are cleared.
+ *    one lookup of 4 slots in the perfect hash table (simhash_impl.h), by
+ *    scalar loads rather than a gather, a second for the rare long
+ *    candidates.  Then fmix64 (64-bit multiplies from vpmuludq and
+ *    vpmulld), and the lanes not counted are cleared.
  *  Count.  Per bit position, how many hashes have it set, without a
  *    per-bit add for every hash: 8 registers of 4 hashes go through a
  *    carry-save adder tree (Harley-Seal) into bit-sliced ones, twos, fours
@@ -58,29 +60,33 @@
 /* Terms handled at a time (a block of 64 bytes has at most 32). */
 #define AVX2_CHUNK_TERMS 256
 
-/* One chunk of terms, in the scratch's stage area. */
+/*
+ * One chunk of terms, in the scratch's stage area (64-byte aligned; so are
+ * the arrays that are read and written a vector at a time: a vector across
+ * two cache lines costs twice).
+ */
+#define A64 __attribute__((aligned(64)))
 struct avx2_chunk {
 	/* Per term ending at e: bytes e-16..e-1 (two words, hi then lo). */
-	uint64_t rec[2 * (AVX2_CHUNK_TERMS + 32)] __attribute__((aligned(32)));
+	uint64_t rec[2 * (AVX2_CHUNK_TERMS + 32)] A64;
 	/* The blocks with ends: where they start, their ends' mask. */
 	uint32_t bb[AVX2_CHUNK_TERMS + 1];
 	uint64_t bem[AVX2_CHUNK_TERMS + 1];
 	uint32_t end[AVX2_CHUNK_TERMS + 32];	/* e, for the slow stop path */
-	uint64_t whi[AVX2_CHUNK_TERMS + 32];	/* bytes e-16..e-9 */
 	/* sdbm, then the hashes to count, 0 for the others (to 32 terms) */
-	uint64_t h[AVX2_CHUNK_TERMS + 64];
-	uint64_t klo[AVX2_CHUNK_TERMS + 32];	/* stop-word keys */
-	/* Terms of 8 bytes or more: their index and second word ... */
-	uint32_t lidx[AVX2_CHUNK_TERMS + 32];	/* 4 * group + lane */
-	uint64_t lhi[AVX2_CHUNK_TERMS + 32];
+	uint64_t h[AVX2_CHUNK_TERMS + 64] A64;
+	uint64_t klo[AVX2_CHUNK_TERMS + 32] A64;	/* stop-word keys */
+	/* Terms of 8 bytes or more: their second word (bytes e-16..e-9) ... */
+	uint64_t lhi[AVX2_CHUNK_TERMS + 32] A64;
 	/* ... their share of the hash and their keys, in that order ... */
-	uint64_t lh[AVX2_CHUNK_TERMS + 32];
-	uint64_t lkey[AVX2_CHUNK_TERMS + 32];
+	uint64_t lh[AVX2_CHUNK_TERMS + 32] A64;
+	uint64_t lkey[AVX2_CHUNK_TERMS + 32] A64;
 	/* ... from lh[loff[g]] for the terms of group g. */
 	uint16_t loff[AVX2_CHUNK_TERMS / 4 + 8];
 	uint8_t longm[AVX2_CHUNK_TERMS / 4 + 8];	/* per 4 terms: 8+ */
 	uint8_t vlong[AVX2_CHUNK_TERMS / 4 + 8];	/* 16+ bytes */
 };
+#undef A64
 
 _Static_assert(sizeof(struct avx2_chunk) <= SIMHASH_STAGE_SIZE,
     "stage area too small");
@@ -99,7 +105,10 @@ struct avx2_csa {
 	__m256i ones, twos, fours;
 };
 
-/* Lane masks and, for vpermd, where lane j of an expansion comes from. */
+/*
+ * Lane masks and, for vpermd, where lane j of an expansion comes from and
+ * where lane j of a compaction does.
+ */
 #define L(m, j) ((m) >> (j) & 1 ? -1 : 0)
 #define MASK(m) { L(m, 0), L(m, 0), L(m, 1), L(m, 1), L(m, 2), L(m, 2),	\
 	L(m, 3), L(m, 3) }
@@ -108,23 +117,25 @@ struct avx2_csa {
 #define PERM(m) { 2 * BELOW(m, 0), 2 * BELOW(m, 0) + 1, 2 * BELOW(m, 1),	\
 	2 * BELOW(m, 1) + 1, 2 * BELOW(m, 2), 2 * BELOW(m, 2) + 1,	\
 	2 * BELOW(m, 3), 2 * BELOW(m, 3) + 1 }
+#define SEL(m, i) (BELOW(m, 1) > (i) ? 0 : BELOW(m, 2) > (i) ? 1 :	\
+	BELOW(m, 3) > (i) ? 2 : 3)
+#define PACK(m) { 2 * SEL(m, 0), 2 * SEL(m, 0) + 1, 2 * SEL(m, 1),	\
+	2 * SEL(m, 1) + 1, 2 * SEL(m, 2), 2 * SEL(m, 2) + 1,		\
+	2 * SEL(m, 3), 2 * SEL(m, 3) + 1 }
 #define ALL16(f) { f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7), f(8),	\
 	f(9), f(10), f(11), f(12), f(13), f(14), f(15) }
 static const int32_t avx2_mask[16][8] __attribute__((aligned(32))) =
     ALL16(MASK);
 static const int32_t avx2_perm[16][8] __attribute__((aligned(32))) =
     ALL16(PERM);
-/* The set lanes of a mask, as bytes, lowest first. */
-static const uint32_t avx2_lanes[16] = {
-	0x00000000, 0x00000000, 0x00000001, 0x00000100,
-	0x00000002, 0x00000200, 0x00000201, 0x00020100,
-	0x00000003, 0x00000300, 0x00000301, 0x00030100,
-	0x00000302, 0x00030200, 0x00030201, 0x03020100,
-};
+static const int32_t avx2_pack[16][8] __attribute__((aligned(32))) =
+    ALL16(PACK);
 #undef L
 #undef MASK
 #undef BELOW
 #undef PERM
+#undef SEL
+#undef PACK
 #undef ALL16
 
 AVX2 static inline __m256i
@@ -379,18 +390,26 @@ avx2_finish(struct simhash_acc *acc)
 	return avx2_transpose8(m);
 }
 
-/* a * k mod 2^64 with vpmuludq. */
+/*
+ * a * k mod 2^64: the low halves' product by vpmuludq, and the two cross
+ * products, of which only the low 32 bits count, by one vpmulld of a by
+ * k's halves swapped; added in the high half.  6 operations where three
+ * vpmuludq took 7 (on Intel cores, where vpmulld is two micro-operations,
+ * 7 either way).
+ */
 AVX2 static inline __m256i
 avx2_mul64(__m256i a, uint64_t k)
 {
 	const __m256i klo = _mm256_set1_epi64x((long long)(k & 0xffffffff));
-	const __m256i khi = _mm256_set1_epi64x((long long)(k >> 32));
+	const __m256i kswap = _mm256_set1_epi64x((long long)(k >> 32 |
+	    k << 32));
+	const __m256i hi = _mm256_set1_epi64x((long long)0xffffffff00000000ULL);
 	__m256i cross;
 
-	cross = _mm256_add_epi64(_mm256_mul_epu32(a, khi),
-	    _mm256_mul_epu32(_mm256_srli_epi64(a, 32), klo));
-	return _mm256_add_epi64(_mm256_mul_epu32(a, klo),
-	    _mm256_slli_epi64(cross, 32));
+	/* Low half alo * khi, high half ahi * klo (each mod 2^32). */
+	cross = _mm256_mullo_epi32(a, kswap);
+	return _mm256_add_epi64(_mm256_mul_epu32(a, klo), _mm256_add_epi64(
+	    _mm256_slli_epi64(cross, 32), _mm256_and_si256(cross, hi)));
 }
 
 AVX2 static inline __m256i
@@ -403,37 +422,57 @@ avx2_fmix(__m256i h)
 	return _mm256_xor_si256(h, _mm256_srli_epi64(h, 33));
 }
 
-/* The sdbm polynomial of 4 lanes of 8 bytes; see simhash_avx512.c. */
-#define KQ(x, y) _mm256_set_epi64x(y, x, y, x)
-#define AVX2_POLY8(name, e_lo, e_hi, o_lo, o_hi)			\
-AVX2 static inline __m256i						\
-name(__m256i w)								\
-{									\
-	__m256i x, y, l, h, lo, hi;					\
-									\
-	x = _mm256_maddubs_epi16(w, _mm256_set1_epi16(0x013f));	\
-	y = _mm256_and_si256(w, _mm256_set1_epi16(0x00ff));		\
-	l = _mm256_unpacklo_epi16(x, y);				\
-	h = _mm256_unpackhi_epi16(x, y);				\
-	lo = _mm256_add_epi64(_mm256_mul_epu32(l, e_lo),		\
-	    _mm256_mul_epu32(_mm256_srli_epi64(l, 32), o_lo));		\
-	hi = _mm256_add_epi64(_mm256_mul_epu32(l, e_hi),		\
-	    _mm256_mul_epu32(_mm256_srli_epi64(l, 32), o_hi));		\
-	l = _mm256_add_epi64(lo, _mm256_slli_epi64(hi, 32));		\
-	lo = _mm256_add_epi64(_mm256_mul_epu32(h, e_lo),		\
-	    _mm256_mul_epu32(_mm256_srli_epi64(h, 32), o_lo));		\
-	hi = _mm256_add_epi64(_mm256_mul_epu32(h, e_hi),		\
-	    _mm256_mul_epu32(_mm256_srli_epi64(h, 32), o_hi));		\
-	h = _mm256_add_epi64(lo, _mm256_slli_epi64(hi, 32));		\
-	return _mm256_add_epi64(_mm256_unpacklo_epi64(l, h),		\
-	    _mm256_unpackhi_epi64(l, h));				\
+/*
+ * The sdbm polynomial of 4 lanes of 8 bytes, as in the AVX-512 kernel
+ * (simhash_avx512.c): the halves A (bytes 0-3) and B (4-7) of each lane,
+ * exact, from a vpshufb, a vpmaddubsw, a vpmuludq and the qwords' halves
+ * swapped (vpshufd).  The hash is A * P^4 + B, with one 64-bit
+ * multiply (avx2_mul64): 4 multiplies for 4 terms where digits times
+ * powers took 8.
+ */
+AVX2 static inline void
+avx2_halves(__m256i w, __m256i *a, __m256i *b)
+{
+	const __m256i ia = _mm256_setr_epi32((int)0x80000001,
+	    (int)0x80020203, (int)0x80080809, (int)0x800a0a0b,
+	    (int)0x80000001, (int)0x80020203, (int)0x80080809,
+	    (int)0x800a0a0b);
+	const __m256i ib = _mm256_setr_epi32((int)0x80040405,
+	    (int)0x80060607, (int)0x800c0c0d, (int)0x800e0e0f,
+	    (int)0x80040405, (int)0x80060607, (int)0x800c0c0d,
+	    (int)0x800e0e0f);
+	const __m256i k = _mm256_set1_epi32(0x00013f01);
+	const __m256i p2 = _mm256_set1_epi64x(0x007e0f81);
+	__m256i da, db;
+
+	da = _mm256_maddubs_epi16(_mm256_shuffle_epi8(w, ia), k);
+	db = _mm256_maddubs_epi16(_mm256_shuffle_epi8(w, ib), k);
+	*a = _mm256_add_epi64(_mm256_mul_epu32(da, p2),
+	    _mm256_shuffle_epi32(da, 0xb1));
+	*b = _mm256_add_epi64(_mm256_mul_epu32(db, p2),
+	    _mm256_shuffle_epi32(db, 0xb1));
 }
-AVX2_POLY8(avx2_poly8_lo, KQ(0xd62aee81, 0x007e0f81),
-    KQ(0x5d02f409, 0x1), KQ(0x43ec5f01, 0x1), KQ(0x00fc5d15, 0x0))
-AVX2_POLY8(avx2_poly8_hi, KQ(0x50c7ac81, 0x6698cd81),
-    KQ(0xa0320d66, 0xf2d7b418), KQ(0xcc881d01, 0xd319be01),
-    KQ(0x0cda7b04, 0xfdcbe423))
-#undef KQ
+
+/* The sdbm hash of each lane's 8 bytes (bytes before the term zeroed). */
+AVX2 static inline __m256i
+avx2_poly8_lo(__m256i w)
+{
+	__m256i a, b;
+
+	avx2_halves(w, &a, &b);
+	return _mm256_add_epi64(avx2_mul64(a, 0x00fc5d1543ec5f01ULL), b);
+}
+
+/* The same times P^8: the share of the 8 bytes before those. */
+AVX2 static inline __m256i
+avx2_poly8_hi(__m256i w)
+{
+	__m256i a, b;
+
+	avx2_halves(w, &a, &b);
+	return _mm256_add_epi64(avx2_mul64(a, 0x0cda7b04cc881d01ULL),
+	    avx2_mul64(b, 0xfdcbe423d319be01ULL));
+}
 
 /*
  * For each lane, a mask of the bytes up to its last SPACE (none if it has
@@ -486,8 +525,8 @@ avx2_block(const uint8_t *q, size_t b, uint64_t lim, uint64_t *carry,
 	ck->bb[*nb] = (uint32_t)b;
 	ck->bem[*nb] = em;
 	*nb += em != 0;
-#pragma GCC unroll 16
-	for (r = 0; r < 16; r++) {
+#pragma GCC unroll 14
+	for (r = 0; r < 14; r++) {
 		pos = (unsigned)_tzcnt_u64(em);
 		em = _blsr_u64(em);
 		_mm_store_si128((__m128i *)(ck->rec + 2 * (nt + r)),
@@ -565,6 +604,23 @@ avx2_end_of(const struct avx2_chunk *ck, size_t nb, size_t i)
 	return 0;	/* not reached */
 }
 
+/*
+ * The term (4 * group + lane, of the chunk's ng groups) whose second word
+ * is in the list of long terms at li.
+ */
+static size_t
+avx2_long_term(const struct avx2_chunk *ck, size_t ng, size_t li)
+{
+	size_t g = 0;
+	unsigned m;
+
+	while (g + 1 < ng && ck->loff[g + 1] <= li)
+		g++;
+	for (m = ck->longm[g], li -= ck->loff[g]; li > 0; li--)
+		m &= m - 1;
+	return 4 * g + (size_t)__builtin_ctz(m);
+}
+
 /* The ends of all the chunk's terms, in ck->end. */
 static void
 avx2_ends(struct avx2_chunk *ck, size_t nb)
@@ -575,6 +631,22 @@ avx2_ends(struct avx2_chunk *ck, size_t nb)
 	for (k = 0; k < nb; k++)
 		for (em = ck->bem[k]; em != 0; em &= em - 1)
 			ck->end[i++] = ck->bb[k] + (uint32_t)__builtin_ctzll(em);
+}
+
+/*
+ * t[slot] for the 4 slots (each below the table's size).  Not vpgatherqq,
+ * which takes about 10 cycles on Zen 4: 4 scalar loads, with the moves of
+ * the slots out of the register and of the words back in, take fewer
+ * (plain text 3% faster, measured).
+ */
+AVX2 static inline __m256i
+avx2_lookup(const uint64_t *t, __m256i slot)
+{
+	uint64_t s[4] __attribute__((aligned(32)));
+
+	_mm256_store_si256((__m256i *)s, slot);
+	return _mm256_set_epi64x((long long)t[s[3]], (long long)t[s[2]],
+	    (long long)t[s[1]], (long long)t[s[0]]);
 }
 
 /*
@@ -619,8 +691,6 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 		    8 * g + 4)), w, drop;
 
 		w = _mm256_unpackhi_epi64(r0, r1);
-		_mm256_storeu_si256((__m256i *)(ck->whi + 4 * g),
-		    _mm256_unpacklo_epi64(r0, r1));
 		valid = avx2_valid[n - 4 * g < 4 ? n - 4 * g : 4];
 		drop = avx2_drop(w, &nospace);
 		_mm256_storeu_si256((__m256i *)(ck->h + 4 * g),
@@ -632,14 +702,12 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 		ck->longm[g] = (uint8_t)lm;
 		ck->vlong[g] = 0;
 		ck->loff[g] = (uint16_t)nl;
-		_mm_storeu_si128((__m128i *)(ck->lidx + nl), _mm_add_epi32(
-		    _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)avx2_lanes[lm])),
-		    _mm_set1_epi32((int)(4 * g))));
+		/* The second words of the terms of 8 bytes or more. */
+		_mm256_storeu_si256((__m256i *)(ck->lhi + nl),
+		    _mm256_permutevar8x32_epi32(_mm256_unpacklo_epi64(r0, r1),
+		    _mm256_load_si256((const __m256i *)avx2_pack[lm])));
 		nl += (size_t)__builtin_popcount(lm);
 	}
-	/* The second words of the terms of 8 bytes or more. */
-	for (j = 0; j < nl; j++)
-		ck->lhi[j] = ck->whi[ck->lidx[j]];
 	/* Pass 2: the bytes before those, for terms of 8 bytes or more. */
 	for (g = 0; g < nl; g += 4) {
 		__m256i w = _mm256_loadu_si256((const __m256i *)(ck->lhi + g)),
@@ -654,7 +722,8 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 		/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
 		nospace &= simhash_lanes(nl - g, 4);
 		while (__builtin_expect(nospace != 0, 0)) {
-			k = ck->lidx[g + (size_t)__builtin_ctz(nospace)];
+			k = avx2_long_term(ck, ng, g +
+			    (size_t)__builtin_ctz(nospace));
 			nospace &= nospace - 1;
 			ck->vlong[k / 4] |= (uint8_t)(1u << (k % 4));
 		}
@@ -677,9 +746,8 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 		if (fast_stop) {
 			__m256i slot = _mm256_and_si256(_mm256_srl_epi64(
 			    _mm256_mul_epu32(h, mul), shift), slotmask);
-			__m256i eq = _mm256_cmpeq_epi64(_mm256_i64gather_epi64(
-			    (const long long *)tab->lo, slot, 8),
-			    _mm256_loadu_si256((const __m256i *)(ck->klo +
+			__m256i eq = _mm256_cmpeq_epi64(avx2_lookup(tab->lo,
+			    slot), _mm256_loadu_si256((const __m256i *)(ck->klo +
 			    4 * g)));
 			unsigned em = (unsigned)_mm256_movemask_pd(
 			    _mm256_castsi256_pd(eq)) & cm;
@@ -689,8 +757,7 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 			if (leq)
 				em &= ~leq | (unsigned)_mm256_movemask_pd(
 				    _mm256_castsi256_pd(_mm256_cmpeq_epi64(
-				    _mm256_i64gather_epi64(
-				    (const long long *)tab->hi, slot, 8),
+				    avx2_lookup(tab->hi, slot),
 				    _mm256_blendv_epi8(spaces,
 				    _mm256_permutevar8x32_epi32(
 				    _mm256_loadu_si256((const __m256i *)

@@ -6,14 +6,15 @@
  * too, and has a faster loop of its own for the rest of a window:
  *
  *  Terms.  No branch on the bytes: for each byte the running sdbm is
- *    multiplied by 65599 and the byte added, both masked to 0 at a SPACE,
- *    and the hash and end of the term before are written out each time,
- *    the count of terms going up by one where a term ends.  A branch per
- *    term end would be mispredicted about as often as it is taken.  The
- *    window is cut at a SPACE near its middle and both halves run
- *    interleaved: the multiply-add chain of one stream is 4 cycles a
- *    byte, two chains overlap.  The ends are written only when stop
- *    words are to be removed (not for preprocessed input).
+ *    multiplied by 65599 and the byte added, the result masked to 0 at a
+ *    SPACE (the mask from a table), and the hash and end of the term
+ *    before are written out each time, the count of terms going up by one
+ *    where a term ends.  A branch per term end would be mispredicted
+ *    about as often as it is taken.  The window is cut at a SPACE near
+ *    its middle and both halves run interleaved: the multiply-add chain
+ *    of one stream is 5 cycles a byte, two chains overlap.  The ends are
+ *    written only when stop words are to be removed (not for preprocessed
+ *    input).
  *  Filter.  In batches: stop words through the perfect hash table of
  *    simhash_impl.h, the term's key read from the window (its last 16
  *    bytes, those before it made SPACE), rather than a search in the list;
@@ -168,6 +169,29 @@ scalar_finish(struct simhash_acc *acc)
 	return v;
 }
 
+/*
+ * -1 for the bytes of terms, 0 for SPACE: one load rather than a compare
+ * and its conversion to a mask.
+ */
+static const int8_t scalar_in_term[256] = {
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+
 /* keep[k]: the top k bytes of a word. */
 static const uint64_t scalar_keep[9] = {
 	0, 0xff00000000000000ULL, 0xffff000000000000ULL,
@@ -245,17 +269,24 @@ scalar_terms(struct simhash_acc *acc, const uint8_t *p, size_t before,
 /*
  * Byte i of a stream (h, len: its running term; th, te, ne: the terms it
  * has ended, hash and end | length << 16).  Both the hash and the term
- * end are written each time; ne goes up where a term ends.
+ * end are written each time; ne goes up where a term ends, which is
+ * where the length falls (to 0).  The length is kept shifted left by 16
+ * where the ends are written, ready to be or'ed in.  The hash is masked
+ * after the multiply-add rather than its operands before: one operation
+ * less, on a chain that two streams overlap anyway.
  */
 #define SCALAR_STEP(i, h, len, th, te, ne) do {				\
-	uint64_t c_ = p[i], keep_ = -(uint64_t)(c_ != ' ');		\
+	uint64_t c_ = p[i];						\
+	uint64_t keep_ = (uint64_t)(int64_t)scalar_in_term[c_];		\
+	uint32_t nlen_ = (len + (ends ? 0x10000 : 1)) &			\
+	    (uint32_t)keep_;						\
 									\
 	th[ne] = h;							\
 	if (ends)							\
-		te[ne] = (uint32_t)(i) | len << 16;			\
-	ne += (c_ == ' ') & (len != 0);					\
-	h = h * (SIMHASH_SDBM_MULT & keep_) + (c_ & keep_);		\
-	len = (len + 1) & (uint32_t)keep_;				\
+		te[ne] = (uint32_t)(i) | len;				\
+	ne += len > nlen_;						\
+	h = (h * SIMHASH_SDBM_MULT + c_) & keep_;			\
+	len = nlen_;							\
 	if (ne == SCALAR_BATCH) {					\
 		scalar_terms(acc, p, before, th, ends ? te : NULL, ne);	\
 		ne = 0;							\
@@ -272,6 +303,7 @@ scalar_window(struct simhash_acc *acc, const uint8_t *p, size_t before,
     size_t s, size_t t, const int ends)
 {
 	uint64_t tha[SCALAR_BATCH + 1], thb[SCALAR_BATCH + 1], ha = 0, hb = 0;
+	/* Lengths, shifted left by 16 if ends is set (see SCALAR_STEP). */
 	uint32_t tea[SCALAR_BATCH + 1], teb[SCALAR_BATCH + 1], la = 0, lb = 0;
 	size_t m, i, k, na = 0, nb = 0;
 	const uint8_t *q;
@@ -297,11 +329,11 @@ scalar_window(struct simhash_acc *acc, const uint8_t *p, size_t before,
 	/* The document's end ends its last term (the first stream's if m is t). */
 	if (la != 0) {
 		tha[na] = ha;
-		tea[na++] = (uint32_t)m | la << 16;
+		tea[na++] = (uint32_t)m | la;
 	}
 	if (lb != 0) {
 		thb[nb] = hb;
-		teb[nb++] = (uint32_t)t | lb << 16;
+		teb[nb++] = (uint32_t)t | lb;
 	}
 	if (na > 0)
 		scalar_terms(acc, p, before, tha, ends ? tea : NULL, na);
