@@ -108,6 +108,8 @@ run_phase(const struct phase *p, const char *address, unsigned clients,
 		    .frames = p->frames + b, .lens = p->lens + b, .n = e - b,
 		    .window = window, .reply = count_reply, .arg = &w[i] } };
 	}
+	/* On standard error, for a profiler that follows the phases. */
+	fprintf(stderr, "doc_bench: phase=%s starts\n", p->name);
 	t0 = bench_now();
 	for (unsigned i = 0; i < clients; i++)
 		pthread_create(&th[i], NULL, client_main, &w[i]);
