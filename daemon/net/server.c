@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -27,8 +29,20 @@
 #include "metrics.h"
 #include "tls.h"
 
-/* Bytes read from a socket per callback: several batches at a time. */
+/*
+ * Bytes read from a socket per callback: several batches at a time.  A
+ * plain TCP socket is read here (conn_sock_read_cb), not by libevent's
+ * bufferevent, which reads at most 4 KiB per call: a 1 MiB frame took 256
+ * wake-ups, ioctls and readvs.
+ */
 #define SERVER_READ_CHUNK (256 * 1024)
+/*
+ * While a frame this much larger than what is buffered of it is on its
+ * way, a plain TCP socket wakes the loop only once a read's worth of it
+ * (SERVER_READ_CHUNK, or the rest) is there (SO_RCVLOWAT), not for every
+ * segment.
+ */
+#define SERVER_LOWAT_MIN (64 * 1024)
 /* How often a shutdown looks whether the last replies have drained. */
 #define SERVER_DRAIN_POLL_MS 20
 /*
@@ -51,6 +65,11 @@ struct conn {
 	size_t reserved;	/* reply bytes its requests in flight may add */
 	size_t buffered;	/* bytes in its input and output buffers */
 	struct evbuffer_cb_entry *input_cb, *output_cb;
+	/* Plain TCP: the socket's read event (the bufferevent writes only),
+	 * and its SO_RCVLOWAT.  NULL with TLS, which the bufferevent reads. */
+	struct event *read_ev;
+	evutil_socket_t fd;
+	int lowat;
 	bool open;		/* false once the socket is gone */
 	bool closing;		/* close as soon as the output has drained */
 	bool half_closed;	/* the client sent EOF: close once answered */
@@ -104,6 +123,29 @@ conn_unref(struct conn *c)
 	free(c);
 }
 
+/* Starts or stops reading c: its own read event (plain TCP), or its
+ * bufferevent's (TLS); reading is timed for idle_timeout either way. */
+static void
+conn_reading(struct conn *c, bool on)
+{
+	struct timeval idle;
+
+	if (c->read_ev == NULL) {
+		if (on)
+			bufferevent_enable(c->bev, EV_READ);
+		else
+			bufferevent_disable(c->bev, EV_READ);
+		return;
+	}
+	if (!on) {
+		event_del(c->read_ev);
+		return;
+	}
+	idle = ms_timeval(c->srv->cfg->idle_timeout_ms);
+	event_add(c->read_ev, c->srv->cfg->idle_timeout_ms > 0 ? &idle :
+	    NULL);
+}
+
 /* Closes the socket now; the conn lives on while requests hold it. */
 static void
 conn_close(struct conn *c)
@@ -115,6 +157,10 @@ conn_close(struct conn *c)
 	c->open = false;
 	if (c->frame_timer != NULL)
 		evtimer_del(c->frame_timer);
+	if (c->read_ev != NULL) {
+		event_free(c->read_ev);		/* before the socket closes */
+		c->read_ev = NULL;
+	}
 	/* Its buffers go with it; replies still to come are dropped. */
 	evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->input_cb);
 	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev),
@@ -136,7 +182,7 @@ conn_close_after_flush(struct conn *c)
 	if (!c->open)
 		return;
 	c->closing = true;
-	bufferevent_disable(c->bev, EV_READ);
+	conn_reading(c, false);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		conn_close(c);
 		return;
@@ -188,7 +234,7 @@ conn_update_reading(struct conn *c)
 	if (conn_should_pause(c)) {
 		if (!c->paused) {
 			c->paused = true;
-			bufferevent_disable(c->bev, EV_READ);
+			conn_reading(c, false);
 			/* A frame stalled by us is not the client's delay. */
 			if (c->frame_timer != NULL)
 				evtimer_del(c->frame_timer);
@@ -202,7 +248,7 @@ conn_update_reading(struct conn *c)
 		}
 	} else if (c->paused) {
 		c->paused = false;
-		bufferevent_enable(c->bev, EV_READ);
+		conn_reading(c, true);
 		/* Frames already buffered raise no read event: go on now. */
 		conn_read_cb(c->bev, c);
 	}
@@ -298,6 +344,32 @@ server_buffered(const struct server *srv)
 	return srv->buffered + srv->reserved;
 }
 
+/*
+ * Sets c's socket to wake the loop once enough of an incomplete frame has
+ * arrived to be worth a read (SERVER_LOWAT_MIN).  Never more than the
+ * frame still lacks: those bytes come, or the frame timer ends the wait.
+ */
+static void
+conn_set_lowat(struct conn *c, struct evbuffer *in)
+{
+	size_t have = evbuffer_get_length(in), missing;
+	uint32_t len;
+	int want = 1;
+
+	if (c->read_ev == NULL)
+		return;
+	if (!c->paused && frame_peek(in, c->srv->cfg->max_frame, &len) ==
+	    FRAME_INCOMPLETE && have >= FRAME_HEADER_LEN) {
+		missing = FRAME_HEADER_LEN + (size_t)len - have;
+		if (missing >= SERVER_LOWAT_MIN)
+			want = missing < SERVER_READ_CHUNK ? (int)missing :
+			    SERVER_READ_CHUNK;
+	}
+	if (want != c->lowat && setsockopt(c->fd, SOL_SOCKET,
+	    SO_RCVLOWAT, &want, sizeof(want)) == 0)
+		c->lowat = want;
+}
+
 static void
 conn_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -330,6 +402,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			break;
 		frame_consume(in, len);
 	}
+	if (c->open)
+		conn_set_lowat(c, in);
 	/* The rest of a frame must follow within frame_timeout of its
 	 * first byte; the timer keeps running across reads until then. */
 	if (c->open && !c->closing && !c->paused && c->frame_timer != NULL &&
@@ -341,6 +415,62 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	}
 	c->in_read = false;
 	conn_unref(c);
+}
+
+/*
+ * Plain TCP: what the socket holds, up to SERVER_READ_CHUNK, in one readv
+ * into c's input; then its frames.  End of file, an error and silence for
+ * idle_timeout are told as the bufferevent tells them.
+ */
+static void
+conn_sock_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct evbuffer_iovec vec[2];
+	int avail = 0, nvec;
+	ssize_t n;
+
+	if (what & EV_TIMEOUT) {
+		conn_event_cb(c->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, c);
+		return;
+	}
+	if (ioctl(fd, FIONREAD, &avail) == -1 || avail < 4096)
+		avail = 4096;
+	else if (avail > SERVER_READ_CHUNK)
+		avail = SERVER_READ_CHUNK;
+	/* A bufferevent's input only takes what the bufferevent reads: its
+	 * end is frozen, and thawed here as the bufferevent does. */
+	evbuffer_unfreeze(in, 0);
+	if ((nvec = evbuffer_reserve_space(in, avail, vec, 2)) < 0) {
+		evbuffer_freeze(in, 0);
+		log_warnx("%s: %s: out of memory", __func__, c->peer);
+		conn_close(c);
+		return;
+	}
+	do
+		n = readv(fd, (struct iovec *)vec, nvec);
+	while (n == -1 && errno == EINTR);
+	if (n <= 0) {
+		int err = errno;
+
+		evbuffer_commit_space(in, vec, 0);
+		evbuffer_freeze(in, 0);
+		if (n == -1 && (err == EAGAIN || err == EWOULDBLOCK))
+			return;
+		errno = err;	/* for the log */
+		conn_event_cb(c->bev, BEV_EVENT_READING | (n == 0 ?
+		    BEV_EVENT_EOF : BEV_EVENT_ERROR), c);
+		return;
+	}
+	if ((size_t)n <= vec[0].iov_len) {
+		vec[0].iov_len = (size_t)n;
+		nvec = 1;
+	} else
+		vec[1].iov_len = (size_t)n - vec[0].iov_len;
+	evbuffer_commit_space(in, vec, nvec);
+	evbuffer_freeze(in, 0);
+	conn_read_cb(c->bev, c);
 }
 
 static void
@@ -373,7 +503,7 @@ static void
 conn_half_close(struct conn *c)
 {
 	c->half_closed = true;
-	bufferevent_disable(c->bev, EV_READ);
+	conn_reading(c, false);
 	if (c->frame_timer != NULL)
 		evtimer_del(c->frame_timer);
 	log_debug("%s: %s: end of its requests (%u in flight)", __func__,
@@ -402,7 +532,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		 * us: not idle. */
 		if (c->inflight > 0 || c->paused ||
 		    evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
-			bufferevent_enable(bev, EV_READ);
+			conn_reading(c, true);
 			return;
 		}
 		log_debug("%s: %s: idle; closing", __func__, c->peer);
@@ -472,6 +602,8 @@ accept_conn(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 		goto err;
 	c->srv = srv;
 	c->refs = 1;
+	c->fd = fd;
+	c->lowat = 1;
 	format_peer(sa, c->peer, sizeof(c->peer));
 	/* Replies are whole frames already: send them at once. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -485,6 +617,9 @@ accept_conn(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 		goto err;
 	if (ssl != NULL)
 		bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	else if ((c->read_ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
+	    conn_sock_read_cb, c)) == NULL)
+		goto err_bev;
 	if (srv->cfg->frame_timeout_ms > 0)
 		c->frame_timer = evtimer_new(srv->base, frame_timeout_cb, c);
 	c->input_cb = evbuffer_add_cb(bufferevent_get_input(c->bev),
@@ -506,7 +641,7 @@ accept_conn(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 	 * byte while replies wait (write_timeout). */
 	idle = ms_timeval(srv->cfg->idle_timeout_ms);
 	write = ms_timeval(srv->cfg->write_timeout_ms);
-	bufferevent_set_timeouts(c->bev,
+	bufferevent_set_timeouts(c->bev, c->read_ev == NULL &&
 	    srv->cfg->idle_timeout_ms > 0 ? &idle : NULL,
 	    srv->cfg->write_timeout_ms > 0 ? &write : NULL);
 	if (srv->nconns > srv->cfg->max_connections) {
@@ -518,12 +653,15 @@ accept_conn(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 		conn_close_after_flush(c);
 		return;
 	}
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	bufferevent_enable(c->bev, EV_WRITE);
+	conn_reading(c, true);
 	log_debug("%s: %s connected%s", __func__, c->peer,
 	    ssl ? " (TLS)" : "");
 	return;
 err_bev:
 	/* The bufferevent owns the socket (and the SSL) now. */
+	if (c->read_ev != NULL)
+		event_free(c->read_ev);
 	if (c->input_cb != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev),
 		    c->input_cb);
@@ -681,7 +819,7 @@ server_shutdown(struct server *srv)
 	listener_free(srv->tls_listener);
 	srv->listener = srv->tls_listener = NULL;
 	TAILQ_FOREACH(c, &srv->conns, entry) {
-		bufferevent_disable(c->bev, EV_READ);
+		conn_reading(c, false);
 		if (c->frame_timer != NULL)
 			evtimer_del(c->frame_timer);
 	}
