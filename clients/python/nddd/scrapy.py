@@ -38,7 +38,8 @@ would check, then passes it all on in its order (items unchanged), each of
 those requests carrying nddd's answer in ``meta["nddd"]``, which the
 filter takes instead of asking: a round trip and a disk sync per response.
 More than NDDD_BATCH_SIZE such requests go in several url_submit requests,
-in flight together.  An answer serves once, and only its URL: a request
+in flight together (which nddd may carry out in any order: of a URL in
+two of them, either request may be the one scheduled).  An answer serves once, and only its URL: a request
 scheduled again is asked about again (it is a duplicate), and so is a copy
 made for another URL (Request.replace copies meta).  Requests left without
 an answer (nddd unreachable, or refusing the batch) are decided by the
