@@ -3,14 +3,15 @@
 measured in the same run on the same corpus.
 
     PYTHONPATH=clients/python tests/bench/doc_bulk_bench.py \\
-        --bin build/release/bin [--data DIR] [-r REPEAT] [--simd LEVEL] \\
-        [--batch N] [--window N]
+        --bin build/release/bin [--data DIR] [--html] [-r REPEAT] \\
+        [--simd LEVEL] [--batch N] [--window N]
 
 The corpus is the Reuters-21578 bodies (the BODY elements of the .sgm
-files, in file order, as tests/lib/corpus.c reads them) REPEAT times
-(default 5) under distinct URLs.  A body that is not UTF-8 (a few bytes
-of one file) is read as Latin-1, so that it can be a JSON string; every
-phase sends the same bytes.
+files, in file order, as tests/lib/corpus.c reads them) as text, or with
+--html the L3S-GN1 pages (text_corpora/l3s_gn1_html/original/*.html, in
+name order) as HTML, REPEAT times (default 5) under distinct URLs.  A
+document that is not UTF-8 is read as Latin-1, so that it can be a JSON
+string; every phase sends the same bytes (the UTF-8 of that string).
 
 Phases, each against a fresh nddd (sync = full, its data in a temporary
 directory, the stop words of conf/stopwords.txt, [simhash] simd = LEVEL):
@@ -23,9 +24,10 @@ directory, the stop words of conf/stopwords.txt, [simhash] simd = LEVEL):
                   another fresh nddd;
   python-query    Client.query_docs of the corpus, into the stored set;
   engine          simhash_bench -w c (plain text, preprocessing included:
-                  the Reuters bodies) at LEVEL (auto: the best this CPU
-                  has, as the daemon picks), best of 11 runs of >= 0.1 s,
-                  with 1 thread and with 2.
+                  the Reuters bodies), or -w b with --html (raw HTML: the
+                  L3S pages), at LEVEL (auto: the best this CPU has, as the
+                  daemon picks), best of 11 runs of >= 0.1 s, with 1 thread
+                  and with 2.
 
 Each phase prints documents/s, MB/s (10^6 bytes of bodies per second) and
 its ratio to the engine's MB/s with 2 threads (the daemon's request
@@ -69,6 +71,25 @@ def reuters_dir(given=None):
     return given or os.path.join(data_root, "text_corpora", "reuters21578")
 
 
+def as_str(raw):
+    """raw as str: UTF-8, or else Latin-1."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def html_pages(directory):
+    """The *.html pages of directory, in name order, as str."""
+    pages = []
+    for path in sorted(glob.glob(os.path.join(directory, "*.html"))):
+        with open(path, "rb") as f:
+            pages.append(as_str(f.read()))
+    if not pages:
+        sys.exit("doc_bulk_bench: no pages in %s" % directory)
+    return pages
+
+
 def reuters_bodies(directory):
     """The BODY elements of reut2-000.sgm ... reut2-021.sgm, as str."""
     bodies = []
@@ -79,11 +100,7 @@ def reuters_bodies(directory):
         with open(path, "rb") as f:
             data = f.read()
         for m in re.finditer(rb"<BODY>(.*?)</BODY>", data, re.S):
-            raw = m.group(1)
-            try:
-                bodies.append(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                bodies.append(raw.decode("latin-1"))
+            bodies.append(as_str(m.group(1)))
     if not bodies:
         sys.exit("doc_bulk_bench: no Reuters bodies in %s" % directory)
     return bodies
@@ -148,10 +165,11 @@ def run_nddctl(nddctl, address, path, batch, window, query_only):
     return secs
 
 
-def engine(bin_dir, data, stopwords, simd):
-    """{threads: best MB/s} of simhash_bench -w c at the level simd."""
+def engine(bin_dir, data, stopwords, simd, workload):
+    """{threads: best MB/s} of simhash_bench -w workload at the level
+    simd."""
     cmd = [os.path.join(bin_dir, "simhash_bench"), "-d", data, "-S",
-           stopwords, "-w", "c", "-s", "0.1", "-r", "11", "-t", "2"]
+           stopwords, "-w", workload, "-s", "0.1", "-r", "11", "-t", "2"]
     if simd != "auto":
         cmd += ["-l", simd]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE,
@@ -179,6 +197,9 @@ def main():
                     help="the Reuters-21578 folder (default: "
                     "$NDDD_TEST_DATA/text_corpora/reuters21578, or "
                     "../shared/data/...)")
+    ap.add_argument("--html", action="store_true",
+                    help="the L3S-GN1 pages, as HTML, instead of the "
+                    "Reuters bodies")
     ap.add_argument("-r", "--repeat", type=int, default=5)
     ap.add_argument("--simd", default="auto",
                     choices=("auto",) + LEVELS)
@@ -194,14 +215,20 @@ def main():
     bin_dir = os.path.abspath(args.bin)
     nddctl = os.path.join(bin_dir, "nddctl")
 
-    bodies = reuters_bodies(reuters)
+    if args.html:
+        bodies = html_pages(os.path.join(data_root, "text_corpora",
+                                         "l3s_gn1_html", "original"))
+        what, field, host = "L3S-GN1 pages", "html", "l3s.example"
+    else:
+        bodies = reuters_bodies(reuters)
+        what, field, host = "Reuters-21578 bodies", "text", "reuters.example"
     encoded = [b.encode() for b in bodies]
     ndocs = len(bodies) * args.repeat
     nbytes = sum(map(len, encoded)) * args.repeat
-    print("corpus: %d Reuters-21578 bodies x %d = %d documents, %.1f MB; "
-          "batches of %d, %d in flight, simd %s"
-          % (len(bodies), args.repeat, ndocs, nbytes / 1e6, args.batch,
-             args.window, args.simd))
+    print("corpus: %d %s x %d = %d documents, %.1f MB; batches of %d, %d "
+          "in flight, simd %s"
+          % (len(bodies), what, args.repeat, ndocs, nbytes / 1e6,
+             args.batch, args.window, args.simd))
 
     tmp = tempfile.mkdtemp(prefix="doc_bulk_bench.")
     daemons = []
@@ -211,8 +238,8 @@ def main():
         with open(jsonl, "w") as f:
             for r in range(args.repeat):
                 for i, b in enumerate(bodies):
-                    f.write(json.dumps({"url": "http://reuters.example/"
-                                        "r%d/%d" % (r, i), "text": b}))
+                    f.write(json.dumps({"url": "http://%s/r%d/%d"
+                                        % (host, r, i), field: b}))
                     f.write("\n")
         print("input: %s, %.1f MB of JSON lines"
               % (jsonl, os.path.getsize(jsonl) / 1e6))
@@ -226,7 +253,7 @@ def main():
         d.close()
         daemons.remove(d)
 
-        docs = [("http://reuters.example/r%d/%d" % (r, i), b)
+        docs = [("http://%s/r%d/%d" % (host, r, i), b, args.html)
                 for r in range(args.repeat) for i, b in enumerate(encoded)]
         d = Daemon(bin_dir, tmp, "python", stopwords, args.simd)
         daemons.append(d)
@@ -247,14 +274,16 @@ def main():
         d.close()
         daemons.remove(d)
 
-        level, best = engine(bin_dir, data_root, stopwords, args.simd)
+        level, best = engine(bin_dir, data_root, stopwords, args.simd,
+                             "b" if args.html else "c")
     finally:
         for d in daemons:
             d.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
     ref = best.get(2, max(best.values()))
-    print("engine: simhash_bench -w c, %s: %s" % (level, ", ".join(
+    print("engine: simhash_bench -w %s, %s: %s" % (
+        "b" if args.html else "c", level, ", ".join(
         "%.1f MB/s with %d thread%s" % (v, t, "s" if t > 1 else "")
         for t, v in sorted(best.items()))))
     for name, secs in figures:

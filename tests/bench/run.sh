@@ -39,7 +39,7 @@
 # body, one document per request and in doc_batch requests, and measures
 # the engine on the same documents in the same run (BENCH_SIMD, default
 # auto, names the kernel of both: avx2 forces the AVX2 code on an AVX-512
-# machine).  Then the same corpus in bulk as users load it: `nddctl
+# machine).  Then both corpora in bulk as users load them: `nddctl
 # doc-submit --jsonl` and the Python client's submit_docs, stored then
 # queried, against the engine in the same run (doc_bulk_bench.py).
 #
@@ -478,6 +478,10 @@ echo "== documents in bulk through nddctl --jsonl and the Python client (tests/b
 PYTHONPATH="$root/clients/python" /usr/bin/python3 \
 	"$root/tests/bench/doc_bulk_bench.py" --bin "$bin" \
 	--data "$data/text_corpora/reuters21578" \
+	-r "$docrep" --simd "$simd"
+PYTHONPATH="$root/clients/python" /usr/bin/python3 \
+	"$root/tests/bench/doc_bulk_bench.py" --bin "$bin" \
+	--data "$data/text_corpora/reuters21578" --html --batch 32 \
 	-r "$docrep" --simd "$simd"
 
 echo "== the batch job on Dask against one daemon's bulk load (tests/bench/dask_bench.py)"
