@@ -94,7 +94,7 @@ DAEMON_INC := $(addprefix -I,$(LAYER_daemon))
 # library's headers; tests, benchmarks and fuzz targets see everything.
 CLIENT_INC := -Iclients/libnddd -I$(B)/gen -Idaemon/accel -Idaemon/text \
 	-Idaemon/lib -Idaemon/url
-TEST_INC := $(DAEMON_INC) -Iclients/libnddd -Itests/lib
+TEST_INC := $(DAEMON_INC) -Iclients/libnddd -Iclients -Itests/lib
 # The include path of a source file: its layer's (cpu/ and the plugins'
 # folders belong to daemon/accel).
 layer_of = $(firstword $(foreach l,daemon/lib daemon/text daemon/store \
@@ -259,7 +259,8 @@ $(B)/bin/nddd: $(B)/daemon/main.o $(CORE_LIB)
 $(B)/bin/nddctl: $(NDDCTL_OBJS) $(CLIENT_LIB) $(FP_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
-$(B)/bin/unit-tests: $(UNIT_OBJS) $(CORE_LIB)
+# nddctl's JSON lines parser is tested against jansson as a unit of its own.
+$(B)/bin/unit-tests: $(UNIT_OBJS) $(B)/clients/nddctl_jsonl.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
 $(B)/bin/integration-tests: $(INTEG_OBJS) $(CLIENT_LIB) $(CORE_LIB)
