@@ -504,7 +504,7 @@ avx2_drop(__m256i w, unsigned *nospace)
  * Only one load and one store per round: an exhausted mask gives
  * position 64 (tzcnt), whose 16 bytes before are the block's last.  The
  * ends themselves are not kept: the rare terms that need theirs (16 bytes
- * or more) find it again from the block masks (avx2_end_of).
+ * or more) find it again from the block masks (simhash_block_end).
  */
 AVX2 static inline size_t
 avx2_block(const uint8_t *q, size_t b, uint64_t lim, uint64_t *carry,
@@ -584,55 +584,6 @@ avx2_copy(uint8_t *tmp, const uint8_t *p, size_t b, size_t n, size_t before)
 	return q;
 }
 
-/* The end of the chunk's term i, from the block masks. */
-static size_t
-avx2_end_of(const struct avx2_chunk *ck, size_t nb, size_t i)
-{
-	uint64_t em;
-	size_t k, c;
-
-	for (k = 0; k < nb; k++) {
-		em = ck->bem[k];
-		c = (size_t)__builtin_popcountll(em);
-		if (i < c) {
-			while (i-- > 0)
-				em &= em - 1;
-			return ck->bb[k] + (size_t)__builtin_ctzll(em);
-		}
-		i -= c;
-	}
-	return 0;	/* not reached */
-}
-
-/*
- * The term (4 * group + lane, of the chunk's ng groups) whose second word
- * is in the list of long terms at li.
- */
-static size_t
-avx2_long_term(const struct avx2_chunk *ck, size_t ng, size_t li)
-{
-	size_t g = 0;
-	unsigned m;
-
-	while (g + 1 < ng && ck->loff[g + 1] <= li)
-		g++;
-	for (m = ck->longm[g], li -= ck->loff[g]; li > 0; li--)
-		m &= m - 1;
-	return 4 * g + (size_t)__builtin_ctz(m);
-}
-
-/* The ends of all the chunk's terms, in ck->end. */
-static void
-avx2_ends(struct avx2_chunk *ck, size_t nb)
-{
-	uint64_t em;
-	size_t k, i = 0;
-
-	for (k = 0; k < nb; k++)
-		for (em = ck->bem[k]; em != 0; em &= em - 1)
-			ck->end[i++] = ck->bb[k] + (uint32_t)__builtin_ctzll(em);
-}
-
 /*
  * t[slot] for the 4 slots (each below the table's size).  Not vpgatherqq,
  * which takes about 10 cycles on Zen 4: 4 scalar loads, with the moves of
@@ -683,7 +634,7 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 	SIMHASH_PROF_T(t0);
 
 	if (stop_mode == SIMHASH_STOP_SLOW)
-		avx2_ends(ck, nb);
+		simhash_block_ends(ck->bb, ck->bem, nb, ck->end);
 	/* Pass 1: the last 8 bytes. */
 	for (g = 0; g < ng; g++) {
 		__m256i r0 = _mm256_load_si256((const __m256i *)(ck->rec +
@@ -722,8 +673,8 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 		/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
 		nospace &= simhash_lanes(nl - g, 4);
 		while (__builtin_expect(nospace != 0, 0)) {
-			k = avx2_long_term(ck, ng, g +
-			    (size_t)__builtin_ctz(nospace));
+			k = simhash_long_term_at(ck->loff, ck->longm, ng, 4,
+			    g + (size_t)__builtin_ctz(nospace));
 			nospace &= nospace - 1;
 			ck->vlong[k / 4] |= (uint8_t)(1u << (k % 4));
 		}
@@ -781,7 +732,8 @@ avx2_terms(struct simhash_acc *acc, struct avx2_state *st,
 			while (vl) {
 				j = (size_t)__builtin_ctz(vl);
 				vl &= vl - 1;
-				simhash_long_term(acc, p, lo, avx2_end_of(ck, nb,
+				simhash_long_term(acc, p, lo,
+				    simhash_block_end(ck->bb, ck->bem, nb,
 				    4 * g + avx2_term_of_lane[j]));
 			}
 		}

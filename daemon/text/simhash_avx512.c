@@ -464,55 +464,6 @@ avx512_tokenize(const uint8_t *p, size_t n, size_t *bp, size_t t,
 	return nt;
 }
 
-/* The end of the chunk's term i, from the block masks. */
-static size_t
-avx512_end_of(const struct avx512_chunk *ck, size_t i)
-{
-	uint64_t em;
-	size_t k, c;
-
-	for (k = 0; k < ck->nb; k++) {
-		em = ck->bem[k];
-		c = (size_t)__builtin_popcountll(em);
-		if (i < c) {
-			while (i-- > 0)
-				em &= em - 1;
-			return ck->bb[k] + (size_t)__builtin_ctzll(em);
-		}
-		i -= c;
-	}
-	return 0;	/* not reached */
-}
-
-/*
- * The term (of the chunk's ng groups) whose second word is in the list of
- * long terms at li.
- */
-static size_t
-avx512_long_term(const struct avx512_chunk *ck, size_t ng, size_t li)
-{
-	size_t g = 0;
-	unsigned m;
-
-	while (g + 1 < ng && ck->loff[g + 1] <= li)
-		g++;
-	for (m = ck->longm[g], li -= ck->loff[g]; li > 0; li--)
-		m &= m - 1;
-	return 8 * g + (size_t)__builtin_ctz(m);
-}
-
-/* The ends of all the chunk's terms, in ck->end. */
-static void
-avx512_ends(struct avx512_chunk *ck)
-{
-	uint64_t em;
-	size_t k, i = 0;
-
-	for (k = 0; k < ck->nb; k++)
-		for (em = ck->bem[k]; em != 0; em &= em - 1)
-			ck->end[i++] = ck->bb[k] + (uint32_t)__builtin_ctzll(em);
-}
-
 /*
  * t[slot] for the 8 slots (each below the table's size).  Not vpgatherqq,
  * which takes about 16 cycles on Zen 4: 8 scalar loads, with the moves of
@@ -557,7 +508,7 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 	SIMHASH_PROF_T(t0);
 
 	if (stop_mode == SIMHASH_STOP_SLOW)
-		avx512_ends(ck);
+		simhash_block_ends(ck->bb, ck->bem, ck->nb, ck->end);
 	/* Pass 1: masks, and the lists of long terms. */
 	for (g = 0; g < ng; g++) {
 		__m512i w = _mm512_loadu_si512(ck->wlo + 8 * g), keep;
@@ -599,8 +550,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 		/* No SPACE in 16 bytes: 16 or more, for the scalar path. */
 		nv = (unsigned)(uint8_t)~has & simhash_lanes(nl - g, 8);
 		while (__builtin_expect(nv != 0, 0)) {
-			size_t k = avx512_long_term(ck, ng,
-			    g + (size_t)__builtin_ctz(nv));
+			size_t k = simhash_long_term_at(ck->loff, ck->longm,
+			    ng, 8, g + (size_t)__builtin_ctz(nv));
 
 			nv &= nv - 1;
 			ck->vlong[k / 8] |= (uint8_t)(1u << (k % 8));
@@ -656,7 +607,8 @@ avx512_terms(struct simhash_acc *acc, struct avx512_state *st,
 				j = (size_t)__builtin_ctz(vlong);
 				vlong &= (__mmask8)(vlong - 1);
 				simhash_long_term(acc, p, lo,
-				    avx512_end_of(ck, 8 * g + j));
+				    simhash_block_end(ck->bb, ck->bem, ck->nb,
+				    8 * g + j));
 			}
 		}
 	}

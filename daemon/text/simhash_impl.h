@@ -213,6 +213,64 @@ void simhash_count_scalar(struct simhash_acc *acc, const uint64_t *h,
     size_t n);
 uint64_t simhash_finish_scalar(struct simhash_acc *acc);
 
+/*
+ * A vector kernel's chunk keeps its term ends as block masks: bit j of
+ * bem[k] set when a term ends at byte bb[k] + j, for its nb blocks.
+ */
+
+/* The end of the chunk's term i (counted over all its blocks). */
+static inline size_t
+simhash_block_end(const uint32_t *bb, const uint64_t *bem, size_t nb,
+    size_t i)
+{
+	uint64_t em;
+	size_t k, c;
+
+	for (k = 0; k < nb; k++) {
+		em = bem[k];
+		c = (size_t)__builtin_popcountll(em);
+		if (i < c) {
+			while (i-- > 0)
+				em &= em - 1;
+			return bb[k] + (size_t)__builtin_ctzll(em);
+		}
+		i -= c;
+	}
+	return 0;	/* not reached: i is below the chunk's terms */
+}
+
+/* The ends of all the chunk's terms, in order, into end. */
+static inline void
+simhash_block_ends(const uint32_t *bb, const uint64_t *bem, size_t nb,
+    uint32_t *end)
+{
+	uint64_t em;
+	size_t k, i = 0;
+
+	for (k = 0; k < nb; k++)
+		for (em = bem[k]; em != 0; em &= em - 1)
+			end[i++] = bb[k] + (uint32_t)__builtin_ctzll(em);
+}
+
+/*
+ * The term (lanes * group + lane, of ng groups) whose second word is at li
+ * in a chunk's list of long terms' second words: longm[g] marks group g's
+ * terms of 8 bytes or more, whose words start at loff[g] in the list.
+ */
+static inline size_t
+simhash_long_term_at(const uint16_t *loff, const uint8_t *longm, size_t ng,
+    unsigned lanes, size_t li)
+{
+	size_t g = 0;
+	unsigned m;
+
+	while (g + 1 < ng && loff[g + 1] <= li)
+		g++;
+	for (m = longm[g], li -= loff[g]; li > 0; li--)
+		m &= m - 1;
+	return lanes * g + (size_t)__builtin_ctz(m);
+}
+
 /* sdbm powers: simhash_pow[k] == 65599^k mod 2^64, k <= 16. */
 extern const uint64_t simhash_pow[17];
 
