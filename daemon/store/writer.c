@@ -141,49 +141,27 @@ jobs_aborted(struct writer *w, struct writer_job *list, struct writer_job *end)
 }
 
 /*
- * Applies the jobs of list in one transaction.  Returns STORE_OK (all
- * committed), or the failure, after which every applied job has been told
- * it was aborted and none has been finished.
+ * Applies the jobs of list as one group: in a transaction of its own, or
+ * deferred (defer.h).  Returns STORE_OK (all committed or journaled), or
+ * the failure, after which every applied job has been told it was aborted
+ * and none has been finished; STORE_JOURNAL_FULL (deferred only) when the
+ * group does not fit what is left of the journal: nothing was done.
  */
 static int
-run_txn(struct writer *w, struct writer_job *list)
+apply_group(struct writer *w, struct writer_job *list, bool deferred)
 {
 	struct store_txn *txn;
 	struct writer_job *end = NULL;
 	int rc;
 
-	if ((rc = store_write_begin(w->st, &txn)) != STORE_OK)
+	rc = deferred ? defer_group_begin(w->st, &txn) :
+	    store_write_begin(w->st, &txn);
+	if (rc != STORE_OK)
 		return rc;
 	if ((rc = apply_jobs(list, txn, &end)) != STORE_OK)
 		store_abort(txn);
 	else
-		rc = store_commit(txn);
-	if (rc != STORE_OK) {
-		jobs_aborted(w, list, end);
-		return rc;
-	}
-	jobs_committed(w, list);
-	return STORE_OK;
-}
-
-/*
- * Applies the jobs of list as one deferred group (defer.h).  Returns as
- * run_txn does; STORE_JOURNAL_FULL when the group does not fit what is
- * left of the journal (nothing was done).
- */
-static int
-run_deferred(struct writer *w, struct writer_job *list)
-{
-	struct store_txn *txn;
-	struct writer_job *end = NULL;
-	int rc;
-
-	if ((rc = defer_group_begin(w->st, &txn)) != STORE_OK)
-		return rc;
-	if ((rc = apply_jobs(list, txn, &end)) != STORE_OK)
-		store_abort(txn);
-	else
-		rc = defer_group_end(txn);
+		rc = deferred ? defer_group_end(txn) : store_commit(txn);
 	if (rc == STORE_JOURNAL_FULL)
 		undo_jobs(list, end);	/* no failure: tried again */
 	else if (rc != STORE_OK)
@@ -220,7 +198,7 @@ list_journaled(const struct writer_job *list)
 /*
  * Applies the jobs of list, deferred when they all allow it and the store
  * defers, else in a transaction of their own (after a checkpoint: LMDB
- * has one write transaction at a time).  Returns as run_txn does.
+ * has one write transaction at a time).  Returns as apply_group does.
  */
 static int
 run_jobs(struct writer *w, struct writer_job *list)
@@ -228,18 +206,18 @@ run_jobs(struct writer *w, struct writer_job *list)
 	int rc;
 
 	if (defer_enabled(w->st) && list_journaled(list)) {
-		if ((rc = run_deferred(w, list)) != STORE_JOURNAL_FULL)
+		if ((rc = apply_group(w, list, true)) != STORE_JOURNAL_FULL)
 			return rc;
 		/* Room for it after a checkpoint, or none in an empty
 		 * journal: then it is committed on its own. */
 		if ((rc = checkpoint(w)) != STORE_OK)
 			return rc;
-		if ((rc = run_deferred(w, list)) != STORE_JOURNAL_FULL)
+		if ((rc = apply_group(w, list, true)) != STORE_JOURNAL_FULL)
 			return rc;
 	}
 	if ((rc = checkpoint(w)) != STORE_OK)
 		return rc;
-	return run_txn(w, list);
+	return apply_group(w, list, false);
 }
 
 /* Logs a failed transaction, unless it was refused for want of room:
