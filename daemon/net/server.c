@@ -346,25 +346,20 @@ server_buffered(const struct server *srv)
 
 /*
  * Sets c's socket to wake the loop once enough of an incomplete frame has
- * arrived to be worth a read (SERVER_LOWAT_MIN).  Never more than the
- * frame still lacks: those bytes come, or the frame timer ends the wait.
+ * arrived to be worth a read (SERVER_LOWAT_MIN): missing is what the frame
+ * at the front of its input still lacks (0: none is waited for).  Never
+ * more than that: those bytes come, or the frame timer ends the wait.
  */
 static void
-conn_set_lowat(struct conn *c, struct evbuffer *in)
+conn_set_lowat(struct conn *c, size_t missing)
 {
-	size_t have = evbuffer_get_length(in), missing;
-	uint32_t len;
 	int want = 1;
 
 	if (c->read_ev == NULL)
 		return;
-	if (!c->paused && frame_peek(in, c->srv->cfg->max_frame, &len) ==
-	    FRAME_INCOMPLETE && have >= FRAME_HEADER_LEN) {
-		missing = FRAME_HEADER_LEN + (size_t)len - have;
-		if (missing >= SERVER_LOWAT_MIN)
-			want = missing < SERVER_READ_CHUNK ? (int)missing :
-			    SERVER_READ_CHUNK;
-	}
+	if (missing >= SERVER_LOWAT_MIN)
+		want = missing < SERVER_READ_CHUNK ? (int)missing :
+		    SERVER_READ_CHUNK;
 	if (want != c->lowat && setsockopt(c->fd, SOL_SOCKET,
 	    SO_RCVLOWAT, &want, sizeof(want)) == 0)
 		c->lowat = want;
@@ -375,6 +370,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t missing = 0, have;
 	uint32_t len;
 	char msg[128];
 
@@ -386,8 +382,12 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		enum frame_status st = frame_peek(in, c->srv->cfg->max_frame,
 		    &len);
 
-		if (st == FRAME_INCOMPLETE)
+		if (st == FRAME_INCOMPLETE) {
+			have = evbuffer_get_length(in);
+			if (have >= FRAME_HEADER_LEN)
+				missing = FRAME_HEADER_LEN + (size_t)len - have;
 			break;
+		}
 		if (st == FRAME_OVERSIZED) {
 			snprintf(msg, sizeof(msg), "frame of %u bytes exceeds "
 			    "the limit of %llu", len,
@@ -403,7 +403,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		frame_consume(in, len);
 	}
 	if (c->open)
-		conn_set_lowat(c, in);
+		conn_set_lowat(c, missing);
 	/* The rest of a frame must follow within frame_timeout of its
 	 * first byte; the timer keeps running across reads until then. */
 	if (c->open && !c->closing && !c->paused && c->frame_timer != NULL &&
