@@ -33,22 +33,6 @@ frame_copy(struct evbuffer *in, uint32_t len, uint8_t *dst)
 	evbuffer_copyout_from(in, &at, dst, len);
 }
 
-enum frame_status
-frame_next(struct evbuffer *in, size_t max_len, const uint8_t **payload,
-    uint32_t *len)
-{
-	enum frame_status st = frame_peek(in, max_len, len);
-	const uint8_t *p;
-
-	if (st != FRAME_READY)
-		return st;
-	p = evbuffer_pullup(in, FRAME_HEADER_LEN + (ev_ssize_t)*len);
-	if (p == NULL)
-		return FRAME_INCOMPLETE;
-	*payload = p + FRAME_HEADER_LEN;
-	return FRAME_READY;
-}
-
 void
 frame_consume(struct evbuffer *in, uint32_t len)
 {

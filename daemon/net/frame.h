@@ -35,13 +35,6 @@ enum frame_status frame_peek(struct evbuffer *in, size_t max_len,
 /* Copies the payload (len bytes) of the frame at the front of in to dst,
  * leaving in as it is: one copy, from in's chains as they lie. */
 void frame_copy(struct evbuffer *in, uint32_t len, uint8_t *dst);
-/*
- * frame_peek, and on FRAME_READY *payload points to the payload, made
- * contiguous in in (a copy, if it lies in several chains; valid until in
- * changes).
- */
-enum frame_status frame_next(struct evbuffer *in, size_t max_len,
-    const uint8_t **payload, uint32_t *len);
 /* Removes the frame whose payload length is len from the front of in. */
 void frame_consume(struct evbuffer *in, uint32_t len);
 

@@ -792,15 +792,19 @@ static void
 cli_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
-	const uint8_t *p;
+	uint8_t *p;
 	uint32_t len;
 	enum frame_status st;
 
 	(void)arg;
-	while ((st = frame_next(in, 64 << 20, &p, &len)) == FRAME_READY) {
-		Nddd__V1__Response *r = nddd__v1__response__unpack(NULL, len,
-		    p);
+	while ((st = frame_peek(in, 64 << 20, &len)) == FRAME_READY) {
+		Nddd__V1__Response *r;
 
+		if ((p = malloc(len + 1)) == NULL)
+			fx_fail("no memory for a reply of %u bytes", len);
+		frame_copy(in, len, p);
+		r = nddd__v1__response__unpack(NULL, len, p);
+		free(p);
 		if (r == NULL)
 			fx_fail("a reply of %u bytes is not a Response", len);
 		frame_consume(in, len);

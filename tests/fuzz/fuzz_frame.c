@@ -41,13 +41,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	arena_init(&a, 4096);
 	while (pos < size) {
 		size_t n = size - pos < chunk ? size - pos : chunk;
-		const uint8_t *payload;
+		static uint8_t payload[65536];
 		uint32_t len;
 		enum frame_status st;
 
 		evbuffer_add(in, data + pos, n);
 		pos += n;
-		while ((st = frame_next(in, 65536, &payload, &len)) ==
+		while ((st = frame_peek(in, sizeof(payload), &len)) ==
 		    FRAME_READY) {
 			const struct operation *op;
 			Nddd__V1__Request *req;
@@ -55,6 +55,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const char *msg;
 			Nddd__V1__Code code;
 
+			frame_copy(in, len, payload);
 			arena_reset(&a);
 			code = request_decode(&a, payload, len, &lim, &req,
 			    &msg);

@@ -25,12 +25,16 @@ static Nddd__V1__Response *
 only_response(struct evbuffer *frames)
 {
 	Nddd__V1__Response *r;
-	const uint8_t *p;
+	uint8_t *p;
 	uint32_t len;
 
 	ck_assert_ptr_nonnull(frames);
-	ck_assert_int_eq(frame_next(frames, 1 << 20, &p, &len), FRAME_READY);
+	ck_assert_int_eq(frame_peek(frames, 1 << 20, &len), FRAME_READY);
+	p = malloc(len + 1);
+	ck_assert_ptr_nonnull(p);
+	frame_copy(frames, len, p);
 	r = nddd__v1__response__unpack(NULL, len, p);
+	free(p);
 	ck_assert_ptr_nonnull(r);
 	frame_consume(frames, len);
 	ck_assert_uint_eq(evbuffer_get_length(frames), 0);
