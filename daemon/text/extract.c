@@ -1,0 +1,718 @@
+/*
+ * extract: chooses a page's main content in the tree of extract_tree.c and
+ * writes it as text.  See extract.h for the format.
+ *
+ *  1. Template out of the running.  Elements whose class, id or role
+ *     names the template (navigation, share bars, comments, related
+ *     links...), and nav, aside and footer elements, give their text to no
+ *     candidate.  A name is a guess: one that holds more than half the
+ *     page's prose is kept, unless it names comments.
+ *  2. Candidates, as readability scores them.  Every paragraph-like
+ *     element (p, pre, td, and any block with no block inside it) of 25
+ *     bytes or more scores 2 + its commas + one per 100 bytes (3 at most),
+ *     given wholly to its parent and half to its grandparent; a candidate
+ *     starts from a weight for its tag and for its class and id; its score
+ *     is then cut by the share of its text inside links.
+ *  3. Semantics.  An element that names itself the article's body
+ *     (itemprop=articleBody, a class such as "article-body") is taken
+ *     instead when it holds the best candidate, or most of its text.
+ *  4. Siblings that score near the best, and paragraphs next to it, join.
+ *  5. Cleaning inside: the template's elements, forms, figures and
+ *     captions, bylines and datelines, and blocks that readability's
+ *     conditional cleaning finds unlikely (link lists, negative names) are
+ *     left out, unless they hold most of the text.
+ *  6. Lines: a line of the content that is two thirds links is left out.
+ *  7. Too little left (under EX_MIN_MAIN bytes): the page has no article,
+ *     and its whole text is given instead.
+ *
+ * Every step is a loop over the nodes or the segments: no recursion.
+ */
+#include "extract.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "extract_tree.h"
+
+/* Shortest main content kept, in bytes: less is a list or error page. */
+#define EX_MIN_MAIN	200
+/* A paragraph shorter than this scores nothing (readability's 25). */
+#define EX_MIN_PARA	25
+/* Lines shorter than this on average make a list, not prose. */
+#define EX_MIN_LINE	32
+/* The shortest paragraph that can open an article (a sentence or more). */
+#define EX_MIN_LEAD	80
+/* What opening the article after its headline is worth: a name's 25. */
+#define EX_LEAD_BONUS	25
+
+/* What step 5 does to a node (struct extract_scratch's mark). */
+#define EX_K_KEEP	0
+#define EX_K_DROP	1
+
+struct extract_scratch {
+	struct ex_tree t;
+	uint8_t *mark;		/* per node: EX_K_* */
+	uint32_t capmark;
+	uint8_t *out;
+	size_t capout;
+};
+
+struct extract_scratch *
+extract_scratch_new(void)
+{
+	return calloc(1, sizeof(struct extract_scratch));
+}
+
+void
+extract_scratch_free(struct extract_scratch *sc)
+{
+	if (sc == NULL)
+		return;
+	ex_tree_free(&sc->t);
+	free(sc->mark);
+	free(sc->out);
+	free(sc);
+}
+
+size_t
+extract_scratch_bytes(const struct extract_scratch *sc)
+{
+	const struct ex_tree *t = &sc->t;
+
+	return sizeof(*sc) + (size_t)t->capnodes * sizeof(*t->nodes) +
+	    (size_t)t->capsegs * sizeof(*t->segs) + t->captext +
+	    (size_t)t->capstack * sizeof(*t->stack) + sc->capmark +
+	    sc->capout;
+}
+
+/* Room for the output: the text and a separator per segment. */
+static int
+ex_out_room(struct extract_scratch *sc)
+{
+	size_t need = sc->t.ntext + sc->t.nsegs + 1, nc;
+	uint8_t *na;
+
+	if (need <= sc->capout)
+		return 0;
+	nc = sc->capout + sc->capout / 2;
+	if (nc < need)
+		nc = need;
+	if ((na = realloc(sc->out, nc)) == NULL)
+		return -1;
+	sc->out = na;
+	sc->capout = nc;
+	return 0;
+}
+
+/* A line being written: where it starts, its bytes, its link bytes. */
+struct ex_line {
+	size_t start;
+	size_t len;
+	size_t link;
+};
+
+/*
+ * Ends the line being written: in the main content, a line that is mostly
+ * links (a list of related stories, "Read more", a tag list) is taken back
+ * out, with the line break before it: two thirds of it in links
+ * (boilerpipe's link density).
+ */
+static void
+ex_line_end(struct ex_line *l, size_t *o, int is_main)
+{
+	if (is_main && l->link * 3 > l->len * 2)
+		*o = l->start > 0 ? l->start - 1 : 0;
+	l->start = *o + 1;
+	l->len = l->link = 0;
+}
+
+/*
+ * Appends segments [s0, s1) to the output at *o, those of nodes marked
+ * EX_K_DROP (mark NULL: none, and no line is taken out) left out; *pend
+ * carries the separators of what was left out, so that a line boundary
+ * inside it still ends the line.
+ */
+static void
+ex_emit(struct extract_scratch *sc, uint32_t s0, uint32_t s1,
+    const uint8_t *mark, size_t *o, uint32_t *pend, struct ex_line *l)
+{
+	const struct ex_tree *t = &sc->t;
+	uint8_t *out = sc->out;
+	uint32_t i;
+
+	for (i = s0; i < s1; i++) {
+		const struct ex_seg *s = &t->segs[i];
+		uint32_t f = *pend | s->flags;
+
+		/* Hidden text leaves no trace unless it is the content. */
+		if ((s->flags & EX_S_HIDDEN) && (mark == NULL ||
+		    mark[s->node] == EX_K_DROP))
+			continue;
+		if (mark != NULL && mark[s->node] == EX_K_DROP) {
+			*pend = f & (EX_S_BREAK | EX_S_SPACE);
+			continue;
+		}
+		if (*o > 0) {
+			if (f & EX_S_BREAK) {
+				ex_line_end(l, o, mark != NULL);
+				if (*o > 0)
+					out[(*o)++] = '\n';
+				l->start = *o;
+			} else if (f & EX_S_SPACE)
+				out[(*o)++] = ' ';
+		}
+		memcpy(out + *o, t->text + s->off, s->len);
+		*o += s->len;
+		l->len += s->len;
+		if (s->flags & EX_S_LINK)
+			l->link += s->len;
+		*pend = 0;
+	}
+}
+
+static int
+ex_whole_text(struct extract_scratch *sc, const uint8_t **out,
+    size_t *outlen)
+{
+	struct ex_line l = { 0, 0, 0 };
+	size_t o = 0;
+	uint32_t pend = 0;
+
+	if (ex_out_room(sc) == -1)
+		return -1;
+	ex_emit(sc, 0, sc->t.nsegs, NULL, &o, &pend, &l);
+	sc->out[o] = '\0';
+	*out = sc->out;
+	*outlen = o;
+	return EXTRACT_WHOLE;
+}
+
+int
+extract_whole(struct extract_scratch *sc, const void *html, size_t len,
+    const uint8_t **out, size_t *outlen)
+{
+	if (ex_tree_build(&sc->t, html, len) == -1)
+		return -1;
+	return ex_whole_text(sc, out, outlen);
+}
+
+/* The weight of a node's class, id and role (readability's 25s). */
+static float
+ex_weight(const struct ex_node *nd)
+{
+	float w = 0;
+
+	if (nd->hints & EX_H_POS)
+		w += 25;
+	if (nd->hints & EX_H_NEG)
+		w -= 25;
+	if (nd->hints & EX_H_BODY)
+		w += 50;
+	return w;
+}
+
+/* A candidate's starting score: its tag's and its weight. */
+static float
+ex_base(const struct ex_node *nd)
+{
+	float s;
+
+	switch (nd->tag) {
+	case EX_T_DIV:
+	case EX_T_ARTICLE:
+	case EX_T_MAIN:
+		s = 5;
+		break;
+	case EX_T_PRE:
+	case EX_T_TD:
+	case EX_T_BLOCKQUOTE:
+		s = 3;
+		break;
+	case EX_T_ADDRESS:
+	case EX_T_OL:
+	case EX_T_UL:
+	case EX_T_DL:
+	case EX_T_DD:
+	case EX_T_DT:
+	case EX_T_LI:
+	case EX_T_FORM:
+		s = -3;
+		break;
+	case EX_T_H1:
+	case EX_T_H2:
+	case EX_T_H3:
+	case EX_T_H4:
+	case EX_T_H5:
+	case EX_T_H6:
+	case EX_T_TH:
+		s = -5;
+		break;
+	default:
+		s = 0;
+		break;
+	}
+	return s + ex_weight(nd);
+}
+
+/*
+ * Whether a node reads as prose: paragraphs of a sentence or more, with
+ * few links.  Menus, link lists and notices do not.
+ */
+static int
+ex_is_prose(const struct ex_node *nd)
+{
+	return nd->np >= 3 && nd->text >= (uint32_t)nd->np * 100 &&
+	    nd->link * 10 <= nd->text;
+}
+
+/*
+ * Whether a node is template by what it is: tag, role, class, id.  A
+ * template name (not a tag) on prose is taken for a mistake: "subMenu" or
+ * "promo" wrapping paragraphs of sentences and no links.  Comments are
+ * prose too, and their name is never a mistake.
+ */
+static int
+ex_is_junk(const struct ex_node *nd)
+{
+	if (nd->hints & EX_H_BODY)
+		return 0;
+	switch (nd->tag) {
+	case EX_T_NAV:
+	case EX_T_ASIDE:
+	case EX_T_FOOTER:
+	case EX_T_BUTTON:
+		return 1;
+	case EX_T_HTML:
+	case EX_T_BODY:
+	case EX_T_MAIN:
+	case EX_T_ARTICLE:
+		/* Their classes list the page's categories and features. */
+		return 0;
+	}
+	if (!(nd->hints & EX_H_JUNK))
+		return 0;
+	return (nd->hints & (EX_H_HARD | EX_H_NOTICE)) || !ex_is_prose(nd);
+}
+
+/* Whether node i is where a hidden part of the page begins. */
+static int
+ex_is_hidden_root(const struct ex_tree *t, uint32_t i)
+{
+	return (t->nodes[i].flags & EX_N_HIDDEN) &&
+	    !(t->nodes[t->nodes[i].parent].flags & EX_N_HIDDEN);
+}
+
+/*
+ * Whether the hidden element at node i is shown: prose that is more than
+ * half what the page shows is the article, hidden until a script reveals
+ * it (or behind a "read more" switch), unless its name says otherwise.
+ */
+static int
+ex_hidden_shown(const struct ex_tree *t, uint32_t i)
+{
+	const struct ex_node *nd = &t->nodes[i];
+
+	return ex_is_prose(nd) && !ex_is_junk(nd) &&
+	    nd->text - nd->link >= EX_MIN_MAIN &&
+	    nd->text - nd->link > (t->nodes[0].text - t->nodes[0].link) / 2;
+}
+
+/*
+ * Whether a node marks where the readers' comments begin: an element
+ * named for them that holds nothing, as the anchor that "#comments" links
+ * to, or the place a script fills with them.
+ */
+static int
+ex_is_comments_mark(const struct ex_node *nd)
+{
+	return (nd->hints & EX_H_HARD) && !(nd->hints & EX_H_BODY) &&
+	    nd->text == 0 && nd->nimg == 0;
+}
+
+/* Whether a node reads as a paragraph of its own. */
+static int
+ex_is_para(const struct ex_node *nd)
+{
+	switch (nd->tag) {
+	case EX_T_P:
+	case EX_T_PRE:
+	case EX_T_TD:
+		return 1;
+	case EX_T_DIV:
+	case EX_T_SECTION:
+	case EX_T_ARTICLE:
+	case EX_T_BLOCKQUOTE:
+	case EX_T_CENTER:
+	case EX_T_MAIN:
+		return !(nd->flags & EX_N_BLOCKKID);
+	}
+	return 0;
+}
+
+/*
+ * Whether a block's own text, outside its block children, is paragraphs
+ * of its own: text and <br>s with an ad's table or a picture between them
+ * (readability wraps such runs in <p>s).
+ */
+static int
+ex_has_runs(const struct ex_node *nd)
+{
+	switch (nd->tag) {
+	case EX_T_DIV:
+	case EX_T_SECTION:
+	case EX_T_ARTICLE:
+	case EX_T_BLOCKQUOTE:
+	case EX_T_CENTER:
+	case EX_T_MAIN:
+		return (nd->flags & EX_N_BLOCKKID) != 0;
+	}
+	return 0;
+}
+
+/* Whether inline elements in a node are part of running text. */
+static int
+ex_in_prose(const struct ex_node *nd)
+{
+	return nd->tag == EX_T_P || nd->tag == EX_T_LI || nd->tag == EX_T_TD ||
+	    nd->tag == EX_T_DD || nd->tag == EX_T_BLOCKQUOTE ||
+	    (ex_tag_flags[nd->tag] & EX_TF_HEADING) != 0;
+}
+
+static float
+ex_link_density(const struct ex_node *nd)
+{
+	return nd->text > 0 ? (float)nd->link / (float)nd->text : 0;
+}
+
+/*
+ * Marks what step 1 leaves out of scoring: mark[i] is EX_K_DROP for junk
+ * nodes and everything inside them.  Parents come first, so one pass.
+ */
+static void
+ex_mark_junk(struct extract_scratch *sc)
+{
+	struct ex_tree *t = &sc->t;
+	uint32_t i;
+
+	uint32_t half = (t->nodes[0].text - t->nodes[0].link) / 2;
+
+	sc->mark[0] = EX_K_KEEP;
+	for (i = 1; i < t->nnodes; i++) {
+		const struct ex_node *nd = &t->nodes[i];
+
+		/*
+		 * A name is a guess ("page-ad-margins" may wrap the whole
+		 * article), and half the page's prose outweighs it; only
+		 * comments can be as long as the article.
+		 */
+		if (sc->mark[nd->parent] == EX_K_DROP)
+			sc->mark[i] = EX_K_DROP;
+		else if (ex_is_hidden_root(t, i))
+			sc->mark[i] = ex_hidden_shown(t, i) ? EX_K_KEEP :
+			    EX_K_DROP;
+		else
+			sc->mark[i] = ex_is_junk(nd) && ((nd->hints &
+			    EX_H_HARD) || nd->text - nd->link <= half) ?
+			    EX_K_DROP : EX_K_KEEP;
+	}
+}
+
+/*
+ * The page's headline: the longest heading that the title holds whole, and
+ * that is most of the title ("Site name | Headline" holds the site's name
+ * too).  Returns its node, 0 if none.
+ */
+static uint32_t
+ex_headline(struct extract_scratch *sc)
+{
+	const struct ex_tree *t = &sc->t;
+	uint8_t buf[EX_TITLE_MAX];
+	size_t n, best_n = 0;
+	uint32_t i, s, best = 0;
+
+	if (t->ntitle == 0)
+		return 0;
+	for (i = 1; i < t->nnodes; i++) {
+		const struct ex_node *nd = &t->nodes[i];
+
+		if (!(ex_tag_flags[nd->tag] & EX_TF_HEADING) ||
+		    sc->mark[i] == EX_K_DROP || nd->text > 4 * EX_TITLE_MAX)
+			continue;
+		for (n = 0, s = nd->seg0; s < nd->seg1 && n <= t->ntitle; s++)
+			if (sc->mark[t->segs[s].node] != EX_K_DROP)
+				n += ex_squeeze(t->text + t->segs[s].off,
+				    t->segs[s].len, buf + (n < sizeof(buf) ?
+				    n : sizeof(buf)), n < sizeof(buf) ?
+				    sizeof(buf) - n : 0);
+		if (n < 10 || n > t->ntitle || n * 2 < t->ntitle ||
+		    n <= best_n || memmem(t->title, t->ntitle, buf, n) == NULL)
+			continue;
+		best = i;
+		best_n = n;
+	}
+	return best;
+}
+
+/*
+ * Step 2: scores candidates; returns the best, 0 if none.  Beyond
+ * readability: a paragraph of short lines (a list of names, addresses,
+ * dates) scores nothing, and the first paragraph after the page's headline
+ * (ex_headline) opens the article, and scores as much more as a name would
+ * give.
+ */
+static uint32_t
+ex_score(struct extract_scratch *sc)
+{
+	struct ex_tree *t = &sc->t;
+	struct ex_node *nodes = t->nodes;
+	uint32_t i, best = 0, head = ex_headline(sc), lead_from, lead = 0;
+	float bs = 0;
+
+	lead_from = head != 0 ? nodes[head].end : EX_NONE;
+	for (i = 0; i < t->nnodes; i++)
+		nodes[i].score = 0;
+	for (i = 1; i < t->nnodes; i++) {
+		struct ex_node *nd = &nodes[i], *pa, *ga;
+		uint32_t text, commas, lines, holder;
+		float s;
+
+		if (sc->mark[i] == EX_K_DROP)
+			continue;
+		if (ex_is_para(nd)) {
+			text = nd->text;
+			commas = nd->commas;
+			lines = nd->nline;
+			holder = nd->parent;
+		} else if (ex_has_runs(nd)) {
+			text = nd->ptext;
+			commas = nd->pcommas;
+			lines = nd->pline;
+			holder = i;
+		} else
+			continue;
+		if (text < EX_MIN_PARA || (lines >= 3 && text < lines *
+		    EX_MIN_LINE))
+			continue;
+		s = 2 + (float)commas + (text >= 300 ? 3 :
+		    (float)text / 100);
+		if (i >= lead_from && holder != i &&
+		    !(nd->flags & EX_N_BLOCKKID) &&
+		    nd->text - nd->link >= EX_MIN_LEAD &&
+		    ex_link_density(nd) < 0.25f) {
+			lead = holder;
+			lead_from = EX_NONE;
+		}
+		if (holder == 0)
+			continue;
+		pa = &nodes[holder];
+		if (!(pa->flags & EX_N_CAND)) {
+			pa->flags |= EX_N_CAND;
+			pa->score = ex_base(pa);
+		}
+		pa->score += s;
+		if (pa->parent == 0 || pa->parent == EX_NONE)
+			continue;
+		ga = &nodes[pa->parent];
+		if (!(ga->flags & EX_N_CAND)) {
+			ga->flags |= EX_N_CAND;
+			ga->score = ex_base(ga);
+		}
+		ga->score += s / 2;
+	}
+	for (i = 1; i < t->nnodes; i++) {
+		struct ex_node *nd = &nodes[i];
+		float w;
+
+		if (!(nd->flags & EX_N_CAND))
+			continue;
+		/*
+		 * A place after the headline is a hint about the text, worth
+		 * no more than the text itself scores.
+		 */
+		if (i == lead) {
+			w = nd->score - ex_base(nd);
+			nd->score += w < EX_LEAD_BONUS ? w : EX_LEAD_BONUS;
+		}
+		nd->score *= 1 - ex_link_density(nd);
+		/* Too short to be an article, it is not the article. */
+		if (nd->text - nd->link < EX_MIN_MAIN)
+			continue;
+		if (sc->mark[i] != EX_K_DROP && nd->score > bs) {
+			bs = nd->score;
+			best = i;
+		}
+	}
+	return best;
+}
+
+/* Step 3: an element naming itself the body, in place of best. */
+static uint32_t
+ex_semantic(struct extract_scratch *sc, uint32_t best)
+{
+	struct ex_tree *t = &sc->t;
+	struct ex_node *nodes = t->nodes;
+	uint32_t i, pick = 0;
+
+	for (i = 1; i < t->nnodes; i++) {
+		struct ex_node *nd = &nodes[i];
+
+		if (!(nd->hints & EX_H_BODY) || sc->mark[i] == EX_K_DROP ||
+		    nd->text - nd->link < EX_MIN_MAIN)
+			continue;
+		if (pick == 0 || nd->text > nodes[pick].text)
+			pick = i;
+	}
+	if (pick == 0)
+		return best;
+	if (best == 0)
+		return pick;
+	/* best inside pick: pick is the wider body. */
+	if (best > pick && best < nodes[pick].end)
+		return pick;
+	/* pick inside best: the named body if it holds most of it. */
+	if (pick > best && pick < nodes[best].end &&
+	    nodes[pick].text * 2 >= nodes[best].text - nodes[best].link)
+		return pick;
+	return best;
+}
+
+/*
+ * Step 5: marks what the content leaves out, inside node c, kept bytes of
+ * content before it.  The readers' comments end the content: returns the
+ * segment where a mark of them (ex_is_comments_mark) stands after an
+ * article's worth of kept text, or c's end.
+ */
+static uint32_t
+ex_clean(struct extract_scratch *sc, uint32_t c, size_t kept)
+{
+	struct ex_tree *t = &sc->t;
+	struct ex_node *nodes = t->nodes;
+	uint32_t total = nodes[c].text, i, s = nodes[c].seg0;
+
+	sc->mark[c] = EX_K_KEEP;
+	for (i = c + 1; i < nodes[c].end; i++) {
+		struct ex_node *nd = &nodes[i];
+		int drop = 0;
+
+		if (sc->mark[nd->parent] == EX_K_DROP) {
+			sc->mark[i] = EX_K_DROP;
+			continue;
+		}
+		if (ex_is_comments_mark(nd)) {
+			/* Every node before it is marked: count its text. */
+			for (; s < nd->seg0; s++)
+				if (sc->mark[t->segs[s].node] != EX_K_DROP)
+					kept += t->segs[s].len;
+			if (kept >= EX_MIN_MAIN)
+				return nd->seg0;
+		}
+		sc->mark[i] = EX_K_KEEP;
+		if (ex_is_hidden_root(t, i)) {
+			if (!ex_hidden_shown(t, i))
+				sc->mark[i] = EX_K_DROP;
+			continue;
+		}
+		/* Most of the content: only a plain template name drops it. */
+		if (nd->text * 2 > total) {
+			if (ex_is_junk(nd) && (nd->hints & EX_H_HARD))
+				sc->mark[i] = EX_K_DROP;
+			continue;
+		}
+		if (ex_is_junk(nd) || nd->tag == EX_T_FORM ||
+		    nd->tag == EX_T_FIGCAPTION || nd->tag == EX_T_FIGURE)
+			drop = 1;
+		else if ((nd->hints & (EX_H_CAPTION | EX_H_BYLINE)) &&
+		    !(nd->hints & EX_H_BODY) && ((ex_tag_flags[nd->tag] &
+		    EX_TF_BLOCK) || !ex_in_prose(&nodes[nd->parent])))
+			drop = 1;
+		else if ((ex_tag_flags[nd->tag] & EX_TF_HEADING) &&
+		    ((nd->hints & EX_H_NEG) || ex_link_density(nd) > 0.33f))
+			drop = 1;
+		else if (nd->tag == EX_T_UL || nd->tag == EX_T_OL ||
+		    nd->tag == EX_T_DIV || nd->tag == EX_T_TABLE ||
+		    nd->tag == EX_T_SECTION || nd->tag == EX_T_DL) {
+			float ld = ex_link_density(nd), w = ex_weight(nd);
+
+			if (nd->commas < 10) {
+				if (nd->text < 25 && nd->nimg == 0 &&
+				    nd->tag != EX_T_DIV)
+					drop = 0;
+				else if (w < 25 && ld > 0.2f)
+					drop = 1;
+				else if (w >= 25 && ld > 0.5f)
+					drop = 1;
+				else if (nd->nli > nd->np * 2 + 8 &&
+				    nd->tag != EX_T_UL && nd->tag != EX_T_OL)
+					drop = 0;
+			}
+			if (w < 0 && nd->text < 500)
+				drop = 1;
+		}
+		if (drop)
+			sc->mark[i] = EX_K_DROP;
+	}
+	return nodes[c].seg1;
+}
+
+int
+extract_main(struct extract_scratch *sc, const void *html, size_t len,
+    const uint8_t **out, size_t *outlen)
+{
+	struct ex_tree *t = &sc->t;
+	struct ex_line l = { 0, 0, 0 };
+	struct ex_node *nodes;
+	uint32_t best, pa, i, pend = 0;
+	size_t o = 0;
+	float bs;
+
+	if (ex_tree_build(t, html, len) == -1)
+		return -1;
+	if (t->nnodes > sc->capmark) {
+		uint8_t *nm = realloc(sc->mark, t->nnodes);
+
+		if (nm == NULL)
+			return -1;
+		sc->mark = nm;
+		sc->capmark = t->nnodes;
+	}
+	if (ex_out_room(sc) == -1)
+		return -1;
+	nodes = t->nodes;
+	ex_mark_junk(sc);
+	best = ex_score(sc);
+	best = ex_semantic(sc, best);
+	if (best == 0)
+		return ex_whole_text(sc, out, outlen);
+	bs = nodes[best].score;
+	pa = nodes[best].parent;
+	/* Step 4: the best and its siblings, in document order. */
+	for (i = pa + 1; i < nodes[pa].end; i = nodes[i].end) {
+		struct ex_node *nd = &nodes[i];
+		int take = i == best;
+		uint32_t stop;
+
+		if (!take && sc->mark[i] != EX_K_DROP) {
+			float ld = ex_link_density(nd);
+
+			if (nd->score >= (bs * 0.2f > 10 ? bs * 0.2f : 10))
+				take = 1;
+			else if (nd->tag == EX_T_P && nd->text > 80 &&
+			    ld < 0.25f)
+				take = 1;
+		}
+		if (!take)
+			continue;
+		stop = ex_clean(sc, i, o);
+		ex_emit(sc, nd->seg0, stop, sc->mark, &o, &pend, &l);
+		pend |= EX_S_BREAK;
+		if (stop < nd->seg1)
+			break;
+	}
+	ex_line_end(&l, &o, 1);
+	if (o < EX_MIN_MAIN)
+		return ex_whole_text(sc, out, outlen);
+	sc->out[o] = '\0';
+	*out = sc->out;
+	*outlen = o;
+	return EXTRACT_MAIN;
+}

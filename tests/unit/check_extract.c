@@ -1,0 +1,488 @@
+/*
+ * Unit tests for extract: the text format on hand-made markup, the choice
+ * of the main content (an article among the template; no article on list
+ * and error pages), and hostile pages, each checked for the format, for
+ * output and memory bounded by the input, and for finishing at all.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corpus.h"
+#include "extract.h"
+#include "testutil.h"
+
+/*
+ * Checks the format extract.h promises: lines joined by single "\n", none
+ * empty, no SPACE at either end of a line nor two in a row, no other ASCII
+ * whitespace unless the input had it literally as a byte of text (it never
+ * does in these tests).
+ */
+static void
+check_format(const uint8_t *out, size_t len)
+{
+	size_t i, bad = SIZE_MAX;
+
+	/* One assertion, not one a byte: each costs Check a message. */
+	ck_assert_uint_eq(out[len], '\0');
+	if (len == 0)
+		return;
+	ck_assert_msg(out[0] != '\n' && out[0] != ' ', "leading separator");
+	ck_assert_msg(out[len - 1] != '\n' && out[len - 1] != ' ',
+	    "trailing separator");
+	for (i = 0; i + 1 < len && bad == SIZE_MAX; i++)
+		if (((out[i] == '\n' || out[i] == ' ') &&
+		    (out[i + 1] == '\n' || out[i + 1] == ' ')) ||
+		    out[i] == '\t' || out[i] == '\r' || out[i] == '\f')
+			bad = i;
+	ck_assert_msg(bad == SIZE_MAX, "bad separator at %zu: \"%.*s\"", bad,
+	    (int)(len - bad < 40 ? len - bad : 40), out + bad);
+}
+
+/*
+ * Runs both functions on doc (copied to a buffer of its own size, so that
+ * AddressSanitizer sees a read past it), checks the format, the bounds
+ * and the agreement between them; returns extract_main's status and its
+ * text (the caller frees it).
+ */
+static int
+run(struct extract_scratch *sc, const void *doc, size_t len, char **text,
+    size_t *textlen)
+{
+	uint8_t *copy = malloc(len > 0 ? len : 1);
+	const uint8_t *out;
+	size_t olen, wlen;
+	int r;
+
+	memcpy(copy, doc, len);
+	ck_assert_int_eq(extract_whole(sc, copy, len, &out, &wlen),
+	    EXTRACT_WHOLE);
+	check_format(out, wlen);
+	ck_assert_uint_le(wlen, 2 * len);
+	r = extract_main(sc, copy, len, &out, &olen);
+	ck_assert(r == EXTRACT_MAIN || r == EXTRACT_WHOLE);
+	check_format(out, olen);
+	/* The main content is some of the page's text. */
+	ck_assert_uint_le(olen, wlen);
+	if (text != NULL) {
+		*text = malloc(olen + 1);
+		memcpy(*text, out, olen + 1);
+		*textlen = olen;
+	}
+	free(copy);
+	return r;
+}
+
+/* extract_whole of doc must be want. */
+static void
+check_whole(const char *doc, const char *want)
+{
+	struct extract_scratch *sc = extract_scratch_new();
+	const uint8_t *out;
+	size_t len;
+
+	ck_assert_ptr_nonnull(sc);
+	ck_assert_int_eq(extract_whole(sc, doc, strlen(doc), &out, &len),
+	    EXTRACT_WHOLE);
+	ck_assert_msg(len == strlen(want) && memcmp(out, want, len) == 0,
+	    "\"%s\" gave \"%.*s\", want \"%s\"", doc, (int)len, out, want);
+	run(sc, doc, strlen(doc), NULL, NULL);
+	extract_scratch_free(sc);
+}
+
+START_TEST(test_format)
+{
+	check_whole("", "");
+	check_whole("plain text", "plain text");
+	check_whole("  a \n\t b  ", "a b");
+	check_whole("<p>one</p><p>two</p>", "one\ntwo");
+	check_whole("<div> a <div> b </div> c </div>", "a\nb\nc");
+	check_whole("a<b>b</b>c <i> d </i> e", "abc d e");
+	check_whole("line<br>break<br/><br>twice", "line\nbreak\ntwice");
+	check_whole("<ul><li>x<li>y</ul>z", "x\ny\nz");
+	check_whole("<table><tr><td>a<td>b<tr><td>c</table>", "a\nb\nc");
+	check_whole("<h1>Title</h1>Text", "Title\nText");
+	check_whole("<p>a</p> <p> </p> <p>b</p>", "a\nb");
+	check_whole("x<!-- c -->y<!---->z", "xyz");
+	check_whole("<!DOCTYPE html><html><head><title>T</title></head>"
+	    "<body>b</body></html>", "b");
+}
+END_TEST
+
+START_TEST(test_entities)
+{
+	check_whole("&amp; &lt;b&gt; &quot;q&quot;", "& <b> \"q\"");
+	check_whole("caf&eacute; &#233;t&#xE9;", "caf\xc3\xa9 \xc3\xa9t"
+	    "\xc3\xa9");
+	check_whole("a&nbsp;b &nbsp; c&nbsp;", "a b c");
+	check_whole("a&NewLine;&Tab;b&#32;&#32;c", "a b c");
+	check_whole("&copy 2020 &amp", "\xc2\xa9 2020 &");
+	check_whole("&bogus; & &#;", "&bogus; & &#;");
+	check_whole("&#128;", "\xe2\x82\xac");
+}
+END_TEST
+
+START_TEST(test_dropped)
+{
+	check_whole("a<script>var x = '<p>no</p>';</script>b", "ab");
+	check_whole("a<style>p { x: y }</style>b", "ab");
+	check_whole("a<SCRIPT type=x>1</script >b", "ab");
+	check_whole("a<noscript>n</noscript>b", "ab");
+	check_whole("a<svg><text>s</text></svg>b", "ab");
+	check_whole("a<select><option>o</select>b", "ab");
+	check_whole("a<textarea><p>t</textarea>b", "ab");
+	check_whole("a<iframe>i</iframe>b", "ab");
+	/* Hidden blocks make no line either. */
+	check_whole("a<div hidden>h</div>b", "ab");
+	check_whole("a<template><p>t</p></template>b", "ab");
+	check_whole("a<span style=\"display: none\">h</span>b", "ab");
+	check_whole("a<span aria-hidden=\"true\">h</span>b", "ab");
+	check_whole("a<span class=\"x sr-only\">h</span>b", "ab");
+	/* A title left open hides nothing; a script left open does. */
+	check_whole("<title>t<p>b", "t\nb");
+	check_whole("a<script>b", "a");
+}
+END_TEST
+
+START_TEST(test_bytes)
+{
+	/* ISO-8859-1, invalid UTF-8, control bytes and NUL pass through. */
+	static const char doc[] = "<p>caf\xe9 \xff\x01\x7f x\0y</p>";
+	struct extract_scratch *sc = extract_scratch_new();
+	const uint8_t *out;
+	size_t len;
+
+	ck_assert_int_eq(extract_whole(sc, doc, sizeof(doc) - 1, &out, &len),
+	    EXTRACT_WHOLE);
+	ck_assert_uint_eq(len, 12);
+	ck_assert(memcmp(out, "caf\xe9 \xff\x01\x7f x\0y", 12) == 0);
+	extract_scratch_free(sc);
+}
+END_TEST
+
+START_TEST(test_plain)
+{
+	static const char text[] = "This is a text with no markup at all, "
+	    "and it goes on for a while, long enough to be an article if it "
+	    "were one, with commas, clauses, and more words than a heading "
+	    "has, so that only its lack of structure could tell.";
+	struct extract_scratch *sc = extract_scratch_new();
+	const uint8_t *out;
+	size_t len;
+	int r;
+
+	r = extract_main(sc, text, strlen(text), &out, &len);
+	ck_assert(r == EXTRACT_MAIN || r == EXTRACT_WHOLE);
+	ck_assert_uint_eq(len, strlen(text));
+	ck_assert(memcmp(out, text, len) == 0);
+	extract_scratch_free(sc);
+}
+END_TEST
+
+/* A news page: the article among a site's template. */
+static char *
+article_page(size_t *len)
+{
+	static const char *const paras[] = {
+		"The city council voted on Tuesday to approve the new budget, "
+		"which raises spending on schools, parks, and public transport "
+		"by nearly a tenth over last year.",
+		"Supporters said the plan, long in the making, would help "
+		"families across the region, while critics warned that taxes, "
+		"fees, and debt would all rise as a result.",
+		"The mayor, speaking after the vote, called it a historic day "
+		"for the city and thanked the council members, the staff, and "
+		"the residents who had taken part in the hearings.",
+		"The budget takes effect in January, and the first new bus "
+		"lines are expected to open in the spring, according to the "
+		"transport authority.",
+	};
+	char *p = malloc(16384);
+	size_t i, o = 0;
+
+	o += (size_t)sprintf(p + o, "<!DOCTYPE html><html><head><title>"
+	    "Council passes budget</title><script>var a=1;</script></head>"
+	    "<body><header><nav class=\"menu\"><ul>");
+	for (i = 0; i < 12; i++)
+		o += (size_t)sprintf(p + o, "<li><a href=\"/s%zu\">Section "
+		    "number %zu</a></li>", i, i);
+	o += (size_t)sprintf(p + o, "</ul></nav></header><div id=\"main\">"
+	    "<article><h1>Council passes budget</h1><div class=\"byline\">"
+	    "By A. Writer</div><div class=\"article-body\">");
+	for (i = 0; i < 4; i++)
+		o += (size_t)sprintf(p + o, "<p>%s</p>", paras[i]);
+	o += (size_t)sprintf(p + o, "<div class=\"share-bar\"><a href=\"#\">"
+	    "Share on social media</a></div></div></article>"
+	    "<aside class=\"sidebar\"><h3>Most read</h3><ul>");
+	for (i = 0; i < 8; i++)
+		o += (size_t)sprintf(p + o, "<li><a href=\"/r%zu\">Another "
+		    "story that people read today, number %zu</a></li>", i, i);
+	o += (size_t)sprintf(p + o, "</ul></aside></div><div class=\"comments\">"
+	    "<p>What a great decision, finally, after all these years of "
+	    "waiting, thank you council, thank you mayor.</p></div>"
+	    "<footer><p>Copyright 2024 The Daily Example. All rights "
+	    "reserved, every single one of them, forever.</p></footer>"
+	    "</body></html>");
+	*len = o;
+	return p;
+}
+
+START_TEST(test_article)
+{
+	struct extract_scratch *sc = extract_scratch_new();
+	size_t len, tl;
+	char *page = article_page(&len), *text;
+
+	ck_assert_int_eq(run(sc, page, len, &text, &tl), EXTRACT_MAIN);
+	ck_assert_ptr_nonnull(strstr(text, "The city council voted"));
+	ck_assert_ptr_nonnull(strstr(text, "according to the transport "
+	    "authority."));
+	ck_assert_ptr_null(strstr(text, "Section number"));
+	ck_assert_ptr_null(strstr(text, "Another story"));
+	ck_assert_ptr_null(strstr(text, "Share on social"));
+	ck_assert_ptr_null(strstr(text, "What a great decision"));
+	ck_assert_ptr_null(strstr(text, "Copyright"));
+	ck_assert_ptr_null(strstr(text, "var a"));
+	/* One paragraph a line. */
+	ck_assert_ptr_nonnull(strstr(text, "last year.\nSupporters said"));
+	free(text);
+	free(page);
+	extract_scratch_free(sc);
+}
+END_TEST
+
+START_TEST(test_no_article)
+{
+	struct extract_scratch *sc = extract_scratch_new();
+	char *page = malloc(65536), *text;
+	size_t i, o = 0, tl;
+
+	/* A list page: headlines and links, no prose. */
+	o += (size_t)sprintf(page + o, "<html><body><h1>Latest news</h1>"
+	    "<ul class=\"stories\">");
+	for (i = 0; i < 40; i++)
+		o += (size_t)sprintf(page + o, "<li><a href=\"/n/%zu\">Headline "
+		    "of the story number %zu, with a few words</a> <span>2 "
+		    "hours ago</span></li>", i, i);
+	o += (size_t)sprintf(page + o, "</ul></body></html>");
+	ck_assert_int_eq(run(sc, page, o, &text, &tl), EXTRACT_WHOLE);
+	ck_assert_ptr_nonnull(strstr(text, "Headline of the story number 39"));
+	free(text);
+	/* An error page. */
+	o = (size_t)sprintf(page, "<html><head><title>404</title></head><body>"
+	    "<div class=\"error\"><h1>Page not found</h1><p>Sorry, the page "
+	    "you asked for is not here.</p><a href=\"/\">Home</a></div>"
+	    "</body></html>");
+	ck_assert_int_eq(run(sc, page, o, &text, &tl), EXTRACT_WHOLE);
+	ck_assert_str_eq(text, "Page not found\nSorry, the page you asked for "
+	    "is not here.\nHome");
+	free(text);
+	free(page);
+	extract_scratch_free(sc);
+}
+END_TEST
+
+/* Random markup: the format and bounds hold, scratches are reusable. */
+START_TEST(test_random)
+{
+	static const char *const bits[] = {
+		"<p>", "</p>", "<div class=\"article-body\">", "</div>", "<a>",
+		"</a>", "<li>", "<ul>", "</ul>", "<td>", "<table>", "<tr>",
+		"</table>", "<br>", "<script>", "</script>", "<!--", "-->",
+		"<h2>", "</h2>", "<nav>", "</nav>", "<title>", "<b>", "</b>",
+		"&amp;", "&nbsp;", "&#10;", "&", "<", ">", "\"", "'", "=", " ",
+		"\n", "\t", "word", "text, more", "\0", "\xc3\xa9", "\xff",
+		"<span hidden>", "</span>", "<x-y>", "</x-y>", "<svg>",
+		"</body>", "<body>", "<head>", "</html>",
+	};
+	struct extract_scratch *sc = extract_scratch_new(), *fresh;
+	uint64_t seed = 7;
+	char doc[2048], *a, *b;
+	size_t len, i, la, lb;
+	int round, ra, rb;
+
+	for (round = 0; round < 3000; round++) {
+		size_t n = (size_t)tu_rand_below(&seed, 120);
+
+		len = 0;
+		for (i = 0; i < n; i++) {
+			const char *x = bits[tu_rand_below(&seed,
+			    sizeof(bits) / sizeof(bits[0]))];
+			size_t xl = x[0] == '\0' ? 1 : strlen(x);
+
+			memcpy(doc + len, x, xl);
+			len += xl;
+		}
+		ra = run(sc, doc, len, &a, &la);
+		/* A used scratch gives what a new one gives. */
+		fresh = extract_scratch_new();
+		rb = run(fresh, doc, len, &b, &lb);
+		extract_scratch_free(fresh);
+		ck_assert_int_eq(ra, rb);
+		ck_assert(la == lb && memcmp(a, b, la) == 0);
+		free(a);
+		free(b);
+	}
+	extract_scratch_free(sc);
+}
+END_TEST
+
+/*
+ * A hostile page: it must finish (the test case's timeout), keep the
+ * format, and hold memory to a small multiple of its size.
+ */
+static void
+check_hostile(const char *what, const char *doc, size_t len)
+{
+	struct extract_scratch *sc = extract_scratch_new();
+	double t0 = tu_now();
+	size_t mem;
+
+	run(sc, doc, len, NULL, NULL);
+	mem = extract_scratch_bytes(sc);
+	fprintf(stderr, "extract %s: %zu bytes, %.2f s, scratch %.1f times "
+	    "the input\n", what, len, tu_now() - t0,
+	    (double)mem / (double)(len > 0 ? len : 1));
+	ck_assert_msg(mem <= 12 * len + (1 << 20), "%s: scratch %zu bytes",
+	    what, mem);
+	extract_scratch_free(sc);
+}
+
+static char *
+repeat(const char *unit, size_t times, const char *tail, size_t *len)
+{
+	size_t ul = strlen(unit), tl = strlen(tail), i;
+	char *p = malloc(ul * times + tl + 1);
+
+	for (i = 0; i < times; i++)
+		memcpy(p + i * ul, unit, ul);
+	memcpy(p + ul * times, tail, tl + 1);
+	*len = ul * times + tl;
+	return p;
+}
+
+START_TEST(test_hostile)
+{
+	char *p, *q;
+	size_t len, i, n;
+	uint64_t seed = 99;
+
+	p = repeat("<div>", 100000, "deep text", &len);
+	check_hostile("100,000 unclosed divs", p, len);
+	free(p);
+	p = repeat("<div><p>x", 100000, "", &len);
+	q = malloc(len + 100000 * 6 + 1);
+	memcpy(q, p, len);
+	for (i = 0; i < 100000; i++)
+		memcpy(q + len + i * 6, "</div>", 6);
+	check_hostile("100,000 nested divs, closed", q, len + 600000);
+	free(q);
+	free(p);
+	p = repeat("<table><tr><td>", 30000, "cell", &len);
+	check_hostile("30,000 nested tables", p, len);
+	free(p);
+	p = repeat("<b>", 1000000, "", &len);
+	check_hostile("all markup", p, len);
+	free(p);
+	p = repeat("</p></div></li></td>", 100000, "", &len);
+	check_hostile("stray end tags", p, len);
+	free(p);
+	p = repeat("<a href=x>", 200000, "", &len);
+	check_hostile("200,000 open links", p, len);
+	free(p);
+	p = repeat("word ", 10000000, "", &len);
+	check_hostile("one 50 MB text node", p, len);
+	free(p);
+	p = repeat("x<br>", 1000000, "", &len);
+	check_hostile("a million lines", p, len);
+	free(p);
+	p = repeat("&amp;", 1000000, "", &len);
+	check_hostile("a million references", p, len);
+	free(p);
+	p = repeat("a", 4000000, "\">text", &len);
+	memcpy(p, "<p class=\"", 10);
+	check_hostile("a 4 MB attribute", p, len);
+	p[9] = 'x';
+	check_hostile("a 4 MB attribute, unquoted", p, len);
+	free(p);
+	p = repeat("<p>text ", 1000, "<script>", &len);
+	q = repeat("if (a < b) { c = '</p>'; } ", 100000, "", &n);
+	p = realloc(p, len + n + 1);
+	memcpy(p + len, q, n + 1);
+	check_hostile("a script never closed", p, len + n);
+	free(q);
+	free(p);
+	n = 1 << 22;
+	p = malloc(n);
+	for (i = 0; i < n; i++)
+		p[i] = (char)tu_rand(&seed);
+	check_hostile("4 MB of random bytes", p, n);
+	memset(p, 0, n);
+	check_hostile("4 MB of NUL bytes", p, n);
+	for (i = 0; i < n; i++)
+		p[i] = "<>/=\"' a&!-"[tu_rand_below(&seed, 11)];
+	check_hostile("4 MB of markup bytes", p, n);
+	free(p);
+}
+END_TEST
+
+/* A page cut at any byte still gives sane text. */
+START_TEST(test_truncated)
+{
+	struct extract_scratch *sc = extract_scratch_new();
+	size_t len, cut;
+	char *page = article_page(&len);
+
+	for (cut = 0; cut <= len; cut += cut < 64 ? 1 : 7)
+		run(sc, page, cut, NULL, NULL);
+	free(page);
+	extract_scratch_free(sc);
+}
+END_TEST
+
+/* The L3S-GN1 news pages: nearly all have an article. */
+START_TEST(test_corpus)
+{
+	struct extract_scratch *sc = extract_scratch_new();
+	struct corpus *pages;
+	size_t i, main = 0;
+	char *path;
+
+	path = tu_data_path("text_corpora/l3s_gn1_html/original");
+	ck_assert_ptr_nonnull(pages = corpus_files(path, ".html"));
+	for (i = 0; i < pages->n; i++)
+		main += run(sc, pages->docs[i].data, pages->docs[i].len, NULL,
+		    NULL) == EXTRACT_MAIN;
+	ck_assert_uint_ge(main * 100, pages->n * 95);
+	corpus_free(pages);
+	free(path);
+	extract_scratch_free(sc);
+}
+END_TEST
+
+Suite *extract_suite(void);
+
+Suite *
+extract_suite(void)
+{
+	Suite *s = suite_create("extract");
+	TCase *tc = tcase_create("extract");
+
+	/* The hostile pages take seconds under a sanitizer. */
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_format);
+	tcase_add_test(tc, test_entities);
+	tcase_add_test(tc, test_dropped);
+	tcase_add_test(tc, test_bytes);
+	tcase_add_test(tc, test_plain);
+	tcase_add_test(tc, test_article);
+	tcase_add_test(tc, test_no_article);
+	tcase_add_test(tc, test_random);
+	tcase_add_test(tc, test_hostile);
+	tcase_add_test(tc, test_truncated);
+	tcase_add_test(tc, test_corpus);
+	suite_add_tcase(s, tc);
+	return s;
+}
