@@ -58,16 +58,19 @@ static const struct command {
 	  "background\n"
 	  "                (admin)" },
 	{ "doc-submit", nddctl_doc_submit, NULL,
-	  "--url URL [--html] [--query-only] [FILE|-]\n"
+	  "[--match ANSWER] --url URL [--html] [--query-only] [FILE|-]\n"
 	  "                | --jsonl [--batch N] [--query-only] [FILE|-]\n"
 	  "                store a document; prints its id, simhash, group and\n"
-	  "                near duplicates (--jsonl: one JSON document a line,\n"
-	  "                sent in batches of N, default 256)" },
+	  "                near duplicates with their similarity (--jsonl: one\n"
+	  "                JSON document a line, sent in batches of N, default\n"
+	  "                256; --match verified or hamming: by that answer)" },
 	{ "doc-query", nddctl_doc_query, NULL,
-	  "[--k N] [--html] [--simhash HEX] [FILE|-]\n"
-	  "                the stored documents near a body or a fingerprint" },
+	  "[--match ANSWER | --k N] [--html] [--simhash HEX] [FILE|-]\n"
+	  "                the stored documents near a body or a fingerprint\n"
+	  "                (--k, --simhash: the Hamming answer)" },
 	{ "doc-get", nddctl_doc_get, NULL,
-	  "--url URL    a stored document and its near duplicates" },
+	  "[--match ANSWER] --url URL\n"
+	  "                a stored document and its near duplicates" },
 	{ "doc-delete", nddctl_doc_delete, NULL,
 	  "--url URL    forget a document (admin)" },
 	{ "reshard", nddctl_reshard, NULL,
@@ -83,6 +86,11 @@ static const struct command {
 	{ "simhash", NULL, nddctl_simhash,
 	  "[...] [FILE|-]  fingerprint documents locally (no daemon; "
 	  "see simhash --help)" },
+	{ "text", NULL, nddctl_text,
+	  "[--html [--whole]] [FILE|-]\n"
+	  "                the text nddd judges a document by: a page's main "
+	  "content\n"
+	  "                (no daemon; see text --help)" },
 };
 
 /* Whether cmd takes a shard list for -H: the URL commands route over
@@ -566,7 +574,9 @@ nddctl_print_failure(const struct nddctl_common *co, enum nddd_code code,
 void
 nddctl_print_json(json_t *obj)
 {
-	char *s = json_dumps(obj, 0);
+	/* Similarities to three places, as nddctl_put_similarity writes
+	 * them in the lines it prints itself. */
+	char *s = json_dumps(obj, JSON_REAL_PRECISION(3));
 
 	if (s != NULL) {
 		fputs(s, stdout);

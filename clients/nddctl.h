@@ -54,6 +54,7 @@ int nddctl_forget_prefix(const struct nddctl_common *co, int argc,
     char **argv);
 int nddctl_reshard(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_simhash(int argc, char **argv);
+int nddctl_text(int argc, char **argv);
 
 /* Connects or prints why not; NULL means exit NDDCTL_EXIT_UNREACHABLE. */
 nddd_client *nddctl_connect(const struct nddctl_common *co);

@@ -12,7 +12,9 @@
  * not a document gets its own error line and is not sent.
  *
  * -n names the namespace of every document of the command, as it names
- * URL batches' (nddd_set_doc_namespace).
+ * URL batches' (nddd_set_doc_namespace); --match the answer its
+ * neighbours are found by (nddd_set_doc_match: verified or hamming; by
+ * default the daemon's).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -26,9 +28,11 @@
 #include "nddctl.h"
 
 /* A client for document requests in namespace ns (NULL: the default
- * one, checked already), or NULL when the daemon cannot be reached. */
+ * one, checked already) by the answer match, or NULL when the daemon
+ * cannot be reached. */
 static nddd_client *
-doc_connect(const struct nddctl_common *co, const char *ns)
+doc_connect(const struct nddctl_common *co, const char *ns,
+    enum nddd_match match)
 {
 	nddd_client *c = nddctl_connect(co);
 
@@ -37,7 +41,25 @@ doc_connect(const struct nddctl_common *co, const char *ns)
 		nddd_close(c);
 		return NULL;
 	}
+	if (c != NULL)
+		nddd_set_doc_match(c, match);
 	return c;
+}
+
+/* Parses --match ANSWER into *m: false (said why) if it is not one. */
+static bool
+match_arg(const char *arg, enum nddd_match *m)
+{
+	if (strcmp(arg, "verified") == 0)
+		*m = NDDD_MATCH_VERIFIED;
+	else if (strcmp(arg, "hamming") == 0)
+		*m = NDDD_MATCH_HAMMING;
+	else {
+		fprintf(stderr, "nddctl: --match: verified or hamming, not "
+		    "\"%s\"\n", arg);
+		return false;
+	}
+	return true;
 }
 
 /* Parses -n NAMESPACE into *ns: false (said why) if it cannot be one. */
@@ -162,6 +184,19 @@ json_hex(uint64_t fp)
 	return json_string(hex);
 }
 
+/*
+ * A similarity as JSON writes it with three significant digits (what
+ * jansson prints with JSON_REAL_PRECISION(3)), into buf (16 bytes).
+ */
+static const char *
+similarity_text(float v, char buf[16])
+{
+	snprintf(buf, 16, "%.3g", (double)v);
+	if (strpbrk(buf, ".e") == NULL)
+		strcat(buf, ".0");
+	return buf;
+}
+
 static json_t *
 json_near(const struct nddd_doc *d)
 {
@@ -176,22 +211,44 @@ json_near(const struct nddd_doc *d)
 		    d->near[i].url_len));
 		json_object_set_new(o, "distance",
 		    json_integer(d->near[i].distance));
+		if (d->near[i].verified) {
+			json_object_set_new(o, "resemblance",
+			    json_real(d->near[i].resemblance));
+			json_object_set_new(o, "containment",
+			    json_real(d->near[i].containment));
+		}
 		json_array_append_new(a, o);
 	}
 	return a;
 }
 
+/* A neighbour's line: near, id, distance, resemblance and containment
+ * ("-" when not verified), URL. */
 static void
 print_near_text(const struct nddd_doc *d)
 {
+	char r[16], c[16];
+
 	for (size_t i = 0; i < d->nnear; i++) {
-		printf("near\t%" PRIu64 "\t%u\t", d->near[i].doc_id,
-		    d->near[i].distance);
-		nddctl_put_field(d->near[i].url, strlen(d->near[i].url));
+		const struct nddd_neighbour *nb = &d->near[i];
+
+		printf("near\t%" PRIu64 "\t%u\t%s\t%s\t", nb->doc_id,
+		    nb->distance, nb->verified ? similarity_text(
+		    nb->resemblance, r) : "-", nb->verified ?
+		    similarity_text(nb->containment, c) : "-");
+		nddctl_put_field(nb->url, strlen(nb->url));
 		putchar('\n');
 	}
 	if (d->near_total > d->nnear)
 		printf("more\t%" PRIu64 "\n", d->near_total - d->nnear);
+}
+
+/* What a page was judged by, as the protocol names it. */
+static const char *
+content_name(enum nddd_content c)
+{
+	return c == NDDD_CONTENT_MAIN ? "main" : c == NDDD_CONTENT_WHOLE ?
+	    "whole" : "text";
 }
 
 /* Prints a document's result (doc-submit, doc-get), named by url. */
@@ -199,20 +256,33 @@ static void
 print_doc(const struct nddctl_common *co, const char *url, size_t url_len,
     const struct nddd_doc *d)
 {
+	char r[16], c[16];
+
 	/* What jansson would print of {"url", "doc_id", "simhash",
-	 * "group", "near", "near_total"}, without building it. */
+	 * "group", "content", "near", "near_total"}, without building it. */
 	if (co->json) {
 		fputs_unlocked("{\"url\": ", stdout);
 		jsonl_put_string(stdout, url, url_len);
 		printf(", \"doc_id\": %" PRId64 ", \"simhash\": \"%016" PRIx64
-		    "\", \"group\": %" PRId64 ", \"near\": [",
-		    (int64_t)d->doc_id, d->simhash, (int64_t)d->group);
+		    "\", \"group\": %" PRId64, (int64_t)d->doc_id, d->simhash,
+		    (int64_t)d->group);
+		if (d->content != NDDD_CONTENT_TEXT)
+			printf(", \"content\": \"%s\"", content_name(
+			    d->content));
+		fputs_unlocked(", \"near\": [", stdout);
 		for (size_t i = 0; i < d->nnear; i++) {
+			const struct nddd_neighbour *nb = &d->near[i];
+
 			printf("%s{\"doc_id\": %" PRId64 ", \"url\": ",
-			    i > 0 ? ", " : "", (int64_t)d->near[i].doc_id);
-			jsonl_put_string(stdout, d->near[i].url,
-			    d->near[i].url_len);
-			printf(", \"distance\": %u}", d->near[i].distance);
+			    i > 0 ? ", " : "", (int64_t)nb->doc_id);
+			jsonl_put_string(stdout, nb->url, nb->url_len);
+			printf(", \"distance\": %u", nb->distance);
+			if (nb->verified)
+				printf(", \"resemblance\": %s, "
+				    "\"containment\": %s", similarity_text(
+				    nb->resemblance, r), similarity_text(
+				    nb->containment, c));
+			putc_unlocked('}', stdout);
 		}
 		putc_unlocked(']', stdout);
 		if (d->near_total > d->nnear)
@@ -250,6 +320,9 @@ print_reply(const struct nddctl_common *co, const char *url, size_t url_len,
 		if (co->json) {
 			o = json_object();
 			json_object_set_new(o, "simhash", json_hex(r->doc.simhash));
+			if (r->doc.content != NDDD_CONTENT_TEXT)
+				json_object_set_new(o, "content", json_string(
+				    content_name(r->doc.content)));
 			json_object_set_new(o, "near", json_near(&r->doc));
 			if (r->doc.near_total > r->doc.nnear)
 				json_object_set_new(o, "near_total",
@@ -682,7 +755,7 @@ batch_clear(struct batch *b)
 
 static int
 submit_jsonl(const struct nddctl_common *co, const char *path,
-    const char *ns, size_t batch, int query_only)
+    const char *ns, enum nddd_match match, size_t batch, int query_only)
 {
 	struct jsonl_source src = { .query_only = query_only };
 	unsigned window = co->window;
@@ -700,7 +773,7 @@ submit_jsonl(const struct nddctl_common *co, const char *path,
 		free(ring);
 		return NDDCTL_EXIT_USAGE;
 	}
-	if (ring == NULL || (c = doc_connect(co, ns)) == NULL) {
+	if (ring == NULL || (c = doc_connect(co, ns, match)) == NULL) {
 		status = ring ? NDDCTL_EXIT_UNREACHABLE : NDDCTL_EXIT_USAGE;
 		goto out;
 	}
@@ -824,9 +897,11 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 		{ "jsonl", no_argument, NULL, 'j' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "namespace", required_argument, NULL, 'n' },
+		{ "match", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *url = NULL, *ns = NULL;
+	enum nddd_match match = NDDD_MATCH_DEFAULT;
 	int ch, html = 0, query_only = 0, jsonl = 0, batch_opt = 0, sent;
 	char *body, *end;
 	bool too_large;
@@ -844,6 +919,10 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 		case 'j': jsonl = 1; break;
 		case 'n':
 			if (!namespace_arg(optarg, &ns))
+				return NDDCTL_EXIT_USAGE;
+			break;
+		case 'm':
+			if (!match_arg(optarg, &match))
 				return NDDCTL_EXIT_USAGE;
 			break;
 		case 'b':
@@ -864,12 +943,13 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 	    (!jsonl && (url == NULL || batch_opt)))
 		goto usage;
 	if (jsonl)
-		return submit_jsonl(co, argv[optind], ns, batch, query_only);
+		return submit_jsonl(co, argv[optind], ns, match, batch,
+		    query_only);
 	room = doc_room(co, ns);
 	if ((body = read_body(argv[optind], room, &len, &too_large)) == NULL)
 		return too_large ? refuse_large(co, argv[optind], room, "url",
 		    url) : NDDCTL_EXIT_USAGE;
-	if ((c = doc_connect(co, ns)) == NULL) {
+	if ((c = doc_connect(co, ns, match)) == NULL) {
 		free(body);
 		return NDDCTL_EXIT_UNREACHABLE;
 	}
@@ -879,10 +959,12 @@ nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv)
 	free(body);
 	return finish_one(co, c, id, sent, url);
 usage:
-	fprintf(stderr, "usage: nddctl doc-submit [-n NAMESPACE] --url URL "
-	    "[--html] [--query-only] [FILE|-]\n"
-	    "       nddctl doc-submit [-n NAMESPACE] --jsonl [--batch N] "
-	    "[--query-only] [FILE|-]\n");
+	fprintf(stderr, "usage: nddctl doc-submit [-n NAMESPACE] [--match "
+	    "verified|hamming] --url URL\n"
+	    "           [--html] [--query-only] [FILE|-]\n"
+	    "       nddctl doc-submit [-n NAMESPACE] [--match verified|hamming] "
+	    "--jsonl\n"
+	    "           [--batch N] [--query-only] [FILE|-]\n");
 	return NDDCTL_EXIT_USAGE;
 }
 
@@ -894,9 +976,11 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 		{ "html", no_argument, NULL, 'H' },
 		{ "simhash", required_argument, NULL, 's' },
 		{ "namespace", required_argument, NULL, 'n' },
+		{ "match", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *hex = NULL, *ns = NULL;
+	enum nddd_match match = NDDD_MATCH_DEFAULT;
 	int ch, html = 0, k = -1, sent;
 	char *body = NULL, *end;
 	size_t len;
@@ -917,10 +1001,16 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 			break;
 		case 'H': html = 1; break;
 		case 's': hex = optarg; break;
+		case 'm':
+			if (!match_arg(optarg, &match))
+				return NDDCTL_EXIT_USAGE;
+			break;
 		default: goto usage;
 		}
 	}
-	if (argc - optind > 1 || (hex && (html || argc > optind)))
+	/* A fingerprint alone, or a distance: the Hamming answer only. */
+	if (argc - optind > 1 || (hex && (html || argc > optind)) ||
+	    (match == NDDD_MATCH_VERIFIED && (hex != NULL || k >= 0)))
 		goto usage;
 	if (hex != NULL) {
 		/* Exactly 16 hex digits: a fingerprint, not a prefix. */
@@ -935,7 +1025,7 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 	    &too_large)) == NULL)
 		return too_large ? refuse_large(co, argv[optind], doc_room(co,
 		    ns), "simhash", NULL) : NDDCTL_EXIT_USAGE;
-	if ((c = doc_connect(co, ns)) == NULL) {
+	if ((c = doc_connect(co, ns, match)) == NULL) {
 		free(body);
 		return NDDCTL_EXIT_UNREACHABLE;
 	}
@@ -948,8 +1038,9 @@ nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv)
 	free(body);
 	return finish_one(co, c, id, sent, NULL);
 usage:
-	fprintf(stderr, "usage: nddctl doc-query [-n NAMESPACE] [--k N] "
-	    "[--html] [FILE|-]\n"
+	fprintf(stderr, "usage: nddctl doc-query [-n NAMESPACE] [--match "
+	    "verified|hamming | --k N]\n"
+	    "           [--html] [FILE|-]\n"
 	    "       nddctl doc-query [-n NAMESPACE] [--k N] --simhash HEX\n");
 	return NDDCTL_EXIT_USAGE;
 }
@@ -960,33 +1051,43 @@ by_url(const struct nddctl_common *co, int argc, char **argv, int get)
 	static const struct option longopts[] = {
 		{ "url", required_argument, NULL, 'u' },
 		{ "namespace", required_argument, NULL, 'n' },
+		{ "match", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *url = NULL, *ns = NULL;
+	enum nddd_match match = NDDD_MATCH_DEFAULT;
 	uint64_t id;
 	nddd_client *c;
 	int ch, sent;
 
 	while ((ch = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
-		if (ch == 'n') {
+		switch (ch) {
+		case 'n':
 			if (!namespace_arg(optarg, &ns))
 				return NDDCTL_EXIT_USAGE;
-			continue;
-		}
-		if (ch != 'u')
+			break;
+		case 'm':
+			/* doc-get's neighbours; a delete has none. */
+			if (!get || !match_arg(optarg, &match))
+				goto usage;
+			break;
+		case 'u':
+			url = optarg;
+			break;
+		default:
 			goto usage;
-		url = optarg;
+		}
 	}
 	if (url == NULL || optind != argc)
 		goto usage;
-	if ((c = doc_connect(co, ns)) == NULL)
+	if ((c = doc_connect(co, ns, match)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
 	sent = get ? nddd_send_doc_get(c, url, strlen(url), &id) :
 	    nddd_send_doc_delete(c, url, strlen(url), &id);
 	return finish_one(co, c, id, sent, url);
 usage:
-	fprintf(stderr, "usage: nddctl %s [-n NAMESPACE] --url URL\n",
-	    argv[0]);
+	fprintf(stderr, "usage: nddctl %s [-n NAMESPACE]%s --url URL\n",
+	    argv[0], get ? " [--match verified|hamming]" : "");
 	return NDDCTL_EXIT_USAGE;
 }
 

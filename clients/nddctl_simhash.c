@@ -7,8 +7,10 @@
  *
  * The input is read whole (files are mapped).  With --nul it holds many
  * documents, each ended by a NUL byte (the last one may lack it): an empty
- * input is no document, "a\0\0b" three.  Documents go to the accelerator in
- * jobs; the fingerprints are printed in input order, one line each.
+ * input is no document, "a\0\0b" three.  Pages are turned into the text
+ * nddd judges them by (their main content, unless --whole) first.
+ * Documents go to the accelerator in jobs; the fingerprints are printed in
+ * input order, one line each.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +42,8 @@ static void
 nddctl_simhash_usage(FILE *f)
 {
 	fprintf(f,
-"usage: nddctl simhash [--html | --preprocessed] [--term-hash sdbm|sdbm-fmix64]\n"
+"usage: nddctl simhash [--html [--whole] | --preprocessed]\n"
+"           [--term-hash sdbm|sdbm-fmix64]\n"
 "           [--accel NAME] [--accel-dir DIR] [--accel-params STRING]\n"
 "           [--stopwords FILE|none] [--threads N] [--simd LEVEL] [--nul]\n"
 "           [FILE|-]\n"
@@ -48,7 +51,10 @@ nddctl_simhash_usage(FILE *f)
 "Prints the 64-bit simhash of the document in FILE (or standard input) as\n"
 "16 lower-case hex digits, or EMPTY_DOCUMENT when it has no terms.\n"
 "\n"
-"  --html             the input is HTML (markup, scripts, styles dropped,\n"
+"  --html             the input is HTML: its main content is fingerprinted,\n"
+"                     as nddd's [text] html = main does (nddctl text\n"
+"                     prints it); a page without an article, all its text\n"
+"  --whole            with --html, the whole page (markup, scripts, styles dropped,\n"
 "                     character references decoded)\n"
 "  --preprocessed     the input is terms separated by spaces, as the\n"
 "                     accelerators take it (no folding, no stop words)\n"
@@ -143,6 +149,90 @@ nddctl_unread(struct nddctl_input *in)
 		free(in->data);
 }
 
+/* One document of the input. */
+struct nddctl_doc {
+	const uint8_t *data;
+	size_t len;
+};
+
+/*
+ * The documents of in: the whole input, or with nul each run ended by a
+ * NUL byte (the last one may lack it).  Returns them (the caller frees
+ * them) and their count in *n, or NULL when memory is short.
+ */
+static struct nddctl_doc *
+nddctl_split(const struct nddctl_input *in, int nul, size_t *n)
+{
+	struct nddctl_doc *docs;
+	size_t count = 1, start = 0;
+
+	if (nul) {
+		count = 0;
+		for (size_t i = 0; i < in->len; i++)
+			count += in->data[i] == '\0';
+		if (in->len > 0 && in->data[in->len - 1] != '\0')
+			count++;
+	}
+	if ((docs = calloc(count + 1, sizeof(*docs))) == NULL)
+		return NULL;
+	for (size_t k = 0; k < count; k++) {
+		const uint8_t *e = !nul ? NULL : memchr(in->data + start, '\0',
+		    in->len - start);
+
+		docs[k].data = in->data + start;
+		docs[k].len = e == NULL ? in->len - start :
+		    (size_t)(e - (in->data + start));
+		start += docs[k].len + 1;
+	}
+	*n = count;
+	return docs;
+}
+
+/*
+ * Replaces each page of docs by the text engine judges it by (its main
+ * content), copied into *texts (the caller frees it).  Returns -1 (said
+ * on standard error) when memory is short.
+ */
+static int
+nddctl_main_texts(nddd_engine *engine, struct nddctl_doc *docs, size_t n,
+    uint8_t **texts)
+{
+	size_t *off = calloc(n + 1, sizeof(*off)), len = 0, cap = 0;
+	uint8_t *buf = NULL, *p;
+
+	if (off == NULL)
+		goto nomem;
+	for (size_t k = 0; k < n; k++) {
+		enum nddd_content content;
+		const char *text;
+		size_t tlen;
+
+		if (nddd_engine_text(engine, docs[k].data, docs[k].len,
+		    NDDD_FORMAT_HTML, &text, &tlen, &content) != NDDD_OK)
+			goto nomem;
+		if (len + tlen + 1 > cap) {
+			cap = (len + tlen + 1) * 2;
+			if ((p = realloc(buf, cap)) == NULL)
+				goto nomem;
+			buf = p;
+		}
+		memcpy(buf + len, text, tlen);
+		off[k] = len;
+		docs[k].len = tlen;
+		len += tlen;
+	}
+	for (size_t k = 0; k < n; k++)
+		docs[k].data = buf + off[k];
+	free(off);
+	*texts = buf;
+	return 0;
+nomem:
+	fprintf(stderr, "nddctl simhash: %s\n", strerror(ENOMEM));
+	free(off);
+	free(buf);
+	return -1;
+}
+
 struct nddctl_run {
 	struct event_base *base;
 	size_t pending;
@@ -163,6 +253,7 @@ nddctl_simhash(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "html", no_argument, NULL, 'H' },
+		{ "whole", no_argument, NULL, 'W' },
 		{ "preprocessed", no_argument, NULL, 'P' },
 		{ "term-hash", required_argument, NULL, 't' },
 		{ "accel", required_argument, NULL, 'a' },
@@ -181,11 +272,13 @@ nddctl_simhash(int argc, char **argv)
 	struct nddctl_input in = { NULL, 0, 0 };
 	struct nddctl_run run = { NULL, 0 };
 	struct accel_job **jobs = NULL;
+	struct nddctl_doc *docs = NULL;
+	uint8_t *texts = NULL;
 	nddd_engine *engine = NULL;
 	struct accel *acc = NULL;
 	char *cause = NULL, *end;
 	char hex[SIMHASH_HEX_LEN + 1];
-	size_t ndocs = 0, njobs = 0, i, j, k, start;
+	size_t ndocs = 0, njobs = 0, i, j, k;
 	int c, nul = 0, rc = EXIT_USAGE, empty = 0;
 	unsigned long v;
 	uint64_t fp;
@@ -205,6 +298,9 @@ nddctl_simhash(int argc, char **argv)
 			break;
 		case 'P':
 			input = SIMHASH_INPUT_PREPROCESSED;
+			break;
+		case 'W':
+			eo.html = "whole";
 			break;
 		case 't':
 			eo.term_hash = optarg;
@@ -268,22 +364,22 @@ nddctl_simhash(int argc, char **argv)
 		fprintf(stderr, "nddctl simhash: %s\n", cause);
 		goto out;
 	}
-	/* The documents. */
-	if (!nul)
-		ndocs = 1;
-	else {
-		for (i = 0; i < in.len; i++)
-			if (in.data[i] == '\0')
-				ndocs++;
-		if (in.len > 0 && in.data[in.len - 1] != '\0')
-			ndocs++;
+	/* The documents; of pages, by default, their main content. */
+	if ((docs = nddctl_split(&in, nul, &ndocs)) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", strerror(ENOMEM));
+		goto out;
+	}
+	if (input == SIMHASH_INPUT_HTML && eo.html == NULL) {
+		if (nddctl_main_texts(engine, docs, ndocs, &texts) == -1)
+			goto out;
+		input = SIMHASH_INPUT_TEXT;
 	}
 	njobs = (ndocs + NDDCTL_JOB_DOCS - 1) / NDDCTL_JOB_DOCS;
 	if (njobs > 0 && (jobs = calloc(njobs, sizeof(*jobs))) == NULL) {
 		fprintf(stderr, "nddctl simhash: %s\n", strerror(ENOMEM));
 		goto out;
 	}
-	for (j = 0, start = 0; j < njobs; j++) {
+	for (j = 0, i = 0; j < njobs; j++) {
 		size_t n = ndocs - j * NDDCTL_JOB_DOCS < NDDCTL_JOB_DOCS ?
 		    ndocs - j * NDDCTL_JOB_DOCS : NDDCTL_JOB_DOCS;
 
@@ -292,15 +388,8 @@ nddctl_simhash(int argc, char **argv)
 			    strerror(ENOMEM));
 			goto out;
 		}
-		for (k = 0; k < n; k++) {
-			const uint8_t *e = !nul ? NULL : memchr(in.data + start,
-			    '\0', in.len - start);
-			size_t len = e == NULL ? in.len - start :
-			    (size_t)(e - (in.data + start));
-
-			accel_job_set(jobs[j], k, in.data + start, len);
-			start += len + 1;
-		}
+		for (k = 0; k < n; k++, i++)
+			accel_job_set(jobs[j], k, docs[i].data, docs[i].len);
 		run.pending++;
 		if (accel_submit(acc, jobs[j], nddctl_job_done, &run) == -1) {
 			run.pending--;
@@ -333,6 +422,8 @@ out:
 		event_base_free(run.base);
 	if (in.data != NULL)
 		nddctl_unread(&in);
+	free(docs);
+	free(texts);
 	nddd_engine_free(engine);
 	free(cause);
 	return rc;

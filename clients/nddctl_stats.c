@@ -109,6 +109,18 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		printf("near.tables\t%" PRIu32 "\n", s.near_tables);
 		printf("near.bytes\t%" PRIu64 "\n", s.near_bytes);
 		printf("near.distinct\t%" PRIu64 "\n", s.near_distinct);
+		printf("near.answer\t%s\nnear.html\t%s\n", s.near_answer,
+		    s.near_html);
+		printf("near.containment\t%.3g\nnear.resemblance\t%.3g\n",
+		    (double)s.near_containment, (double)s.near_resemblance);
+		printf("near.sketch_keys\t%" PRIu64 "\n", s.near_sketch_keys);
+		printf("near.sketch_bytes\t%" PRIu64 "\n",
+		    s.near_sketch_bytes);
+		printf("near.candidates\t%" PRIu64 "\n", s.near_candidates);
+		printf("near.verified\t%" PRIu64 "\n", s.near_verified);
+		printf("near.keys_skipped\t%" PRIu64 "\n",
+		    s.near_keys_skipped);
+		printf("near.unsketched\t%" PRIu64 "\n", s.near_unsketched);
 		printf("accel.backend\t%s%s\n", s.accel_backend,
 		    s.accel_simulation ? " (simulation)" : "");
 		printf("accel.batches\t%" PRIu64 "\n", s.accel_batches);
@@ -167,6 +179,24 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 	json_object_set_new(near, "bytes", json_integer((json_int_t)s.near_bytes));
 	json_object_set_new(near, "distinct",
 	    json_integer((json_int_t)s.near_distinct));
+	json_object_set_new(near, "answer", json_string(s.near_answer));
+	json_object_set_new(near, "html", json_string(s.near_html));
+	json_object_set_new(near, "containment",
+	    json_real(s.near_containment));
+	json_object_set_new(near, "resemblance",
+	    json_real(s.near_resemblance));
+	json_object_set_new(near, "sketch_keys",
+	    json_integer((json_int_t)s.near_sketch_keys));
+	json_object_set_new(near, "sketch_bytes",
+	    json_integer((json_int_t)s.near_sketch_bytes));
+	json_object_set_new(near, "candidates",
+	    json_integer((json_int_t)s.near_candidates));
+	json_object_set_new(near, "verified",
+	    json_integer((json_int_t)s.near_verified));
+	json_object_set_new(near, "keys_skipped",
+	    json_integer((json_int_t)s.near_keys_skipped));
+	json_object_set_new(near, "unsketched",
+	    json_integer((json_int_t)s.near_unsketched));
 	json_object_set_new(o, "near", near);
 	accel = json_object();
 	json_object_set_new(accel, "backend", json_string(s.accel_backend));

@@ -309,6 +309,8 @@ open_docs(struct daemon *d)
 		.blocks = (unsigned)d->cfg.near_blocks,
 		.term_hash = d->cfg.term_hash,
 		.stopwords_digest = d->stopwords_digest,
+		.resemblance = (float)d->cfg.near_resemblance,
+		.containment = (float)d->cfg.near_containment,
 	};
 	struct accel_options ao;
 	char *cause = NULL;

@@ -70,6 +70,7 @@ struct nddd_client {
 					   the default namespace */
 	char *doc_ns;		/* of document requests; NULL: the default
 				   namespace */
+	enum nddd_match doc_match;	/* of document requests */
 	size_t max_frame;	/* the server's [server] max_frame */
 	nddd_canon *canon;	/* nddd_urls sends digests; NULL: URLs */
 	uint32_t server_shards;	/* the last reply's Response.shards */
@@ -576,16 +577,34 @@ nddd_set_doc_namespace(nddd_client *c, const char *ns)
 	return 0;
 }
 
+void
+nddd_set_doc_match(nddd_client *c, enum nddd_match m)
+{
+	c->doc_match = m;
+}
+
+/* The protocol's Match for m, or the client's when m is the default. */
+static Nddd__V1__Match
+match_of(const nddd_client *c, enum nddd_match m)
+{
+	if (m == NDDD_MATCH_DEFAULT)
+		m = c->doc_match;
+	return m == NDDD_MATCH_VERIFIED ? NDDD__V1__MATCH__MATCH_VERIFIED :
+	    m == NDDD_MATCH_HAMMING ? NDDD__V1__MATCH__MATCH_HAMMING :
+	    NDDD__V1__MATCH__MATCH_DEFAULT;
+}
+
 /*
  * The bytes the client's document namespace adds to a DocSubmit (its
- * field), and to the batch's length of it (one more, at most).
+ * field), and to the batch's length of it (one more, at most), and the
+ * client's answer (2).
  */
 static size_t
 doc_ns_bytes(const nddd_client *c)
 {
 	size_t len = c->doc_ns != NULL ? strlen(c->doc_ns) : 0;
 
-	return len > 0 ? 1 + 1 + len + 1 : 0;
+	return (len > 0 ? 1 + 1 + len + 1 : 0) + 2;
 }
 
 /*
@@ -750,6 +769,7 @@ nddd_send_doc_submit(nddd_client *c, const char *url, size_t url_len,
 	    NDDD__V1__DOC_FORMAT__TEXT;
 	d.query_only = query_only != 0;
 	d.namespace_ = c->doc_ns;
+	d.match = match_of(c, NDDD_MATCH_DEFAULT);
 	req.op_case = NDDD__V1__REQUEST__OP_DOC_SUBMIT;
 	req.doc_submit = &d;
 	return queue_request(c, &req, id);
@@ -775,6 +795,10 @@ doc_submit_of(Nddd__V1__DocSubmit *m, const struct nddd_doc_item *d)
 	m->query_only = d->query_only != 0;
 	m->group = d->group;
 	m->new_group = d->new_group != 0;
+	m->with_sketch = d->with_sketch != 0;
+	m->match = d->match == NDDD_MATCH_VERIFIED ?
+	    NDDD__V1__MATCH__MATCH_VERIFIED : d->match == NDDD_MATCH_HAMMING ?
+	    NDDD__V1__MATCH__MATCH_HAMMING : NDDD__V1__MATCH__MATCH_DEFAULT;
 }
 
 size_t
@@ -840,6 +864,7 @@ nddd_send_docs(nddd_client *c, const struct nddd_doc_item *docs, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		doc_submit_of(&items[i], &docs[i]);
 		items[i].namespace_ = c->doc_ns;
+		items[i].match = match_of(c, docs[i].match);
 		ptrs[i] = &items[i];
 	}
 	batch.n_docs = n;
@@ -861,7 +886,8 @@ send_query(nddd_client *c, Nddd__V1__DocQuery *q, int k, uint64_t *id)
 	if (k >= 0) {
 		dist.k = (uint32_t)k;
 		q->max_distance = &dist;
-	}
+	} else if (q->what_case != NDDD__V1__DOC_QUERY__WHAT_SIMHASH)
+		q->match = match_of(c, NDDD_MATCH_DEFAULT);
 	q->namespace_ = c->doc_ns;
 	req.op_case = NDDD__V1__REQUEST__OP_DOC_QUERY;
 	req.doc_query = q;
@@ -885,6 +911,23 @@ nddd_send_doc_query(nddd_client *c, const void *body, size_t body_len,
 }
 
 int
+nddd_send_doc_query_sketch(nddd_client *c, const void *body,
+    size_t body_len, enum nddd_doc_format format, uint64_t *id)
+{
+	Nddd__V1__DocQuery q = NDDD__V1__DOC_QUERY__INIT;
+	Nddd__V1__DocBody b = NDDD__V1__DOC_BODY__INIT;
+
+	b.body.data = (uint8_t *)body;
+	b.body.len = body_len;
+	b.format = format == NDDD_HTML ? NDDD__V1__DOC_FORMAT__HTML :
+	    NDDD__V1__DOC_FORMAT__TEXT;
+	q.what_case = NDDD__V1__DOC_QUERY__WHAT_BODY;
+	q.body = &b;
+	q.with_sketch = true;
+	return send_query(c, &q, -1, id);
+}
+
+int
 nddd_send_doc_query_simhash(nddd_client *c, uint64_t simhash, int k,
     uint64_t *id)
 {
@@ -893,6 +936,21 @@ nddd_send_doc_query_simhash(nddd_client *c, uint64_t simhash, int k,
 	q.what_case = NDDD__V1__DOC_QUERY__WHAT_SIMHASH;
 	q.simhash = simhash;
 	return send_query(c, &q, k, id);
+}
+
+int
+nddd_send_doc_query_print(nddd_client *c, uint64_t simhash,
+    const void *sketch, size_t sketch_len, uint64_t *id)
+{
+	Nddd__V1__DocQuery q = NDDD__V1__DOC_QUERY__INIT;
+	Nddd__V1__DocPrint p = NDDD__V1__DOC_PRINT__INIT;
+
+	p.simhash = simhash;
+	p.sketch.data = (uint8_t *)sketch;
+	p.sketch.len = sketch_len;
+	q.what_case = NDDD__V1__DOC_QUERY__WHAT_PRINT;
+	q.print = &p;
+	return send_query(c, &q, -1, id);
 }
 
 static int
@@ -906,6 +964,7 @@ send_ref(nddd_client *c, int get, const char *url, size_t url_len,
 	ref.url.len = url_len;
 	ref.namespace_ = c->doc_ns;
 	if (get) {
+		ref.match = match_of(c, NDDD_MATCH_DEFAULT);
 		req.op_case = NDDD__V1__REQUEST__OP_DOC_GET;
 		req.doc_get = &ref;
 	} else {
@@ -1064,6 +1123,18 @@ copy_stats(struct nddd_stats *o, const Nddd__V1__StatsResult *s)
 		o->near_tables = s->near->tables;
 		o->near_bytes = s->near->bytes;
 		o->near_distinct = s->near->distinct;
+		snprintf(o->near_answer, sizeof(o->near_answer), "%s",
+		    s->near->answer != NULL ? s->near->answer : "");
+		snprintf(o->near_html, sizeof(o->near_html), "%s",
+		    s->near->html != NULL ? s->near->html : "");
+		o->near_containment = s->near->containment;
+		o->near_resemblance = s->near->resemblance;
+		o->near_sketch_keys = s->near->sketch_keys;
+		o->near_sketch_bytes = s->near->sketch_bytes;
+		o->near_candidates = s->near->candidates;
+		o->near_verified = s->near->verified;
+		o->near_keys_skipped = s->near->keys_skipped;
+		o->near_unsketched = s->near->unsketched;
 	}
 	if (s->accel != NULL) {
 		snprintf(o->accel_backend, sizeof(o->accel_backend), "%s",
@@ -1131,9 +1202,11 @@ copy_times(nddd_client *c, struct nddd_reply *r,
  */
 static int
 doc_copy(struct nddd_doc *d, const Nddd__V1__DocResult *m,
-    Nddd__V1__Neighbour **near, size_t n, uint64_t total)
+    Nddd__V1__Neighbour **near, size_t n, uint64_t total,
+    const ProtobufCBinaryData *sketch)
 {
 	size_t url_len = m != NULL ? m->url.len : 0, size;
+	size_t sketch_len = sketch->len;
 	char *p;
 
 	d->near_total = total;
@@ -1142,12 +1215,15 @@ doc_copy(struct nddd_doc *d, const Nddd__V1__DocResult *m,
 		d->simhash = m->simhash;
 		d->group = m->group;
 		d->created = m->created;
+		d->content = (enum nddd_content)m->content;
 	}
 	d->url = "";
 	d->url_len = 0;
-	if (n == 0 && url_len == 0)
+	d->sketch = NULL;
+	d->sketch_len = 0;
+	if (n == 0 && url_len == 0 && sketch_len == 0)
 		return 0;
-	size = n * sizeof(*d->near) + url_len + 1;
+	size = n * sizeof(*d->near) + url_len + 1 + sketch_len;
 	for (size_t i = 0; i < n; i++)
 		size += near[i]->url.len + 1;
 	if ((p = malloc(size)) == NULL)
@@ -1162,6 +1238,9 @@ doc_copy(struct nddd_doc *d, const Nddd__V1__DocResult *m,
 		d->near[i].distance = near[i]->distance;
 		d->near[i].group = near[i]->group;
 		d->near[i].created_ms = near[i]->created_ms;
+		d->near[i].resemblance = near[i]->resemblance;
+		d->near[i].containment = near[i]->containment;
+		d->near[i].verified = near[i]->verified;
 		d->near[i].url_len = near[i]->url.len;
 		d->near[i].url = p;
 		if (near[i]->url.len > 0)
@@ -1174,6 +1253,10 @@ doc_copy(struct nddd_doc *d, const Nddd__V1__DocResult *m,
 	p[url_len] = '\0';
 	d->url = p;
 	d->url_len = url_len;
+	if (sketch_len > 0) {
+		d->sketch = memcpy(p + url_len + 1, sketch->data, sketch_len);
+		d->sketch_len = sketch_len;
+	}
 	return 0;
 }
 
@@ -1183,7 +1266,7 @@ doc_release(struct nddd_doc *d)
 {
 	if (d->nnear > 0)
 		free(d->near);
-	else if (d->url_len > 0)
+	else if (d->url_len > 0 || d->sketch_len > 0)
 		free((char *)d->url);
 	free((char *)d->message);
 	memset(d, 0, sizeof(*d));
@@ -1201,7 +1284,7 @@ convert_docs(nddd_client *c, struct nddd_reply *r,
 		const Nddd__V1__DocResult *d = m->docs[i];
 
 		if (doc_copy(&r->docs[i], d, d->near, d->n_near,
-		    d->near_total) == -1)
+		    d->near_total, &d->sketch) == -1)
 			return fail(c, "out of memory");
 	}
 	for (size_t i = 0; i < m->n_errors; i++) {
@@ -1362,14 +1445,17 @@ convert(nddd_client *c, const Nddd__V1__Response *resp)
 	case NDDD__V1__RESPONSE__RESULT_DOC:
 		r->kind = NDDD_REPLY_DOC;
 		if (doc_copy(&r->doc, resp->doc, resp->doc->near,
-		    resp->doc->n_near, resp->doc->near_total) == -1)
+		    resp->doc->n_near, resp->doc->near_total,
+		    &resp->doc->sketch) == -1)
 			goto oom;
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_DOC_QUERY:
 		r->kind = NDDD_REPLY_DOC_QUERY;
 		r->doc.simhash = resp->doc_query->simhash;
+		r->doc.content = (enum nddd_content)resp->doc_query->content;
 		if (doc_copy(&r->doc, NULL, resp->doc_query->near,
-		    resp->doc_query->n_near, resp->doc_query->near_total) == -1)
+		    resp->doc_query->n_near, resp->doc_query->near_total,
+		    &resp->doc_query->sketch) == -1)
 			goto oom;
 		return r;
 	case NDDD__V1__RESPONSE__RESULT_DOCS:

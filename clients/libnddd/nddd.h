@@ -210,6 +210,18 @@ struct nddd_stats {
 	uint32_t shard_place, shard_count;
 	int shard_importing, shard_keep_moved_docs;
 	char shard_list[2049];		/* HOST:PORT,... */
+	/* How neighbours are decided (docs/neardup.md): [near] answer
+	 * ("verified" or "hamming"), [text] html ("main" or "whole"), the
+	 * verified answer's thresholds; then (admin; zero otherwise) the
+	 * sketch index's keys and memory, the candidates verified answers
+	 * looked at and kept, the keys they passed over as too common, and
+	 * the documents stored without a sketch. */
+	char near_answer[16];
+	char near_html[8];
+	float near_containment, near_resemblance;
+	uint64_t near_sketch_keys, near_sketch_bytes;
+	uint64_t near_candidates, near_verified, near_keys_skipped;
+	uint64_t near_unsketched;
 };
 
 struct nddd_verify {
@@ -228,6 +240,22 @@ enum nddd_doc_format {
 	NDDD_HTML,
 };
 
+/* Which stored documents are a document's neighbours (docs/neardup.md). */
+enum nddd_match {
+	NDDD_MATCH_DEFAULT,	/* the server's [near] answer */
+	NDDD_MATCH_VERIFIED,	/* candidates kept when similar enough; most
+				   similar first, then oldest */
+	NDDD_MATCH_HAMMING,	/* every document within k, nearest first,
+				   then oldest: the paper's answer */
+};
+
+/* What an HTML document was judged by. */
+enum nddd_content {
+	NDDD_CONTENT_TEXT,	/* a text document */
+	NDDD_CONTENT_MAIN,	/* a page's main content */
+	NDDD_CONTENT_WHOLE,	/* a page's whole visible text */
+};
+
 /* A stored document near another, or near a query. */
 struct nddd_neighbour {
 	uint64_t doc_id;
@@ -236,13 +264,21 @@ struct nddd_neighbour {
 	unsigned distance;	/* Hamming distance of the fingerprints */
 	uint64_t group;
 	uint64_t created_ms;	/* first submitted, ms since the epoch */
+	/* The verified answer's estimates (0 to 1) of the two documents'
+	 * shingle resemblance and containment, and whether they were
+	 * estimated (not in a Hamming answer, nor for a document stored
+	 * without a sketch). */
+	float resemblance;
+	float containment;
+	int verified;
 };
 
 /*
  * A document (doc_submit, doc_get: doc_id, group, url, created set) or a
  * query's answer (simhash and near only).  near: the stored documents
- * within k, nearest first, then oldest, the document itself excluded; at
- * most the server's max_results of them, near_total in all.
+ * that are its neighbours by the answer asked for (nddd_set_doc_match),
+ * the document itself excluded; at most the server's max_results of them,
+ * near_total in all.
  */
 struct nddd_doc {
 	uint64_t doc_id;	/* 0 for a query-only submit */
@@ -255,6 +291,12 @@ struct nddd_doc {
 	size_t nnear;
 	struct nddd_neighbour *near;
 	uint64_t near_total;
+	enum nddd_content content;	/* submits and queries by body */
+	/* Its sketch, when asked for (nddd_doc_item.with_sketch): the
+	 * server's encoding, for nddd_send_doc_query_print; owned by the
+	 * reply. */
+	const unsigned char *sketch;
+	size_t sketch_len;
 	/* A result of a doc batch (NDDD_REPLY_DOCS, nddd_docs): NDDD_OK, or
 	 * why this document failed (EMPTY_DOCUMENT, INVALID_ARGUMENT for a bad
 	 * URL...), with the server's message; the other fields are then
@@ -277,8 +319,10 @@ struct nddd_doc_item {
 	enum nddd_doc_format format;
 	int query_only;		/* compute and answer, store nothing */
 	uint64_t group;		/* join this group (0: the server chooses
-				   its nearest neighbour's, or a new one) */
+				   its first neighbour's, or a new one) */
 	int new_group;		/* found a group of its own instead */
+	enum nddd_match match;	/* DEFAULT: the client's (nddd_set_doc_match) */
+	int with_sketch;	/* send its sketch back */
 };
 
 /* The most documents a doc batch may carry (the server refuses more). */
@@ -524,10 +568,21 @@ int nddd_send_verify(nddd_client *c, uint64_t *id);
 int nddd_set_doc_namespace(nddd_client *c, const char *ns);
 
 /*
+ * The answer every later document request of c asks for (submits, gets,
+ * queries, and the items of doc batches that leave theirs at
+ * NDDD_MATCH_DEFAULT); NDDD_MATCH_DEFAULT, the server's, until set.
+ */
+void nddd_set_doc_match(nddd_client *c, enum nddd_match m);
+
+/*
  * Document operations, in the client's document namespace
  * (nddd_set_doc_namespace).  A document is named by its URL; its body is
  * text or HTML.  query_only: compute and answer, store nothing.  k: the
- * distance a query reaches, or -1 for the server's configured k.
+ * Hamming answer within that distance (at most the server's k), or -1 for
+ * the client's answer (nddd_set_doc_match).  nddd_send_doc_query_simhash
+ * has only the Hamming answer (k -1: the server's k);
+ * nddd_send_doc_query_print asks with a fingerprint and a sketch the
+ * server sent (nddd_doc.sketch), for the answer a body would get.
  */
 int nddd_send_doc_submit(nddd_client *c, const char *url, size_t url_len,
     const void *body, size_t body_len, enum nddd_doc_format format,
@@ -536,6 +591,12 @@ int nddd_send_doc_query(nddd_client *c, const void *body, size_t body_len,
     enum nddd_doc_format format, int k, uint64_t *id);
 int nddd_send_doc_query_simhash(nddd_client *c, uint64_t simhash, int k,
     uint64_t *id);
+int nddd_send_doc_query_print(nddd_client *c, uint64_t simhash,
+    const void *sketch, size_t sketch_len, uint64_t *id);
+/* nddd_send_doc_query with the client's answer, the body's sketch sent
+ * back too (nddd_doc.sketch). */
+int nddd_send_doc_query_sketch(nddd_client *c, const void *body,
+    size_t body_len, enum nddd_doc_format format, uint64_t *id);
 int nddd_send_doc_get(nddd_client *c, const char *url, size_t url_len,
     uint64_t *id);
 int nddd_send_doc_delete(nddd_client *c, const char *url, size_t url_len,
@@ -793,19 +854,24 @@ int nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
 /*
  * Documents over the shards.  A document is stored on the shard of its
  * URL; its neighbours and its group are found among every shard's
- * documents, as one daemon holding them all would find them: the group
- * of its nearest neighbour, of the nearest the oldest (first submitted:
- * in the order this handle stored them when it stored them all and still
- * remembers, else by the times the shards stamped, then the earlier shard
- * in the list, then the smaller id; docs/sharding.md); the documents of a
- * call count as submitted in input order, after every stored one.  Ids are global (nddd_shards_global_id): doc ids, group ids
+ * documents, as one daemon holding them all would find them, by the
+ * answer the shards give (their [near] answer, which they must state
+ * alike with its thresholds) or the one asked for
+ * (nddd_shards_set_doc_match): the group of its first neighbour (the
+ * most similar, or for the Hamming answer the nearest), of those the
+ * oldest (first submitted: in the order this handle stored them when it
+ * stored them all and still remembers, else by the times the shards
+ * stamped, then the earlier shard in the list, then the smaller id;
+ * docs/sharding.md); the documents of a call count as submitted in input
+ * order, after every stored one.  Ids are global (nddd_shards_global_id): doc ids, group ids
  * and neighbours' ids carry their shard.  A shard that is down fails the
  * documents it owns (NDDD_UNAVAILABLE) and is missing from the others'
  * neighbours and groups until it is back; documents of another client
  * stored on other shards at the same moment are not seen as neighbours.
  *
  * nddd_shards_set_doc_namespace: the namespace of later document calls
- * (NULL or "": the default one).
+ * (NULL or "": the default one).  nddd_shards_set_doc_match: their
+ * answer (NDDD_MATCH_DEFAULT: the shards').
  *
  * nddd_shards_docs: as nddd_docs, docs[0..n) in chunks of batch (0: 256;
  * at most NDDD_DOC_BATCH_MAX) decided and stored together; the items'
@@ -819,6 +885,7 @@ int nddd_shards_urls(nddd_shards *s, enum nddd_url_op op,
  * out->code.  Returns -1 when no shard answers or out of memory.
  */
 int nddd_shards_set_doc_namespace(nddd_shards *s, const char *ns);
+void nddd_shards_set_doc_match(nddd_shards *s, enum nddd_match m);
 int nddd_shards_docs(nddd_shards *s, const struct nddd_doc_item *docs,
     size_t n, struct nddd_doc *results, size_t batch);
 int nddd_shards_doc_query(nddd_shards *s, const void *body, size_t body_len,
@@ -860,6 +927,8 @@ enum nddd_format {
  * simd: "auto", "avx512", "avx2" or "scalar": the vector code of the
  *   whole process from now on (all give the same bits); NULL: as it is
  *   (auto unless chosen before).
+ * html: what an HTML page is judged by, the daemon's [text] html: "main"
+ *   (NULL: the default), its main content, or "whole", all its text.
  */
 struct nddd_engine_opts {
 	const char *term_hash;
@@ -867,6 +936,7 @@ struct nddd_engine_opts {
 	const char *stopwords_text;
 	size_t stopwords_len;
 	const char *simd;
+	const char *html;
 };
 
 /*
@@ -879,9 +949,11 @@ nddd_engine *nddd_engine_new(const struct nddd_engine_opts *opts,
     char **err);
 void nddd_engine_free(nddd_engine *e);
 /*
- * The fingerprint of body[0..len) (any bytes) in *fp.  Returns NDDD_OK,
- * NDDD_EMPTY_DOCUMENT when no term is left (*fp 0: the daemon refuses
- * such a document), or NDDD_INVALID_ARGUMENT for an unknown format.
+ * The fingerprint of body[0..len) (any bytes; a page's main content, as
+ * the engine's html says) in *fp.  Returns NDDD_OK, NDDD_EMPTY_DOCUMENT
+ * when no term is left (*fp 0: the daemon refuses such a document),
+ * NDDD_INVALID_ARGUMENT for an unknown format, or NDDD_INTERNAL when
+ * memory is short.
  */
 enum nddd_code nddd_engine_simhash(nddd_engine *e, const void *body,
     size_t len, enum nddd_format format, uint64_t *fp);
@@ -895,6 +967,70 @@ enum nddd_code nddd_engine_simhash(nddd_engine *e, const void *body,
 size_t nddd_engine_simhashes(nddd_engine *e, enum nddd_format format,
     const char *bodies, const size_t *lens, size_t n, uint64_t *fps,
     unsigned char *ok);
+/*
+ * The text a daemon of the engine's settings judges body by
+ * (docs/neardup.md): a text document itself; a page's main content, or
+ * its whole visible text when it has no article or the engine's html is
+ * "whole" (then as nddctl text prints it: a line per block).  *text is
+ * the engine's, valid until its next call, *content says which.
+ * Returns NDDD_OK, NDDD_INVALID_ARGUMENT for an unknown format, or
+ * NDDD_INTERNAL when memory is short.
+ */
+enum nddd_code nddd_engine_text(nddd_engine *e, const void *body, size_t len,
+    enum nddd_format format, const char **text, size_t *text_len,
+    enum nddd_content *content);
+
+/* The longest sketch (the server's encoding), and the most hashes one
+ * holds. */
+#define NDDD_SKETCH_MAX 518
+#define NDDD_SKETCH_HASHES 128
+
+/* What a daemon keeps of a document: its print. */
+struct nddd_print {
+	uint64_t simhash;
+	enum nddd_content content;
+	size_t sketch_len;
+	unsigned char sketch[NDDD_SKETCH_MAX];	/* as DocResult.sketch */
+};
+
+/*
+ * The print of body, as a daemon of the engine's settings makes it.
+ * Returns as nddd_engine_simhash (the print is zero but for NDDD_OK).
+ */
+enum nddd_code nddd_engine_print(nddd_engine *e, const void *body,
+    size_t len, enum nddd_format format, struct nddd_print *out);
+/*
+ * nddd_engine_print for n documents of one format at once, for bindings:
+ * bodies concatenated, lens[i] each one's length.  Writes fps[i], ok[i]
+ * (0: no terms), content[i], and the sketch decoded: shingles[i] (its
+ * count of distinct shingles), nhashes[i] and its hashes, ascending, in
+ * hashes[i * NDDD_SKETCH_HASHES ...] (the rest of the row zero).  Returns
+ * the number of documents with terms, or (size_t)-1 for an unknown format
+ * or when memory is short.
+ */
+size_t nddd_engine_prints(nddd_engine *e, enum nddd_format format,
+    const char *bodies, const size_t *lens, size_t n, uint64_t *fps,
+    unsigned char *ok, unsigned char *content, uint32_t *shingles,
+    uint32_t *nhashes, uint32_t *hashes);
+
+/*
+ * The similarity of two documents' sketches (a daemon's estimate, bit for
+ * bit): resemblance (|A n B| / |A u B|) and containment (|A n B| / the
+ * smaller one's size).  nddd_sketch_compare takes two encodings and
+ * returns 0, or -1 when one is not a sketch; nddd_sketch_similarities
+ * takes m pairs (a[i], b[i]) of rows of decoded sketches, laid out as
+ * nddd_engine_prints writes them, into res[i] and con[i].
+ */
+int nddd_sketch_compare(const void *a, size_t alen, const void *b,
+    size_t blen, float *resemblance, float *containment);
+void nddd_sketch_similarities(const uint32_t *shingles,
+    const uint32_t *nhashes, const uint32_t *hashes, const int64_t *a,
+    const int64_t *b, size_t m, float *res, float *con);
+/* How many of a sketch's hashes are its keys, which a daemon files it
+ * under (its first ones), and how many a candidate shares at least. */
+#define NDDD_SKETCH_KEYS 16
+#define NDDD_SKETCH_MIN_KEYS 2
+
 /*
  * Where the engine's stop words came from: the file, "none", or "" for
  * stopwords_text; owned by e.  And how many words it has.

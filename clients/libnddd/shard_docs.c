@@ -2,14 +2,17 @@
  * Documents over a shard list (docs/sharding.md).
  *
  * A document is stored on the shard of its URL (the URL routing of
- * shards.c), but its neighbours may be anywhere: a call fingerprints its
- * documents on their shards (query-only), asks every shard for each
- * fingerprint's neighbours, and decides each document's group here, in
- * input order, exactly as one daemon would: the group of its nearest
- * neighbour, the oldest of the nearest (first submitted, then the earlier
- * shard, then the smaller id); a document of the same call counts as
- * newer than every stored one, and its place in the call orders it among
- * the call's.  Documents are then stored with the group decided (or told
+ * shards.c), but its neighbours may be anywhere: a call prints its
+ * documents on their shards (query-only: fingerprint and sketch), asks
+ * every shard for each print's neighbours, and decides each document's
+ * group here, in input order, exactly as one daemon would: the group of
+ * its first neighbour by the answer (the most similar for the verified
+ * one, the nearest for the Hamming one), the oldest of the first (first
+ * submitted, then the earlier shard, then the smaller id); a document of
+ * the same call counts as newer than every stored one, and its place in
+ * the call orders it among the call's.  The candidate rule and the
+ * estimates are the daemon's own (sketch.h), so the call's documents are
+ * neighbours of each other exactly when one daemon would say so.  Documents are then stored with the group decided (or told
  * to found their own), in input order, a run of them at a time: a run
  * ends before a document that joins the group of one the run has not
  * stored yet (that group's id is its founder's, known once stored).
@@ -25,6 +28,7 @@
 
 #include "nddd.h"
 #include "shards_impl.h"
+#include "sketch.h"
 
 #define ID_SHIFT 48
 #define LOCAL_MASK ((UINT64_C(1) << ID_SHIFT) - 1)
@@ -118,6 +122,8 @@ struct cand {
 	uint64_t created_ms;
 	uint64_t seq;		/* seqmap_get's, for a stored one */
 	unsigned distance;
+	bool verified;		/* its similarity passed */
+	float resemblance, containment;
 	size_t shard;		/* stored: its shard and its id there */
 	uint64_t local;
 	size_t pos;		/* the call's document; NOT_OURS: stored */
@@ -127,14 +133,34 @@ struct cand {
 
 #define NOT_OURS ((size_t)-1)
 
-/* Nearest first; of the nearest, stored ones (older than the call's)
- * first, by first submission, shard and id; then the call's in order. */
+/* Whether a and b are equally first by the answer: as similar, or (not
+ * verified) as near. */
+static bool
+cand_tie(const struct cand *a, const struct cand *b)
+{
+	if (a->verified != b->verified)
+		return false;
+	return a->verified ? a->resemblance == b->resemblance :
+	    a->distance == b->distance;
+}
+
+/*
+ * The daemon's order (docset.h): verified ones first, most similar
+ * first; then unverified ones (a Hamming answer, documents stored without
+ * a sketch), nearest first; of equals, stored ones (older than the
+ * call's) first, by first submission, shard and id; then the call's in
+ * order.
+ */
 static int
 cand_cmp(const void *pa, const void *pb)
 {
 	const struct cand *a = pa, *b = pb;
 
-	if (a->distance != b->distance)
+	if (a->verified != b->verified)
+		return a->verified ? -1 : 1;
+	if (a->verified && a->resemblance != b->resemblance)
+		return a->resemblance > b->resemblance ? -1 : 1;
+	if (!a->verified && a->distance != b->distance)
 		return a->distance < b->distance ? -1 : 1;
 	if ((a->pos == NOT_OURS) != (b->pos == NOT_OURS))
 		return a->pos == NOT_OURS ? -1 : 1;
@@ -156,12 +182,12 @@ seq_cmp(const void *pa, const void *pb)
 }
 
 /*
- * Stored neighbours at one distance that this handle stored itself, all
- * of them, are put in the order it stored them in: each shard stamps
- * its own transactions' time, so documents a call stored on two shards
- * in the same millisecond or two may carry times in either order.  (A
- * distance with a neighbour the handle does not know keeps the order of
- * the times: a mixed order could contradict itself.)
+ * Stored neighbours equally first (as similar, or as near) that this
+ * handle stored itself, all of them, are put in the order it stored them
+ * in: each shard stamps its own transactions' time, so documents a call
+ * stored on two shards in the same millisecond or two may carry times in
+ * either order.  (Equals with a neighbour the handle does not know keep
+ * the order of the times: a mixed order could contradict itself.)
  */
 static void
 order_by_handle(struct cand *near, size_t n)
@@ -171,7 +197,7 @@ order_by_handle(struct cand *near, size_t n)
 		bool known = true;
 
 		while (j < n && near[j].pos == NOT_OURS &&
-		    near[j].distance == near[i].distance) {
+		    cand_tie(&near[j], &near[i])) {
 			known &= near[j].seq != 0;
 			j++;
 		}
@@ -195,6 +221,8 @@ struct sdoc {
 				   many places; 0: not */
 	bool live;		/* nothing failed it yet */
 	uint64_t fp;
+	bool has_sketch;	/* its shard sent its sketch */
+	struct sketch sketch;
 	char *canon;		/* canonical URL */
 	size_t canon_len;
 	struct cand *near;
@@ -250,6 +278,8 @@ step_docs(void *arg)
 
 		items[j] = *d->in;
 		items[j].query_only = st->query || d->in->query_only;
+		/* Printing: the sketch too, for the other shards. */
+		items[j].with_sketch = st->query;
 		items[j].group = 0;
 		items[j].new_group = 0;
 		if (!items[j].query_only) {
@@ -261,6 +291,32 @@ step_docs(void *arg)
 	st->rc = nddd_docs(st->sh->c, items, st->n, st->out, st->batch, 4,
 	    NULL, NULL);
 	free(items);
+}
+
+/* Whether the call's documents are answered the verified way. */
+static bool
+answer_verified(const struct nddd_shards *s)
+{
+	return s->match == NDDD_MATCH_VERIFIED ||
+	    (s->match == NDDD_MATCH_DEFAULT && !s->hamming);
+}
+
+/*
+ * Asks c for d's neighbours: by its print for the verified answer (its
+ * fingerprint alone, for the Hamming one, or when its shard sent no
+ * sketch: a document without terms has none).
+ */
+static int
+send_print(const struct nddd_shards *s, nddd_client *c,
+    const struct sdoc *d, uint64_t *id)
+{
+	uint8_t wire[SKETCH_WIRE_MAX];
+	size_t len;
+
+	if (!answer_verified(s) || !d->has_sketch)
+		return nddd_send_doc_query_simhash(c, d->fp, -1, id);
+	len = sketch_encode(&d->sketch, wire);
+	return nddd_send_doc_query_print(c, d->fp, wire, len, id);
 }
 
 /* Asks the step's shard for the neighbours of each document's print. */
@@ -278,9 +334,9 @@ step_query(void *arg)
 		size_t j;
 
 		while (sent < st->n && sent - done < QUERY_WINDOW) {
-			if (nddd_send_doc_query_simhash(c,
-			    st->docs[st->pos[sent]].fp, -1, &ids[sent]) ==
-			    -1) {
+			const struct sdoc *d = &st->docs[st->pos[sent]];
+
+			if (send_print(st->s, c, d, &ids[sent]) == -1) {
 				st->rc = -1;
 				break;
 			}
@@ -439,8 +495,11 @@ take_prints(struct step *st, void *arg)
 
 		if (r->code != NDDD_OK)
 			step_fail(st, d, r);
-		else
+		else {
 			d->fp = r->simhash;
+			d->has_sketch = r->sketch_len > 0 && sketch_decode(
+			    r->sketch, r->sketch_len, &d->sketch) == 0;
+		}
 	}
 }
 
@@ -556,6 +615,50 @@ drop_copies(struct nddd_shards *s, struct sdoc *d)
 	d->nnear = kept;
 }
 
+static int
+cmp_hash(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Whether the call's document a, stored before b, is b's neighbour as one
+ * daemon would decide: by the Hamming answer within k; by the verified
+ * one, a candidate (within k, or at least SKETCH_MIN_KEYS of a's keys
+ * among b's hashes) whose estimates reach the shards' thresholds.  The
+ * neighbour's fields in *nb.
+ */
+static bool
+call_neighbour(const struct nddd_shards *s, const struct sdoc *a,
+    const struct sdoc *b, struct cand *nb)
+{
+	struct sketch_similarity sim;
+	uint32_t keys[SKETCH_KEYS];
+	size_t nkeys, shared = 0;
+
+	nb->distance = (unsigned)__builtin_popcountll(a->fp ^ b->fp);
+	if (!answer_verified(s) || !b->has_sketch)
+		return nb->distance <= s->k;
+	if (!a->has_sketch)
+		return false;	/* a document without terms: never stored */
+	nkeys = sketch_keys(&a->sketch, keys);
+	for (size_t k = 0; k < nkeys; k++)
+		shared += bsearch(&keys[k], b->sketch.h, b->sketch.n,
+		    sizeof(keys[0]), cmp_hash) != NULL;
+	if (nb->distance > s->k && shared < SKETCH_MIN_KEYS)
+		return false;
+	sketch_compare(&b->sketch, &a->sketch, &sim);
+	if (sim.containment < s->containment ||
+	    sim.resemblance < s->resemblance)
+		return false;
+	nb->verified = true;
+	nb->resemblance = sim.resemblance;
+	nb->containment = sim.containment;
+	return true;
+}
+
 /*
  * Document j's neighbours: every shard's answers for its print, less the
  * stored version of its own URL and of URLs the call re-submits before
@@ -603,6 +706,9 @@ gather(struct nddd_shards *s, struct sdoc *docs, size_t j,
 				    s->seqmap, nddd_shards_global_id(t,
 				    nb->doc_id)),
 				.distance = nb->distance, .shard = t,
+				.verified = nb->verified != 0,
+				.resemblance = nb->resemblance,
+				.containment = nb->containment,
 				.local = nb->doc_id, .pos = NOT_OURS,
 				.url = nb->url, .url_len = nb->url_len,
 			};
@@ -610,17 +716,16 @@ gather(struct nddd_shards *s, struct sdoc *docs, size_t j,
 	}
 	drop_copies(s, d);
 	for (size_t i = 0; i < j; i++) {
-		unsigned dist = (unsigned)__builtin_popcountll(docs[i].fp ^
-		    d->fp);
-		struct cand *c;
+		struct cand nb = { .pos = i, .url = docs[i].canon,
+		    .url_len = docs[i].canon_len }, *c;
 
-		if (dist > s->k || !current_before(docs, i, j) ||
-		    memcmp(docs[i].digest, d->digest, NDDD_DIGEST_LEN) == 0)
+		if (!current_before(docs, i, j) || memcmp(docs[i].digest,
+		    d->digest, NDDD_DIGEST_LEN) == 0 ||
+		    !call_neighbour(s, &docs[i], d, &nb))
 			continue;
 		if ((c = cand_add(d, &cap)) == NULL)
 			return -1;
-		*c = (struct cand){ .distance = dist, .pos = i,
-		    .url = docs[i].canon, .url_len = docs[i].canon_len };
+		*c = nb;
 		d->total++;
 	}
 	if (d->nnear > 1)
@@ -738,7 +843,8 @@ result_of(struct sdoc *docs, struct sdoc *d)
 		r->near[m] = (struct nddd_neighbour){ .doc_id = c->id,
 		    .url = p, .url_len = c->url_len,
 		    .distance = c->distance, .group = c->group,
-		    .created_ms = c->created_ms };
+		    .created_ms = c->created_ms, .resemblance = c->resemblance,
+		    .containment = c->containment, .verified = c->verified };
 		memcpy(p, c->url, c->url_len);
 		p[c->url_len] = '\0';
 		p += c->url_len + 1;
@@ -934,6 +1040,15 @@ nddd_shards_set_doc_namespace(nddd_shards *s, const char *ns)
 	return 0;
 }
 
+void
+nddd_shards_set_doc_match(nddd_shards *s, enum nddd_match m)
+{
+	s->match = m;
+	for (size_t t = 0; t < s->n; t++)
+		if (s->shards[t].c != NULL)
+			nddd_set_doc_match(s->shards[t].c, m);
+}
+
 int
 nddd_shards_doc_query(nddd_shards *s, const void *body, size_t body_len,
     enum nddd_doc_format format, struct nddd_doc *out)
@@ -957,7 +1072,7 @@ nddd_shards_doc_query(nddd_shards *s, const void *body, size_t body_len,
 
 		if (sh->c == NULL)
 			continue;
-		if (nddd_send_doc_query(sh->c, body, body_len, format, -1,
+		if (nddd_send_doc_query_sketch(sh->c, body, body_len, format,
 		    &id) == -1 || (r = nddd_call(sh->c, id)) == NULL)
 			shard_down(sh, "%s: %s", sh->address,
 			    nddd_errstr(sh->c));
@@ -974,6 +1089,8 @@ nddd_shards_doc_query(nddd_shards *s, const void *body, size_t body_len,
 		return 0;
 	}
 	d.fp = r->doc.simhash;
+	d.has_sketch = r->doc.sketch_len > 0 && sketch_decode(r->doc.sketch,
+	    r->doc.sketch_len, &d.sketch) == 0;
 	nddd_reply_free(r);
 	if (query_all(s, &d, &pos, 1, 1, &a) == 0 && gather(s, &d, 0, &a) == 0)
 		rc = result_of(&d, &d);

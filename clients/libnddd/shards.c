@@ -81,9 +81,13 @@ shard_connect(struct nddd_shards *s, struct shard *sh, char *settings)
 		    "(too old to be a shard)", sh->address);
 		return -1;
 	}
-	snprintf(settings, SHARD_SETTINGS_LEN, "%s, near k %u", st.canon,
-	    st.near_k);
+	/* Floats to nine digits: read back, they are the same floats. */
+	snprintf(settings, SHARD_SETTINGS_LEN, "%s, near k %u, answer %s, "
+	    "containment %.9g, resemblance %.9g", st.canon, st.near_k,
+	    st.near_answer[0] != '\0' ? st.near_answer : "hamming",
+	    (double)st.near_containment, (double)st.near_resemblance);
 	nddd_set_durability(sh->c, s->durability);
+	nddd_set_doc_match(sh->c, s->match);
 	if (nddd_set_url_opts(sh->c, &s->url_opts) == -1 ||
 	    nddd_set_doc_namespace(sh->c, s->doc_ns) == -1) {
 		shard_down(sh, "%s: %s", sh->address, nddd_errstr(sh->c));
@@ -176,6 +180,7 @@ nddd_shards_open(const char *const *addresses, size_t n,
 	struct nddd_options none = { 0 };
 	struct nddd_shards *s;
 	const char *first = NULL;
+	char answer[16];
 	int oom = 0;
 
 	*err = NULL;
@@ -233,12 +238,14 @@ nddd_shards_open(const char *const *addresses, size_t n,
 		shards_fail(err, "no shard answers (%s)", s->shards[0].err);
 		goto fail;
 	}
-	if (sscanf(s->settings, "%127[^,], near k %u", s->canon_id, &s->k) !=
-	    2) {
+	if (sscanf(s->settings, "%127[^,], near k %u, answer %15[a-z], "
+	    "containment %f, resemblance %f", s->canon_id, &s->k, answer,
+	    &s->containment, &s->resemblance) != 5) {
 		shards_fail(err, "cannot read the settings \"%s\"",
 		    s->settings);
 		goto fail;
 	}
+	s->hamming = strcmp(answer, "hamming") == 0;
 	if ((s->canon = nddd_canon_new(s->canon_id, err)) == NULL)
 		goto fail;
 	return s;

@@ -26,8 +26,9 @@ struct shard {
 	int failed;		/* the part's connection failed */
 };
 
-/* The settings every shard must state alike: "CANON, near k K". */
-#define SHARD_SETTINGS_LEN 192
+/* The settings every shard must state alike: "CANON, near k K, answer
+ * A, containment C, resemblance R". */
+#define SHARD_SETTINGS_LEN 256
 
 struct nddd_shards {
 	struct shard *shards;
@@ -35,7 +36,10 @@ struct nddd_shards {
 	struct nddd_options opts;	/* strings owned */
 	char settings[SHARD_SETTINGS_LEN];
 	char canon_id[128];		/* ... their canonicalization */
-	unsigned k;			/* ... and their [near] k */
+	unsigned k;			/* ... their [near] k */
+	int hamming;			/* ... their [near] answer */
+	float containment, resemblance;	/* ... and its thresholds */
+	enum nddd_match match;		/* documents' answer asked for */
 	nddd_canon *canon;
 	enum nddd_durability durability;
 	int digests;			/* URLs go as digests */

@@ -600,6 +600,12 @@ accel_inline_engine(const struct accel *acc)
 	return accel_use_plugin(acc) ? NULL : acc->engine;
 }
 
+const struct simhash *
+accel_engine(const struct accel *acc)
+{
+	return acc->engine;
+}
+
 void
 accel_count_inline(struct accel *acc, size_t docs, size_t bytes)
 {

@@ -118,6 +118,9 @@ void accel_stats(const struct accel *acc, struct accel_stats *st);
  * stay whole.
  */
 const struct simhash *accel_inline_engine(const struct accel *acc);
+/* The cpu backend's engine, whatever the backend: its settings (term
+ * hash, stop words) are every backend's.  Any thread. */
+const struct simhash *accel_engine(const struct accel *acc);
 /* Any thread: docs documents of bytes in all, computed inline as one
  * batch. */
 void accel_count_inline(struct accel *acc, size_t docs, size_t bytes);

@@ -32,6 +32,9 @@ enum key_type {
 	KEY_LOG_LEVEL,
 	KEY_TERM_HASH,
 	KEY_SIMD,
+	KEY_HTML,	/* main (true) or whole */
+	KEY_ANSWER,	/* verified or hamming (true) */
+	KEY_FRACTION,	/* a decimal from 0 to 1 */
 };
 
 struct key {
@@ -158,6 +161,9 @@ static const struct key keys[] = {
 	/* url_forget by host or prefix needs the URLs' texts: about 100
 	 * bytes of store per URL, and journal bytes per new URL. */
 	{ "urls", "host_index", KEY_BOOL, F(host_index), 0, 0, "yes" },
+	/* A page's template outweighs its article: pages are judged by
+	 * their main content.  whole: the paper's whole visible text. */
+	{ "text", "html", KEY_HTML, F(html_main), 0, 0, "main" },
 	/* The default term hash spreads short words over all 64 bits; the
 	 * paper's plain sdbm stays for reproducing it.  Fixed per data
 	 * directory once documents are stored. */
@@ -187,6 +193,20 @@ static const struct key keys[] = {
 	 * story, not a list anyone reads. */
 	{ "near", "max_results", KEY_UINT, F(near_max_results), 1, 100000,
 	  "1000" },
+	/* Ordinary edits move a fingerprint past k, and a shared template
+	 * brings unrelated pages within it: candidates are verified by
+	 * their shingles unless a client asks for the Hamming answer. */
+	{ "near", "answer", KEY_ANSWER, F(near_hamming), 0, 0, "verified" },
+	/* Measured on labelled edits, pages and plagiarised answers
+	 * (BENCHMARKS.md, "Near duplicates"): a copy cut, edited or framed
+	 * keeps most of the shorter one's shingles, a lightly revised
+	 * answer a fifth or more; unrelated documents share a tenth or less,
+	 * even reports of one event.  The floor on resemblance keeps a
+	 * snippet from being a copy of a whole book. */
+	{ "near", "containment", KEY_FRACTION, F(near_containment), 0, 0,
+	  "0.2" },
+	{ "near", "resemblance", KEY_FRACTION, F(near_resemblance), 0, 0,
+	  "0.05" },
 	{ "log", "level", KEY_LOG_LEVEL, F(log_level), 0, 0, "info" },
 };
 
@@ -218,6 +238,23 @@ parse_uint(const char *v, int allow_suffix, uint64_t *out)
 	if (*end != '\0' || (n != 0 && mult > UINT64_MAX / n))
 		return -1;
 	*out = (uint64_t)n * mult;
+	return 0;
+}
+
+/* A decimal from 0 to 1: "0.5", "1", ".25". */
+static int
+parse_fraction(const char *v, double *out)
+{
+	char *end;
+	double d;
+
+	if (!isdigit((unsigned char)*v) && *v != '.')
+		return -1;
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno != 0 || *end != '\0' || !(d >= 0 && d <= 1))
+		return -1;
+	*out = d;
 	return 0;
 }
 
@@ -395,6 +432,25 @@ set_key(struct config *cfg, const struct key *k, const char *v,
 	case KEY_SIMD:
 		if (simhash_simd_parse(v, (enum simhash_simd *)field) == -1) {
 			*cause = "not a level (auto, avx512, avx2 or scalar)";
+			return -1;
+		}
+		return 0;
+	case KEY_HTML:
+	case KEY_ANSWER:
+		if (strcmp(v, k->type == KEY_HTML ? "main" : "verified") == 0)
+			*(bool *)field = k->type == KEY_HTML;
+		else if (strcmp(v, k->type == KEY_HTML ? "whole" :
+		    "hamming") == 0)
+			*(bool *)field = k->type != KEY_HTML;
+		else {
+			*cause = k->type == KEY_HTML ? "not a mode (main or "
+			    "whole)" : "not an answer (verified or hamming)";
+			return -1;
+		}
+		return 0;
+	case KEY_FRACTION:
+		if (parse_fraction(v, (double *)field) == -1) {
+			*cause = "not a number from 0 to 1 (e.g. 0.5)";
 			return -1;
 		}
 		return 0;

@@ -72,6 +72,8 @@ struct config {
 	uint64_t segment_records;	/* records per segment */
 	uint64_t keep_expired_ms;	/* expired URLs kept this long */
 	bool host_index;		/* URLs' texts kept by host */
+	/* [text] */
+	bool html_main;			/* HTML judged by its main content */
 	/* [simhash] */
 	enum simhash_term_hash term_hash;
 	char *stopwords;		/* path, or "none" */
@@ -87,6 +89,9 @@ struct config {
 	uint64_t near_k;
 	uint64_t near_blocks;
 	uint64_t near_max_results;	/* neighbours in one reply, at most */
+	bool near_hamming;		/* answer: the paper's, unverified */
+	double near_resemblance;	/* verified answers' thresholds */
+	double near_containment;
 	/* [log] */
 	enum log_level log_level;
 };

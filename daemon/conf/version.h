@@ -2,6 +2,6 @@
 #ifndef NDDD_VERSION_H
 #define NDDD_VERSION_H
 
-#define NDDD_VERSION "0.4.0"
+#define NDDD_VERSION "0.5.0"
 
 #endif

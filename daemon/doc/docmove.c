@@ -384,6 +384,7 @@ moved_of(const struct doc_record *r, uint32_t place, struct doc_moved *d)
 	d->group = global_group(r->group, place);
 	d->created_ms = r->created_ms;
 	d->updated_ms = r->updated_ms;
+	d->has_sketch = docset_record_sketch(r, &d->sketch) == 0;
 	return 0;
 }
 
@@ -626,8 +627,8 @@ docmove_import(struct docset *ds, struct store_txn *txn,
 		rc = docset_delete(ds, txn, d->ns, key, &id, undo);
 	else
 		rc = docset_put_times(ds, txn, d->ns, key, d->url, d->url_len,
-		    d->fp, d->group, d->created_ms, d->updated_ms, &r,
-		    &created, undo);
+		    d->fp, d->has_sketch ? &d->sketch : NULL, d->group,
+		    d->created_ms, d->updated_ms, &r, &created, undo);
 	m->importing = false;
 	return rc;
 }

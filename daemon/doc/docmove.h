@@ -72,6 +72,8 @@ struct doc_moved {
 	uint64_t group;			/* global */
 	uint64_t created_ms, updated_ms;
 	bool deleted;			/* it has no record */
+	bool has_sketch;		/* else stored without one */
+	struct sketch sketch;
 };
 
 /* A description of a status, DOCMOVE_* or a store status. */

@@ -426,6 +426,22 @@ id_text(uint32_t id, char buf[16])
 	snprintf(buf, 16, "%" PRIu32, id);
 }
 
+/* The format that names namespaces, for a reader to know: written unless
+ * the store already says a later one (docset.c's sketches). */
+static int
+format_at_least(struct store_txn *txn, const char *format)
+{
+	char buf[16];
+	int rc = store_meta_get(txn, FORMAT_KEY, buf, sizeof(buf));
+
+	if (rc == STORE_OK && strtoul(buf, NULL, 10) >= strtoul(format, NULL,
+	    10))
+		return STORE_OK;
+	if (rc != STORE_OK && rc != STORE_NOTFOUND)
+		return rc;
+	return store_meta_put(txn, FORMAT_KEY, format);
+}
+
 int
 docns_create(struct docns *r, struct store_txn *txn, const char *name,
     uint32_t *id)
@@ -443,10 +459,9 @@ docns_create(struct docns *r, struct store_txn *txn, const char *name,
 	snprintf(key, sizeof(key), NS_KEY "%s", name);
 	id_text(*id, val);
 	id_text(*id + 1, next);
-	/* The format that names namespaces, for a reader to know. */
 	if ((rc = store_meta_put(txn, key, val)) != STORE_OK ||
 	    (rc = store_meta_put(txn, NS_NEXT_KEY, next)) != STORE_OK ||
-	    (rc = store_meta_put(txn, FORMAT_KEY, FORMAT_NS)) != STORE_OK)
+	    (rc = format_at_least(txn, FORMAT_NS)) != STORE_OK)
 		return rc;
 	if ((e = entry_new(name, strlen(name), *id, false)) == NULL)
 		return STORE_FAILED;

@@ -13,30 +13,44 @@
 #include "docmove.h"
 #include "le.h"
 #include "log.h"
+#include "sketchidx.h"
 
 /*
- * Fixed part of a record: fp, group, created, updated; then the URL.  A
- * document of a named namespace adds a NUL (which no canonical URL holds),
- * its namespace's id (32 bits) and name; one of the default namespace has
- * nothing after its URL, as every record had before namespaces.
+ * Fixed part of a record: fp, group, created, updated.  Bit 63 of the
+ * group's word (group ids are below 2^63) says that the record's sketch
+ * comes next, as sketch_encode writes it (its second byte says its
+ * length); then the URL.  A document of a named namespace adds a NUL
+ * (which no canonical URL holds), its namespace's id (32 bits) and name;
+ * one of the default namespace has nothing after its URL, as every record
+ * had before namespaces.
  */
 #define DOC_FIXED_LEN 32
 #define DOC_NS_LEN(name_len) (1 + 4 + (name_len))
+#define DOC_HAS_SKETCH (UINT64_C(1) << 63)
 /* Version of the record layout and metadata below: 2 names namespaces
- * (docns.c writes it with the first one) and reads records of 1. */
-#define DOCSET_FORMAT "1"
-#define DOCSET_FORMAT_MAX 2
+ * (docns.c writes it with the first one), 3 keeps sketches; records of 1
+ * and 2 are read too. */
+#define DOCSET_FORMAT "3"
+#define DOCSET_FORMAT_MAX 3
 /* docset_near for a namespace among others reads at least this many hits
  * at first. */
 #define NEAR_NS_MIN_HITS 64
+/* A verified answer looks at most this many candidates of each kind
+ * (within k; from the sketch index): each costs a record read. */
+#define VERIFY_MAX 4096
 
 struct docset {
 	struct store *st;
 	struct nearidx *idx;
+	struct sketchidx *sketches;
 	struct docns *ns;
 	struct docmove *move;	/* resharding's export session */
 	unsigned k;
+	float resemblance, containment;
 	uint64_t next_id;	/* writer thread */
+	uint64_t unsketched;	/* writer thread; read by any */
+	/* Counts of the verified answers (any thread, atomic). */
+	uint64_t candidates, verified, keys_skipped;
 };
 
 /* Ids are keys in big-endian order, so that the table is in id order. */
@@ -61,7 +75,7 @@ static int
 record_decode(uint64_t id, const void *data, size_t len, struct doc_record *r)
 {
 	const uint8_t *p = data, *nul;
-	size_t rest;
+	size_t rest, at = DOC_FIXED_LEN;
 
 	if (len < DOC_FIXED_LEN)
 		return -1;
@@ -70,8 +84,18 @@ record_decode(uint64_t id, const void *data, size_t len, struct doc_record *r)
 	r->group = le_get64(p + 8);
 	r->created_ms = le_get64(p + 16);
 	r->updated_ms = le_get64(p + 24);
-	r->url = (const char *)p + DOC_FIXED_LEN;
-	r->url_len = len - DOC_FIXED_LEN;
+	r->sketch = NULL;
+	r->sketch_len = 0;
+	if (r->group & DOC_HAS_SKETCH) {
+		r->group &= ~DOC_HAS_SKETCH;
+		if (len < at + 6 || (r->sketch_len = 6 + 4 * (size_t)p[at +
+		    1]) > len - at)
+			return -1;
+		r->sketch = p + at;
+		at += r->sketch_len;
+	}
+	r->url = (const char *)p + at;
+	r->url_len = len - at;
 	r->ns = DOCNS_DEFAULT;
 	r->ns_name = "";
 	r->ns_len = 0;
@@ -87,10 +111,14 @@ record_decode(uint64_t id, const void *data, size_t len, struct doc_record *r)
 	return r->ns == DOCNS_DEFAULT || r->ns == DOCNS_NONE ? -1 : 0;
 }
 
+/* Puts record r, with sketch sk (NULL: none). */
 static int
-record_put(struct store_txn *txn, const struct doc_record *r)
+record_put(struct store_txn *txn, const struct doc_record *r,
+    const struct sketch *sk)
 {
-	size_t len = DOC_FIXED_LEN + r->url_len;
+	uint8_t sketch[SKETCH_WIRE_MAX];
+	size_t slen = sk != NULL ? sketch_encode(sk, sketch) : 0;
+	size_t len = DOC_FIXED_LEN + slen + r->url_len;
 	uint8_t key[8], *val;
 	int rc;
 
@@ -99,12 +127,13 @@ record_put(struct store_txn *txn, const struct doc_record *r)
 	if ((val = malloc(len)) == NULL)
 		return STORE_FAILED;
 	le_put64(val, r->fp);
-	le_put64(val + 8, r->group);
+	le_put64(val + 8, r->group | (sk != NULL ? DOC_HAS_SKETCH : 0));
 	le_put64(val + 16, r->created_ms);
 	le_put64(val + 24, r->updated_ms);
-	memcpy(val + DOC_FIXED_LEN, r->url, r->url_len);
+	memcpy(val + DOC_FIXED_LEN, sketch, slen);
+	memcpy(val + DOC_FIXED_LEN + slen, r->url, r->url_len);
 	if (r->ns != DOCNS_DEFAULT) {
-		uint8_t *t = val + DOC_FIXED_LEN + r->url_len;
+		uint8_t *t = val + DOC_FIXED_LEN + slen + r->url_len;
 
 		t[0] = '\0';
 		le_put32(t + 1, r->ns);
@@ -114,6 +143,15 @@ record_put(struct store_txn *txn, const struct doc_record *r)
 	rc = store_put(txn, STORE_DOCS, key, sizeof(key), val, len, 0, NULL);
 	free(val);
 	return rc;
+}
+
+int
+docset_record_sketch(const struct doc_record *r, struct sketch *sk)
+{
+	if (r->sketch == NULL || sketch_decode(r->sketch, r->sketch_len, sk) ==
+	    -1)
+		return -1;
+	return 0;
 }
 
 int
@@ -335,39 +373,70 @@ docset_neighbours_free(struct docset_neighbour *nb, size_t n)
  * (a batch's document reads at most DOCREQ_BATCH_NEAR_MAX, 24). */
 #define NEIGHBOURS_ON_STACK 32
 
-int
-docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
-    uint64_t fp, unsigned kq, uint64_t exclude, uint64_t exclude_fp,
-    size_t max, struct docset_neighbour **out, size_t *n, uint64_t *total)
+/*
+ * The list of the first max of the n records recs (found: in order) and
+ * their answers' fields in nb_of, in one allocation: the list, then every
+ * URL.  NULL when out of memory (or n is 0).
+ */
+static struct docset_neighbour *
+neighbours_copy(const struct doc_record *recs, const struct docset_neighbour
+    *fields, size_t n)
+{
+	struct docset_neighbour *nb;
+	size_t bytes = 0;
+	char *urls;
+
+	for (size_t i = 0; i < n; i++)
+		bytes += recs[i].url_len + 1;
+	if (n == 0 || (nb = malloc(n * sizeof(*nb) + bytes)) == NULL)
+		return NULL;
+	urls = (char *)(nb + n);
+	for (size_t i = 0; i < n; i++) {
+		nb[i] = fields[i];
+		nb[i].id = recs[i].id;
+		nb[i].group = recs[i].group;
+		nb[i].created_ms = recs[i].created_ms;
+		nb[i].url = urls;
+		nb[i].url_len = recs[i].url_len;
+		memcpy(urls, recs[i].url, recs[i].url_len);
+		urls[recs[i].url_len] = '\0';
+		urls += recs[i].url_len + 1;
+	}
+	return nb;
+}
+
+/* The Hamming answer: docset_near's hits with their records. */
+static int
+neighbours_hamming(struct docset *ds, struct store_txn *txn, uint32_t ns,
+    const struct docset_query *q, size_t max, struct docset_neighbour **out,
+    size_t *n, uint64_t *total)
 {
 	struct nearidx_hit hits_stack[NEIGHBOURS_ON_STACK + 1], *hits;
 	struct doc_record recs_stack[NEIGHBOURS_ON_STACK], *recs = NULL;
-	struct docset_neighbour *nb = NULL;
+	struct docset_neighbour fields_stack[NEIGHBOURS_ON_STACK],
+	    *fields = NULL;
 	bool on_stack = max <= NEIGHBOURS_ON_STACK;
-	size_t got, found = 0, bytes = 0;
-	char *urls;
+	size_t got, found = 0;
 	int64_t t;
 	int rc = STORE_FAILED;
 
-	*out = NULL;
-	*n = 0;
-	*total = 0;
 	hits = on_stack ? hits_stack : malloc((max + 1) * sizeof(*hits));
 	if (hits == NULL)
 		goto nomem;
-	if ((t = docset_near(ds, ns, fp, kq, exclude, exclude_fp, hits,
-	    max)) < 0) {
-		if (kq > ds->k)
-			log_warnx("%s: k %u is above %u", __func__, kq, ds->k);
+	if ((t = docset_near(ds, ns, q->fp, q->k, q->exclude, q->exclude_fp,
+	    hits, max)) < 0) {
+		if (q->k > ds->k)
+			log_warnx("%s: k %u is above %u", __func__, q->k,
+			    ds->k);
 		goto fail;
 	}
 	got = (size_t)t < max ? (size_t)t : max;
-	if (on_stack)
+	if (on_stack) {
 		recs = recs_stack;
-	else if (got > 0 && (recs = malloc(got * sizeof(*recs))) == NULL)
+		fields = fields_stack;
+	} else if (got > 0 && ((recs = malloc(got * sizeof(*recs))) == NULL ||
+	    (fields = calloc(got, sizeof(*fields))) == NULL))
 		goto nomem;
-	/* The records first (their URLs stay valid in txn), then one
-	 * allocation for the list and every URL. */
 	for (size_t i = 0; i < got; i++) {
 		rc = docset_record(ds, txn, hits[i].doc_id, &recs[found]);
 		if (rc == STORE_NOTFOUND || (rc == STORE_OK &&
@@ -379,89 +448,283 @@ docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
 		}
 		if (rc != STORE_OK)
 			goto fail;	/* the store said why */
-		hits[found].distance = hits[i].distance;
-		bytes += recs[found].url_len + 1;
+		memset(&fields[found], 0, sizeof(fields[found]));
+		fields[found].distance = hits[i].distance;
 		found++;
 	}
-	if (found > 0) {
-		if ((nb = malloc(found * sizeof(*nb) + bytes)) == NULL)
-			goto nomem;
-		urls = (char *)(nb + found);
-		for (size_t i = 0; i < found; i++) {
-			nb[i].id = recs[i].id;
-			nb[i].group = recs[i].group;
-			nb[i].created_ms = recs[i].created_ms;
-			nb[i].distance = hits[i].distance;
-			nb[i].url = urls;
-			nb[i].url_len = recs[i].url_len;
-			memcpy(urls, recs[i].url, recs[i].url_len);
-			urls[recs[i].url_len] = '\0';
-			urls += recs[i].url_len + 1;
-		}
-	}
-	if (!on_stack) {
-		free(recs);
-		free(hits);
-	}
-	*out = nb;
+	if (found > 0 && (*out = neighbours_copy(recs, fields, found)) ==
+	    NULL)
+		goto nomem;
 	*n = found;
 	*total = (uint64_t)t;
-	return STORE_OK;
+	rc = STORE_OK;
+	goto done;
 nomem:
 	log_warnx("%s: out of memory", __func__);
 	rc = STORE_FAILED;
 fail:
+done:
 	if (!on_stack) {
 		free(recs);
+		free(fields);
 		free(hits);
 	}
 	return rc;
 }
 
-int
-docset_group_for(struct docset *ds, struct store_txn *txn, uint32_t ns,
-    uint64_t fp, uint64_t exclude, uint64_t exclude_fp, uint64_t *group)
+/* Keeps the documents of one namespace (sketchidx's filter). */
+struct ns_filter {
+	const struct docns *ns;
+	uint32_t id;
+};
+
+static int
+in_namespace(uint32_t id, void *arg)
 {
-	struct nearidx_hit hit[2];
-	struct doc_record r;
-	int64_t t;
+	const struct ns_filter *f = arg;
+
+	return docns_tag(f->ns, id) == f->id;
+}
+
+/* A neighbour kept by a verified answer, with its record. */
+struct kept {
+	struct doc_record rec;
+	struct docset_neighbour nb;
+};
+
+/* Most similar first, then oldest; documents without a sketch (kept by
+ * distance) after the verified ones, nearest first, then oldest. */
+static int
+cmp_kept(const void *a, const void *b)
+{
+	const struct docset_neighbour *x = &((const struct kept *)a)->nb;
+	const struct docset_neighbour *y = &((const struct kept *)b)->nb;
+
+	if (x->verified != y->verified)
+		return x->verified ? -1 : 1;
+	if (x->verified && x->resemblance != y->resemblance)
+		return x->resemblance > y->resemblance ? -1 : 1;
+	if (!x->verified && x->distance != y->distance)
+		return x->distance < y->distance ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The candidates of a verified answer: the documents within k, then
+ * those of the sketch index that are not among them, into ids[] (room
+ * for 2 * VERIFY_MAX); returns how many, or -1 when memory is short.
+ */
+static int64_t
+verified_candidates(struct docset *ds, uint32_t ns,
+    const struct docset_query *q, uint64_t *ids)
+{
+	struct nearidx_hit *hits = malloc((VERIFY_MAX + 1) * sizeof(*hits));
+	uint32_t *sk = malloc(VERIFY_MAX * sizeof(*sk));
+	struct ns_filter f = { .ns = ds->ns, .id = ns };
+	struct sketchidx_counts counts = { 0, 0 };
+	size_t nh, nall, n = 0;
+	int64_t t, c = -1;
+
+	if (hits == NULL || sk == NULL)
+		goto out;
+	if ((t = near_hits(ds, ns, q->fp, ds->k, q->exclude, q->exclude_fp,
+	    hits, VERIFY_MAX, true)) < 0)
+		goto out;
+	nh = (size_t)t < VERIFY_MAX ? (size_t)t : VERIFY_MAX;
+	for (size_t i = 0; i < nh; i++)
+		ids[n++] = hits[i].doc_id;
+	qsort(ids, n, sizeof(*ids), cmp_u64);
+	if ((t = sketchidx_candidates(ds->sketches, q->sketch, ns ==
+	    DOCNS_DEFAULT && docns_named_docs(ds->ns) == 0 ? NULL :
+	    in_namespace, &f, (uint32_t)q->exclude, sk, VERIFY_MAX,
+	    &counts)) < 0)
+		goto out;
+	__atomic_add_fetch(&ds->keys_skipped, counts.keys_skipped,
+	    __ATOMIC_RELAXED);
+	nall = n;
+	for (size_t i = 0; i < (size_t)t && i < VERIFY_MAX; i++)
+		if (bsearch(&(uint64_t){ sk[i] }, ids, nh, sizeof(*ids),
+		    cmp_u64) == NULL)
+			ids[nall++] = sk[i];
+	c = (int64_t)nall;
+out:
+	free(hits);
+	free(sk);
+	return c;
+}
+
+/*
+ * The verified answer: each candidate's record read; kept when its
+ * sketch's resemblance or containment with q's passes its threshold, or,
+ * stored without a sketch, when within k.
+ */
+static int
+neighbours_verified(struct docset *ds, struct store_txn *txn, uint32_t ns,
+    const struct docset_query *q, size_t max, struct docset_neighbour **out,
+    size_t *n, uint64_t *total)
+{
+	uint64_t *ids = malloc(2 * VERIFY_MAX * sizeof(*ids));
+	struct kept *kept = NULL;
+	struct docset_neighbour *fields = NULL;
+	struct doc_record *recs = NULL;
+	struct sketch rsk;
+	size_t nk = 0, listed;
+	int64_t nc = -1;
+	int rc = STORE_FAILED;
+
+	if (ids == NULL || (nc = verified_candidates(ds, ns, q, ids)) < 0)
+		goto nomem;
+	if (nc > 0 && (kept = malloc((size_t)nc * sizeof(*kept))) == NULL)
+		goto nomem;
+	__atomic_add_fetch(&ds->candidates, (uint64_t)nc, __ATOMIC_RELAXED);
+	for (int64_t i = 0; i < nc; i++) {
+		struct kept *k = &kept[nk];
+		struct sketch_similarity sim;
+
+		rc = docset_record(ds, txn, ids[i], &k->rec);
+		if (rc == STORE_NOTFOUND || (rc == STORE_OK && k->rec.ns != ns))
+			continue;	/* not committed yet, or moved */
+		if (rc != STORE_OK)
+			goto fail;
+		memset(&k->nb, 0, sizeof(k->nb));
+		k->nb.id = ids[i];
+		k->nb.distance = (unsigned)__builtin_popcountll(q->fp ^
+		    k->rec.fp);
+		if (docset_record_sketch(&k->rec, &rsk) == 0) {
+			sketch_compare(q->sketch, &rsk, &sim);
+			if (sim.containment < ds->containment ||
+			    sim.resemblance < ds->resemblance)
+				continue;
+			k->nb.verified = true;
+			k->nb.resemblance = sim.resemblance;
+			k->nb.containment = sim.containment;
+		} else if (k->nb.distance > ds->k)
+			continue;
+		nk++;
+	}
+	__atomic_add_fetch(&ds->verified, nk, __ATOMIC_RELAXED);
+	qsort(kept, nk, sizeof(*kept), cmp_kept);
+	listed = nk < max ? nk : max;
+	if (listed > 0) {
+		if ((recs = malloc(listed * sizeof(*recs))) == NULL ||
+		    (fields = malloc(listed * sizeof(*fields))) == NULL)
+			goto nomem;
+		for (size_t i = 0; i < listed; i++) {
+			recs[i] = kept[i].rec;
+			fields[i] = kept[i].nb;
+		}
+		if ((*out = neighbours_copy(recs, fields, listed)) == NULL)
+			goto nomem;
+	}
+	*n = listed;
+	*total = nk;
+	rc = STORE_OK;
+	goto done;
+nomem:
+	log_warnx("%s: out of memory", __func__);
+	rc = STORE_FAILED;
+fail:
+done:
+	free(ids);
+	free(kept);
+	free(recs);
+	free(fields);
+	return rc;
+}
+
+int
+docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
+    const struct docset_query *q, size_t max, struct docset_neighbour **out,
+    size_t *n, uint64_t *total)
+{
+	*out = NULL;
+	*n = 0;
+	*total = 0;
+	if (q->sketch == NULL)
+		return neighbours_hamming(ds, txn, ns, q, max, out, n, total);
+	if (ns == DOCNS_NONE)
+		return STORE_OK;
+	return neighbours_verified(ds, txn, ns, q, max, out, n, total);
+}
+
+/*
+ * The group a document of namespace ns would join by the answer q asks
+ * for, reading the neighbours' records through txn: its first
+ * neighbour's, or 0 when it has none.  Returns a store status.
+ */
+static int
+group_for(struct docset *ds, struct store_txn *txn, uint32_t ns,
+    const struct docset_query *q, uint64_t *group)
+{
+	struct docset_neighbour *nb;
+	uint64_t total;
+	size_t n;
 	int rc;
 
 	*group = 0;
-	if ((t = near_hits(ds, ns, fp, ds->k, exclude, exclude_fp, hit, 1,
-	    false)) < 0)
-		return STORE_FAILED;
-	if (t == 0)
-		return STORE_OK;
-	/* Sorted by distance, then id: the nearest, and of those the
-	 * oldest. */
-	if ((rc = docset_record(ds, txn, hit[0].doc_id, &r)) != STORE_OK)
+	if ((rc = docset_neighbours(ds, txn, ns, q, 1, &nb, &n, &total)) !=
+	    STORE_OK)
 		return rc;
-	*group = r.group;
+	if (n > 0)
+		*group = nb[0].group;
+	docset_neighbours_free(nb, n);
 	return STORE_OK;
 }
 
-/* Takes document id with fingerprint fp out of the tables and its
+/* The keys of record r's sketch into keys (their count in *nkeys), and
+ * whether it has one. */
+static bool
+record_keys(const struct doc_record *r, uint32_t keys[SKETCH_KEYS],
+    uint8_t *nkeys)
+{
+	struct sketch sk;
+
+	*nkeys = 0;
+	if (docset_record_sketch(r, &sk) == -1)
+		return false;
+	*nkeys = (uint8_t)sketch_keys(&sk, keys);
+	return true;
+}
+
+/* Takes document id with fingerprint fp and sketch keys keys[0..nkeys)
+ * (sketchless: none) out of the tables, the sketch index and its
  * namespace's count. */
 static int
-tables_remove(struct docset *ds, uint64_t fp, uint64_t id, uint32_t ns)
+tables_remove(struct docset *ds, uint64_t fp, uint64_t id, uint32_t ns,
+    const uint32_t *keys, size_t nkeys, bool sketchless)
 {
 	if (nearidx_delete(ds->idx, fp, id) != 1) {
 		log_warnx("%s: document %" PRIu64 " was not in the tables",
 		    __func__, id);
 		return STORE_FAILED;
 	}
+	if (sketchidx_delete(ds->sketches, (uint32_t)id, keys, nkeys) !=
+	    nkeys)
+		log_warnx("%s: document %" PRIu64 " was not in the sketch "
+		    "index under all its keys", __func__, id);
+	if (sketchless)
+		__atomic_sub_fetch(&ds->unsketched, 1, __ATOMIC_RELAXED);
 	docns_count(ds->ns, ns, -1);
 	return STORE_OK;
 }
 
 /*
- * Puts document id with fingerprint fp of namespace ns into the tables:
- * tagged and counted first, so that a query that finds it knows its
- * namespace.
+ * Puts document id with fingerprint fp and sketch keys keys[0..nkeys)
+ * (sketchless: none) of namespace ns into the tables and the sketch
+ * index: tagged and counted first, so that a query that finds it knows
+ * its namespace.
  */
 static int
-tables_insert(struct docset *ds, uint64_t fp, uint64_t id, uint32_t ns)
+tables_insert(struct docset *ds, uint64_t fp, uint64_t id, uint32_t ns,
+    const uint32_t *keys, size_t nkeys, bool sketchless)
 {
 	if (docns_tag_set(ds->ns, id, ns) == -1) {
 		log_warnx("%s: out of memory", __func__);
@@ -472,6 +735,13 @@ tables_insert(struct docset *ds, uint64_t fp, uint64_t id, uint32_t ns)
 		docns_count(ds->ns, ns, -1);
 		return STORE_FAILED;
 	}
+	if (sketchidx_insert(ds->sketches, (uint32_t)id, keys, nkeys) == -1) {
+		nearidx_delete(ds->idx, fp, id);
+		docns_count(ds->ns, ns, -1);
+		return STORE_FAILED;
+	}
+	if (sketchless)
+		__atomic_add_fetch(&ds->unsketched, 1, __ATOMIC_RELAXED);
 	return STORE_OK;
 }
 
@@ -500,12 +770,13 @@ struct put_times {
 static int
 put_doc(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
-    uint64_t fp, uint64_t join, const struct put_times *t,
-    struct doc_record *out, bool *created, struct doc_undo *undo,
-    struct docset_near_list *near)
+    uint64_t fp, const struct sketch *sk, uint64_t join,
+    const struct put_times *t, struct doc_record *out, bool *created,
+    struct doc_undo *undo, struct docset_near_list *near)
 {
+	struct docset_query q = { .fp = fp, .sketch = sk, .k = ds->k };
 	struct doc_record old, r;
-	uint64_t id, group;
+	uint64_t id, group = 0;
 	uint32_t nsid;
 	uint8_t idk[8];
 	char next[32];
@@ -528,7 +799,10 @@ put_doc(struct docset *ds, struct store_txn *txn, const char *ns,
 			return rc;
 		/* The page changed: out of the tables before its group is
 		 * decided again. */
-		if ((rc = tables_remove(ds, old.fp, id, old.ns)) != STORE_OK)
+		undo->rem_sketchless = !record_keys(&old, undo->rem_keys,
+		    &undo->rem_nkeys);
+		if ((rc = tables_remove(ds, old.fp, id, old.ns, undo->rem_keys,
+		    undo->rem_nkeys, undo->rem_sketchless)) != STORE_OK)
 			return rc;
 		undo->removed = true;
 		undo->rem_fp = old.fp;
@@ -566,18 +840,20 @@ put_doc(struct docset *ds, struct store_txn *txn, const char *ns,
 		    STORE_OK)
 			return rc;
 	}
+	if (near != NULL && near->hamming)
+		q.sketch = NULL;
 	if (near != NULL) {
 		/* Its neighbours (it is out of the tables now) and its group,
-		 * the nearest one's: one search for both. */
-		if ((rc = docset_neighbours(ds, txn, nsid, fp, ds->k, 0, 0,
-		    near->max > 0 ? near->max : 1, &near->list, &near->n,
-		    &near->total)) != STORE_OK)
+		 * the first one's: one search for both. */
+		if ((rc = docset_neighbours(ds, txn, nsid, &q, near->max > 0 ?
+		    near->max : 1, &near->list, &near->n, &near->total)) !=
+		    STORE_OK)
 			return rc;
 		group = near->n > 0 ? near->list[0].group : 0;
 		if (near->n > near->max)
 			near->n = near->max;
-	} else if (join == 0 && (rc = docset_group_for(ds, txn, nsid, fp, 0,
-	    0, &group)) != STORE_OK)
+	} else if (join == 0 && (rc = group_for(ds, txn, nsid, &q, &group)) !=
+	    STORE_OK)
 		return rc;
 	if (join != 0)
 		group = join == DOCSET_OWN_GROUP ? id : join;
@@ -594,9 +870,15 @@ put_doc(struct docset *ds, struct store_txn *txn, const char *ns,
 	r.ns = nsid;
 	r.ns_name = ns;
 	r.ns_len = strlen(ns);
-	if ((rc = record_put(txn, &r)) != STORE_OK)
+	r.sketch = NULL;
+	r.sketch_len = 0;
+	if ((rc = record_put(txn, &r, sk)) != STORE_OK)
 		return rc;
-	if ((rc = tables_insert(ds, fp, id, nsid)) != STORE_OK)
+	undo->ins_nkeys = sk != NULL ? (uint8_t)sketch_keys(sk,
+	    undo->ins_keys) : 0;
+	undo->ins_sketchless = sk == NULL;
+	if ((rc = tables_insert(ds, fp, id, nsid, undo->ins_keys,
+	    undo->ins_nkeys, undo->ins_sketchless)) != STORE_OK)
 		return rc;
 	undo->inserted = true;
 	undo->ins_fp = fp;
@@ -610,25 +892,27 @@ put_doc(struct docset *ds, struct store_txn *txn, const char *ns,
 int
 docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
-    uint64_t fp, uint64_t join, uint64_t now_ms, struct doc_record *out,
-    bool *created, struct doc_undo *undo, struct docset_near_list *near)
+    uint64_t fp, const struct sketch *sk, uint64_t join, uint64_t now_ms,
+    struct doc_record *out, bool *created, struct doc_undo *undo,
+    struct docset_near_list *near)
 {
 	struct put_times t = { .now_ms = now_ms };
 
-	return put_doc(ds, txn, ns, key, url, url_len, fp, join, &t, out,
+	return put_doc(ds, txn, ns, key, url, url_len, fp, sk, join, &t, out,
 	    created, undo, near);
 }
 
 int
 docset_put_times(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
-    uint64_t fp, uint64_t join, uint64_t created_ms, uint64_t updated_ms,
-    struct doc_record *out, bool *created, struct doc_undo *undo)
+    uint64_t fp, const struct sketch *sk, uint64_t join, uint64_t created_ms,
+    uint64_t updated_ms, struct doc_record *out, bool *created,
+    struct doc_undo *undo)
 {
 	struct put_times t = { .given = true, .created_ms = created_ms,
 	    .updated_ms = updated_ms };
 
-	return put_doc(ds, txn, ns, key, url, url_len, fp, join, &t, out,
+	return put_doc(ds, txn, ns, key, url, url_len, fp, sk, join, &t, out,
 	    created, undo, NULL);
 }
 
@@ -647,6 +931,10 @@ forget_record(struct docset *ds, struct store_txn *txn,
 	if ((rc = note_change(ds, txn, r->ns_name, r->ns_len, r->url,
 	    r->url_len)) != STORE_OK)
 		return rc;
+	/* Its sketch's keys while r's memory is the record's: deleting the
+	 * record may reuse it. */
+	undo->rem_sketchless = !record_keys(r, undo->rem_keys,
+	    &undo->rem_nkeys);
 	id_key(r->id, idk);
 	if ((rc = store_del(txn, STORE_DOCS, idk, sizeof(idk))) != STORE_OK ||
 	    (rc = lookup_id(txn, key, &owner)) != STORE_OK)
@@ -654,7 +942,8 @@ forget_record(struct docset *ds, struct store_txn *txn,
 	if (owner == r->id && (rc = store_del(txn, STORE_DOC_URLS, key,
 	    DOCSET_KEY_LEN)) != STORE_OK)
 		return rc;
-	if ((rc = tables_remove(ds, r->fp, r->id, r->ns)) != STORE_OK)
+	if ((rc = tables_remove(ds, r->fp, r->id, r->ns, undo->rem_keys,
+	    undo->rem_nkeys, undo->rem_sketchless)) != STORE_OK)
 		return rc;
 	undo->removed = true;
 	undo->rem_fp = r->fp;
@@ -696,14 +985,22 @@ docset_undo(struct docset *ds, const struct doc_undo *undo)
 		if (nearidx_delete(ds->idx, undo->ins_fp, undo->ins_id) != 1)
 			fatalx("%s: cannot take back document %" PRIu64,
 			    __func__, undo->ins_id);
+		sketchidx_delete(ds->sketches, (uint32_t)undo->ins_id,
+		    undo->ins_keys, undo->ins_nkeys);
+		if (undo->ins_sketchless)
+			__atomic_sub_fetch(&ds->unsketched, 1, __ATOMIC_RELAXED);
 		docns_count(ds->ns, undo->ins_ns, -1);
 	}
 	if (undo->removed) {
 		/* Its tag is still its own: a tag outlives its document. */
 		docns_count(ds->ns, undo->rem_ns, 1);
-		if (nearidx_insert(ds->idx, undo->rem_fp, undo->rem_id) == -1)
+		if (nearidx_insert(ds->idx, undo->rem_fp, undo->rem_id) == -1 ||
+		    sketchidx_insert(ds->sketches, (uint32_t)undo->rem_id,
+		    undo->rem_keys, undo->rem_nkeys) == -1)
 			fatalx("%s: cannot restore document %" PRIu64,
 			    __func__, undo->rem_id);
+		if (undo->rem_sketchless)
+			__atomic_add_fetch(&ds->unsketched, 1, __ATOMIC_RELAXED);
 	}
 	if (undo->new_ns != 0)
 		docns_uncreate(ds->ns, undo->new_ns);
@@ -901,10 +1198,12 @@ docset_metadata(struct docset *ds, const struct docset_options *opts,
 		store_abort(txn);
 		goto store_err;
 	}
-	/* Format 1 until a namespace is named (docns.c). */
-	if (store_meta_get(txn, "docs.format", buf, sizeof(buf)) ==
-	    STORE_NOTFOUND && (rc = store_meta_put(txn, "docs.format",
-	    DOCSET_FORMAT)) != STORE_OK) {
+	/* Records with sketches from now on: a release that reads none
+	 * must not open the store. */
+	if ((store_meta_get(txn, "docs.format", buf, sizeof(buf)) !=
+	    STORE_OK || strtoul(buf, NULL, 10) < DOCSET_FORMAT_MAX) &&
+	    (rc = store_meta_put(txn, "docs.format", DOCSET_FORMAT)) !=
+	    STORE_OK) {
 		store_abort(txn);
 		goto store_err;
 	}
@@ -931,6 +1230,10 @@ struct load {
 	uint64_t *fps, *ids;
 	uint32_t *nss;
 	size_t n, cap;
+	/* The sketch index's entries: document ids[i] under keys[i]. */
+	uint32_t *kid, *keys;
+	size_t nkeys, keys_cap;
+	uint64_t unsketched;
 	uint64_t max_id;
 	struct stray_ns *stray;
 	size_t nstray;
@@ -957,6 +1260,40 @@ load_stray(struct load *ld, const struct doc_record *r)
 	memcpy(grown[ld->nstray].name, r->ns_name, r->ns_len);
 	grown[ld->nstray].name[r->ns_len] = '\0';
 	ld->nstray++;
+	return 0;
+}
+
+/* Notes record r's sketch keys for the sketch index; -1 when memory is
+ * short. */
+static int
+load_keys(struct load *ld, const struct doc_record *r)
+{
+	uint32_t keys[SKETCH_KEYS];
+	uint8_t n;
+
+	if (!record_keys(r, keys, &n)) {
+		if (r->sketch != NULL)
+			log_warnx("load_one: document %" PRIu64 " has a "
+			    "damaged sketch: found by distance alone", r->id);
+		ld->unsketched++;
+		return 0;
+	}
+	if (ld->nkeys + n > ld->keys_cap) {
+		size_t cap = ld->keys_cap ? ld->keys_cap * 2 : 65536;
+		uint32_t *a = realloc(ld->kid, cap * sizeof(*a));
+
+		if (a == NULL)
+			return -1;
+		ld->kid = a;
+		if ((a = realloc(ld->keys, cap * sizeof(*a))) == NULL)
+			return -1;
+		ld->keys = a;
+		ld->keys_cap = cap;
+	}
+	for (uint8_t i = 0; i < n; i++) {
+		ld->kid[ld->nkeys] = (uint32_t)r->id;
+		ld->keys[ld->nkeys++] = keys[i];
+	}
 	return 0;
 }
 
@@ -991,7 +1328,7 @@ load_one(const void *key, size_t klen, const void *val, size_t vlen,
 		ld->nss = s;
 		ld->cap = cap;
 	}
-	if (load_stray(ld, &r) == -1) {
+	if (load_stray(ld, &r) == -1 || load_keys(ld, &r) == -1) {
 		ld->bad = "out of memory";
 		return -1;
 	}
@@ -1081,6 +1418,17 @@ open_namespaces(struct store *st, char **cause)
 	return ns;
 }
 
+static void
+load_free(struct load *ld)
+{
+	free(ld->fps);
+	free(ld->ids);
+	free(ld->nss);
+	free(ld->stray);
+	free(ld->kid);
+	free(ld->keys);
+}
+
 struct docset *
 docset_open(struct store *st, const struct docset_options *opts, char **cause)
 {
@@ -1094,6 +1442,8 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 		return NULL;
 	ds->st = st;
 	ds->k = opts->k;
+	ds->resemblance = opts->resemblance;
+	ds->containment = opts->containment;
 	ds->next_id = 1;
 	if ((ds->move = docmove_new()) == NULL)
 		goto err;
@@ -1112,6 +1462,8 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 	nc.expected = ld.n;
 	if ((ds->idx = nearidx_new(&nc, cause)) == NULL)
 		goto err;
+	if ((ds->sketches = sketchidx_new(ld.n)) == NULL)
+		goto err;
 	if (docset_metadata(ds, opts, ld.n, cause) == -1 ||
 	    adopt_strays(ds, &ld, cause) == -1 ||
 	    load_namespaces(ds, &ld, cause) == -1)
@@ -1121,19 +1473,23 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 	if (ld.n > 0 && nearidx_bulk_load(ds->idx, ld.fps, ld.ids, ld.n,
 	    cause) == -1)
 		goto err;
-	log_info("%s: %zu documents in %u tables (k = %u, %u blocks, %s)",
-	    __func__, ld.n, nearidx_tables(ds->idx), opts->k, opts->blocks,
-	    nearidx_simd(ds->idx));
-	free(ld.fps);
-	free(ld.ids);
-	free(ld.nss);
-	free(ld.stray);
+	if (sketchidx_bulk_load(ds->sketches, ld.kid, ld.keys, ld.nkeys) ==
+	    -1)
+		goto err;
+	ds->unsketched = ld.unsketched;
+	log_info("%s: %zu documents in %u tables (k = %u, %u blocks, %s), "
+	    "%zu sketch keys", __func__, ld.n, nearidx_tables(ds->idx),
+	    opts->k, opts->blocks, nearidx_simd(ds->idx), ld.nkeys);
+	if (ld.unsketched > 0)
+		log_warnx("%s: %" PRIu64 " documents were stored without a "
+		    "sketch (by nddd 0.4): they are neighbours by Hamming "
+		    "distance alone, unverified, until their pages are "
+		    "submitted again (docs/neardup.md, \"Upgrading\")",
+		    __func__, ld.unsketched);
+	load_free(&ld);
 	return ds;
 err:
-	free(ld.fps);
-	free(ld.ids);
-	free(ld.nss);
-	free(ld.stray);
+	load_free(&ld);
 	docset_free(ds);
 	return NULL;
 }
@@ -1144,6 +1500,7 @@ docset_free(struct docset *ds)
 	if (ds == NULL)
 		return;
 	nearidx_free(ds->idx);
+	sketchidx_free(ds->sketches);
 	docns_free(ds->ns);
 	docmove_destroy(ds->move);
 	free(ds);
@@ -1168,6 +1525,15 @@ docset_stats(struct docset *ds, struct docset_stats *out)
 	out->k = ds->k;
 	out->blocks = nearidx_blocks(ds->idx);
 	out->tables = nearidx_tables(ds->idx);
+	out->sketch_entries = sketchidx_entries(ds->sketches);
+	out->sketch_bytes = sketchidx_memory_bytes(ds->sketches);
+	out->unsketched = __atomic_load_n(&ds->unsketched, __ATOMIC_RELAXED);
+	out->candidates = __atomic_load_n(&ds->candidates, __ATOMIC_RELAXED);
+	out->verified = __atomic_load_n(&ds->verified, __ATOMIC_RELAXED);
+	out->keys_skipped = __atomic_load_n(&ds->keys_skipped,
+	    __ATOMIC_RELAXED);
+	out->resemblance = ds->resemblance;
+	out->containment = ds->containment;
 }
 
 struct verify_scan {
@@ -1180,6 +1546,7 @@ struct verify_scan {
 	struct docns_info *ns;
 	size_t nns;
 	uint64_t *counted;
+	uint64_t keys;		/* sketch keys the records name */
 	const char *bad;
 };
 
@@ -1222,6 +1589,22 @@ verify_count(struct verify_scan *vs, const struct doc_record *r)
 	return false;
 }
 
+/* Whether the sketch index files record r under each of its keys. */
+static bool
+verify_keys(struct verify_scan *vs, const struct doc_record *r)
+{
+	uint32_t keys[SKETCH_KEYS];
+	uint8_t n;
+
+	if (!record_keys(r, keys, &n))
+		return true;
+	vs->keys += n;
+	for (uint8_t i = 0; i < n; i++)
+		if (!sketchidx_has(vs->ds->sketches, (uint32_t)r->id, keys[i]))
+			return false;
+	return true;
+}
+
 static int
 verify_doc(const void *key, size_t klen, const void *val, size_t vlen,
     void *arg)
@@ -1254,6 +1637,10 @@ verify_doc(const void *key, size_t klen, const void *val, size_t vlen,
 	if (!found) {
 		vs->out->table_mismatches++;
 		verify_note(vs->out, "missing from the tables", r.id);
+	}
+	if (!verify_keys(vs, &r)) {
+		vs->out->table_mismatches++;
+		verify_note(vs->out, "missing from the sketch index", r.id);
 	}
 	/* Its namespace must know it, and queries must see it there. */
 	if (!verify_count(vs, &r) ||
@@ -1340,6 +1727,13 @@ docset_verify(struct docset *ds, struct docset_verify *out)
 			snprintf(out->detail, sizeof(out->detail), "the tables "
 			    "hold %" PRIu64 " documents, the store %" PRIu64,
 			    nearidx_count(ds->idx), out->records);
+	}
+	if (sketchidx_entries(ds->sketches) != vs.keys) {
+		out->table_mismatches++;
+		if (out->detail[0] == '\0')
+			snprintf(out->detail, sizeof(out->detail), "the sketch "
+			    "index holds %" PRIu64 " keys, the records name %"
+			    PRIu64, sketchidx_entries(ds->sketches), vs.keys);
 	}
 	if (nearidx_verify(ds->idx, &cause) == -1) {
 		out->table_mismatches++;

@@ -6,20 +6,31 @@
  * (canonicalized as URLs are; the MD5 of the canonical form is its key in
  * the default namespace, XORed with the namespace's mask in a named one)
  * and stored as a record: id, fingerprint, group, first and last
- * submission times, canonical URL, and for a named namespace its id and
- * name (records written before namespaces existed have none: the default
- * namespace's).  Ids grow from 1 in order of first submission, so a
- * smaller id is an older document.  The tables (nearidx) hold every
- * stored fingerprint, of every namespace, and are rebuilt from the records
- * at start-up; a query keeps the hits of its own namespace.
+ * submission times, its shingle sketch (text/sketch.h), canonical URL,
+ * and for a named namespace its id and name (records written before
+ * namespaces existed have none: the default namespace's; records written
+ * before sketches have none either).  Ids grow from 1 in order of first
+ * submission, so a smaller id is an older document.  The tables (nearidx)
+ * hold every stored fingerprint, and the sketch index (sketchidx) every
+ * sketch's keys, of every namespace; both are rebuilt from the records at
+ * start-up, and a query keeps the hits of its own namespace.
  *
- * Groups (DESIGN section 6).  A document joins the group of its nearest
- * stored neighbour of its namespace within the configured k (ties: the
- * oldest); with none, it founds a group whose id is its own.  A
- * re-submitted URL keeps its id, takes its new fingerprint and has its
- * group decided again the same way.  Other documents keep their groups: a
- * group id is stable, also across restarts and deletes (the documents of
- * a group may outlive its founder).
+ * Neighbours (docs/neardup.md).  The verified answer: the candidates, the
+ * documents within the configured k of the fingerprint and those the
+ * sketch index names, kept when their sketches' estimated containment
+ * reaches its threshold and their resemblance its floor; most similar
+ * (resemblance) first,
+ * then oldest.  A document stored without a sketch (by nddd 0.4) is kept
+ * when it is within k, unverified.  The Hamming answer (the paper's): the
+ * documents within a distance, nearest first, then oldest.
+ *
+ * Groups (DESIGN section 6).  A document joins the group of its first
+ * neighbour (of its namespace, by the answer it is stored with: the most
+ * similar, then the oldest); with none, it founds a group whose id is its
+ * own.  A re-submitted URL keeps its id, takes its new fingerprint and
+ * sketch and has its group decided again the same way.  Other documents
+ * keep their groups: a group id is stable, also across restarts and
+ * deletes (the documents of a group may outlive its founder).
  *
  * Dropping a namespace (docset_ns_drop) frees its name at once; its
  * documents are then forgotten a few at a time (docset_ns_forget), each
@@ -50,6 +61,7 @@
 #include "docns.h"
 #include "nearidx.h"
 #include "simhash.h"
+#include "sketch.h"
 #include "store.h"
 
 #define DOCSET_KEY_LEN 16	/* MD5 of the canonical URL (masked) */
@@ -61,6 +73,8 @@ struct docset_options {
 	unsigned blocks;		/* [near] blocks */
 	enum simhash_term_hash term_hash;
 	const char *stopwords_digest;	/* names the stop-word list in use */
+	float resemblance;		/* [near] resemblance: the floor */
+	float containment;		/* [near] containment: the threshold */
 };
 
 struct doc_record {
@@ -72,6 +86,9 @@ struct doc_record {
 	const char *url;	/* in the store's memory: valid until the
 				   transaction that read it ends */
 	size_t url_len;
+	const uint8_t *sketch;	/* its encoding (sketch_encode), as url;
+				   NULL: stored without one */
+	size_t sketch_len;
 	uint32_t ns;		/* its namespace's id (docns.h) */
 	const char *ns_name;	/* its name, "" for the default one; as url */
 	size_t ns_len;
@@ -83,9 +100,15 @@ struct doc_undo {
 	bool inserted;
 	uint64_t ins_fp, ins_id;
 	uint32_t ins_ns;
+	uint32_t ins_keys[SKETCH_KEYS];	/* its sketch's keys */
+	uint8_t ins_nkeys;
+	bool ins_sketchless;
 	bool removed;
 	uint64_t rem_fp, rem_id;
 	uint32_t rem_ns;
+	uint32_t rem_keys[SKETCH_KEYS];
+	uint8_t rem_nkeys;
+	bool rem_sketchless;
 	uint64_t new_id;	/* the id a put took for a new document, 0:
 				   none; it is given out again (a full disk
 				   must not use ids up) */
@@ -105,6 +128,13 @@ struct docset_stats {
 	uint64_t distinct;	/* distinct fingerprints */
 	uint64_t table_bytes;
 	unsigned k, blocks, tables;
+	uint64_t sketch_entries;	/* keys filed in the sketch index */
+	uint64_t sketch_bytes;		/* its memory */
+	uint64_t unsketched;		/* documents stored without a sketch */
+	uint64_t candidates;		/* looked at by verified answers */
+	uint64_t verified;		/* ... and kept */
+	uint64_t keys_skipped;		/* sketch keys passed over as common */
+	float resemblance, containment;	/* the thresholds */
 };
 
 struct docset_verify {
@@ -153,29 +183,33 @@ uint32_t docset_ns_find(struct docset *ds, const char *name);
 /* A document's neighbours, as docset_neighbours gives them. */
 struct docset_near_list {
 	size_t max;			/* in: at most this many listed */
+	bool hamming;			/* in: the Hamming answer within k */
 	struct docset_neighbour *list;	/* free with docset_neighbours_free */
 	size_t n;
-	uint64_t total;			/* within k, listed or not */
+	uint64_t total;			/* neighbours, listed or not */
 };
 
 /*
  * Writer thread, in txn.  Stores the document key/url of namespace ns (a
  * checked name, "" for the default one; created if it has no documents)
- * with fingerprint fp at now_ms: a new id and a new group for a new URL,
+ * with fingerprint fp and sketch sk (NULL: none, a document found by
+ * Hamming distance alone) at now_ms: a new id and a new group for a new URL,
  * the same id and a re-decided group for a known one (a document of a
  * dropped namespace under the same key is forgotten first); with join
  * not 0, the group is join instead (a client decided it among several
  * servers' documents), or with DOCSET_OWN_GROUP a group of its own.  *out is the
- * stored record (its url is the caller's url), *created says which case
- * it was, and *undo what to take back if txn aborts.  near, if not NULL,
- * gets the document's neighbours within k (itself left out), found by the
- * same search that decides its group; the caller frees its list, also on
- * failure.  Returns a store status.
+ * stored record (its url is the caller's url, its sketch NULL), *created
+ * says which case it was, and *undo what to take back if txn aborts.
+ * near, if not NULL, gets the document's neighbours (itself left out) by
+ * the answer it asks for (verified, unless near->hamming or sk is NULL),
+ * found by the same search that decides its group; the caller frees its
+ * list, also on failure.  Returns a store status.
  */
 int docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
-    uint64_t fp, uint64_t join, uint64_t now_ms, struct doc_record *out,
-    bool *created, struct doc_undo *undo, struct docset_near_list *near);
+    uint64_t fp, const struct sketch *sk, uint64_t join, uint64_t now_ms,
+    struct doc_record *out, bool *created, struct doc_undo *undo,
+    struct docset_near_list *near);
 /*
  * docset_put with the document's times given instead of now: created_ms
  * and updated_ms are stored as they are, whether the URL is new or known
@@ -184,8 +218,9 @@ int docset_put(struct docset *ds, struct store_txn *txn, const char *ns,
  */
 int docset_put_times(struct docset *ds, struct store_txn *txn, const char *ns,
     const uint8_t key[DOCSET_KEY_LEN], const char *url, size_t url_len,
-    uint64_t fp, uint64_t join, uint64_t created_ms, uint64_t updated_ms,
-    struct doc_record *out, bool *created, struct doc_undo *undo);
+    uint64_t fp, const struct sketch *sk, uint64_t join, uint64_t created_ms,
+    uint64_t updated_ms, struct doc_record *out, bool *created,
+    struct doc_undo *undo);
 /*
  * Writer thread, in txn.  Deletes the document named by key in namespace
  * ns (a checked name); *id is its id, 0 if there was none.  Returns a
@@ -203,6 +238,9 @@ void docset_undo(struct docset *ds, const struct doc_undo *undo);
  */
 int docset_get(struct docset *ds, struct store_txn *txn, uint32_t ns,
     const uint8_t key[DOCSET_KEY_LEN], struct doc_record *out);
+/* The sketch record r was stored with, into *sk: 0, or -1 when it has
+ * none (stored by nddd 0.4, or without one). */
+int docset_record_sketch(const struct doc_record *r, struct sketch *sk);
 /* The record of document id (STORE_NOTFOUND if none). */
 int docset_record(struct docset *ds, struct store_txn *txn, uint64_t id,
     struct doc_record *out);
@@ -221,23 +259,37 @@ struct docset_neighbour {
 	uint64_t group;
 	uint64_t created_ms;
 	unsigned distance;
+	bool verified;		/* its similarity was estimated and passed */
+	float resemblance;	/* verified: the estimates */
+	float containment;
 	char *url;		/* url_len bytes and a NUL */
 	size_t url_len;
 };
 
+/* What a search for neighbours looks for. */
+struct docset_query {
+	uint64_t fp;
+	const struct sketch *sketch;	/* the verified answer; NULL: the
+					   Hamming answer */
+	unsigned k;			/* the Hamming answer's distance */
+	uint64_t exclude;		/* a document left out (0: none), */
+	uint64_t exclude_fp;		/* ... and its fingerprint */
+};
+
 /*
- * docset_near's hits in namespace ns with their URLs and groups read
- * through txn, at most max.  Records txn does not see (a document stored
- * by a transaction not yet committed) or that are another namespace's (a
- * document moving meanwhile) are left out.  Returns a store status:
- * STORE_OK with the list in *out (free it with docset_neighbours_free),
- * its length in *n and how many are within kq in *total; the status of a
- * record that could not be read; STORE_FAILED when out of memory or kq is
+ * The neighbours of q in namespace ns, with their URLs and groups read
+ * through txn, at most max listed (the first by the answer's order).
+ * Records txn does not see (a document stored by a transaction not yet
+ * committed) or that are another namespace's (a document moving
+ * meanwhile) are left out.  Returns a store status: STORE_OK with the
+ * list in *out (free it with docset_neighbours_free), its length in *n
+ * and how many neighbours there are in *total; the status of a record
+ * that could not be read; STORE_FAILED when out of memory or q->k is
  * above k.
  */
 int docset_neighbours(struct docset *ds, struct store_txn *txn, uint32_t ns,
-    uint64_t fp, unsigned kq, uint64_t exclude, uint64_t exclude_fp,
-    size_t max, struct docset_neighbour **out, size_t *n, uint64_t *total);
+    const struct docset_query *q, size_t max, struct docset_neighbour **out,
+    size_t *n, uint64_t *total);
 void docset_neighbours_free(struct docset_neighbour *nb, size_t n);
 
 /*
@@ -253,13 +305,6 @@ int64_t docset_near(struct docset *ds, uint32_t ns, uint64_t fp, unsigned kq,
     uint64_t exclude, uint64_t exclude_fp, struct nearidx_hit *out,
     size_t max);
 
-/*
- * The group a document of namespace ns with fingerprint fp would join,
- * reading the neighbour's record through txn: its nearest neighbour's
- * (other than exclude), or 0 when it has none.  Returns a store status.
- */
-int docset_group_for(struct docset *ds, struct store_txn *txn, uint32_t ns,
-    uint64_t fp, uint64_t exclude, uint64_t exclude_fp, uint64_t *group);
 
 /*
  * Writer thread, in txn: drops the namespace named name (checked, not
@@ -292,9 +337,9 @@ size_t docset_ns_dropped(struct docset *ds, uint32_t *ids, size_t max);
 void docset_stats(struct docset *ds, struct docset_stats *out);
 
 /*
- * Writer thread, no transaction open: checks the tables, the URL index
- * and the namespaces (each one's count, each document's tag) against the
- * records.  Returns a store status; findings in *out.
+ * Writer thread, no transaction open: checks the tables, the sketch
+ * index, the URL index and the namespaces (each one's count, each
+ * document's tag) against the records.  Returns a store status; findings in *out.
  */
 int docset_verify(struct docset *ds, struct docset_verify *out);
 

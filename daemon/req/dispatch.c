@@ -17,6 +17,7 @@
 #include "auth.h"
 #include "config.h"
 #include "docdrop.h"
+#include "docfp.h"
 #include "docreq.h"
 #include "frame.h"
 #include "log.h"
@@ -71,6 +72,7 @@ worker_ctx_free(void *arg)
 	urlset_reader_free(ctx->urls);
 	store_reader_free(ctx->reader);
 	simhash_scratch_free(ctx->scratch);
+	docfp_scratch_free(ctx->docfp);
 	arena_release(&ctx->arena);
 	free(ctx);
 }
@@ -89,8 +91,9 @@ worker_ctx_new(void *arg)
 	ctx->urls = urlset_reader_new(d->svc.us);
 	ctx->reader = store_reader_new(d->svc.st);
 	ctx->scratch = simhash_scratch_new();
+	ctx->docfp = docfp_scratch_new();
 	if (ctx->keyer == NULL || ctx->urls == NULL || ctx->reader == NULL ||
-	    ctx->scratch == NULL) {
+	    ctx->scratch == NULL || ctx->docfp == NULL) {
 		worker_ctx_free(ctx);
 		return NULL;
 	}
@@ -274,6 +277,8 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 	d->docs.workers = d->svc.workers;
 	d->docs.max_results = cfg->near_max_results;
 	d->docs.batch_docs = (unsigned)cfg->accel_batch_docs;
+	d->docs.html_main = cfg->html_main;
+	d->docs.hamming = cfg->near_hamming;
 	if (docreq_env_init(&d->docs, base) == -1 ||
 	    (d->docs.drop = docdrop_new(&d->svc, base)) == NULL)
 		goto err;

@@ -18,6 +18,7 @@
 #include <event2/event.h>
 
 #include "accel.h"
+#include "docfp.h"
 #include "docset.h"
 #include "reply.h"
 #include "shardstate.h"
@@ -47,10 +48,15 @@ struct doc_item {
 	enum simhash_input input;
 	const uint8_t *body;		/* the request's, or the batch's copy */
 	size_t body_len;
+	bool hamming;			/* the Hamming answer, not verified */
+	bool with_sketch;		/* its sketch sent back */
 	/* OK, or why the document failed (message: static). */
 	Nddd__V1__Code code;
 	const char *message;
 	uint64_t fp;
+	bool has_sketch;		/* else a fingerprint alone */
+	struct sketch sketch;
+	enum docfp_content content;
 	/* The answer. */
 	uint64_t id, group;
 	bool created;
@@ -168,6 +174,9 @@ neighbour_messages(const struct docset_neighbour *nb, size_t n,
 		m[i].distance = nb[i].distance;
 		m[i].group = nb[i].group;
 		m[i].created_ms = nb[i].created_ms;
+		m[i].resemblance = nb[i].resemblance;
+		m[i].containment = nb[i].containment;
+		m[i].verified = nb[i].verified;
 		v[i] = &m[i];
 	}
 }
@@ -211,7 +220,8 @@ neighbour_size(const Nddd__V1__Neighbour *m)
 	return varint_field_size(m->doc_id) + (m->url.len > 0 ?
 	    1 + varint_size(m->url.len) + m->url.len : 0) +
 	    varint_field_size(m->distance) + varint_field_size(m->group) +
-	    varint_field_size(m->created_ms);
+	    varint_field_size(m->created_ms) + (m->resemblance != 0 ? 5 : 0) +
+	    (m->containment != 0 ? 5 : 0) + (m->verified ? 2 : 0);
 }
 
 /*
@@ -252,7 +262,7 @@ reply_budget(const struct reply *r)
  */
 static void
 doc_result(Nddd__V1__DocResult *res, const struct doc_item *it,
-    Nddd__V1__Neighbour *m, Nddd__V1__Neighbour **v)
+    Nddd__V1__Neighbour *m, Nddd__V1__Neighbour **v, uint8_t *wire)
 {
 	nddd__v1__doc_result__init(res);
 	neighbour_messages(it->near, it->nnear, m, v);
@@ -262,6 +272,11 @@ doc_result(Nddd__V1__DocResult *res, const struct doc_item *it,
 	res->group = it->group;
 	res->near_total = it->near_total;
 	res->created = it->created;
+	res->content = (Nddd__V1__Content)it->content;
+	if (it->with_sketch && it->has_sketch) {
+		res->sketch.data = wire;
+		res->sketch.len = sketch_encode(&it->sketch, wire);
+	}
 }
 
 /* Appends doc_submit's DocResult for its one document. */
@@ -271,12 +286,13 @@ write_doc(struct reply *r, const struct doc_batch *b, const struct doc_item *it)
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__DocResult res;
 	Nddd__V1__Neighbour *msgs, **v = neighbour_room(it->nnear, &msgs);
+	uint8_t wire[SKETCH_WIRE_MAX];
 
 	if (v == NULL) {
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
-	doc_result(&res, it, msgs, v);
+	doc_result(&res, it, msgs, v, wire);
 	res.url.data = (uint8_t *)item_url(b, it);
 	res.url.len = it->url_len;
 	resp.id = r->id;
@@ -288,14 +304,17 @@ write_doc(struct reply *r, const struct doc_batch *b, const struct doc_item *it)
 	free(v);
 }
 
-/* Appends a DocQueryResult. */
+/* Appends a DocQueryResult (content: what a body was judged by; sk,
+ * if not NULL, its sketch). */
 static void
-write_query(struct reply *r, uint64_t fp,
-    const struct docset_neighbour *nb, size_t n, uint64_t total)
+write_query(struct reply *r, uint64_t fp, enum docfp_content content,
+    const struct sketch *sk, const struct docset_neighbour *nb, size_t n,
+    uint64_t total)
 {
 	Nddd__V1__Response resp = NDDD__V1__RESPONSE__INIT;
 	Nddd__V1__DocQueryResult res = NDDD__V1__DOC_QUERY_RESULT__INIT;
 	Nddd__V1__Neighbour *msgs, **v = neighbour_room(n, &msgs);
+	uint8_t wire[SKETCH_WIRE_MAX];
 
 	if (v == NULL) {
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
@@ -305,6 +324,11 @@ write_query(struct reply *r, uint64_t fp,
 	res.near = v;
 	res.simhash = fp;
 	res.near_total = total;
+	res.content = (Nddd__V1__Content)content;
+	if (sk != NULL) {
+		res.sketch.data = wire;
+		res.sketch.len = sketch_encode(sk, wire);
+	}
 	resp.id = r->id;
 	resp.result_case = NDDD__V1__RESPONSE__RESULT_DOC_QUERY;
 	resp.doc_query = &res;
@@ -328,18 +352,24 @@ write_batch(struct reply *r, const struct doc_batch *b)
 	Nddd__V1__ItemError *errs, **ev;
 	Nddd__V1__Status *sts;
 	Nddd__V1__Neighbour *nm, **nv;
-	size_t i, nerr = 0, near = 0, base, n = b->n + 1;
+	size_t i, nerr = 0, near = 0, base, n = b->n + 1, sketches = 0;
+	uint8_t *wires = NULL, *wire;
 	void *mem;
 
 	/* Every message of the reply in one allocation: the results, the
 	 * errors, and all the documents' neighbours. */
-	for (i = 0; i < b->n; i++)
-		if (b->items[i].code == NDDD__V1__CODE__OK)
-			near += b->items[i].nnear;
+	for (i = 0; i < b->n; i++) {
+		if (b->items[i].code != NDDD__V1__CODE__OK)
+			continue;
+		near += b->items[i].nnear;
+		sketches += b->items[i].with_sketch;
+	}
 	mem = calloc(1, n * (sizeof(*docs) + sizeof(*dv) + sizeof(*errs) +
 	    sizeof(*ev) + sizeof(*sts)) + (near + 1) * (sizeof(*nm) +
 	    sizeof(*nv)));
-	if (mem == NULL) {
+	if (mem == NULL || (sketches > 0 && (wires = malloc(sketches *
+	    SKETCH_WIRE_MAX)) == NULL)) {
+		free(mem);
 		reply_error(r, NDDD__V1__CODE__INTERNAL, "out of memory");
 		return;
 	}
@@ -348,6 +378,7 @@ write_batch(struct reply *r, const struct doc_batch *b)
 	sts = (Nddd__V1__Status *)(errs + n);
 	nm = (Nddd__V1__Neighbour *)(sts + n);
 	dv = (Nddd__V1__DocResult **)(nm + near + 1);
+	wire = wires;
 	ev = (Nddd__V1__ItemError **)(dv + n);
 	nv = (Nddd__V1__Neighbour **)(ev + n);
 	for (i = 0; i < b->n; i++) {
@@ -366,9 +397,11 @@ write_batch(struct reply *r, const struct doc_batch *b)
 			nerr++;
 			continue;
 		}
-		doc_result(&docs[i], it, nm, nv);
+		doc_result(&docs[i], it, nm, nv, wire);
 		nm += it->nnear;
 		nv += it->nnear;
+		if (it->with_sketch)
+			wire += SKETCH_WIRE_MAX;
 		base = nddd__v1__doc_result__get_packed_size(&docs[i]);
 		docs[i].n_near = neighbours_that_fit(docs[i].near, it->nnear,
 		    base, DOCREQ_BATCH_ITEM_MAX);
@@ -382,6 +415,7 @@ write_batch(struct reply *r, const struct doc_batch *b)
 	resp.docs = &res;
 	reply_message(r, &resp.base);
 	free(mem);
+	free(wires);
 }
 
 /* Answers b into r, as its operation answers. */
@@ -398,8 +432,9 @@ batch_answer(struct doc_batch *b, struct reply *r)
 		if (it->code != NDDD__V1__CODE__OK)
 			reply_error(r, it->code, it->message);
 		else
-			write_query(r, it->fp, it->near, it->nnear,
-			    it->near_total);
+			write_query(r, it->fp, it->content, it->with_sketch &&
+			    it->has_sketch ? &it->sketch : NULL, it->near,
+			    it->nnear, it->near_total);
 		return;
 	case ANSWER_DOC:
 		if (it->code != NDDD__V1__CODE__OK)
@@ -452,17 +487,18 @@ item_query(struct doc_batch *b, struct doc_item *it, struct store_txn *txn)
 {
 	struct docreq_env *env = b->env;
 	struct doc_record self;
-	uint64_t exclude = 0, exclude_fp = 0;
+	struct docset_query q = { .fp = it->fp, .k = b->k, .sketch =
+	    it->hamming || !it->has_sketch ? NULL : &it->sketch };
 	uint32_t ns = docset_ns_find(env->ds, item_ns(b, it));
 	int rc;
 
 	if (it->has_url && docset_get(env->ds, txn, ns, it->key, &self) ==
 	    STORE_OK) {
-		exclude = self.id;
-		exclude_fp = self.fp;
+		q.exclude = self.id;
+		q.exclude_fp = self.fp;
 	}
-	rc = docset_neighbours(env->ds, txn, ns, it->fp, b->k, exclude,
-	    exclude_fp, b->max_near, &it->near, &it->nnear, &it->near_total);
+	rc = docset_neighbours(env->ds, txn, ns, &q, b->max_near, &it->near,
+	    &it->nnear, &it->near_total);
 	if (rc == STORE_OK)
 		shard_neighbours(&b->shard, it->near, &it->nnear,
 		    &it->near_total);
@@ -514,11 +550,13 @@ batch_apply(struct writer_job *wj, struct store_txn *txn)
 			continue;
 		}
 		near.max = b->max_near;
+		near.hamming = it->hamming;
 		near.list = NULL;
 		near.n = 0;
 		rc = docset_put(ds, txn, item_ns(b, it), it->key,
-		    item_url(b, it), it->url_len, it->fp, it->join,
-		    wj->now_ms, &r, &it->created, &it->undo, &near);
+		    item_url(b, it), it->url_len, it->fp, it->has_sketch ?
+		    &it->sketch : NULL, it->join, wj->now_ms, &r, &it->created,
+		    &it->undo, &near);
 		/* Freed with the answers, also after a failure. */
 		it->near = near.list;
 		it->nnear = near.n;
@@ -850,6 +888,14 @@ input_of(Nddd__V1__DocFormat f)
 	    SIMHASH_INPUT_TEXT;
 }
 
+/* Whether a request's match asks for the Hamming answer. */
+static bool
+answer_hamming(const struct docreq_env *env, Nddd__V1__Match match)
+{
+	return match == NDDD__V1__MATCH__MATCH_HAMMING ||
+	    (match == NDDD__V1__MATCH__MATCH_DEFAULT && env->hamming);
+}
+
 /* A namespace's key mask, made once for the documents that share it. */
 struct ns_mask {
 	char name[DOCNS_NAME_MAX + 1];
@@ -979,6 +1025,8 @@ item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
 	it->store = !s->query_only;
 	if (it->store)
 		it->join = s->new_group ? DOCSET_OWN_GROUP : s->group;
+	it->hamming = answer_hamming(b->env, s->match);
+	it->with_sketch = s->with_sketch;
 	it->input = input_of(s->format);
 	/* An empty body has no buffer (protobuf-c leaves it NULL). */
 	it->body = s->body.len > 0 ? s->body.data : (const uint8_t *)"";
@@ -1004,12 +1052,25 @@ item_from_submit(struct worker_ctx *ctx, struct doc_batch *b, size_t i,
 		item_fail(it, NDDD__V1__CODE__INTERNAL, "out of memory");
 }
 
-/* Computes every document's fingerprint on this worker. */
+/* Keeps what docfp_compute made of it. */
 static void
+item_print(struct doc_item *it, const struct docfp *f)
+{
+	it->fp = f->fp;
+	it->sketch = f->sketch;
+	it->has_sketch = true;
+	it->content = f->content;
+}
+
+/* Computes every document's fingerprint and sketch on this worker.
+ * Returns -1 when memory is short. */
+static int
 batch_fingerprint_inline(struct doc_batch *b, const struct simhash *sh,
     struct worker_ctx *ctx)
 {
+	struct docfp f;
 	size_t docs = 0, bytes = 0;
+	int rc;
 
 	for (size_t i = 0; i < b->n; i++) {
 		struct doc_item *it = &b->items[i];
@@ -1018,11 +1079,16 @@ batch_fingerprint_inline(struct doc_batch *b, const struct simhash *sh,
 			continue;
 		if (i + 1 < b->n)
 			simhash_prefetch(it[1].body, it[1].body_len);
-		if (simhash_compute(sh, ctx->scratch, it->input, it->body,
-		    it->body_len, &it->fp) == SIMHASH_EMPTY_DOCUMENT)
+		if ((rc = docfp_compute(sh, simhash_stopwords(sh), ctx->docfp,
+		    ctx->scratch, b->env->html_main, it->input, it->body,
+		    it->body_len, &f, NULL)) == -1)
+			return -1;
+		if (rc == SIMHASH_EMPTY_DOCUMENT)
 			empty_document(it);
-		else if (it->store)
-			b->nstore++;
+		else {
+			item_print(it, &f);
+			b->nstore += it->store;
+		}
 		docs++;
 		bytes += it->body_len;
 		/* The request's memory is gone after this worker. */
@@ -1030,28 +1096,50 @@ batch_fingerprint_inline(struct doc_batch *b, const struct simhash *sh,
 	}
 	if (docs > 0)
 		accel_count_inline(b->env->acc, docs, bytes);
+	return 0;
 }
 
-/* Copies the bodies of the documents still to compute into b's memory. */
+/*
+ * For a plugin: every document's sketch, and a copy of the text it is
+ * judged by (its main content, for a page) in b's memory, which the
+ * plugin fingerprints.  Returns -1 when memory is short.
+ */
 static int
-batch_keep_bodies(struct doc_batch *b)
+batch_keep_texts(struct doc_batch *b, struct worker_ctx *ctx)
 {
-	size_t total = 0, off = 0;
+	const struct stopwords *sw = simhash_stopwords(accel_engine(
+	    b->env->acc));
+	size_t cap = 0, off = 0;
+	uint8_t *grown;
 
-	for (size_t i = 0; i < b->n; i++)
-		if (b->items[i].code == NDDD__V1__CODE__OK)
-			total += b->items[i].body_len;
-	if ((b->bodies = malloc(total + 1)) == NULL)
-		return -1;
 	for (size_t i = 0; i < b->n; i++) {
 		struct doc_item *it = &b->items[i];
+		struct docfp_text t;
+		struct docfp f;
 
 		if (it->code != NDDD__V1__CODE__OK)
 			continue;
-		memcpy(b->bodies + off, it->body, it->body_len);
-		it->body = b->bodies + off;
-		off += it->body_len;
+		if (docfp_compute(NULL, sw, ctx->docfp, NULL,
+		    b->env->html_main, it->input, it->body, it->body_len, &f,
+		    &t) == -1)
+			return -1;
+		item_print(it, &f);
+		if (off + t.len + 1 > cap) {
+			cap = (off + t.len + 1) * 2;
+			if ((grown = realloc(b->bodies, cap)) == NULL)
+				return -1;
+			b->bodies = grown;
+		}
+		memcpy(b->bodies + off, t.text, t.len);
+		/* An offset until every copy is made (bodies moves). */
+		it->body = (const uint8_t *)(uintptr_t)off;
+		it->body_len = t.len;
+		it->input = t.input;
+		off += t.len;
 	}
+	for (size_t i = 0; i < b->n; i++)
+		if (b->items[i].code == NDDD__V1__CODE__OK)
+			b->items[i].body = b->bodies + (uintptr_t)b->items[i].body;
 	return 0;
 }
 
@@ -1069,8 +1157,13 @@ batch_run(struct op_call *call, struct doc_batch *b)
 	for (size_t i = 0; i < b->n; i++)
 		if (b->items[i].code == NDDD__V1__CODE__OK)
 			to_compute = true;
-	if (sh != NULL && to_compute)
-		batch_fingerprint_inline(b, sh, call->ctx);
+	if (sh != NULL && to_compute && batch_fingerprint_inline(b, sh,
+	    call->ctx) == -1) {
+		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
+		    "out of memory");
+		batch_free(b);
+		return;
+	}
 	if (batch_failed_whole(b)) {
 		batch_answer(b, call->reply);
 		batch_free(b);
@@ -1081,7 +1174,7 @@ batch_run(struct op_call *call, struct doc_batch *b)
 		batch_free(b);
 		return;
 	}
-	if (sh == NULL && batch_keep_bodies(b) == -1) {
+	if (sh == NULL && batch_keep_texts(b, call->ctx) == -1) {
 		reply_error(call->reply, NDDD__V1__CODE__INTERNAL,
 		    "out of memory");
 		batch_free(b);
@@ -1171,25 +1264,62 @@ docreq_batch_reply_bound(size_t docs)
 	    DOCREQ_BATCH_ERROR_MAX);
 }
 
-void
-docreq_query(struct op_call *call)
+/*
+ * doc_query by a fingerprint, or a print (a fingerprint and a sketch),
+ * on this worker: the Hamming answer within k, or the verified one.
+ */
+static void
+query_print(struct op_call *call, const char *ns, uint64_t fp,
+    const struct sketch *sk, unsigned k)
 {
-	const Nddd__V1__DocQuery *q = call->req->doc_query;
 	struct docreq_env *env = call->svc->docs;
 	struct store_txn *rd = call->ctx->reader;
-	struct reply *r = call->reply;
-	unsigned k = q->max_distance ? q->max_distance->k : docset_k(env->ds);
-	const char *ns = name_of(q->namespace_);
+	struct docset_query q = { .fp = fp, .sketch = sk, .k = k };
 	struct docset_neighbour *nb;
-	struct doc_batch *b;
 	struct shard_view shard;
 	uint64_t total;
 	size_t n;
 	int rc;
 
+	if ((rc = store_reader_begin(rd)) != STORE_OK) {
+		reply_store_error(call->reply, rc);
+		return;
+	}
+	shard_state_view(call->svc->shard, &shard);
+	if ((rc = docset_neighbours(env->ds, rd, docset_ns_find(env->ds, ns),
+	    &q, env->max_results, &nb, &n, &total)) != STORE_OK)
+		reply_store_error(call->reply, rc);
+	else {
+		shard_neighbours(&shard, nb, &n, &total);
+		write_query(call->reply, fp, DOCFP_TEXT, NULL, nb, n, total);
+		docset_neighbours_free(nb, n);
+	}
+	store_reader_end(rd);
+}
+
+void
+docreq_query(struct op_call *call)
+{
+	const Nddd__V1__DocQuery *q = call->req->doc_query;
+	struct docreq_env *env = call->svc->docs;
+	struct reply *r = call->reply;
+	unsigned k = q->max_distance ? q->max_distance->k : docset_k(env->ds);
+	const char *ns = name_of(q->namespace_);
+	bool hamming = q->max_distance != NULL ||
+	    answer_hamming(env, q->match);
+	struct doc_batch *b;
+	struct sketch sk;
+
 	if (k > docset_k(env->ds)) {
 		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT,
 		    "k is above the server's [near] k");
+		return;
+	}
+	if (q->max_distance != NULL &&
+	    q->match == NDDD__V1__MATCH__MATCH_VERIFIED) {
+		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT,
+		    "max_distance asks for the Hamming answer, match for the "
+		    "verified one");
 		return;
 	}
 	switch (q->what_case) {
@@ -1203,6 +1333,8 @@ docreq_query(struct op_call *call)
 		b->items[0].body = q->body->body.len > 0 ?
 		    q->body->body.data : (const uint8_t *)"";
 		b->items[0].body_len = q->body->body.len;
+		b->items[0].hamming = hamming;
+		b->items[0].with_sketch = q->with_sketch;
 		if (batch_keep_ns(b, &b->items[0], ns) == -1) {
 			reply_oom(call);
 			batch_free(b);
@@ -1211,25 +1343,27 @@ docreq_query(struct op_call *call)
 		batch_run(call, b);
 		return;
 	case NDDD__V1__DOC_QUERY__WHAT_SIMHASH:
-		if ((rc = store_reader_begin(rd)) != STORE_OK) {
-			reply_store_error(r, rc);
+		if (q->match == NDDD__V1__MATCH__MATCH_VERIFIED) {
+			reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT,
+			    "a fingerprint alone has only the Hamming answer: "
+			    "send the print or the body");
 			return;
 		}
-		shard_state_view(call->svc->shard, &shard);
-		if ((rc = docset_neighbours(env->ds, rd, docset_ns_find(env->ds,
-		    ns), q->simhash, k, 0, 0, env->max_results, &nb, &n,
-		    &total)) != STORE_OK)
-			reply_store_error(r, rc);
-		else {
-			shard_neighbours(&shard, nb, &n, &total);
-			write_query(r, q->simhash, nb, n, total);
-			docset_neighbours_free(nb, n);
+		query_print(call, ns, q->simhash, NULL, k);
+		return;
+	case NDDD__V1__DOC_QUERY__WHAT_PRINT:
+		if (sketch_decode(q->print->sketch.data, q->print->sketch.len,
+		    &sk) == -1) {
+			reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT,
+			    "not a sketch nddd sent (DocResult.sketch)");
+			return;
 		}
-		store_reader_end(rd);
+		query_print(call, ns, q->print->simhash, hamming ? NULL : &sk,
+		    k);
 		return;
 	default:
 		reply_error(r, NDDD__V1__CODE__INVALID_ARGUMENT,
-		    "a query names a body or a simhash");
+		    "a query names a body, a simhash or a print");
 		return;
 	}
 }
@@ -1243,6 +1377,7 @@ docreq_get(struct op_call *call)
 	struct reply *r = call->reply;
 	const char *ns = name_of(ref->namespace_);
 	struct ns_mask mask = { .made = false };
+	struct docset_query q = { .k = docset_k(env->ds) };
 	struct doc_batch *b;
 	struct doc_item *it;
 	struct doc_record rec;
@@ -1271,6 +1406,16 @@ docreq_get(struct op_call *call)
 	}
 	nsid = docset_ns_find(env->ds, ns);
 	rc = docset_get(env->ds, rd, nsid, it->key, &rec);
+	if (rc == STORE_OK) {
+		/* Its neighbours as a query of its own print would find
+		 * them, itself left out. */
+		it->has_sketch = docset_record_sketch(&rec, &it->sketch) == 0;
+		q.fp = rec.fp;
+		q.sketch = it->has_sketch && !answer_hamming(env, ref->match) ?
+		    &it->sketch : NULL;
+		q.exclude = rec.id;
+		q.exclude_fp = rec.fp;
+	}
 	if (rc == STORE_NOTFOUND)
 		reply_error(r, NDDD__V1__CODE__NOT_FOUND,
 		    "no document has this URL");
@@ -1278,9 +1423,9 @@ docreq_get(struct op_call *call)
 		reply_store_error(r, rc);
 	else if (batch_keep_url(b, it, rec.url, rec.url_len) == -1)
 		reply_oom(call);
-	else if ((rc = docset_neighbours(env->ds, rd, nsid, rec.fp,
-	    docset_k(env->ds), rec.id, rec.fp, env->max_results, &it->near,
-	    &it->nnear, &it->near_total)) != STORE_OK)
+	else if ((rc = docset_neighbours(env->ds, rd, nsid, &q,
+	    env->max_results, &it->near, &it->nnear, &it->near_total)) !=
+	    STORE_OK)
 		reply_store_error(r, rc);
 	else {
 		shard_neighbours(&b->shard, it->near, &it->nnear,

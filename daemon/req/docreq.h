@@ -3,19 +3,20 @@
  * doc_get, doc_delete) on top of docset and the accelerator.
  *
  * doc_submit, doc_query by body and doc_batch carry a batch of documents
- * (one, or up to DOCREQ_BATCH_MAX), each fingerprinted, then stored or only
- * answered, in request order.  Their way through the daemon:
- *   worker:  decode, canonicalize the URLs; with the cpu backend in use
- *            (accel_inline_engine), fingerprint them right here, from the
- *            request's own memory: a page takes less time to fingerprint
- *            than two hand-overs between threads;
+ * (one, or up to DOCREQ_BATCH_MAX), each fingerprinted and sketched (its
+ * main content, for a page: docfp.h), then stored or only answered, in
+ * request order.  Their way through the daemon:
+ *   worker:  decode, canonicalize the URLs, sketch the documents; with
+ *            the cpu backend in use (accel_inline_engine), fingerprint
+ *            them right here, from the request's own memory: a page takes
+ *            less time to fingerprint than two hand-overs between threads;
  *   then:    nothing to store: the worker reads the neighbours and answers
  *            (two hops in all, as url_check); else the batch is one
  *            store-writer job (every document put or answered in request
  *            order, neighbours and groups decided in the transaction,
  *            answered after the commit: three hops).
- * With a plugin, the worker copies the bodies and the loop hands them to
- * the accelerator (accel_submit is the loop's) with the other documents of
+ * With a plugin, the worker copies the texts the documents are judged by
+ * (a page's main content) and the loop hands them to the accelerator (accel_submit is the loop's) with the other documents of
  * the same turn of the loop; once the fingerprints are back, the batch goes
  * to the store writer, or to a worker for the neighbours.  An empty
  * document is EMPTY_DOCUMENT: the request's status for a single one, an
@@ -33,6 +34,7 @@
 #ifndef NDDD_DOCREQ_H
 #define NDDD_DOCREQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -82,6 +84,8 @@ struct docreq_env {
 	struct workers *workers;
 	uint64_t max_results;		/* [near] max_results */
 	unsigned batch_docs;		/* [accel] batch_docs */
+	bool html_main;			/* [text] html = main */
+	bool hamming;			/* [near] answer = hamming */
 	/* Loop thread: documents gathered for the accelerator during one
 	 * turn of the loop, handed over together at its end. */
 	struct doc_batch *pending;

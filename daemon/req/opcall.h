@@ -24,6 +24,7 @@ struct reply;
 struct server;
 struct shard_state;
 struct simhash_scratch;
+struct docfp_scratch;
 struct store;
 struct store_txn;
 struct url_keyer;
@@ -62,6 +63,7 @@ struct worker_ctx {
 	struct urlset_reader *urls;	/* URL checks */
 	struct store_txn *reader;	/* a read transaction, renewed per use */
 	struct simhash_scratch *scratch;	/* fingerprints computed inline */
+	struct docfp_scratch *docfp;	/* pages' main content, sketches */
 	struct arena arena;		/* one request's memory */
 };
 

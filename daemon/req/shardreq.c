@@ -20,6 +20,7 @@
 #include "log.h"
 #include "reply.h"
 #include "shardstate.h"
+#include "sketch.h"
 #include "store.h"
 #include "urlcanon.h"
 #include "urlhosts.h"
@@ -95,6 +96,11 @@ shardreq_validate_import(const Nddd__V1__MovedKeys *m, const char **message)
 			*message = "group ids are below 2^63";
 			return NDDD__V1__CODE__INVALID_ARGUMENT;
 		}
+		if (d->sketch.len > 0 && sketch_decode(d->sketch.data,
+		    d->sketch.len, &(struct sketch){ 0 }) == -1) {
+			*message = "a moved document's sketch is not one";
+			return NDDD__V1__CODE__INVALID_ARGUMENT;
+		}
 		if ((code = docreq_namespace_validate(d->namespace_,
 		    message)) != NDDD__V1__CODE__OK)
 			return code;
@@ -130,6 +136,7 @@ struct moved_msg {
 	Nddd__V1__MovedKeys keys;
 	Nddd__V1__MovedUrl *urls, **urlp;
 	Nddd__V1__MovedDoc *docs, **docp;
+	uint8_t *sketches;		/* the documents' encodings */
 };
 
 static int
@@ -141,7 +148,8 @@ moved_msg_init(struct moved_msg *m, const struct url_moved *u, size_t nu,
 	if ((m->urls = calloc(nu + 1, sizeof(*m->urls))) == NULL ||
 	    (m->urlp = calloc(nu + 1, sizeof(*m->urlp))) == NULL ||
 	    (m->docs = calloc(nd + 1, sizeof(*m->docs))) == NULL ||
-	    (m->docp = calloc(nd + 1, sizeof(*m->docp))) == NULL)
+	    (m->docp = calloc(nd + 1, sizeof(*m->docp))) == NULL ||
+	    (m->sketches = malloc((nd + 1) * SKETCH_WIRE_MAX)) == NULL)
 		return -1;
 	for (size_t i = 0; i < nu; i++) {
 		Nddd__V1__MovedUrl *o = &m->urls[i];
@@ -175,6 +183,11 @@ moved_msg_init(struct moved_msg *m, const struct url_moved *u, size_t nu,
 		o->created_ms = d[i].created_ms;
 		o->last_ms = d[i].updated_ms;
 		o->deleted = d[i].deleted;
+		if (d[i].has_sketch && !d[i].deleted) {
+			o->sketch.data = m->sketches + i * SKETCH_WIRE_MAX;
+			o->sketch.len = sketch_encode(&d[i].sketch,
+			    o->sketch.data);
+		}
 		m->docp[i] = o;
 	}
 	m->keys.n_urls = nu;
@@ -191,6 +204,7 @@ moved_msg_clear(struct moved_msg *m)
 	free(m->urlp);
 	free(m->docs);
 	free(m->docp);
+	free(m->sketches);
 }
 
 /* Answers r with keys (or an error if memory is short). */
@@ -572,6 +586,9 @@ shardreq_import(struct op_call *call)
 		o->created_ms = d->created_ms;
 		o->updated_ms = d->last_ms;
 		o->deleted = d->deleted;
+		/* Checked with the request. */
+		o->has_sketch = d->sketch.len > 0 && sketch_decode(
+		    d->sketch.data, d->sketch.len, &o->sketch) == 0;
 	}
 	j->nurls = nu;
 	j->ndocs = nd;

@@ -129,6 +129,13 @@ statsreq_run(struct op_call *call)
 	ns.k = s.docs.k;
 	ns.blocks = s.docs.blocks;
 	ns.tables = s.docs.tables;
+	/* How neighbours are decided: what a client over shards decides
+	 * by too. */
+	ns.answer = (char *)(call->svc->docs->hamming ? "hamming" :
+	    "verified");
+	ns.html = (char *)(call->svc->docs->html_main ? "main" : "whole");
+	ns.containment = s.docs.containment;
+	ns.resemblance = s.docs.resemblance;
 	res.near = &ns;
 	/* Clients learn a shard list that grew from here. */
 	shard_state_message(call->svc->shard, &shard, shard_list);
@@ -138,6 +145,12 @@ statsreq_run(struct op_call *call)
 	if (call->role >= ROLE_ADMIN) {
 		ns.bytes = s.docs.table_bytes;
 		ns.distinct = s.docs.distinct;
+		ns.sketch_keys = s.docs.sketch_entries;
+		ns.sketch_bytes = s.docs.sketch_bytes;
+		ns.candidates = s.docs.candidates;
+		ns.verified = s.docs.verified;
+		ns.keys_skipped = s.docs.keys_skipped;
+		ns.unsketched = s.docs.unsketched;
 		as.backend = s.accel.backend;
 		as.simulation = s.accel.simulation;
 		as.batches = s.accel.batches;
@@ -254,10 +267,33 @@ render_namespaces(const struct req_services *svc, struct evbuffer *out)
 	free(dl);
 }
 
+/* The metrics of verified answers and of the sketch index. */
+static void
+render_near(const struct daemon_stats *s, struct evbuffer *out)
+{
+	metrics_render_value(out, "nddd_doc_candidates_total", "counter",
+	    "Candidates verified answers looked at (a record read and "
+	    "compared each).", (double)s->docs.candidates);
+	metrics_render_value(out, "nddd_doc_verified_total", "counter",
+	    "Candidates kept as neighbours.", (double)s->docs.verified);
+	metrics_render_value(out, "nddd_doc_sketch_keys_skipped_total",
+	    "counter", "Sketch keys passed over by queries as held by too "
+	    "many documents.", (double)s->docs.keys_skipped);
+	metrics_render_value(out, "nddd_doc_sketch_keys", "gauge",
+	    "Keys in the sketch index (a document under each of its keys).",
+	    (double)s->docs.sketch_entries);
+	metrics_render_value(out, "nddd_doc_sketch_bytes", "gauge",
+	    "Memory of the sketch index.", (double)s->docs.sketch_bytes);
+	metrics_render_value(out, "nddd_docs_unsketched", "gauge",
+	    "Documents stored without a sketch (by nddd 0.4): found by "
+	    "distance alone.", (double)s->docs.unsketched);
+}
+
 void
 statsreq_render_gauges(const struct req_services *svc,
     const struct daemon_stats *s, struct evbuffer *out)
 {
+	render_near(s, out);
 	metrics_render_value(out, "nddd_docs", "gauge", "Documents stored.",
 	    (double)s->docs.docs);
 	metrics_render_value(out, "nddd_docs_distinct_fingerprints", "gauge",

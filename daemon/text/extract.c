@@ -694,7 +694,9 @@ extract_main(struct extract_scratch *sc, const void *html, size_t len,
 		if (!take && sc->mark[i] != EX_K_DROP) {
 			float ld = ex_link_density(nd);
 
-			if (nd->score >= (bs * 0.2f > 10 ? bs * 0.2f : 10))
+			/* As for the best, a short block's score is its name's. */
+			if (nd->score >= (bs * 0.2f > 10 ? bs * 0.2f : 10) &&
+			    nd->text - nd->link >= EX_MIN_MAIN)
 				take = 1;
 			else if (nd->tag == EX_T_P && nd->text > 80 &&
 			    ld < 0.25f)

@@ -431,6 +431,12 @@ simhash_term_hash_of(const struct simhash *sh)
 	return sh->th;
 }
 
+const struct stopwords *
+simhash_stopwords(const struct simhash *sh)
+{
+	return sh->sw;
+}
+
 struct simhash_scratch *
 simhash_scratch_new(void)
 {

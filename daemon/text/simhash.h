@@ -100,6 +100,8 @@ struct simhash *simhash_new(enum simhash_term_hash th,
 void simhash_free(struct simhash *sh);
 /* The engine's term hash. */
 enum simhash_term_hash simhash_term_hash_of(const struct simhash *sh);
+/* The engine's stop words (NULL: none). */
+const struct stopwords *simhash_stopwords(const struct simhash *sh);
 
 /*
  * Per-thread working memory (a few tens of KiB, fixed: documents of any

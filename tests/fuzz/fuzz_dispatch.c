@@ -663,6 +663,8 @@ fx_open(void)
 		.blocks = (unsigned)fx.cfg.near_blocks,
 		.term_hash = fx.cfg.term_hash,
 		.stopwords_digest = "none",
+		.containment = (float)fx.cfg.near_containment,
+		.resemblance = (float)fx.cfg.near_resemblance,
 	};
 	if ((fx.ds = docset_open(fx.st, &dopts, &cause)) == NULL)
 		fx_fail("documents: %s", cause ? cause : "?");

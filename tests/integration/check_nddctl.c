@@ -964,8 +964,9 @@ START_TEST(test_doc_commands)
 	    "prices rose <b>sharply</b> on Monday after the cartel cut "
 	    "output</p></html>", &out), 0);
 	ck_assert_msg(strstr(out, "\"doc_id\": 2,") && strstr(out,
-	    "\"group\": 1, \"near\": [{\"doc_id\": 1, \"url\": "
-	    "\"http://news.example/a\", \"distance\": 0}]}\n"), "%s", out);
+	    "\"group\": 1, \"content\": \"whole\", \"near\": [{\"doc_id\": "
+	    "1, \"url\": \"http://news.example/a\", \"distance\": 0, "
+	    "\"resemblance\": 1.0, \"containment\": 1.0}]}\n"), "%s", out);
 	free(out);
 	free(args);
 	ck_assert_int_ne(asprintf(&args, "-H %s --json doc-get --url "
@@ -1275,7 +1276,8 @@ START_TEST(test_jsonl_batches_as_single_submits)
 			*nl = '\0';
 			o = json_loads(line, 0, &err);
 			ck_assert_msg(o != NULL, "line %zu: %s", i + 1, line);
-			again = json_dumps(o, 0);
+			/* Similarities are printed to three digits. */
+			again = json_dumps(o, JSON_REAL_PRECISION(3));
 			ck_assert_str_eq(again, line);
 			free(again);
 			e = json_object_get(o, "error");

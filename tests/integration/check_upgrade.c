@@ -161,6 +161,57 @@ assert_document(nddd_client *c, const struct fixture *f)
 static const char fixture_text[] = "Oil prices rose sharply on Monday after "
     "the cartel agreed to cut output";
 
+/* The neighbours of the fixture's text in the default namespace. */
+static struct nddd_reply *
+query_fixture_text(nddd_client *c)
+{
+	struct nddd_reply *r;
+	uint64_t id;
+
+	ck_assert_int_eq(nddd_send_doc_query(c, fixture_text,
+	    strlen(fixture_text), NDDD_TEXT, -1, &id), 0);
+	ck_assert_ptr_nonnull(r = nddd_call(c, id));
+	ck_assert_int_eq(r->kind, NDDD_REPLY_DOC_QUERY);
+	return r;
+}
+
+/*
+ * The release's document was stored without a sketch: the stats count
+ * it, and a verified query of its text keeps it by distance alone,
+ * unverified; submitted again, it has a sketch, and the same query
+ * verifies it.
+ */
+static void
+assert_legacy_document(nddd_client *c, const struct fixture *f)
+{
+	struct nddd_stats st;
+	struct nddd_reply *r;
+	uint64_t id;
+
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_uint_eq(st.near_unsketched, 1);
+	r = query_fixture_text(c);
+	ck_assert_uint_eq(r->doc.near_total, 1);
+	ck_assert_uint_eq(r->doc.near[0].doc_id, 1);
+	ck_assert_uint_eq(r->doc.near[0].distance, 0);
+	ck_assert_int_eq(r->doc.near[0].verified, 0);
+	nddd_reply_free(r);
+	ck_assert_int_eq(nddd_send_doc_submit(c, f->doc_url, strlen(f->doc_url),
+	    fixture_text, strlen(fixture_text), NDDD_TEXT, 0, &id), 0);
+	ck_assert_ptr_nonnull(r = nddd_call(c, id));
+	ck_assert_int_eq(r->kind, NDDD_REPLY_DOC);
+	ck_assert_uint_eq(r->doc.doc_id, 1);
+	ck_assert(!r->doc.created);
+	nddd_reply_free(r);
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_uint_eq(st.near_unsketched, 0);
+	r = query_fixture_text(c);
+	ck_assert_uint_eq(r->doc.near_total, 1);
+	ck_assert_int_eq(r->doc.near[0].verified, 1);
+	ck_assert(r->doc.near[0].resemblance == 1.0f);
+	nddd_reply_free(r);
+}
+
 /*
  * The fixture's document stored again in namespace ns: a new document
  * there, with the same fingerprint, founding its own group, with no
@@ -330,6 +381,9 @@ check_release_store(const struct fixture *f)
 		nddd_reply_free(r);
 	}
 	ck_assert_uint_eq(fresh_count(c, f, NDDD_URL_CHECK), 0);
+	assert_consistent(c, f->stored);
+	assert_legacy_document(c, f);
+	assert_document(c, f);
 	assert_consistent(c, f->stored);
 	nddd_close(c);
 	ck_assert_int_eq(harness_stop(&h), 0);

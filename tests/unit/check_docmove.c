@@ -107,7 +107,7 @@ random_put(struct fixture *fx, struct store_txn *txn, struct model *md,
 		join = GLOBAL(6, 1 + tu_rand_below(&md->rng, 1000));
 	ck_assert_int_eq(docset_key(ns, strlen(ns), url, strlen(url), key), 0);
 	ck_assert_int_eq(docset_put(fx->ds, txn, ns, key, url, strlen(url), fp,
-	    join, md->now_ms, &r, &created, &undo, NULL), STORE_OK);
+	    NULL, join, md->now_ms, &r, &created, &undo, NULL), STORE_OK);
 }
 
 static void
@@ -537,7 +537,7 @@ put_one(struct fixture *fx, const char *ns, const char *url, uint64_t fp)
 	ck_assert_int_eq(docset_key(ns, strlen(ns), url, strlen(url), key), 0);
 	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
 	ck_assert_int_eq(docset_put(fx->ds, txn, ns, key, url, strlen(url), fp,
-	    0, 5000, &r, &created, &undo, NULL), STORE_OK);
+	    NULL, 0, 5000, &r, &created, &undo, NULL), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 }
 

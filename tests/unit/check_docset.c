@@ -5,7 +5,10 @@
  * records, and identical ids, groups and answers after a reopen; namespaces
  * (separate neighbours and groups, keys masked as URL keys are, a
  * namespace's creation, drop and forgetting taken back on abort, counts
- * kept across a reopen).
+ * kept across a reopen); the verified answer against a model of its rule
+ * (candidates within k or sharing keys, kept by their estimates,
+ * documents without a sketch by distance), through deletes, aborts and a
+ * reopen.
  */
 #include <check.h>
 #include <stdio.h>
@@ -31,7 +34,8 @@ open_docs(struct fixture *fx, enum simhash_term_hash th, char **cause)
 	struct store_options so = { .dir = fx->dir, .map_size = 256 << 20,
 	    .sync = STORE_SYNC_NONE };
 	struct docset_options o = { .k = 3, .blocks = 4, .term_hash = th,
-	    .stopwords_digest = "test" };
+	    .stopwords_digest = "test", .containment = 0.2f,
+	    .resemblance = 0.05f };
 
 	*cause = NULL;
 	if (fx->st == NULL) {
@@ -74,7 +78,7 @@ put_join(struct fixture *fx, const char *url, uint64_t fp, uint64_t join,
 	key_of(url, key);
 	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
 	ck_assert_int_eq(docset_put(fx->ds, txn, "", key, url, strlen(url),
-	    fp, join, 1000, &r, &c, &undo, NULL), STORE_OK);
+	    fp, NULL, join, 1000, &r, &c, &undo, NULL), STORE_OK);
 	ck_assert_int_eq(store_commit(txn), STORE_OK);
 	if (created)
 		*created = c;
@@ -139,7 +143,7 @@ START_TEST(test_store_failures_surface)
 		    NULL));
 		ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 		ck_assert_int_eq(docset_put(fx.ds, txn, "", key, url,
-		    strlen(url), i ? 0xff00ff00ff00ff00ULL : 0x1234, 0, 1000, &r,
+		    strlen(url), i ? 0xff00ff00ff00ff00ULL : 0x1234, NULL, 0, 1000, &r,
 		    &c, &undo, NULL), STORE_OK);
 		ck_assert_int_eq(store_commit(txn), STORE_OK);
 	}
@@ -190,8 +194,8 @@ START_TEST(test_neighbours_visible_and_failing)
 	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
 	put(&fx, "http://c.example/", x ^ 2, NULL);	/* after the snapshot */
 
-	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT, x, 3, 0, 0,
-	    10, &nb, &n, &total), STORE_OK);
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT,
+	    &(struct docset_query){ .fp = x, .k = 3 }, 10, &nb, &n, &total), STORE_OK);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(total, 2);
 	ck_assert_str_eq(nb[0].url, "http://a.example/");
@@ -201,16 +205,16 @@ START_TEST(test_neighbours_visible_and_failing)
 	docset_neighbours_free(nb, n);
 
 	store_fault_hook = fail_gets;
-	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT, x, 3, 0, 0,
-	    10, &nb, &n, &total), STORE_FAILED);
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT,
+	    &(struct docset_query){ .fp = x, .k = 3 }, 10, &nb, &n, &total), STORE_FAILED);
 	store_fault_hook = NULL;
 	ck_assert_uint_eq(n, 0);
 	store_reader_end(rd);
 
 	/* A newer snapshot holds all three. */
 	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
-	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT, x, 3, 0, 0,
-	    10, &nb, &n, &total), STORE_OK);
+	ck_assert_int_eq(docset_neighbours(fx.ds, rd, DOCNS_DEFAULT,
+	    &(struct docset_query){ .fp = x, .k = 3 }, 10, &nb, &n, &total), STORE_OK);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(total, 3);
 	docset_neighbours_free(nb, n);
@@ -320,12 +324,12 @@ START_TEST(test_abort_is_taken_back)
 	 * in reverse order, x must be back as it was. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
 	key_of("x", key);
-	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 200, 0, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 200, NULL, 0, 1, &r,
 	    &created, &undo[0].u, NULL), STORE_OK);
-	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 300, 0, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "x", 1, 300, NULL, 0, 1, &r,
 	    &created, &undo[1].u, NULL), STORE_OK);
 	key_of("y", key);
-	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, 0, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, NULL, 0, 1, &r,
 	    &created, &undo[2].u, NULL), STORE_OK);
 	store_abort(txn);
 	for (int i = 2; i >= 0; i--)
@@ -340,7 +344,7 @@ START_TEST(test_abort_is_taken_back)
 	/* y's id was given back: a full disk refusing new documents over
 	 * and over must not use ids up. */
 	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
-	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, 0, 1, &r,
+	ck_assert_int_eq(docset_put(fx.ds, txn, "", key, "y", 1, 100, NULL, 0, 1, &r,
 	    &created, &undo[2].u, NULL), STORE_OK);
 	ck_assert(created);
 	ck_assert_uint_eq(r.id, 2);
@@ -576,14 +580,15 @@ START_TEST(test_put_with_neighbours)
 		    40));
 		key_of(url, key);
 		ck_assert_int_eq(docset_put(a.ds, ta, "", key, url, strlen(url),
-		    fp, 0, 1000, &ra, &ca, &ua, NULL), STORE_OK);
+		    fp, NULL, 0, 1000, &ra, &ca, &ua, NULL), STORE_OK);
 		ck_assert_int_eq(docset_put(b.ds, tb, "", key, url, strlen(url),
-		    fp, 0, 1000, &rb, &cb, &ub, &near), STORE_OK);
+		    fp, NULL, 0, 1000, &rb, &cb, &ub, &near), STORE_OK);
 		ck_assert_uint_eq(rb.id, ra.id);
 		ck_assert_uint_eq(rb.group, ra.group);
 		ck_assert_int_eq(cb, ca);
-		ck_assert_int_eq(docset_neighbours(a.ds, ta, DOCNS_DEFAULT, fp,
-		    3, ra.id, fp, near.max, &nb, &n, &total), STORE_OK);
+		ck_assert_int_eq(docset_neighbours(a.ds, ta, DOCNS_DEFAULT,
+		    &(struct docset_query){ .fp = fp, .k = 3, .exclude = ra.id,
+		    .exclude_fp = fp }, near.max, &nb, &n, &total), STORE_OK);
 		ck_assert_uint_eq(near.total, total);
 		ck_assert_uint_eq(near.n, n);
 		for (size_t j = 0; j < n; j++) {
@@ -633,7 +638,7 @@ put_in(struct fixture *fx, struct store_txn *txn, const char *ns,
 			key[i] ^= mask[i];
 	}
 	ck_assert_int_eq(docset_put(fx->ds, txn, ns, key, url, strlen(url),
-	    fp, 0, 1000, &r, &c, undo, NULL), STORE_OK);
+	    fp, NULL, 0, 1000, &r, &c, undo, NULL), STORE_OK);
 	r.url = NULL;
 	r.ns_name = NULL;
 	return r;
@@ -774,6 +779,244 @@ START_TEST(test_namespaces)
 }
 END_TEST
 
+/* ---- The verified answer against a model of its rule. ---- */
+
+/* A stored document of the model. */
+struct vdoc {
+	uint64_t id;
+	uint64_t fp;
+	bool sketched;
+	struct sketch sk;
+	bool live;
+};
+
+static int
+cmp_hash(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A sketch of n hashes from a small pool (so that documents share some),
+ * for a document of shingles shingles (>= n).
+ */
+static void
+pool_sketch(uint64_t *seed, uint32_t pool, uint32_t n, uint32_t shingles,
+    struct sketch *s)
+{
+	memset(s, 0, sizeof(*s));
+	while (s->n < n) {
+		uint32_t v = 1 + (uint32_t)tu_rand_below(seed, pool) *
+		    40503u;
+		bool dup = false;
+
+		for (uint32_t i = 0; i < s->n && !dup; i++)
+			dup = s->h[i] == v;
+		if (!dup)
+			s->h[s->n++] = v;
+	}
+	qsort(s->h, s->n, sizeof(s->h[0]), cmp_hash);
+	s->shingles = shingles;
+}
+
+/* Whether the model keeps stored document d for query q (fp, sketch). */
+static bool
+model_keeps(const struct vdoc *d, uint64_t fp, const struct sketch *q,
+    struct sketch_similarity *sim)
+{
+	unsigned dist = (unsigned)__builtin_popcountll(d->fp ^ fp);
+	uint32_t keys[SKETCH_KEYS];
+	size_t nkeys, shared = 0;
+
+	memset(sim, 0, sizeof(*sim));
+	if (!d->live)
+		return false;
+	if (!d->sketched)
+		return dist <= 3;
+	nkeys = sketch_keys(&d->sk, keys);
+	for (size_t k = 0; k < nkeys; k++)
+		for (uint32_t j = 0; j < q->n; j++)
+			shared += keys[k] == q->h[j];
+	if (dist > 3 && shared < SKETCH_MIN_KEYS)
+		return false;
+	sketch_compare(q, &d->sk, sim);
+	return sim->containment >= 0.2f && sim->resemblance >= 0.05f;
+}
+
+struct vhit {
+	uint64_t id;
+	bool verified;
+	float res;
+	unsigned dist;
+};
+
+static int
+cmp_vhit(const void *a, const void *b)
+{
+	const struct vhit *x = a, *y = b;
+
+	if (x->verified != y->verified)
+		return x->verified ? -1 : 1;
+	if (x->verified && x->res != y->res)
+		return x->res > y->res ? -1 : 1;
+	if (!x->verified && x->dist != y->dist)
+		return x->dist < y->dist ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Every query of the model through docset_neighbours, and compared. */
+static void
+check_verified(struct fixture *fx, const struct vdoc *docs, size_t n,
+    uint64_t *seed)
+{
+	struct store_txn *rd = store_reader_new(fx->st);
+	struct vhit *want = calloc(n + 1, sizeof(*want));
+
+	ck_assert_ptr_nonnull(rd);
+	ck_assert_ptr_nonnull(want);
+	ck_assert_int_eq(store_reader_begin(rd), STORE_OK);
+	for (int t = 0; t < 200; t++) {
+		const struct vdoc *like = &docs[tu_rand_below(seed, n)];
+		struct docset_neighbour *nb;
+		struct sketch q;
+		uint64_t fp, total;
+		size_t got, m = 0;
+
+		/* Near a stored one: half its hashes, some new ones. */
+		pool_sketch(seed, 400, 20 + (uint32_t)tu_rand_below(seed, 60),
+		    0, &q);
+		q.shingles = q.n;
+		for (uint32_t i = 0; i < like->sk.n && i < q.n; i += 2)
+			q.h[i] = like->sk.h[i];
+		qsort(q.h, q.n, sizeof(q.h[0]), cmp_hash);
+		for (uint32_t i = 1; i < q.n; i++)
+			if (q.h[i] == q.h[i - 1])
+				q.h[i - 1] = 0x7fffff00u + i;
+		qsort(q.h, q.n, sizeof(q.h[0]), cmp_hash);
+		fp = like->fp ^ (UINT64_C(1) << tu_rand_below(seed, 64)) ^
+		    (tu_rand_below(seed, 2) ? UINT64_C(1) << 7 : 0);
+		for (size_t i = 0; i < n; i++) {
+			struct sketch_similarity sim;
+
+			if (!model_keeps(&docs[i], fp, &q, &sim))
+				continue;
+			want[m++] = (struct vhit){ .id = docs[i].id,
+			    .verified = docs[i].sketched,
+			    .res = sim.resemblance,
+			    .dist = (unsigned)__builtin_popcountll(
+			    docs[i].fp ^ fp) };
+		}
+		qsort(want, m, sizeof(*want), cmp_vhit);
+		ck_assert_int_eq(docset_neighbours(fx->ds, rd, DOCNS_DEFAULT,
+		    &(struct docset_query){ .fp = fp, .sketch = &q, .k = 3 },
+		    n, &nb, &got, &total), STORE_OK);
+		ck_assert_uint_eq(total, m);
+		ck_assert_uint_eq(got, m);
+		for (size_t i = 0; i < m; i++) {
+			ck_assert_uint_eq(nb[i].id, want[i].id);
+			ck_assert_int_eq(nb[i].verified, want[i].verified);
+			ck_assert(nb[i].resemblance == (want[i].verified ?
+			    want[i].res : 0));
+		}
+		docset_neighbours_free(nb, got);
+	}
+	store_reader_end(rd);
+	store_reader_free(rd);
+	free(want);
+}
+
+/* Stores docs[i] (a sketch or none) under URL number i. */
+static void
+put_vdoc(struct fixture *fx, struct vdoc *d, int i)
+{
+	struct store_txn *txn;
+	struct doc_record r;
+	struct doc_undo undo;
+	uint8_t key[DOCSET_KEY_LEN];
+	char url[32];
+	bool c;
+
+	snprintf(url, sizeof(url), "v%d", i);
+	key_of(url, key);
+	ck_assert_int_eq(store_write_begin(fx->st, &txn), STORE_OK);
+	ck_assert_int_eq(docset_put(fx->ds, txn, "", key, url, strlen(url),
+	    d->fp, d->sketched ? &d->sk : NULL, 0, 1000, &r, &c, &undo,
+	    NULL), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	d->id = r.id;
+	d->live = true;
+}
+
+/*
+ * Documents with sketches over a small pool of hashes (and some without
+ * a sketch, as nddd 0.4 stored them), fingerprints in clusters: every
+ * answer is the model's, in its order, before and after deletes,
+ * re-submits and a reopen; an aborted put leaves no trace in the answers.
+ */
+START_TEST(test_verified_against_model)
+{
+	enum { N = 400 };
+	struct fixture fx = { .dir = tu_tmpdir() };
+	struct vdoc *docs = calloc(N, sizeof(*docs));
+	struct docset_stats st;
+	struct docset_verify v;
+	uint64_t seed = 123, base[8];
+	char *cause;
+
+	ck_assert_ptr_nonnull(docs);
+	for (int i = 0; i < 8; i++)
+		base[i] = tu_rand(&seed);
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_ptr_nonnull(fx.ds);
+	for (int i = 0; i < N; i++) {
+		struct vdoc *d = &docs[i];
+		uint32_t n = 1 + (uint32_t)tu_rand_below(&seed, SKETCH_K);
+
+		d->fp = base[i % 8] ^ (UINT64_C(1) << tu_rand_below(&seed,
+		    64)) ^ (UINT64_C(1) << tu_rand_below(&seed, 64));
+		d->sketched = i % 10 != 3;
+		/* A whole set, or the smallest of a larger one. */
+		if (i % 3 == 0)
+			n = SKETCH_K;
+		pool_sketch(&seed, 400, n, n < SKETCH_K ? n : n +
+		    (uint32_t)tu_rand_below(&seed, 3 * n), &d->sk);
+		put_vdoc(&fx, d, i);
+	}
+	check_verified(&fx, docs, N, &seed);
+	docset_stats(fx.ds, &st);
+	ck_assert_uint_eq(st.unsketched, N / 10);
+	ck_assert_uint_gt(st.candidates, 0);
+	/* Deletes, and re-submits with new sketches. */
+	for (int i = 0; i < N; i += 7) {
+		char url[32];
+
+		snprintf(url, sizeof(url), "v%d", i);
+		ck_assert_uint_eq(del(&fx, url), docs[i].id);
+		docs[i].live = false;
+	}
+	for (int i = 1; i < N; i += 11) {
+		pool_sketch(&seed, 400, 30, 30, &docs[i].sk);
+		docs[i].sketched = true;
+		put_vdoc(&fx, &docs[i], i);
+	}
+	check_verified(&fx, docs, N, &seed);
+	ck_assert_int_eq(docset_verify(fx.ds, &v), STORE_OK);
+	ck_assert_msg(v.table_mismatches == 0, "%s", v.detail);
+	/* The same answers from the records alone. */
+	docset_free(fx.ds);
+	fx.ds = NULL;
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_ptr_nonnull(fx.ds);
+	check_verified(&fx, docs, N, &seed);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+	free(docs);
+}
+END_TEST
+
 Suite *docset_suite(void);
 
 Suite *
@@ -793,6 +1036,7 @@ docset_suite(void)
 	tcase_add_test(tc, test_neighbours_visible_and_failing);
 	tcase_add_test(tc, test_namespace_mask);
 	tcase_add_test(tc, test_namespaces);
+	tcase_add_test(tc, test_verified_against_model);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -34,6 +34,12 @@ static struct {
 	size_t (*stopwords_count)(const nddd_engine *);
 	const char *(*simd)(void);
 	char *(*default_stopwords)(void);
+	enum nddd_code (*text)(nddd_engine *, const void *, size_t,
+	    enum nddd_format, const char **, size_t *, enum nddd_content *);
+	enum nddd_code (*print)(nddd_engine *, const void *, size_t,
+	    enum nddd_format, struct nddd_print *);
+	int (*compare)(const void *, size_t, const void *, size_t, float *,
+	    float *);
 } lib;
 
 static char *stoplist;			/* conf/stopwords.txt */
@@ -81,6 +87,13 @@ setup(void)
 	lib.simd = (const char *(*)(void))sym("nddd_engine_simd");
 	lib.default_stopwords = (char *(*)(void))
 	    sym("nddd_engine_default_stopwords");
+	lib.text = (enum nddd_code (*)(nddd_engine *, const void *, size_t,
+	    enum nddd_format, const char **, size_t *, enum nddd_content *))
+	    sym("nddd_engine_text");
+	lib.print = (enum nddd_code (*)(nddd_engine *, const void *, size_t,
+	    enum nddd_format, struct nddd_print *))sym("nddd_engine_print");
+	lib.compare = (int (*)(const void *, size_t, const void *, size_t,
+	    float *, float *))sym("nddd_sketch_compare");
 	stoplist = tu_source_path("conf/stopwords.txt");
 	ck_assert_msg((sw = stopwords_load(stoplist, &cause)) != NULL, "%s",
 	    cause);
@@ -97,15 +110,23 @@ teardown(void)
 }
 
 static nddd_engine *
-engine(const char *term_hash, const char *stopwords, const char *simd)
+engine_html(const char *term_hash, const char *stopwords, const char *simd,
+    const char *html)
 {
 	struct nddd_engine_opts o = { .term_hash = term_hash,
-	    .stopwords = stopwords, .simd = simd };
+	    .stopwords = stopwords, .simd = simd, .html = html };
 	char *err = NULL;
 	nddd_engine *e = lib.new(&o, &err);
 
 	ck_assert_msg(e != NULL, "%s", err != NULL ? err : "out of memory");
 	return e;
+}
+
+/* An engine that takes pages whole, as the reference does. */
+static nddd_engine *
+engine(const char *term_hash, const char *stopwords, const char *simd)
+{
+	return engine_html(term_hash, stopwords, simd, "whole");
 }
 
 /*
@@ -219,6 +240,66 @@ START_TEST(test_html_pages)
 	ck_assert_ptr_nonnull(c);
 	check_corpus(e, c, 200, NDDD_FORMAT_HTML, 0, ref_sw, "l3s");
 	lib.free(e);
+	corpus_free(c);
+	free(dir);
+}
+END_TEST
+
+/*
+ * By default a page is judged by its main content: its fingerprint is the
+ * reference's of the text nddd_engine_text gives, that text is shorter
+ * than the page's whole text, and the print carries the same fingerprint
+ * and a sketch that compares as identical with itself.
+ */
+START_TEST(test_html_main)
+{
+	char *dir = tu_data_path("text_corpora/l3s_gn1_html/original");
+	struct corpus *c = corpus_files(dir, ".html");
+	nddd_engine *e = engine_html("sdbm-fmix64", stoplist, NULL, NULL);
+	nddd_engine *w = engine("sdbm-fmix64", stoplist, NULL);
+	size_t mains = 0;
+
+	ck_assert_ptr_nonnull(c);
+	for (size_t i = 0; i < 100 && i < c->n; i++) {
+		enum nddd_content content, wcontent;
+		const char *text;
+		struct nddd_print p;
+		size_t tlen, wlen;
+		uint64_t fp, want;
+		char *copy;
+		float r, con;
+
+		ck_assert_int_eq(lib.text(w, c->docs[i].data, c->docs[i].len,
+		    NDDD_FORMAT_HTML, &text, &wlen, &wcontent), NDDD_OK);
+		ck_assert_int_eq(wcontent, NDDD_CONTENT_WHOLE);
+		ck_assert_int_eq(lib.text(e, c->docs[i].data, c->docs[i].len,
+		    NDDD_FORMAT_HTML, &text, &tlen, &content), NDDD_OK);
+		ck_assert_ptr_nonnull(copy = malloc(tlen + 1));
+		memcpy(copy, text, tlen);
+		mains += content == NDDD_CONTENT_MAIN;
+		if (content == NDDD_CONTENT_MAIN)
+			ck_assert_uint_lt(tlen, wlen);
+		ck_assert_int_eq(lib.simhash(e, c->docs[i].data,
+		    c->docs[i].len, NDDD_FORMAT_HTML, &fp), ref_simhash(copy,
+		    tlen, 0, 0, ref_sw, &want) == 0 ? NDDD_OK :
+		    NDDD_EMPTY_DOCUMENT);
+		ck_assert_msg(fp == want || fp == 0, "page %zu: %016llx, the "
+		    "reference of its text %016llx", i,
+		    (unsigned long long)fp, (unsigned long long)want);
+		if (lib.print(e, c->docs[i].data, c->docs[i].len,
+		    NDDD_FORMAT_HTML, &p) == NDDD_OK) {
+			ck_assert_uint_eq(p.simhash, fp);
+			ck_assert_int_eq(p.content, content);
+			ck_assert_int_eq(lib.compare(p.sketch, p.sketch_len,
+			    p.sketch, p.sketch_len, &r, &con), 0);
+			ck_assert(r == 1.0f && con == 1.0f);
+		}
+		free(copy);
+	}
+	/* Nearly every news page has an article. */
+	ck_assert_uint_ge(mains, 90);
+	lib.free(e);
+	lib.free(w);
 	corpus_free(c);
 	free(dir);
 }
@@ -371,6 +452,7 @@ engine_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_reuters);
 	tcase_add_test(tc, test_html_pages);
+	tcase_add_test(tc, test_html_main);
 	tcase_add_test(tc, test_stopwords_text);
 	tcase_add_test(tc, test_default_stopwords);
 	tcase_add_test(tc, test_errors);
