@@ -27,7 +27,8 @@
 
 _Static_assert(NDDD_SKETCH_MAX == SKETCH_WIRE_MAX &&
     NDDD_SKETCH_HASHES == SKETCH_K && NDDD_SKETCH_KEYS == SKETCH_KEYS &&
-    NDDD_SKETCH_MIN_KEYS == SKETCH_MIN_KEYS,
+    NDDD_SKETCH_MIN_KEYS == SKETCH_MIN_KEYS &&
+    NDDD_SKETCH_PROBES == SKETCH_PROBES,
     "libnddd's sketch sizes are the daemon's");
 _Static_assert((int)NDDD_CONTENT_MAIN == (int)DOCFP_MAIN &&
     (int)NDDD_CONTENT_WHOLE == (int)DOCFP_WHOLE,

@@ -1027,9 +1027,12 @@ void nddd_sketch_similarities(const uint32_t *shingles,
     const uint32_t *nhashes, const uint32_t *hashes, const int64_t *a,
     const int64_t *b, size_t m, float *res, float *con);
 /* How many of a sketch's hashes are its keys, which a daemon files it
- * under (its first ones), and how many a candidate shares at least. */
+ * under (its first ones); how many of a query's first NDDD_SKETCH_PROBES
+ * hashes a stored document's keys must be, at least, for the document to
+ * be a candidate. */
 #define NDDD_SKETCH_KEYS 16
 #define NDDD_SKETCH_MIN_KEYS 2
+#define NDDD_SKETCH_PROBES 64
 
 /*
  * Where the engine's stop words came from: the file, "none", or "" for

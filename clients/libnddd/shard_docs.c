@@ -627,7 +627,8 @@ cmp_hash(const void *a, const void *b)
  * Whether the call's document a, stored before b, is b's neighbour as one
  * daemon would decide: by the Hamming answer within k; by the verified
  * one, a candidate (within k, or at least SKETCH_MIN_KEYS of a's keys
- * among b's hashes) whose estimates reach the shards' thresholds.  The
+ * among b's first SKETCH_PROBES hashes) whose estimates reach the shards'
+ * thresholds.  The
  * neighbour's fields in *nb.
  */
 static bool
@@ -645,7 +646,8 @@ call_neighbour(const struct nddd_shards *s, const struct sdoc *a,
 		return false;	/* a document without terms: never stored */
 	nkeys = sketch_keys(&a->sketch, keys);
 	for (size_t k = 0; k < nkeys; k++)
-		shared += bsearch(&keys[k], b->sketch.h, b->sketch.n,
+		shared += bsearch(&keys[k], b->sketch.h, b->sketch.n <
+		    SKETCH_PROBES ? b->sketch.n : SKETCH_PROBES,
 		    sizeof(keys[0]), cmp_hash) != NULL;
 	if (nb->distance > s->k && shared < SKETCH_MIN_KEYS)
 		return false;

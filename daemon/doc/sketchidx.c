@@ -3,6 +3,7 @@
  */
 #include "sketchidx.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -15,8 +16,12 @@
 /* Directory bits per shard: at least 8, so that with the shard's 8 and a
  * key's low 16 kept in its entry every bit of the key is known. */
 #define DIR_MIN		8
-#define DIR_MAX		20
+#define DIR_MAX		22
 #define FRAG(key)	((uint16_t)(key))
+/* Hashes a query's pipeline looks ahead at each of its two stages. */
+#define AHEAD		8
+/* glibc's header of each block it hands out. */
+#define MALLOC_HEADER	8
 
 /* A bucket: n entries, room for cap; the ids, then the keys' low bits. */
 struct bucket {
@@ -31,15 +36,16 @@ frags(struct bucket *b)
 }
 
 struct shard {
-	pthread_rwlock_t lock;
 	unsigned dir_bits;
 	struct bucket **dir;
 	uint64_t entries;
-	uint64_t bytes;		/* buckets and directory */
 };
 
 struct sketchidx {
+	pthread_rwlock_t lock;
 	struct shard shards[SHARDS];
+	uint64_t entries;
+	uint64_t bytes;		/* directories and buckets, as allocated */
 };
 
 static size_t
@@ -47,6 +53,13 @@ bucket_size(uint32_t cap)
 {
 	return sizeof(struct bucket) + (size_t)cap * (sizeof(uint32_t) +
 	    sizeof(uint16_t));
+}
+
+/* What a bucket of cap entries takes from the allocator. */
+static size_t
+bucket_bytes(const struct bucket *b)
+{
+	return b != NULL ? malloc_usable_size((void *)b) + MALLOC_HEADER : 0;
 }
 
 static inline struct shard *
@@ -62,7 +75,8 @@ slot_of(const struct shard *s, uint32_t key)
 	    ((1u << s->dir_bits) - 1);
 }
 
-/* The directory bits for n entries in one shard. */
+/* The directory bits for n entries in one shard: buckets of about
+ * SKETCHIDX_LOAD_MAX / 2 entries, each read in a line or two. */
 static unsigned
 dir_bits_for(uint64_t n)
 {
@@ -73,37 +87,31 @@ dir_bits_for(uint64_t n)
 	return d;
 }
 
-static int
-shard_init(struct shard *s, unsigned bits)
-{
-	pthread_rwlockattr_t attr;
-
-	pthread_rwlockattr_init(&attr);
-	/* Queries come all the time; the writer must not starve. */
-	pthread_rwlockattr_setkind_np(&attr,
-	    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&s->lock, &attr);
-	pthread_rwlockattr_destroy(&attr);
-	s->dir_bits = bits;
-	if ((s->dir = calloc((size_t)1 << bits, sizeof(*s->dir))) == NULL)
-		return -1;
-	s->bytes = ((uint64_t)1 << bits) * sizeof(*s->dir);
-	return 0;
-}
-
 struct sketchidx *
 sketchidx_new(uint64_t expected)
 {
 	struct sketchidx *x = calloc(1, sizeof(*x));
 	unsigned bits = dir_bits_for(expected * SKETCH_KEYS / SHARDS);
+	pthread_rwlockattr_t attr;
 
 	if (x == NULL)
 		return NULL;
+	pthread_rwlockattr_init(&attr);
+	/* Queries come all the time; the writer must not starve. */
+	pthread_rwlockattr_setkind_np(&attr,
+	    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&x->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	for (unsigned i = 0; i < SHARDS; i++) {
-		if (shard_init(&x->shards[i], bits) == -1) {
+		struct shard *s = &x->shards[i];
+
+		s->dir_bits = bits;
+		if ((s->dir = calloc((size_t)1 << bits, sizeof(*s->dir))) ==
+		    NULL) {
 			sketchidx_free(x);
 			return NULL;
 		}
+		x->bytes += ((uint64_t)1 << bits) * sizeof(*s->dir);
 	}
 	return x;
 }
@@ -121,8 +129,8 @@ sketchidx_free(struct sketchidx *x)
 		for (size_t j = 0; j < (size_t)1 << s->dir_bits; j++)
 			free(s->dir[j]);
 		free(s->dir);
-		pthread_rwlock_destroy(&s->lock);
 	}
+	pthread_rwlock_destroy(&x->lock);
 	free(x);
 }
 
@@ -144,7 +152,8 @@ bucket_resize(struct bucket *b, uint32_t cap)
 	return nb;
 }
 
-/* The key of entry i of bucket slot in shard number sh of s. */
+/* The key of an entry with the low bits frag in bucket slot of shard
+ * number sh. */
 static uint32_t
 entry_key(const struct shard *s, unsigned sh, size_t slot, uint16_t frag)
 {
@@ -155,12 +164,12 @@ entry_key(const struct shard *s, unsigned sh, size_t slot, uint16_t frag)
 /* Doubles shard number sh's directory (write lock held); -1 if memory is
  * short, the shard unchanged. */
 static int
-shard_grow(struct shard *s, unsigned sh)
+shard_grow(struct sketchidx *x, struct shard *s, unsigned sh)
 {
 	unsigned bits = s->dir_bits + 1;
 	size_t old_n = (size_t)1 << s->dir_bits, bit = 32 - SHARD_BITS - bits;
 	struct bucket **dir = calloc((size_t)1 << bits, sizeof(*dir));
-	uint64_t bytes = ((uint64_t)1 << bits) * sizeof(*dir);
+	uint64_t bytes = ((uint64_t)1 << bits) * sizeof(*dir), old_bytes;
 
 	if (dir == NULL)
 		return -1;
@@ -176,9 +185,9 @@ shard_grow(struct shard *s, unsigned sh)
 			if (count[h] == 0)
 				continue;
 			if ((half[h] = bucket_resize(NULL, count[h] +
-			    count[h] / 8 + 2)) == NULL)
+			    count[h] / 4 + 2)) == NULL)
 				goto nomem;
-			bytes += bucket_size(half[h]->cap);
+			bytes += bucket_bytes(half[h]);
 		}
 		for (uint32_t e = 0; e < b->n; e++) {
 			struct bucket *t = half[(entry_key(s, sh, j,
@@ -197,42 +206,47 @@ nomem:
 		free(dir);
 		return -1;
 	}
-	for (size_t j = 0; j < old_n; j++)
+	old_bytes = old_n * sizeof(*s->dir);
+	for (size_t j = 0; j < old_n; j++) {
+		old_bytes += bucket_bytes(s->dir[j]);
 		free(s->dir[j]);
+	}
 	free(s->dir);
 	s->dir = dir;
 	s->dir_bits = bits;
-	s->bytes = bytes;
+	x->bytes += bytes - old_bytes;
 	return 0;
 }
 
-/* Files id under key in s (write lock held); -1 if memory is short. */
+/* Files id under key (write lock held); -1 if memory is short. */
 static int
-shard_add(struct shard *s, uint32_t key, uint32_t id)
+index_add(struct sketchidx *x, uint32_t key, uint32_t id)
 {
+	struct shard *s = shard_of(x, key);
 	size_t slot = slot_of(s, key);
 	struct bucket *b = s->dir[slot], *nb;
 
 	if (b == NULL || b->n == b->cap) {
-		uint32_t cap = b == NULL ? 4 : b->cap + b->cap / 2 + 2;
+		uint32_t cap = b == NULL ? 4 : b->cap + b->cap / 4 + 4;
 
 		if ((nb = bucket_resize(b, cap)) == NULL)
 			return -1;
-		s->bytes += bucket_size(cap) - (b != NULL ?
-		    bucket_size(b->cap) : 0);
+		x->bytes += bucket_bytes(nb) - bucket_bytes(b);
 		free(b);
 		s->dir[slot] = b = nb;
 	}
 	b->ids[b->n] = id;
 	frags(b)[b->n++] = FRAG(key);
 	s->entries++;
+	x->entries++;
 	return 0;
 }
 
-/* Takes id off key in s (write lock held); whether it was there. */
+/* Takes id off key (write lock held); whether it was there. */
 static bool
-shard_remove(struct shard *s, uint32_t key, uint32_t id)
+index_remove(struct sketchidx *x, uint32_t key, uint32_t id)
 {
+	struct shard *s = shard_of(x, key);
 	size_t slot = slot_of(s, key);
 	struct bucket *b = s->dir[slot], *nb;
 	uint16_t f = FRAG(key);
@@ -246,13 +260,14 @@ shard_remove(struct shard *s, uint32_t key, uint32_t id)
 		b->ids[e] = b->ids[b->n];
 		frags(b)[e] = frags(b)[b->n];
 		s->entries--;
+		x->entries--;
 		if (b->n == 0) {
-			s->bytes -= bucket_size(b->cap);
+			x->bytes -= bucket_bytes(b);
 			free(b);
 			s->dir[slot] = NULL;
 		} else if (b->n < b->cap / 4 && b->cap > 8 &&
 		    (nb = bucket_resize(b, b->n * 2)) != NULL) {
-			s->bytes -= bucket_size(b->cap) - bucket_size(nb->cap);
+			x->bytes += bucket_bytes(nb) - bucket_bytes(b);
 			free(b);
 			s->dir[slot] = nb;
 		}
@@ -265,25 +280,28 @@ int
 sketchidx_insert(struct sketchidx *x, uint32_t id, const uint32_t *keys,
     size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct shard *s = shard_of(x, keys[i]);
-		int rc;
+	int rc = 0;
+	size_t i;
 
-		pthread_rwlock_wrlock(&s->lock);
+	pthread_rwlock_wrlock(&x->lock);
+	for (i = 0; i < n && rc == 0; i++) {
+		struct shard *s = shard_of(x, keys[i]);
+
 		if (s->entries >= (uint64_t)SKETCHIDX_LOAD_MAX << s->dir_bits &&
-		    s->dir_bits < DIR_MAX && shard_grow(s, keys[i] >>
+		    s->dir_bits < DIR_MAX && shard_grow(x, s, keys[i] >>
 		    (32 - SHARD_BITS)) == -1)
 			log_warnx("%s: out of memory: a shard stays at %u "
 			    "directory bits", __func__, s->dir_bits);
-		rc = shard_add(s, keys[i], id);
-		pthread_rwlock_unlock(&s->lock);
-		if (rc == -1) {
-			sketchidx_delete(x, id, keys, i);
-			log_warnx("%s: out of memory", __func__);
-			return -1;
-		}
+		rc = index_add(x, keys[i], id);
 	}
-	return 0;
+	if (rc == -1) {
+		/* Nothing filed: the keys before the one that failed go. */
+		for (size_t j = 0; j + 1 < i; j++)
+			index_remove(x, keys[j], id);
+		log_warnx("%s: out of memory", __func__);
+	}
+	pthread_rwlock_unlock(&x->lock);
+	return rc;
 }
 
 size_t
@@ -292,13 +310,10 @@ sketchidx_delete(struct sketchidx *x, uint32_t id, const uint32_t *keys,
 {
 	size_t found = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		struct shard *s = shard_of(x, keys[i]);
-
-		pthread_rwlock_wrlock(&s->lock);
-		found += shard_remove(s, keys[i], id);
-		pthread_rwlock_unlock(&s->lock);
-	}
+	pthread_rwlock_wrlock(&x->lock);
+	for (size_t i = 0; i < n; i++)
+		found += index_remove(x, keys[i], id);
+	pthread_rwlock_unlock(&x->lock);
 	return found;
 }
 
@@ -331,47 +346,84 @@ hits_push(uint32_t **hits, size_t *n, size_t *cap, uint32_t *stack,
 	return 0;
 }
 
+/*
+ * The documents filed under key in bucket b, once each, into the hits
+ * (those filter keeps, but exclude); keys held by more than
+ * SKETCHIDX_LIST_MAX documents are passed over.  -1 if memory is short.
+ */
+static int
+scan_bucket(struct bucket *b, uint32_t key, sketchidx_filter_fn filter,
+    void *arg, uint32_t exclude, uint32_t **hits, size_t *nhits,
+    size_t *cap, uint32_t *stack, struct sketchidx_counts *counts)
+{
+	const uint16_t *fr = frags(b);
+	uint16_t f = FRAG(key);
+	uint32_t list = 0;
+
+	for (uint32_t e = 0; e < b->n; e++)
+		list += fr[e] == f;
+	counts->keys_read += b->n;
+	if (list > SKETCHIDX_LIST_MAX) {
+		counts->keys_skipped++;
+		return 0;
+	}
+	for (uint32_t e = 0; list > 0 && e < b->n; e++) {
+		uint32_t id = b->ids[e];
+
+		if (fr[e] != f)
+			continue;
+		list--;
+		if (id == exclude || (filter != NULL && !filter(id, arg)))
+			continue;
+		if (hits_push(hits, nhits, cap, stack, id) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 int64_t
 sketchidx_candidates(struct sketchidx *x, const struct sketch *q,
     sketchidx_filter_fn filter, void *arg, uint32_t exclude, uint32_t *out,
     size_t max, struct sketchidx_counts *counts)
 {
 	uint32_t stack[512], *hits = stack;
+	struct bucket *b[SKETCH_K];
+	size_t slot[SKETCH_K];
 	size_t nhits = 0, cap = sizeof(stack) / sizeof(stack[0]);
+	uint32_t probes = q->n < SKETCH_PROBES ? q->n : SKETCH_PROBES;
 	int64_t total = 0;
 	int rc = 0;
 
-	/* Every document met under one of q's hashes, once per key. */
-	for (uint32_t j = 0; j < q->n && rc == 0; j++) {
-		uint32_t key = q->h[j];
-		struct shard *s = shard_of(x, key);
-		struct bucket *b;
-		uint16_t f = FRAG(key);
-		uint32_t list = 0;
+	/*
+	 * Every document met under one of q's hashes, once per key, in a
+	 * pipeline: the directory slot of hash j + 2 * AHEAD is fetched,
+	 * the bucket of hash j + AHEAD, while hash j's bucket is scanned:
+	 * the memory misses of a few hashes overlap, as many as the CPU
+	 * keeps in flight.
+	 */
+	pthread_rwlock_rdlock(&x->lock);
+	for (uint32_t j = 0; j < probes + 2 * AHEAD && rc == 0; j++) {
+		if (j < probes) {
+			struct shard *s = shard_of(x, q->h[j]);
 
-		pthread_rwlock_rdlock(&s->lock);
-		if ((b = s->dir[slot_of(s, key)]) != NULL) {
-			const uint16_t *fr = frags(b);
+			slot[j] = slot_of(s, q->h[j]);
+			__builtin_prefetch(&s->dir[slot[j]]);
+		}
+		if (j >= AHEAD && j - AHEAD < probes) {
+			uint32_t i = j - AHEAD;
 
-			for (uint32_t e = 0; e < b->n; e++)
-				list += fr[e] == f;
-			counts->keys_read += b->n;
-			if (list > SKETCHIDX_LIST_MAX) {
-				counts->keys_skipped++;
-				list = 0;
-			}
-			for (uint32_t e = 0; list > 0 && e < b->n && rc == 0;
-			    e++) {
-				uint32_t id = b->ids[e];
-
-				if (fr[e] != f || id == exclude ||
-				    (filter != NULL && !filter(id, arg)))
-					continue;
-				rc = hits_push(&hits, &nhits, &cap, stack, id);
+			b[i] = shard_of(x, q->h[i])->dir[slot[i]];
+			if (b[i] != NULL) {
+				__builtin_prefetch(b[i]);
+				__builtin_prefetch(frags(b[i]));
 			}
 		}
-		pthread_rwlock_unlock(&s->lock);
+		if (j >= 2 * AHEAD && b[j - 2 * AHEAD] != NULL)
+			rc = scan_bucket(b[j - 2 * AHEAD], q->h[j - 2 * AHEAD],
+			    filter, arg, exclude, &hits, &nhits, &cap, stack,
+			    counts);
 	}
+	pthread_rwlock_unlock(&x->lock);
 	if (rc == -1) {
 		if (hits != stack)
 			free(hits);
@@ -402,6 +454,7 @@ sketchidx_bulk_load(struct sketchidx *x, const uint32_t *ids,
 
 	if (count == NULL)
 		return -1;
+	pthread_rwlock_wrlock(&x->lock);
 	/* Each bucket once, at its final size: count, place, fill. */
 	for (unsigned i = 0; i < SHARDS; i++)
 		if ((count[i] = calloc((size_t)1 << x->shards[i].dir_bits,
@@ -423,17 +476,17 @@ sketchidx_bulk_load(struct sketchidx *x, const uint32_t *ids,
 			if ((b = bucket_resize(s->dir[j], c + c / 16 + 1)) ==
 			    NULL)
 				goto out;
-			s->bytes += bucket_size(b->cap) - (s->dir[j] != NULL ?
-			    bucket_size(s->dir[j]->cap) : 0);
+			x->bytes += bucket_bytes(b) - bucket_bytes(s->dir[j]);
 			free(s->dir[j]);
 			s->dir[j] = b;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
-		if (shard_add(shard_of(x, keys[i]), keys[i], ids[i]) == -1)
+		if (index_add(x, keys[i], ids[i]) == -1)
 			goto out;
 	rc = 0;
 out:
+	pthread_rwlock_unlock(&x->lock);
 	for (unsigned i = 0; i < SHARDS; i++)
 		free(count[i]);
 	free(count);
@@ -447,36 +500,32 @@ sketchidx_has(struct sketchidx *x, uint32_t id, uint32_t key)
 	struct bucket *b;
 	int found = 0;
 
-	pthread_rwlock_rdlock(&s->lock);
+	pthread_rwlock_rdlock(&x->lock);
 	if ((b = s->dir[slot_of(s, key)]) != NULL)
 		for (uint32_t e = 0; e < b->n && !found; e++)
 			found = b->ids[e] == id && frags(b)[e] == FRAG(key);
-	pthread_rwlock_unlock(&s->lock);
+	pthread_rwlock_unlock(&x->lock);
 	return found;
 }
 
 uint64_t
 sketchidx_entries(struct sketchidx *x)
 {
-	uint64_t n = 0;
+	uint64_t n;
 
-	for (unsigned i = 0; i < SHARDS; i++) {
-		pthread_rwlock_rdlock(&x->shards[i].lock);
-		n += x->shards[i].entries;
-		pthread_rwlock_unlock(&x->shards[i].lock);
-	}
+	pthread_rwlock_rdlock(&x->lock);
+	n = x->entries;
+	pthread_rwlock_unlock(&x->lock);
 	return n;
 }
 
 uint64_t
 sketchidx_memory_bytes(struct sketchidx *x)
 {
-	uint64_t n = sizeof(*x);
+	uint64_t n;
 
-	for (unsigned i = 0; i < SHARDS; i++) {
-		pthread_rwlock_rdlock(&x->shards[i].lock);
-		n += x->shards[i].bytes;
-		pthread_rwlock_unlock(&x->shards[i].lock);
-	}
+	pthread_rwlock_rdlock(&x->lock);
+	n = sizeof(*x) + x->bytes;
+	pthread_rwlock_unlock(&x->lock);
 	return n;
 }

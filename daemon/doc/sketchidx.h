@@ -4,8 +4,9 @@
  * the candidates for near copies that simhash's tables cannot, copies
  * edited further than a few bits (docs/neardup.md).
  *
- * A query looks up every hash of its sketch.  A stored document is a
- * candidate when at least SKETCH_MIN_KEYS of its keys are among them:
+ * A query looks up the first SKETCH_PROBES hashes of its sketch (its
+ * smallest).  A stored document is a candidate when at least
+ * SKETCH_MIN_KEYS of its keys are among them:
  * two documents that share one phrase are many (every story of a
  * company names it), two that share two of their smallest shingle hashes
  * are few, and a copy shares most.  The rule looks at the two documents
@@ -19,14 +20,17 @@
  *
  * Layout.  256 shards by the top 8 bits of a key, each a directory of
  * buckets by the next bits (at least 8 of them, doubled when buckets
- * average SKETCHIDX_LOAD_MAX entries) and its own lock; a bucket is an
- * array of document ids (32 bits) and the low 16 bits of their keys,
- * which with the bits of the shard and the directory tell the whole key.
- * 6 bytes per key and document, plus the buckets' slack and headers.
+ * average SKETCHIDX_LOAD_MAX entries); a bucket is an array of document
+ * ids (32 bits) and the low 16 bits of their keys, which with the bits of
+ * the shard and the directory tell the whole key.  6 bytes per key and
+ * document, plus the buckets' slack and headers.  A query fetches all
+ * its hashes' directory slots, then all their buckets, before it reads
+ * any: its memory misses overlap.
  *
  * Threads.  One writer at a time (the store writer: insert, delete, bulk
- * load); readers (candidates) in any thread, each shard read under its
- * read lock and written under its write lock, which prefers writers.
+ * load); readers (candidates) in any thread.  One lock, which prefers
+ * writers: a query holds it to read, a document's insert or delete to
+ * write (a few microseconds each).
  */
 #ifndef NDDD_SKETCHIDX_H
 #define NDDD_SKETCHIDX_H
@@ -39,7 +43,7 @@
 /* Documents a key may have before queries pass it over. */
 #define SKETCHIDX_LIST_MAX	4096
 /* Mean bucket length that doubles a shard's directory. */
-#define SKETCHIDX_LOAD_MAX	24
+#define SKETCHIDX_LOAD_MAX	64
 
 struct sketchidx;
 

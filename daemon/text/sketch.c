@@ -22,10 +22,28 @@
 /* Where a term longer than any stop word stops being kept. */
 #define SKETCH_TERM_KEEP (STOPWORDS_MAX_LEN + 1)
 
+/*
+ * The stop words by the sdbm hash of each, which the pass computes for
+ * every term anyway: one probe and a short compare decide, where
+ * stopwords_contains would hash the term again.  Built for the set in
+ * use, again if another comes.
+ */
+struct stop_table {
+	const struct stopwords *of;
+	const char *const *words;
+	uint8_t *lens;		/* each word's length */
+	uint32_t *slots;	/* word index + 1; 0: empty */
+	uint64_t mask;
+	size_t max_len;
+};
+
 struct sketch_scratch {
 	uint8_t cls[256];	/* 0: separator, else the folded byte */
+	struct stop_table stop;
 	uint32_t *set;		/* open addressing, 0 = empty */
 	size_t set_cap;		/* a power of two */
+	uint32_t *filled;	/* the slots a document filled, to clear */
+	uint32_t *vals;		/* their values, to select the smallest */
 	uint8_t win[SKETCH_WINDOW];
 };
 
@@ -70,6 +88,10 @@ sketch_scratch_free(struct sketch_scratch *sc)
 	if (sc == NULL)
 		return;
 	free(sc->set);
+	free(sc->filled);
+	free(sc->vals);
+	free(sc->stop.slots);
+	free(sc->stop.lens);
 	free(sc);
 }
 
@@ -79,12 +101,24 @@ rotl64(uint64_t x, unsigned r)
 	return x << r | x >> (64 - r);
 }
 
+/* MurmurHash3's finalizer, simhash_fmix64's, inline on this path. */
+static inline uint64_t
+fmix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
 /* The hash of a shingle of terms a, b, c (in that order); a shorter
  * document's one shingle has 0 for its missing terms. */
 static inline uint32_t
 shingle_hash(uint64_t a, uint64_t b, uint64_t c)
 {
-	return (uint32_t)(simhash_fmix64(rotl64(a, 42) ^ rotl64(b, 21) ^ c ^
+	return (uint32_t)(fmix64(rotl64(a, 42) ^ rotl64(b, 21) ^ c ^
 	    0x6e64646473686e67ULL) >> 32);
 }
 
@@ -105,18 +139,6 @@ heap_down(uint32_t *h, uint32_t n, uint32_t i)
 			break;
 		h[i] = h[c];
 		i = c;
-	}
-	h[i] = v;
-}
-
-static void
-heap_up(uint32_t *h, uint32_t i)
-{
-	uint32_t v = h[i];
-
-	while (i > 0 && h[(i - 1) / 2] < v) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
 	}
 	h[i] = v;
 }
@@ -151,7 +173,7 @@ set_add(struct pass *ps, uint32_t v)
 		i = (i + 1) & mask;
 	}
 	sc->set[i] = v;
-	ps->set_used++;
+	sc->filled[ps->set_used++] = (uint32_t)i;
 	return true;
 }
 
@@ -162,49 +184,199 @@ set_grow(struct pass *ps)
 	struct sketch_scratch *sc = ps->sc;
 	size_t cap = sc->set_cap * 2, mask = cap - 1;
 	uint32_t *old = sc->set, *set = calloc(cap, sizeof(*set));
+	uint32_t *filled = malloc(cap / 2 * sizeof(*filled));
+	uint32_t *vals = malloc(cap / 2 * sizeof(*vals));
 
-	if (set == NULL)
+	if (set == NULL || filled == NULL || vals == NULL) {
+		free(set);
+		free(filled);
+		free(vals);
 		return -1;
-	for (size_t j = 0; j < sc->set_cap; j++) {
-		size_t i;
+	}
+	for (size_t j = 0; j < ps->set_used; j++) {
+		uint32_t v = old[sc->filled[j]];
+		size_t i = (size_t)(v * 0x9E3779B1u) & mask;
 
-		if (old[j] == 0)
-			continue;
-		i = (size_t)(old[j] * 0x9E3779B1u) & mask;
 		while (set[i] != 0)
 			i = (i + 1) & mask;
-		set[i] = old[j];
+		set[i] = v;
+		filled[j] = (uint32_t)i;
 	}
 	free(old);
+	free(sc->filled);
+	free(sc->vals);
 	sc->set = set;
+	sc->filled = filled;
+	sc->vals = vals;
 	sc->set_cap = cap;
 	return 0;
 }
 
-/* One shingle hash of the document. */
+/*
+ * The k smallest of v[0..n) (distinct) into out, ascending: selected in
+ * place, then sorted by their bytes (four passes, no comparisons to
+ * mispredict).
+ */
+static void
+smallest(uint32_t *v, size_t n, uint32_t k, uint32_t *out)
+{
+	size_t lo = 0, hi = n;
+	uint32_t tmp[SKETCH_K], *src = v, *dst = tmp;
+
+	/* Quickselect (Lomuto's partition, the values distinct): v[0..k)
+	 * are the k smallest once the pivot lands at k - 1 or k. */
+	while (k < n && hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2, store = lo;
+		uint32_t a = v[lo], b = v[mid], c = v[hi - 1], pivot, t;
+		size_t at = a < b ? (b < c ? mid : (a < c ? hi - 1 : lo)) :
+		    (a < c ? lo : (b < c ? hi - 1 : mid));
+
+		pivot = v[at];
+		v[at] = v[hi - 1];
+		v[hi - 1] = pivot;
+		for (size_t i = lo; i + 1 < hi; i++) {
+			if (v[i] < pivot) {
+				t = v[i];
+				v[i] = v[store];
+				v[store++] = t;
+			}
+		}
+		v[hi - 1] = v[store];
+		v[store] = pivot;
+		if (store == k || store + 1 == k)
+			break;
+		if (k < store)
+			hi = store;
+		else
+			lo = store + 1;
+	}
+	if (k > n)
+		k = (uint32_t)n;
+	for (unsigned shift = 0; shift < 32; shift += 8) {
+		uint32_t count[257] = { 0 };
+
+		for (uint32_t i = 0; i < k; i++)
+			count[((src[i] >> shift) & 0xff) + 1]++;
+		for (int d = 0; d < 256; d++)
+			count[d + 1] += count[d];
+		for (uint32_t i = 0; i < k; i++)
+			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+		src = dst;
+		dst = src == tmp ? out : tmp;
+	}
+	/* Four passes: the last wrote out. */
+}
+
+/*
+ * One shingle hash of the document: counted in the set (its smallest are
+ * selected at the end); past SKETCH_EXACT_MAX distinct ones, kept in a
+ * max-heap of the smallest instead.
+ */
 static int
 add_hash(struct pass *ps, uint32_t v)
 {
+	struct sketch_scratch *sc = ps->sc;
+
 	if (!ps->overflow) {
 		if (!set_add(ps, v))
 			return 0;
 		ps->distinct++;
-		if (ps->distinct >= SKETCH_EXACT_MAX)
+		if (ps->distinct >= SKETCH_EXACT_MAX) {
+			/* The smallest so far, descending: a max-heap. */
+			uint32_t asc[SKETCH_K];
+
+			for (size_t j = 0; j < ps->set_used; j++)
+				sc->vals[j] = sc->set[sc->filled[j]];
+			smallest(sc->vals, ps->set_used, SKETCH_K, asc);
+			for (uint32_t i = 0; i < SKETCH_K; i++)
+				ps->heap[i] = asc[SKETCH_K - 1 - i];
+			ps->nheap = SKETCH_K;
 			ps->overflow = true;
-		else if (ps->set_used * 2 > ps->sc->set_cap &&
+		} else if (ps->set_used * 2 > sc->set_cap &&
 		    set_grow(ps) == -1)
 			return -1;
-	} else if ((ps->nheap == SKETCH_K && v >= ps->heap[0]) ||
-	    heap_has(ps, v))
 		return 0;
-	if (ps->nheap < SKETCH_K) {
-		ps->heap[ps->nheap] = v;
-		heap_up(ps->heap, ps->nheap++);
-	} else if (v < ps->heap[0]) {
-		ps->heap[0] = v;
-		heap_down(ps->heap, SKETCH_K, 0);
 	}
+	if (v >= ps->heap[0] || heap_has(ps, v))
+		return 0;
+	ps->heap[0] = v;
+	heap_down(ps->heap, SKETCH_K, 0);
 	return 0;
+}
+
+/* sdbm of a word, as the pass hashes terms. */
+static uint64_t
+sdbm(const char *w, size_t len)
+{
+	uint64_t h = 0;
+
+	for (size_t i = 0; i < len; i++)
+		h = h * SIMHASH_SDBM_MULT + (uint8_t)w[i];
+	return h;
+}
+
+/* The first slot of a word of sdbm h: a multiplicative hash, enough to
+ * spread a few hundred words. */
+static inline uint64_t
+stop_slot(const struct stop_table *t, uint64_t h)
+{
+	return (h * 0x9E3779B97F4A7C15ULL) >> 40 & t->mask;
+}
+
+/* Makes t the table of sw; -1 when memory is short. */
+static int
+stop_table_build(struct stop_table *t, const struct stopwords *sw)
+{
+	const char *const *words = stopwords_list(sw);
+	size_t n = stopwords_count(sw), cap = 64;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	free(t->slots);
+	free(t->lens);
+	t->of = NULL;
+	t->lens = malloc(n + 1);
+	if ((t->slots = calloc(cap, sizeof(*t->slots))) == NULL ||
+	    t->lens == NULL)
+		return -1;
+	t->mask = cap - 1;
+	t->words = words;
+	t->max_len = stopwords_max_len(sw);
+	for (size_t i = 0; words[i] != NULL; i++) {
+		uint64_t j;
+
+		/* A stop word is at most STOPWORDS_MAX_LEN (255) bytes. */
+		t->lens[i] = (uint8_t)strlen(words[i]);
+		j = stop_slot(t, sdbm(words[i], t->lens[i]));
+		while (t->slots[j] != 0)
+			j = (j + 1) & t->mask;
+		t->slots[j] = (uint32_t)i + 1;
+	}
+	t->of = sw;
+	return 0;
+}
+
+/* Whether the term (len bytes, folded, sdbm h) is a stop word of t. */
+static bool
+stop_table_has(const struct stop_table *t, const uint8_t *term, size_t len,
+    uint64_t h)
+{
+	if (len > t->max_len)
+		return false;
+	for (uint64_t j = stop_slot(t, h); t->slots[j] != 0;
+	    j = (j + 1) & t->mask) {
+		uint32_t i = t->slots[j] - 1;
+		const char *w = t->words[i];
+		size_t k = 0;
+
+		if (t->lens[i] != len)
+			continue;
+		while (k < len && (uint8_t)w[k] == term[k])
+			k++;
+		if (k == len)
+			return true;
+	}
+	return false;
 }
 
 /* The term just read ends: dropped if a stop word, else shingled. */
@@ -215,13 +387,13 @@ end_term(struct pass *ps)
 
 	if (ps->term_len == 0)
 		return 0;
-	if (ps->term_len < SKETCH_TERM_KEEP && ps->sw != NULL &&
-	    stopwords_contains(ps->sw, ps->term, ps->term_len)) {
+	if (ps->sw != NULL && stop_table_has(&ps->sc->stop, ps->term,
+	    ps->term_len, ps->term_h)) {
 		ps->term_len = 0;
 		ps->term_h = 0;
 		return 0;
 	}
-	h = simhash_fmix64(ps->term_h);
+	h = fmix64(ps->term_h);
 	ps->term_len = 0;
 	ps->term_h = 0;
 	ps->ring[ps->terms % SKETCH_SHINGLE] = h;
@@ -260,32 +432,44 @@ feed(struct pass *ps, const uint8_t *p, size_t n, bool preprocessed)
 	return 0;
 }
 
-static int
-cmp_u32(const void *a, const void *b)
+/* The max-heap h[0..n) sorted ascending, in place (heapsort's second
+ * half). */
+static void
+heap_sort(uint32_t *h, uint32_t n)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	while (n > 1) {
+		uint32_t top = h[0];
 
-	return (x > y) - (x < y);
+		h[0] = h[--n];
+		heap_down(h, n, 0);
+		h[n] = top;
+	}
 }
 
-/* Sizes and clears the set for a document of len bytes. */
+/*
+ * Clears the slots the last document filled (not the whole set: a large
+ * document's set stays for the next, small ones cost what they use), and
+ * makes the set if this is the first.  The set doubles as it fills, up to
+ * SKETCH_EXACT_MAX * 2 slots.
+ */
 static int
-set_reset(struct sketch_scratch *sc, size_t len)
+set_reset(struct sketch_scratch *sc, size_t used)
 {
-	size_t want = 1024;
-
-	/* Every term and its separator take two bytes at least. */
-	while (want < len && want < (size_t)SKETCH_EXACT_MAX * 2)
-		want *= 2;
-	if (sc->set_cap < want || sc->set_cap > 4 * want) {
-		free(sc->set);
-		sc->set_cap = 0;
-		if ((sc->set = calloc(want, sizeof(*sc->set))) == NULL)
-			return -1;
-		sc->set_cap = want;
+	for (size_t j = 0; j < used; j++)
+		sc->set[sc->filled[j]] = 0;
+	if (sc->set != NULL)
 		return 0;
+	sc->set_cap = 1024;
+	if ((sc->set = calloc(sc->set_cap, sizeof(*sc->set))) == NULL ||
+	    (sc->filled = malloc(sc->set_cap / 2 * sizeof(*sc->filled))) ==
+	    NULL || (sc->vals = malloc(sc->set_cap / 2 *
+	    sizeof(*sc->vals))) == NULL) {
+		free(sc->set);
+		free(sc->filled);
+		sc->set = NULL;
+		sc->filled = NULL;
+		return -1;
 	}
-	memset(sc->set, 0, sc->set_cap * sizeof(*sc->set));
 	return 0;
 }
 
@@ -304,7 +488,8 @@ sketch_compute(const struct stopwords *sw, struct sketch_scratch *sc,
 		return -1;
 	ps->sc = sc;
 	ps->sw = input == SIMHASH_INPUT_PREPROCESSED ? NULL : sw;
-	if (set_reset(sc, len) == -1)
+	if (set_reset(sc, 0) == -1 || (ps->sw != NULL && sc->stop.of != sw &&
+	    stop_table_build(&sc->stop, sw) == -1))
 		goto out;
 	if (input == SIMHASH_INPUT_HTML) {
 		html_strip_init(&hs, doc, len);
@@ -324,9 +509,17 @@ sketch_compute(const struct stopwords *sw, struct sketch_scratch *sc,
 	if (ps->terms == 2 && add_hash(ps, shingle_hash(0, ps->ring[0],
 	    ps->ring[1])) == -1)
 		goto out;
-	out->n = ps->nheap;
-	memcpy(out->h, ps->heap, ps->nheap * sizeof(out->h[0]));
-	qsort(out->h, out->n, sizeof(out->h[0]), cmp_u32);
+	if (!ps->overflow) {
+		for (size_t j = 0; j < ps->set_used; j++)
+			sc->vals[j] = sc->set[sc->filled[j]];
+		out->n = ps->set_used < SKETCH_K ? (uint32_t)ps->set_used :
+		    SKETCH_K;
+		smallest(sc->vals, ps->set_used, out->n, out->h);
+	} else {
+		out->n = ps->nheap;
+		memcpy(out->h, ps->heap, ps->nheap * sizeof(out->h[0]));
+		heap_sort(out->h, out->n);
+	}
 	out->shingles = ps->distinct;
 	if (ps->overflow && out->n == SKETCH_K) {
 		/* k - 1 hashes below the k-th, spread evenly over 2^32. */
@@ -339,6 +532,9 @@ sketch_compute(const struct stopwords *sw, struct sketch_scratch *sc,
 	}
 	rc = 0;
 out:
+	/* Empty for the next document. */
+	if (sc->set != NULL)
+		set_reset(sc, ps->set_used);
 	free(ps);
 	return rc;
 }

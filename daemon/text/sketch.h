@@ -45,9 +45,10 @@ struct stopwords;
 #define SKETCH_SHINGLE	3	/* terms per shingle */
 #define SKETCH_K	128	/* smallest hashes kept */
 #define SKETCH_KEYS	16	/* of them, the index's keys */
-/* Keys of a stored document among a query's hashes that make it a
- * candidate (doc/sketchidx.h). */
+/* Keys of a stored document among a query's first SKETCH_PROBES hashes
+ * that make it a candidate (doc/sketchidx.h). */
 #define SKETCH_MIN_KEYS	2
+#define SKETCH_PROBES	64
 /* Distinct shingles counted exactly at most (a 16 MiB set); beyond,
  * the count is estimated from the hashes kept. */
 #define SKETCH_EXACT_MAX (1u << 21)

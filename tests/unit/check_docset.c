@@ -837,7 +837,7 @@ model_keeps(const struct vdoc *d, uint64_t fp, const struct sketch *q,
 		return dist <= 3;
 	nkeys = sketch_keys(&d->sk, keys);
 	for (size_t k = 0; k < nkeys; k++)
-		for (uint32_t j = 0; j < q->n; j++)
+		for (uint32_t j = 0; j < q->n && j < SKETCH_PROBES; j++)
 			shared += keys[k] == q->h[j];
 	if (dist > 3 && shared < SKETCH_MIN_KEYS)
 		return false;

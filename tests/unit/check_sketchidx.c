@@ -59,9 +59,11 @@ model_candidates(const struct mdoc *docs, size_t n, const struct sketch *q,
 		if (docs[i].id == 0 || docs[i].id == exclude ||
 		    (odd_only && docs[i].id % 2 == 0))
 			continue;
-		/* q's hashes are sorted and distinct. */
+		/* q's hashes are sorted and distinct; its first
+		 * SKETCH_PROBES are looked up. */
 		for (size_t k = 0; k < docs[i].nkeys; k++)
-			shared += bsearch(&docs[i].keys[k], q->h, q->n,
+			shared += bsearch(&docs[i].keys[k], q->h, q->n <
+			    SKETCH_PROBES ? q->n : SKETCH_PROBES,
 			    sizeof(q->h[0]), cmp_u32) != NULL;
 		if (shared >= SKETCH_MIN_KEYS)
 			out[m++] = docs[i].id;
