@@ -6,22 +6,36 @@
  *     names the template (navigation, share bars, comments, related
  *     links...), and nav, aside and footer elements, give their text to no
  *     candidate.  A name is a guess: one that holds more than half the
- *     page's prose is kept, unless it names comments.
+ *     page's prose is kept, unless it names comments; so is one on prose
+ *     (paragraphs of sentences, few links: "subMenu" around the article),
+ *     unless it names comments or a notice (cookies, sign-up).  Hidden
+ *     elements are out too, unless one is prose and more than half of what
+ *     the page shows: the article, which a script was to reveal.
  *  2. Candidates, as readability scores them.  Every paragraph-like
- *     element (p, pre, td, and any block with no block inside it) of 25
- *     bytes or more scores 2 + its commas + one per 100 bytes (3 at most),
- *     given wholly to its parent and half to its grandparent; a candidate
- *     starts from a weight for its tag and for its class and id; its score
- *     is then cut by the share of its text inside links.
+ *     element (p, pre, td, any block with no block inside it, and the text
+ *     a div holds between its blocks) of 25 bytes or more scores 2 + its
+ *     commas + one per 100 bytes (3 at most), given wholly to its parent
+ *     and half to its grandparent; a candidate starts from a weight for
+ *     its tag and for its class and id; its score is then cut by the share
+ *     of its text inside links.  Beyond readability: a paragraph of short
+ *     lines is a list (addresses, names and dates) and scores nothing; the
+ *     first paragraph of a sentence or more after the page's headline (the
+ *     heading its <title> holds) opens the article, and its parent scores
+ *     as much more as a name gives, if its text scores that much; and a
+ *     candidate too short to be an article is not the article.
  *  3. Semantics.  An element that names itself the article's body
  *     (itemprop=articleBody, a class such as "article-body") is taken
  *     instead when it holds the best candidate, or most of its text.
- *  4. Siblings that score near the best, and paragraphs next to it, join.
+ *  4. Siblings that score near the best (long enough to be articles), and
+ *     paragraphs next to it, join.
  *  5. Cleaning inside: the template's elements, forms, figures and
  *     captions, bylines and datelines, and blocks that readability's
  *     conditional cleaning finds unlikely (link lists, negative names) are
- *     left out, unless they hold most of the text.
- *  6. Lines: a line of the content that is two thirds links is left out.
+ *     left out, unless they hold most of the text.  The readers' comments
+ *     end the content: an empty element whose id or anchor name is theirs
+ *     (where "#comments" leads), after an article's worth of text.
+ *  6. Lines: a line of the content that is two thirds links is left out,
+ *     and so is a list: a run of short lines most of which hold a link.
  *  7. Too little left (under EX_MIN_MAIN bytes): the page has no article,
  *     and its whole text is given instead.
  *
@@ -44,6 +58,9 @@
 #define EX_MIN_LEAD	80
 /* What opening the article after its headline is worth: a name's 25. */
 #define EX_LEAD_BONUS	25
+/* A line shorter than this is an item, and this many items a list. */
+#define EX_LIST_LINE	100
+#define EX_LIST_MIN	4
 
 /* What step 5 does to a node (struct extract_scratch's mark). */
 #define EX_K_KEEP	0
@@ -104,24 +121,64 @@ ex_out_room(struct extract_scratch *sc)
 	return 0;
 }
 
-/* A line being written: where it starts, its bytes, its link bytes. */
+/*
+ * A line being written: where it starts, its bytes, its link bytes; and
+ * the run of short lines kept just before it: where it starts, its lines,
+ * those with a link, their bytes and link bytes.
+ */
 struct ex_line {
 	size_t start;
 	size_t len;
 	size_t link;
+	size_t run;
+	size_t nrun;
+	size_t nlinked;
+	size_t runlen;
+	size_t runlink;
 };
 
 /*
- * Ends the line being written: in the main content, a line that is mostly
- * links (a list of related stories, "Read more", a tag list) is taken back
- * out, with the line break before it: two thirds of it in links
- * (boilerpipe's link density).
+ * Ends the line being written (the last one when last is set).  In the
+ * main content, a line that is mostly links (a related story, "Read more",
+ * a tag list) is taken back out, with the line break before it: two
+ * thirds of it in links (boilerpipe's link density).  So is a list: a run
+ * of short lines, EX_LIST_MIN or more of them with a link and most of them
+ * with one, a sixth of it links (stories with their dates, names with
+ * their years); a line of prose ends the run.
  */
 static void
-ex_line_end(struct ex_line *l, size_t *o, int is_main)
+ex_line_end(struct ex_line *l, uint8_t *out, size_t *o, int is_main,
+    int last)
 {
-	if (is_main && l->link * 3 > l->len * 2)
+	int is_short = l->len < EX_LIST_LINE;
+
+	if (!is_main)
+		goto done;
+	if (l->link * 3 > l->len * 2) {
 		*o = l->start > 0 ? l->start - 1 : 0;
+		is_short = 1;
+	} else if (is_short && l->len > 0) {
+		if (l->nrun == 0)
+			l->run = l->start;
+		l->nrun++;
+		l->nlinked += l->link > 0;
+		l->runlen += l->len;
+		l->runlink += l->link;
+	}
+	if ((is_short && !last) || l->nrun == 0)
+		goto done;
+	if (l->nlinked >= EX_LIST_MIN && l->nlinked * 2 > l->nrun &&
+	    l->runlink * 6 >= l->runlen) {
+		if (is_short)
+			*o = l->run > 0 ? l->run - 1 : 0;
+		else {
+			/* The long line after the run takes its place. */
+			memmove(out + l->run, out + l->start, *o - l->start);
+			*o -= l->start - l->run;
+		}
+	}
+	l->nrun = l->nlinked = l->runlen = l->runlink = 0;
+done:
 	l->start = *o + 1;
 	l->len = l->link = 0;
 }
@@ -154,7 +211,7 @@ ex_emit(struct extract_scratch *sc, uint32_t s0, uint32_t s1,
 		}
 		if (*o > 0) {
 			if (f & EX_S_BREAK) {
-				ex_line_end(l, o, mark != NULL);
+				ex_line_end(l, out, o, mark != NULL, 0);
 				if (*o > 0)
 					out[(*o)++] = '\n';
 				l->start = *o;
@@ -174,7 +231,7 @@ static int
 ex_whole_text(struct extract_scratch *sc, const uint8_t **out,
     size_t *outlen)
 {
-	struct ex_line l = { 0, 0, 0 };
+	struct ex_line l = { 0, 0, 0, 0, 0, 0, 0, 0 };
 	size_t o = 0;
 	uint32_t pend = 0;
 
@@ -318,14 +375,15 @@ ex_hidden_shown(const struct ex_tree *t, uint32_t i)
 }
 
 /*
- * Whether a node marks where the readers' comments begin: an element
- * named for them that holds nothing, as the anchor that "#comments" links
- * to, or the place a script fills with them.
+ * Whether a node marks where the readers' comments begin: an element that
+ * holds nothing and whose id or anchor name is theirs, as the anchor that
+ * "#comments" links to, or the place a script fills with them.  (A class
+ * on an empty element is more often a counter's, in the byline.)
  */
 static int
 ex_is_comments_mark(const struct ex_node *nd)
 {
-	return (nd->hints & EX_H_HARD) && !(nd->hints & EX_H_BODY) &&
+	return (nd->hints & EX_H_PLACE) && !(nd->hints & EX_H_BODY) &&
 	    nd->text == 0 && nd->nimg == 0;
 }
 
@@ -461,11 +519,11 @@ ex_headline(struct extract_scratch *sc)
  * give.
  */
 static uint32_t
-ex_score(struct extract_scratch *sc)
+ex_score(struct extract_scratch *sc, uint32_t head)
 {
 	struct ex_tree *t = &sc->t;
 	struct ex_node *nodes = t->nodes;
-	uint32_t i, best = 0, head = ex_headline(sc), lead_from, lead = 0;
+	uint32_t i, best = 0, lead_from, lead = 0;
 	float bs = 0;
 
 	lead_from = head != 0 ? nodes[head].end : EX_NONE;
@@ -659,9 +717,9 @@ extract_main(struct extract_scratch *sc, const void *html, size_t len,
     const uint8_t **out, size_t *outlen)
 {
 	struct ex_tree *t = &sc->t;
-	struct ex_line l = { 0, 0, 0 };
+	struct ex_line l = { 0, 0, 0, 0, 0, 0, 0, 0 };
 	struct ex_node *nodes;
-	uint32_t best, pa, i, pend = 0;
+	uint32_t best, head, pa, i, pend = 0;
 	size_t o = 0;
 	float bs;
 
@@ -679,7 +737,8 @@ extract_main(struct extract_scratch *sc, const void *html, size_t len,
 		return -1;
 	nodes = t->nodes;
 	ex_mark_junk(sc);
-	best = ex_score(sc);
+	head = ex_headline(sc);
+	best = ex_score(sc, head);
 	best = ex_semantic(sc, best);
 	if (best == 0)
 		return ex_whole_text(sc, out, outlen);
@@ -710,7 +769,7 @@ extract_main(struct extract_scratch *sc, const void *html, size_t len,
 		if (stop < nd->seg1)
 			break;
 	}
-	ex_line_end(&l, &o, 1);
+	ex_line_end(&l, sc->out, &o, 1, 1);
 	if (o < EX_MIN_MAIN)
 		return ex_whole_text(sc, out, outlen);
 	sc->out[o] = '\0';

@@ -28,7 +28,9 @@
  *    textarea, select, svg, math, canvas, audio, video, and elements with
  *    the hidden or aria-hidden attribute, an inline display:none, or a
  *    class such as "sr-only" or "hidden") are dropped with what they
- *    hold, and make no line break either.
+ *    hold, and make no line break either.  (extract_main makes one
+ *    exception: a hidden element of prose, more than half of what the
+ *    page shows, is the article, hidden until a script reveals it.)
  *  - A link's text is set off by spaces, so that it stays a word of its
  *    own in scripts written without spaces.
  *

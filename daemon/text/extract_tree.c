@@ -730,17 +730,22 @@ static uint16_t
 ex_attr_hints(uint8_t tag, const uint8_t *name, size_t nl, const uint8_t *v,
     size_t vl)
 {
+	uint16_t h;
 	size_t i;
 
 	switch (nl) {
 	case 2:
-		if ((name[0] | 0x20) == 'i' && (name[1] | 0x20) == 'd')
-			return ex_class_hints(v, vl, 0);
+		if ((name[0] | 0x20) == 'i' && (name[1] | 0x20) == 'd') {
+			h = ex_class_hints(v, vl, 0);
+			return h & EX_H_HARD ? h | EX_H_PLACE : h;
+		}
 		break;
 	case 4:
 		/* An anchor's name is its id ("#comments" links to it). */
-		if (tag == EX_T_A && ex_contains(name, 4, "name"))
-			return ex_class_hints(v, vl, 0);
+		if (tag == EX_T_A && ex_contains(name, 4, "name")) {
+			h = ex_class_hints(v, vl, 0);
+			return h & EX_H_HARD ? h | EX_H_PLACE : h;
+		}
 		if (ex_contains(name, 4, "role")) {
 			for (i = 0; i < sizeof(ex_junk_roles) /
 			    sizeof(ex_junk_roles[0]); i++)
@@ -1103,12 +1108,14 @@ ex_text(struct ex_tree *t, const uint8_t *p, const uint8_t *q)
 	if (top->skip || (top->hidden &&
 	    !(t->nodes[top->node].flags & EX_N_HIDDEN)))
 		return;
+	/* Leading whitespace separates this text from what came before
+	 * ("<b>a</b> b" is two words), as trailing whitespace does. */
+	if (p < q && ex_space(*p))
+		t->pend |= EX_S_SPACE;
 	while (p < q && ex_space(*p))
 		p++;
-	if (p == q) {
-		t->pend |= EX_S_SPACE;
+	if (p == q)
 		return;
-	}
 	if (t->head[EX_T_HEAD] != EX_NONE) {
 		ex_pop_to(t, t->head[EX_T_HEAD]);
 		top = &t->stack[t->depth - 1];
@@ -1353,8 +1360,7 @@ ex_tree_build(struct ex_tree *t, const uint8_t *html, size_t len)
 		    nd->nli + c->nli : 0xffff);
 		nd->nimg = (uint16_t)(nd->nimg + c->nimg < 0xffff ?
 		    nd->nimg + c->nimg : 0xffff);
-		nd->nline = (uint16_t)(nd->nline + c->nline < 0xffff ?
-		    nd->nline + c->nline : 0xffff);
+		nd->nline = ex_add16(nd->nline, c->nline);
 	}
 	return 0;
 }

@@ -10,14 +10,13 @@
  * it from the run before (a block boundary, a space); a node's runs, its
  * descendants' included, are the segments from seg0 to seg1.
  *
- * What a reader never sees is left out, with two exceptions kept apart by
- * flags: an element hidden by an attribute (EX_H_HIDDEN) is in the tree
- * with all it holds, each node and segment in it flagged hidden, but its
- * counts are not its parent's, and its text makes no line break nor space
- * around it: the page reads as if it were not there, yet extract.c can
- * still take it when it holds the article (pages hide what a script is to
- * reveal).  The page's <title> is kept too, squeezed (ex_squeeze), to find
- * the headline by.
+ * What a reader never sees is left out, with two exceptions.  An element
+ * hidden by an attribute (EX_H_HIDDEN) is in the tree with all it holds,
+ * each node and segment in it flagged hidden, but its counts are not its
+ * parent's, and its text makes no line break nor space around it: the
+ * page reads as if it were not there, yet extract.c can still take it when
+ * it holds the article (pages hide what a script is to reveal).  And the
+ * page's <title> is kept, squeezed (ex_squeeze), to find the headline by.
  */
 #ifndef NDDD_EXTRACT_TREE_H
 #define NDDD_EXTRACT_TREE_H
@@ -76,6 +75,7 @@ extern const uint16_t ex_tag_flags[256];
 #define EX_H_HARD	0x0100	/* template however long (comments) */
 #define EX_H_EMBED	0x0200	/* embedded content (a post, a video) */
 #define EX_H_NOTICE	0x0400	/* a notice (cookies, sign-up), however prosy */
+#define EX_H_PLACE	0x0800	/* its id or anchor name is EX_H_HARD's */
 
 /* Node flags. */
 #define EX_N_BLOCKKID	0x01	/* has a block-level child */
@@ -96,9 +96,9 @@ struct ex_node {
 	uint16_t np;		/* paragraphs in the subtree */
 	uint16_t nli;		/* list items in the subtree */
 	uint16_t nimg;		/* images in the subtree */
-	uint16_t nline;		/* lines begun in the subtree (at most 65535) */
-	uint16_t pcommas;	/* of ptext, as commas and nline (at most */
-	uint16_t pline;		/* 65535) */
+	uint16_t nline;		/* lines begun in the subtree */
+	uint16_t pcommas;	/* ptext's commas and lines (the 16-bit */
+	uint16_t pline;		/* counts stop at 65535) */
 	uint8_t tag;
 	uint8_t flags;
 };

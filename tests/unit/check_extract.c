@@ -1,8 +1,9 @@
 /*
  * Unit tests for extract: the text format on hand-made markup, the choice
  * of the main content (an article among the template; no article on list
- * and error pages), and hostile pages, each checked for the format, for
- * output and memory bounded by the input, and for finishing at all.
+ * and error pages; each rule beyond readability's on a small page where it
+ * decides), and hostile pages, each checked for the format, for output and
+ * memory bounded by the input, and for finishing at all.
  */
 #include <check.h>
 #include <stdint.h>
@@ -64,8 +65,13 @@ run(struct extract_scratch *sc, const void *doc, size_t len, char **text,
 	r = extract_main(sc, copy, len, &out, &olen);
 	ck_assert(r == EXTRACT_MAIN || r == EXTRACT_WHOLE);
 	check_format(out, olen);
-	/* The main content is some of the page's text. */
-	ck_assert_uint_le(olen, wlen);
+	/*
+	 * The main content is some of the page's text, or hidden text that
+	 * the whole text leaves out (bounded as the whole text is).
+	 */
+	if (r == EXTRACT_WHOLE)
+		ck_assert_uint_eq(olen, wlen);
+	ck_assert_uint_le(olen, 2 * len);
 	if (text != NULL) {
 		*text = malloc(olen + 1);
 		memcpy(*text, out, olen + 1);
@@ -100,6 +106,11 @@ START_TEST(test_format)
 	check_whole("<p>one</p><p>two</p>", "one\ntwo");
 	check_whole("<div> a <div> b </div> c </div>", "a\nb\nc");
 	check_whole("a<b>b</b>c <i> d </i> e", "abc d e");
+	/* Whitespace after an inline tag separates as well as before. */
+	check_whole("rose <b>sharply</b> on <i>Monday</i>  after", "rose "
+	    "sharply on Monday after");
+	check_whole("<p>a <i>b</i> c<b>d</b>e <span> f </span>g</p>",
+	    "a b cde f g");
 	check_whole("line<br>break<br/><br>twice", "line\nbreak\ntwice");
 	check_whole("<ul><li>x<li>y</ul>z", "x\ny\nz");
 	check_whole("<table><tr><td>a<td>b<tr><td>c</table>", "a\nb\nc");
@@ -442,6 +453,238 @@ START_TEST(test_truncated)
 }
 END_TEST
 
+/*
+ * The rules beyond readability, each on a small page where it decides.
+ * A story of four paragraphs of sentences, as a page would write it.
+ */
+#define STORY_1 "The city council voted on Tuesday to approve the new " \
+	"budget, which raises spending on schools, parks, and public " \
+	"transport by nearly a tenth over last year."
+#define STORY_2 "Supporters said the plan, long in the making, would " \
+	"help families across the region, while critics warned that taxes, " \
+	"fees, and debt would all rise as a result."
+#define STORY_3 "The mayor, speaking after the vote, called it a " \
+	"historic day for the city and thanked the council members, the " \
+	"staff, and the residents who had taken part in the hearings."
+#define STORY_4 "The budget takes effect in January, and the first new " \
+	"bus lines are expected to open in the spring, according to the " \
+	"transport authority."
+#define STORY "<p>" STORY_1 "</p><p>" STORY_2 "</p><p>" STORY_3 "</p><p>" \
+	STORY_4 "</p>"
+#define NAV "<div><a href=\"/\">Home</a> <a href=\"/n\">News</a> " \
+	"<a href=\"/s\">Sports</a> <a href=\"/w\">Weather</a></div>"
+
+/*
+ * extract_main of doc must find an article (EXTRACT_MAIN) holding every
+ * string of want and none of avoid (lists that end with NULL).
+ */
+static void
+check_main(const char *what, const char *doc, const char *const *want,
+    const char *const *avoid)
+{
+	struct extract_scratch *sc = extract_scratch_new();
+	size_t tl, i;
+	char *text;
+	int r;
+
+	r = run(sc, doc, strlen(doc), &text, &tl);
+	ck_assert_msg(r == EXTRACT_MAIN, "%s: no article in \"%s\"", what,
+	    text);
+	for (i = 0; want[i] != NULL; i++)
+		ck_assert_msg(strstr(text, want[i]) != NULL,
+		    "%s: \"%s\" missing from \"%s\"", what, want[i], text);
+	for (i = 0; avoid[i] != NULL; i++)
+		ck_assert_msg(strstr(text, avoid[i]) == NULL,
+		    "%s: \"%s\" in \"%s\"", what, avoid[i], text);
+	free(text);
+	extract_scratch_free(sc);
+}
+
+static const char *const story_lines[] = { STORY_1, STORY_4, NULL };
+
+/* A list of short lines (addresses) is not prose, whatever its name. */
+START_TEST(test_short_lines)
+{
+	static const char doc[] = "<html><body>" NAV
+	    "<div class=\"content\"><p>Shop local</p>"
+	    "<p>Acme Hardware<br>\"Tools for all\"<br>12 Main Street<br>"
+	    "555-0100</p><p>Bea's Bakery<br>\"Bread daily\"<br>40 Mill "
+	    "Road<br>555-0101</p><p>City Cycles<br>\"Ride on\"<br>7 Main "
+	    "Street<br>555-0102</p><p>Dan's Diner<br>\"Eat well\"<br>9 Oak "
+	    "Lane<br>555-0103</p><p>Eve's Books<br>\"Read more\"<br>3 Elm "
+	    "Road<br>555-0104</p><p>Fay's Flowers<br>\"In bloom\"<br>5 Main "
+	    "Street<br>555-0105</p><p>Gus Garage<br>\"Fixed fast\"<br>8 Mill "
+	    "Road<br>555-0106</p><p>Hal's Hats<br>\"Hats off\"<br>2 Oak "
+	    "Lane<br>555-0107</p></div>"
+	    "<div><span>Council passes budget</span><br>" STORY "</div>"
+	    "</body></html>";
+	static const char *const avoid[] = { "Main Street", "555-01", NULL };
+
+	check_main("addresses", doc, story_lines, avoid);
+}
+END_TEST
+
+/*
+ * The article follows its headline (the heading the title holds): it wins
+ * over a teaser elsewhere that has more commas.
+ */
+START_TEST(test_headline)
+{
+	static const char doc[] = "<html><head><title>Council passes budget "
+	    "- The Daily Example</title></head><body>" NAV "<table><tr><td>"
+	    "<h1>Council passes budget</h1><div>" STORY "</div></td><td>"
+	    "<h2>From the blogs</h2><div><p><a href=\"/b/1\">A walk</a></p>"
+	    "<p>We went up, then down, then up again, past Ann, Bob, Cat, "
+	    "Dan, Eve, Fay, Gus, Hal, Ian, Jo, Kim, Lou, Max, Ned, Olga, "
+	    "Pat, Quin, Rob, Sue, Tom, Uma, Val, Wes, and Xia, who all, in "
+	    "turn, waved, smiled, and went on their way home.</p><p>"
+	    "<a href=\"/b/1\">Read more</a></p></div></td></tr></table>"
+	    "</body></html>";
+	static const char *const avoid[] = { "past Ann", NULL };
+
+	check_main("headline", doc, story_lines, avoid);
+}
+END_TEST
+
+/* Text between a div's blocks is paragraphs too (an ad amid the story). */
+START_TEST(test_runs)
+{
+	static const char doc[] = "<html><body>" NAV "<div><h1>Council "
+	    "passes budget</h1><p>By A. Writer<br>Staff<br>Jan. 2</p><div>"
+	    STORY_1 "<br><br>" STORY_2 "<br><br><table><tr><td>Ad</td></tr>"
+	    "</table>" STORY_3 "<br><br>" STORY_4 "</div></div><div><p>The "
+	    "Daily Example is the newspaper of the city since 1901.</p></div>"
+	    "</body></html>";
+	static const char *const avoid[] = { "since 1901", NULL };
+
+	check_main("runs", doc, story_lines, avoid);
+}
+END_TEST
+
+/*
+ * A template name on prose is a mistake ("subMenu" around the story), but
+ * not one that names a notice, however prosy.
+ */
+START_TEST(test_prose_name)
+{
+	static const char doc[] = "<html><body><table><tr>"
+	    "<td class=\"menu\"><a href=\"/\">Home</a><br><a href=\"/n\">News"
+	    "</a><br><a href=\"/s\">Sports</a></td><td class=\"subMenu\">"
+	    STORY "</td></tr></table><div class=\"cookie-notice\"><p>We use "
+	    "cookies to make this site work, to remember what you chose, and "
+	    "to count visits, so that we know which pages people read.</p><p>"
+	    "Some cookies are set by others, such as the services that show "
+	    "videos or maps on our pages, and they have rules of their own.</p>"
+	    "<p>You can turn cookies off in your browser at any time, but "
+	    "parts of the site may then stop working the way they should.</p>"
+	    "</div><div><p>The Daily Example has been the newspaper of the "
+	    "city and of the towns around it since the year 1901, and it is "
+	    "read by one household in three.</p><p>Its reporters cover the "
+	    "council, the courts, the schools, and the teams, and its letters "
+	    "page is open to every reader who signs a name.</p></div>"
+	    "</body></html>";
+	static const char *const avoid[] = { "cookies", "Sports", "1901",
+	    NULL };
+
+	check_main("prose name", doc, story_lines, avoid);
+}
+END_TEST
+
+/*
+ * A hidden story that is most of the page is the article, a script being
+ * to reveal it; the whole text still leaves it out, and a hidden notice
+ * stays out of the article.
+ */
+START_TEST(test_hidden)
+{
+	static const char doc[] = "<html><body>" NAV "<h1>Council passes "
+	    "budget</h1><div style=\"visibility: hidden\">" STORY "</div>"
+	    "<p>Tell us what you think: write to the editor, who reads every "
+	    "letter.</p></body></html>";
+	static const char modal[] = "<html><body>" NAV "<div>" STORY "</div>"
+	    "<div class=\"modal\" aria-hidden=\"true\"><p>" STORY_2 " " STORY_3
+	    "</p><p>" STORY_1 " " STORY_4 "</p><p>" STORY_3 " " STORY_2
+	    "</p></div></body></html>";
+	static const char text[] = STORY_1 "\n" STORY_2 "\n" STORY_3 "\n"
+	    STORY_4;
+	static const char *const none[] = { NULL };
+	struct extract_scratch *sc = extract_scratch_new();
+	const uint8_t *out;
+	size_t len;
+
+	check_main("hidden story", doc, story_lines, none);
+	ck_assert_int_eq(extract_whole(sc, doc, strlen(doc), &out, &len),
+	    EXTRACT_WHOLE);
+	ck_assert_ptr_null(memmem(out, len, "The city council", 16));
+	ck_assert_ptr_nonnull(memmem(out, len, "Tell us", 7));
+	extract_scratch_free(sc);
+	/* The notice repeats the story's sentences: none must be added. */
+	check_main("hidden notice", modal, story_lines, none);
+	sc = extract_scratch_new();
+	ck_assert_int_eq(extract_main(sc, modal, strlen(modal), &out, &len),
+	    EXTRACT_MAIN);
+	ck_assert_msg(len == strlen(text) && memcmp(out, text, len) == 0,
+	    "hidden notice: \"%.*s\"", (int)len, out);
+	extract_scratch_free(sc);
+}
+END_TEST
+
+/*
+ * Where "#comments" leads, after the article, the readers' comments begin,
+ * however plain their markup; the same mark before the article ends
+ * nothing.
+ */
+START_TEST(test_comments_mark)
+{
+	static const char after[] = "<html><body>" NAV "<div><h1>Council "
+	    "passes budget</h1>" STORY "<a name=\"comments\"></a><h3>Your "
+	    "views</h3><p>Posted by: Ann | Jan. 2, 2024</p><p>About time too, "
+	    "frankly, after years of delay, waste, and broken promises, I say "
+	    "well done to all of them.</p><p>Posted by: Bob | Jan. 2, 2024</p>"
+	    "<p>More taxes, more fees, more debt, and the buses will still be "
+	    "late, as they always are, every single morning.</p></div>"
+	    "</body></html>";
+	static const char before[] = "<html><body>" NAV "<div><h1>Council "
+	    "passes budget</h1><div id=\"comments\"></div>" STORY "</div>"
+	    "</body></html>";
+	static const char *const avoid[] = { "Posted by", "About time",
+	    "More taxes", NULL };
+	static const char *const none[] = { NULL };
+
+	check_main("comments after", after, story_lines, avoid);
+	check_main("comments mark first", before, story_lines, none);
+}
+END_TEST
+
+/* A list of short lines with links and dates, after the story, is not it. */
+START_TEST(test_link_list)
+{
+	static const char doc[] = "<html><body>" NAV "<div><h1>Council "
+	    "passes budget</h1>" STORY "<b>Councillors of the year</b><br>"
+	    "<a href=\"/c/1\">Ann Smith</a> (Ward 1), Jan. 7, 2023<br>"
+	    "<a href=\"/c/2\">Bob Jones</a> (Ward 4), Jan. 9, 2022<br>"
+	    "<a href=\"/c/3\">Cat Brown</a> (Ward 2), Jan. 3, 2021<br>"
+	    "<a href=\"/c/4\">Dan Green</a> (Ward 3), Jan. 5, 2020<br>"
+	    "<a href=\"/c/5\">Eve White</a> (Ward 1), Jan. 8, 2019<br>"
+	    "Fay Black (Ward 5), Jan. 2, 2018</div></body></html>";
+	static const char *const avoid[] = { "(Ward", "Councillors of", NULL };
+
+	check_main("link list", doc, story_lines, avoid);
+}
+END_TEST
+
+/* A block too short to be an article is not the article, whatever its name. */
+START_TEST(test_short_candidate)
+{
+	static const char doc[] = "<html><body>" NAV "<div>" STORY "</div>"
+	    "<div class=\"content-note\"><p>Note: please keep comments under "
+	    "500 words, and civil.</p></div></body></html>";
+	static const char *const avoid[] = { "500 words", NULL };
+
+	check_main("short candidate", doc, story_lines, avoid);
+}
+END_TEST
+
 /* The L3S-GN1 news pages: nearly all have an article. */
 START_TEST(test_corpus)
 {
@@ -479,6 +722,14 @@ extract_suite(void)
 	tcase_add_test(tc, test_plain);
 	tcase_add_test(tc, test_article);
 	tcase_add_test(tc, test_no_article);
+	tcase_add_test(tc, test_short_lines);
+	tcase_add_test(tc, test_headline);
+	tcase_add_test(tc, test_runs);
+	tcase_add_test(tc, test_prose_name);
+	tcase_add_test(tc, test_hidden);
+	tcase_add_test(tc, test_comments_mark);
+	tcase_add_test(tc, test_link_list);
+	tcase_add_test(tc, test_short_candidate);
 	tcase_add_test(tc, test_random);
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_truncated);
