@@ -1034,11 +1034,14 @@ START_TEST(test_doc_commands)
 	later = earlier == out ? line3 : out;
 	ck_assert_msg(line_has(earlier, "\"doc_id\": 3, \"simhash\"") &&
 	    line_has(earlier, "\"group\": 3,"), "%s", out);
-	snprintf(near, sizeof(near), "\"group\": 3, \"near\": [{\"doc_id\": 3, "
-	    "\"url\": \"http://j.example/%c\", \"distance\": 0}]}",
-	    earlier == out ? '1' : '2');
+	snprintf(near, sizeof(near), "\"near\": [{\"doc_id\": 3, \"url\": "
+	    "\"http://j.example/%c\", \"distance\": 0, \"resemblance\": 1.0, "
+	    "\"containment\": 1.0}]}", earlier == out ? '1' : '2');
 	ck_assert_msg(line_has(later, "\"doc_id\": 4, \"simhash\"") &&
-	    line_has(later, near), "%s", out);
+	    line_has(later, "\"group\": 3,") && line_has(later, near), "%s",
+	    out);
+	/* The page, short, has no article: judged by its whole text. */
+	ck_assert_msg(line_has(line3, "\"content\": \"whole\""), "%s", out);
 	line2 = strchr(line3, '\n') + 1;
 	ck_assert_msg(starts_with(line2, "{\"url\": \"http://j.example/3\", "
 	    "\"error\": {\"code\": \"INVALID_ARGUMENT\""), "%s",
