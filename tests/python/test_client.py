@@ -20,6 +20,7 @@ import nddd
 from nddd import Code
 from nddd import _canon
 from nddd._proto import pb
+from nddd.engine import Engine, sketch_compare
 
 CANON_PLAIN = ("urlcanon/1 strip_session_ids=no strip_tracking=no "
                "sort_query=no")
@@ -650,7 +651,16 @@ class TestDocuments(DaemonTest):
         w = c.submit_doc("http://third.example/", self.STORY.upper(),
                          query_only=True)
         self.assertEqual((w.doc_id, w.group), (0, 1))
+        self.assertEqual((w.stored_id, w.created_ms), (0, 0))
         self.assertIsNone(c.get_doc("http://third.example/"))
+        # A query under a stored URL names the document a submit keeps.
+        w = c.submit_doc("http://other.example/b", self.STORY,
+                         query_only=True)
+        self.assertEqual((w.doc_id, w.stored_id, w.created_ms),
+                         (0, 2, b.created_ms))
+        self.assertGreater(b.created_ms, 0)
+        self.assertEqual(c.submit_doc("http://other.example/b",
+                                      self.STORY).created_ms, b.created_ms)
         g = c.get_doc("HTTP://NEWS.EXAMPLE:80/a")
         self.assertEqual((g.doc_id, g.group), (1, 1))
         self.assertEqual([n.doc_id for n in g.near], [2])
@@ -824,6 +834,100 @@ class TestDocuments(DaemonTest):
         self.assertTrue(all(x.doc_id == 0 for x in q))
         self.assertEqual(self.client.stats().docs, docs_before)
 
+    def test_verified_and_hamming_answers(self):
+        # A story (a), its exact copy (c) and its first two thirds (b),
+        # 7 bits away: the verified answer (the daemon's default) finds b
+        # by its shingles, most similar first; the Hamming answer (match,
+        # or a query's k) does not, and carries no estimates.
+        c = self.client
+        body = reuters_bodies(1)[0]
+        cut = b" ".join(body.split()[:len(body.split()) * 2 // 3])
+        a = c.submit_doc("http://news.example/a", body)
+        self.assertEqual((a.content, a.sketch), ("text", b""))
+        b = c.submit_doc("http://news.example/b", cut, with_sketch=True)
+        self.assertEqual(len(b.near), 1)
+        n = b.near[0]
+        self.assertEqual((n.doc_id, n.group, n.verified), (1, 1, True))
+        self.assertGreater(n.distance, 3)
+        self.assertTrue(0.5 < n.resemblance < 1 and n.containment == 1.0,
+                        n)
+        self.assertEqual(b.group, 1)
+        # The sketch the daemon sent is the local engine's, and estimates
+        # the same as the daemon did.
+        e = Engine(stopwords=os.path.join(harness.ROOT, "conf",
+                                          "stopwords.txt"))
+        pa, pb = e.print(body), e.print(cut)
+        self.assertEqual((b.simhash, b.sketch), (pb.simhash, pb.sketch))
+        self.assertEqual(sketch_compare(pb.sketch, pa.sketch),
+                         (n.resemblance, n.containment))
+        h = c.submit_doc("http://news.example/h", cut, match="hamming",
+                         query_only=True)
+        self.assertEqual([(x.doc_id, x.distance, x.resemblance,
+                           x.containment, x.verified) for x in h.near],
+                         [(2, 0, 0.0, 0.0, False)])
+        cc = c.submit_docs([("http://news.example/c", body)])[0]
+        self.assertEqual([(x.doc_id, x.distance, x.resemblance,
+                           x.containment, x.verified) for x in cc.near],
+                         [(1, 0, 1.0, 1.0, True), (2, n.distance,
+                                                   n.resemblance,
+                                                   n.containment, True)])
+        # get_doc: its neighbours before and after it, by either answer.
+        g = c.get_doc("http://news.example/a")
+        self.assertEqual([x.doc_id for x in g.near], [3, 2])
+        g = c.get_doc("http://news.example/a", match="hamming")
+        self.assertEqual([(x.doc_id, x.verified, x.resemblance)
+                          for x in g.near], [(3, False, 0.0)])
+        # Queries: by body, by print (the same answer), by fingerprint
+        # and by k (the Hamming answer).
+        q = c.query_doc(cut)
+        self.assertEqual([x.doc_id for x in q.near], [2, 1, 3])
+        self.assertEqual(q.content, "text")
+        self.assertEqual(c.query_doc(simhash=b.simhash, sketch=b.sketch), q)
+        self.assertEqual(c.query_doc(cut, with_sketch=True).sketch,
+                         b.sketch)
+        for kw in ({"k": 3}, {"match": "hamming"}):
+            q = c.query_doc(cut, **kw)
+            self.assertEqual([(x.doc_id, x.distance, x.verified)
+                              for x in q.near], [(2, 0, False)], kw)
+        q = c.query_doc(simhash=a.simhash)
+        self.assertEqual([(x.doc_id, x.verified) for x in q.near],
+                         [(1, False), (3, False)])
+        self.assertEqual(c.query_doc(body, k=0).near_total, 2)
+        with self.assertRaises(ValueError):
+            c.query_doc(body, k=3, match="verified")
+        with self.assertRaises(ValueError):
+            c.query_doc(simhash=a.simhash, match="verified")
+        with self.assertRaises(ValueError):
+            c.submit_doc("http://news.example/x", body, match="nearest")
+        # A client whose answer is the Hamming one, and a call's own.
+        with nddd.Client(self.daemon.address, match="hamming") as hc:
+            r = hc.query_docs([("http://q.example/", cut)])[0]
+            self.assertEqual([x.doc_id for x in r.near], [2])
+            r = hc.query_docs([("http://q.example/", cut)],
+                              match="verified")[0]
+            self.assertEqual([x.doc_id for x in r.near], [2, 1, 3])
+        # What a page is judged by.
+        path = os.path.join(TEST_DATA, "text_corpora", "l3s_gn1_html",
+                            "original")
+        with open(os.path.join(path, sorted(os.listdir(path))[0]),
+                  "rb") as f:
+            page = f.read()
+        r = c.submit_doc("http://page.example/", page, html=True,
+                         query_only=True)
+        self.assertEqual(r.content, "main")
+        self.assertEqual(r.simhash, e.print(page, "html").simhash)
+        r = c.query_docs([("http://page.example/", "<p>Oil prices</p>",
+                           True)])[0]
+        self.assertEqual(r.content, "whole")
+        st = c.stats().near
+        self.assertEqual((st.answer, st.html, st.containment,
+                          st.resemblance, st.unsketched),
+                         ("verified", "main", float32(0.2), float32(0.05),
+                          0))
+        self.assertGreater(st.candidates, 0)
+        self.assertGreater(st.verified, 0)
+        self.assertGreater(st.sketch_keys, 0)
+
     def test_submit_docs_cut_by_bytes(self):
         # A small max_frame: requests are cut by bytes, and a document too
         # large for a frame of its own is answered here, not sent.
@@ -840,6 +944,11 @@ class TestDocuments(DaemonTest):
         self.assertEqual(self.client.submit_docs([]), [])
         with self.assertRaises(TypeError):
             self.client.submit_docs(("http://x.example/", "text"))
+
+
+def float32(x):
+    """x as a 32-bit float holds it (the protocol's float)."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
 def reuters_bodies(n):
@@ -1505,6 +1614,79 @@ class TestScripted(unittest.TestCase):
             ("url_delete", "c2", 0, False), ("url_submit", "c1", 0, False),
             ("url_check", "c1", 0, False), ("namespace_set", "c3", 7),
             ("namespace_drop", "gone"), ("namespace_drop", "c1")])
+
+    def test_doc_match_on_the_wire(self):
+        # The answer each document call asks for (the call's, else the
+        # client's), with_sketch, and the new fields of the replies.
+        seen = []
+
+        def neighbour(m):
+            m.doc_id, m.url, m.distance, m.group = 7, b"http://n/", 9, 7
+            m.resemblance, m.containment, m.verified = 0.625, 0.75, True
+
+        def script(sock):
+            for _ in range(6):
+                req = _read_frame(sock)
+                op = req.WhichOneof("op")
+                resp = pb.Response(id=req.id)
+                if op == "doc_batch":
+                    seen.append((op, [(d.url, d.match, d.with_sketch,
+                                       d.query_only, d.namespace)
+                                      for d in req.doc_batch.docs]))
+                    for d in req.doc_batch.docs:
+                        r = resp.docs.docs.add()
+                        r.content = pb.CONTENT_MAIN
+                        r.sketch = b"\x01" if d.with_sketch else b""
+                        neighbour(r.near.add())
+                        r.near_total = 1
+                elif op == "doc_submit":
+                    seen.append((op, req.doc_submit.match,
+                                 req.doc_submit.with_sketch))
+                    resp.doc.content = pb.CONTENT_WHOLE
+                    resp.doc.sketch = b"\x02"
+                elif op == "doc_query":
+                    q = req.doc_query
+                    seen.append((op, q.WhichOneof("what"), q.match,
+                                 q.HasField("max_distance"), q.with_sketch,
+                                 q.print.sketch))
+                    resp.doc_query.content = pb.CONTENT_MAIN
+                    neighbour(resp.doc_query.near.add())
+                else:
+                    seen.append((op, req.doc_get.match))
+                    resp.doc.doc_id = 3
+                _write_frame(sock, resp)
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address, match="hamming")
+        r = c.submit_docs([("http://a/1", "one"), ("http://a/2", b"two",
+                                                   True)],
+                          match="verified", with_sketch=True)
+        self.assertEqual([(x.content, x.sketch) for x in r],
+                         [("main", b"\x01")] * 2)
+        self.assertEqual(r[0].near, [nddd.Neighbour(7, "http://n/", 9, 7, 0,
+                                                    0.625, 0.75, True)])
+        r = c.query_docs([("http://a/3", "three")], namespace="ns")
+        self.assertEqual(r[0].sketch, b"")
+        d = c.submit_doc("http://a/4", "four", with_sketch=True)
+        self.assertEqual((d.content, d.sketch), ("whole", b"\x02"))
+        q = c.query_doc("five", match="verified", with_sketch=True)
+        self.assertEqual((q.content, q.near[0].resemblance), ("main", 0.625))
+        c.query_doc(simhash=5, sketch=b"\x03", k=2)
+        self.assertEqual(c.get_doc("http://a/6").doc_id, 3)
+        c.close()
+        srv.close()
+        self.assertEqual(seen, [
+            ("doc_batch", [(b"http://a/1", pb.MATCH_VERIFIED, True, False,
+                            ""),
+                           (b"http://a/2", pb.MATCH_VERIFIED, True, False,
+                            "")]),
+            ("doc_batch", [(b"http://a/3", pb.MATCH_HAMMING, False, True,
+                            "ns")]),
+            ("doc_submit", pb.MATCH_HAMMING, True),
+            ("doc_query", "body", pb.MATCH_VERIFIED, False, True, b""),
+            ("doc_query", "print", pb.MATCH_HAMMING, True, False,
+             b"\x03"),
+            ("doc_get", pb.MATCH_HAMMING)])
 
     def test_forget_on_the_wire(self):
         # What each call asks; each answer is its number.

@@ -1,8 +1,11 @@
 """nddd.dedup, the batch job on Dask, on a LocalCluster of 2 worker
-processes: its pairs against brute force (the Reuters-21578 bodies, and a
-million synthetic fingerprints with planted neighbours), its groups
-against plain reference code, its fingerprints and story groups against a
-real daemon's, and its command.
+processes: its Hamming pairs against brute force (the Reuters-21578
+bodies, and a million synthetic fingerprints with planted neighbours), its
+groups against plain reference code, and its prints, neighbours (the
+verified answer and the Hamming one: ids, order, estimates) and story
+groups against a real daemon's fed the same documents in the same order
+(Reuters bodies with edited copies, L3S-GN1 pages; documents made to meet
+the daemon's limits on sketch keys), and its command.
 
 The brute force is tests/python/pairs_ref.c, compiled here (with
 -march=native where the compiler takes it): XOR and popcount over pairs,
@@ -13,6 +16,7 @@ import collections
 import json
 import logging
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -26,7 +30,7 @@ import numpy as np
 
 import nddd
 from nddd import dedup as nd
-from nddd.engine import Engine
+from nddd.engine import Engine, sketch_compare
 
 import dask.bag as db
 from distributed import Client, LocalCluster
@@ -130,11 +134,15 @@ def pairs_of(result):
     return got
 
 
-def ref_groups(docs, pairs):
-    """Plain reference code for the two groupings, from the pairs: the
-    components (named by their smallest doc) by union-find, and the
-    daemon's rule in doc order: the group of the nearest earlier
-    neighbour, ties the earliest, or a group of one's own."""
+def ref_groups(docs, pairs, rank=None):
+    """Plain reference code for the two groupings, from the pairs
+    ({(a, b): value}): the components (named by their smallest doc) by
+    union-find, and the daemon's rule in doc order: the group of the
+    first earlier neighbour, the one of least rank(value, a) (by default
+    the nearest, ties the earliest), or a group of one's own."""
+    if rank is None:
+        def rank(d, a):
+            return (d, a)
     parent = {d: d for d in docs}
 
     def find(x):
@@ -148,7 +156,7 @@ def ref_groups(docs, pairs):
         ra, rb = find(a), find(b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
-        earlier[b].append((d, a))
+        earlier[b].append((rank(d, a), a))
     component = {d: find(d) for d in docs}
     group = {}
     for doc in sorted(docs):
@@ -156,16 +164,36 @@ def ref_groups(docs, pairs):
     return group, component
 
 
+def verified_pairs_of(result):
+    """{(a, b): (distance, resemblance, containment)} of a Dedup's
+    verified answer, checking that each pair is once."""
+    df = result.pairs.compute()
+    got = {(int(a), int(b)): (int(d), float(r), float(c)) for a, b, d, r, c
+           in zip(df["a"], df["b"], df["distance"], df["resemblance"],
+                  df["containment"])}
+    assert len(got) == len(df), "a pair found twice"
+    assert all(a < b for a, b in got), "a pair not in order"
+    return got
+
+
+def most_similar(v, a):
+    """The verified answer's rank of a neighbour a: the most similar
+    first, then the earliest."""
+    return (-v[1], a)
+
+
 class ReutersTest(unittest.TestCase):
     """The Reuters-21578 bodies (19,043 of them), as the daemon would get
-    them, in 8 partitions."""
+    them, in 8 partitions: the Hamming answer (result) and the verified
+    one (verified)."""
 
     @classmethod
     def setUpClass(cls):
-        cls.result = nd.dedup(db.from_sequence(reuters_docs(),
-                                               npartitions=8),
-                              stopwords=STOPWORDS)
+        bag = db.from_sequence(reuters_docs(), npartitions=8)
+        cls.result = nd.dedup(bag, stopwords=STOPWORDS, answer="hamming")
         cls.docs = cls.result.docs.compute()
+        cls.verified = nd.dedup(bag, stopwords=STOPWORDS)
+        cls.verified_docs = cls.verified.docs.compute()
 
     def test_pairs_equal_brute_force(self):
         ok = self.docs[self.docs["error"].isna()]
@@ -218,42 +246,97 @@ class ReutersTest(unittest.TestCase):
             group.values()).values()), 2)
         self.assertLess(self.result.ncomponents, self.result.ngroups)
 
+    def test_verified_pairs_and_groups(self):
+        # Every pair passes the daemon's thresholds (as 32-bit floats);
+        # exact copies (distance 0, the same bytes) are neighbours of
+        # resemblance and containment 1; the groups follow the most
+        # similar earlier neighbour, the components the pairs.
+        r = self.verified
+        pairs = verified_pairs_of(r)
+        self.assertEqual((r.answer, r.npairs), ("verified", len(pairs)))
+        self.assertGreater(r.ncandidates, len(pairs))
+        c32, r32 = np.float32(0.2), np.float32(0.05)
+        for d, res, con in pairs.values():
+            self.assertTrue(np.float32(con) >= c32 and
+                            np.float32(res) >= r32)
+            self.assertLessEqual(max(res, con), 1.0)
+        bodies = reuters()
+        same = [(a, b) for (a, b), d in pairs_of(self.result).items()
+                if d == 0 and bodies[a] == bodies[b]]
+        self.assertGreater(len(same), 50)
+        for p in same:
+            self.assertEqual(pairs[p], (0, 1.0, 1.0), p)
+        # Far more near copies than within k, some far from it.
+        self.assertGreater(len(pairs), 10 * self.result.npairs)
+        self.assertGreater(sum(1 for d, _, _ in pairs.values() if d > 10),
+                           1000)
+        ok = self.verified_docs[self.verified_docs["error"].isna()]
+        group, component = ref_groups(ok["doc"].tolist(), pairs,
+                                      most_similar)
+        self.assertEqual(dict(zip(ok["doc"], ok["group"])), group)
+        self.assertEqual(dict(zip(ok["doc"], ok["component"])), component)
+        self.assertEqual(r.ngroups, len(set(group.values())))
+        self.assertEqual(r.ncomponents, len(set(component.values())))
+        # neighbours(): as a daemon lists them.
+        b = max(set(b for _, b in pairs),
+                key=lambda x: sum(1 for p in pairs if p[1] == x))
+        want = sorted(((a, d, res, con) for (a, bb), (d, res, con)
+                       in pairs.items() if bb == b),
+                      key=lambda t: (-t[2], t[0]))
+        self.assertGreater(len(want), 3)
+        self.assertEqual(r.neighbours(b), want)
+
     def test_fingerprints_equal_the_engine(self):
         e = Engine(stopwords=STOPWORDS)
         bodies = reuters()
         for i in range(0, len(bodies), 97):
-            row = self.docs.iloc[i]
-            fp = e.simhash(bodies[i])
-            self.assertEqual(row["doc"], i)
-            self.assertEqual(row["id"], "http://reuters.example/%d" % i)
-            if fp is None:
-                self.assertEqual(row["error"], "EMPTY_DOCUMENT")
-            else:
-                self.assertEqual(int(row["simhash"]), fp)
+            for docs in (self.docs, self.verified_docs):
+                row = docs.iloc[i]
+                p = e.print(bodies[i])
+                self.assertEqual(row["doc"], i)
+                self.assertEqual(row["id"], "http://reuters.example/%d" % i)
+                if p is None:
+                    self.assertEqual(row["error"], "EMPTY_DOCUMENT")
+                    self.assertIsNone(row["content"])
+                else:
+                    self.assertEqual(int(row["simhash"]), p.simhash)
+                    self.assertEqual(row["content"], "text")
 
     def test_jsonl(self):
-        path = os.path.join(_tmp, "reuters.jsonl")
-        self.result.write_jsonl(path)
-        docs, pairs = [], {}
-        with open(path) as f:
-            for line in f:
-                obj = json.loads(line)
-                if "doc" in obj:
-                    self.assertEqual(pairs, {}, "a doc line after pairs")
-                    docs.append(obj)
+        for r, docs_frame in ((self.result, self.docs),
+                              (self.verified, self.verified_docs)):
+            path = os.path.join(_tmp, "reuters-%s.jsonl" % r.answer)
+            r.write_jsonl(path)
+            docs, pairs = [], {}
+            with open(path) as f:
+                for line in f:
+                    obj = json.loads(line)
+                    if "doc" in obj:
+                        self.assertEqual(pairs, {}, "a doc line after pairs")
+                        docs.append(obj)
+                    elif r.answer == "hamming":
+                        self.assertEqual(sorted(obj), ["a", "b", "distance"])
+                        pairs[(obj["a"], obj["b"])] = obj["distance"]
+                    else:
+                        pairs[(obj["a"], obj["b"])] = (
+                            obj["distance"], obj["resemblance"],
+                            obj["containment"])
+            self.assertEqual([d["doc"] for d in docs],
+                             list(range(len(docs))))
+            self.assertEqual(len(docs), len(docs_frame))
+            # The estimates read back as the 32-bit floats they were.
+            self.assertEqual(pairs, pairs_of(r) if r.answer == "hamming"
+                             else verified_pairs_of(r))
+            for d, (_, row) in zip(docs, docs_frame.iterrows()):
+                self.assertEqual(d["id"], row["id"])
+                if row["error"] is None:
+                    self.assertEqual(d["simhash"], "%016x" % row["simhash"])
+                    self.assertEqual((d["content"], d["group"],
+                                      d["component"]),
+                                     (row["content"], row["group"],
+                                      row["component"]))
                 else:
-                    pairs[(obj["a"], obj["b"])] = obj["distance"]
-        self.assertEqual([d["doc"] for d in docs], list(range(len(docs))))
-        self.assertEqual(len(docs), len(self.docs))
-        self.assertEqual(pairs, pairs_of(self.result))
-        for d, (_, row) in zip(docs, self.docs.iterrows()):
-            self.assertEqual(d["id"], row["id"])
-            if row["error"] is None:
-                self.assertEqual(d["simhash"], "%016x" % row["simhash"])
-                self.assertEqual((d["group"], d["component"]),
-                                 (row["group"], row["component"]))
-            else:
-                self.assertEqual(d["error"], row["error"])
+                    self.assertEqual(d["error"], row["error"])
 
 
 class SyntheticTest(unittest.TestCase):
@@ -337,77 +420,242 @@ class SyntheticTest(unittest.TestCase):
         self.assertEqual(list(docs["id"].head(3)), [0, 1, 2])
 
 
+def l3s_pages(n):
+    """The first n L3S-GN1 pages (name, bytes)."""
+    d = os.path.join(TEST_DATA, "text_corpora", "l3s_gn1_html", "original")
+    out = []
+    for name in sorted(os.listdir(d))[:n]:
+        with open(os.path.join(d, name), "rb") as f:
+            out.append((name, f.read()))
+    return out
+
+
+def edited_corpus():
+    """The Reuters-21578 bodies, then (shuffled) edited copies of 300 of
+    them (cut to 50-80% of their words, a twelfth of their words
+    replaced, or framed by 80 words of another story) and 150 L3S-GN1
+    pages, 30 of them twice (the second cut to its first 70-90% of
+    bytes): (url, body) and (url, body, True) for a page."""
+    rng = random.Random(SEED)
+    bodies = reuters()
+    docs = reuters_docs()
+    words = b" ".join(bodies[:2000]).split()
+    frame = words[5000:5080]
+    extra = []
+    picked = [i for i in rng.sample(range(len(bodies)), 400)
+              if len(bodies[i].split()) >= 60][:300]
+    for n, i in enumerate(picked):
+        w = bodies[i].split()
+        if n % 3 == 0:
+            w = w[:int(len(w) * rng.uniform(0.5, 0.8))]
+        elif n % 3 == 1:
+            w = list(w)
+            for j in rng.sample(range(len(w)), max(1, len(w) // 12)):
+                w[j] = rng.choice(words)
+        else:
+            w = frame[:40] + w + frame[40:]
+        extra.append(("http://edited.example/%d/%d" % (n % 3, i),
+                      b" ".join(w)))
+    pages = l3s_pages(150)
+    for name, page in pages:
+        extra.append(("http://l3s.example/%s" % name, page, True))
+    for name, page in pages[:30]:
+        cut = page[:int(len(page) * rng.uniform(0.7, 0.9))]
+        extra.append(("http://l3s.example/cut/%s" % name, cut, True))
+    rng.shuffle(extra)
+    return docs + extra
+
+
+def as_records(docs):
+    """The job's records of (url, body[, html]) documents."""
+    return [{"url": d[0], "html": d[1]} if len(d) > 2 and d[2]
+            else (d[0], d[1]) for d in docs]
+
+
 class DaemonTest(unittest.TestCase):
-    """The job against a real daemon with the same stop words."""
+    """The job against a real daemon with the same stop words: each test
+    feeds a fresh daemon (a key's count is the whole daemon's) the same
+    documents in the same order, one batch in flight (pipelined batches
+    may be carried out in any order)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = harness.Daemon("[simhash]\nstopwords = %s\n"
-                                    % STOPWORDS)
-        cls.daemon.start()
+    def daemon(self):
+        d = harness.Daemon("[simhash]\nstopwords = %s\n[store]\nsync = none"
+                           "\n" % STOPWORDS)
+        self.addCleanup(d.cleanup)
+        return d.start()
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.cleanup()
+    def submit(self, docs, match=None):
+        """A fresh daemon's results for docs, submitted in order, and its
+        stats."""
+        d = self.daemon()
+        with nddd.Client(d.address, timeout=120, window=1) as c:
+            theirs = c.submit_docs(docs, namespace="corpus", match=match)
+            stats = c.stats()
+        return theirs, stats
 
-    def test_fingerprints_equal_the_daemons(self):
-        # HTML pages and Reuters bodies, by body, stored nowhere.
-        pages_dir = os.path.join(TEST_DATA, "text_corpora", "l3s_gn1_html",
-                                 "original")
-        pages = []
-        for name in sorted(os.listdir(pages_dir))[:150]:
-            with open(os.path.join(pages_dir, name), "rb") as f:
-                pages.append(("http://l3s.example/%s" % name, f.read(),
-                              True))
-        texts = [(u, b, False) for u, b in reuters_docs()[:3000]]
-        records = [{"url": u, "html": b} if html else (u, b)
-                   for u, b, html in pages + texts]
-        r = nd.dedup(db.from_sequence(records, npartitions=4),
-                     stopwords=STOPWORDS)
-        docs = r.docs.compute()
-        with nddd.Client(self.daemon.address, timeout=60) as c:
-            theirs = c.query_docs(pages + texts)
-        self.assertEqual(len(theirs), len(docs))
-        empty = 0
-        for t, (_, row) in zip(theirs, docs.iterrows()):
-            self.assertEqual(row["id"], t.url)
-            if t.ok:
-                self.assertEqual(int(row["simhash"]), t.simhash, t.url)
-                self.assertIsNone(row["error"])
-            else:
-                self.assertEqual(t.error.code, nddd.Code.EMPTY_DOCUMENT)
-                self.assertEqual(row["error"], "EMPTY_DOCUMENT")
-                empty += 1
-        self.assertLess(empty, 50)
-
-    def test_story_groups_equal_the_daemons(self):
-        # Every Reuters body submitted in order (one batch in flight at a
-        # time: pipelined batches may be carried out in any order); the
-        # job's groups, each named by its founder's URL, are the daemon's.
-        docs = reuters_docs()
-        with nddd.Client(self.daemon.address, timeout=120, window=1) as c:
-            theirs = c.submit_docs(docs, namespace="reuters")
-        stored = [t for t in theirs if t.ok]
-        self.assertGreater(len(stored), 19000)
-        ids = [t.doc_id for t in stored]
-        self.assertEqual(ids, sorted(ids), "ids not in submit order")
-        url_of = {t.doc_id: t.url for t in stored}
-        daemon_group = {t.url: url_of[t.group] for t in stored}
-
-        r = nd.dedup(db.from_sequence(docs, npartitions=6),
-                     stopwords=STOPWORDS)
+    def assert_same(self, docs, theirs, r):
+        """The job's result r is the daemon's (theirs): fingerprints,
+        contents and errors; each document's neighbours as its submit
+        listed them (by URL, with distance, estimates and whether
+        verified; the daemon lists those that fit in its reply) and their
+        number; and the groups, each named by its founder's URL."""
         mine = r.docs.compute()
+        self.assertEqual(len(theirs), len(mine))
         url_of_doc = dict(zip(mine["doc"], mine["id"]))
+        url_of_id = {t.doc_id: t.url for t in theirs if t.ok}
+        stored = [t for t in theirs if t.ok]
+        self.assertEqual([t.doc_id for t in stored],
+                         sorted(t.doc_id for t in stored),
+                         "ids not in submit order")
+        verified = r.answer == "verified"
+        pairs = r.pairs.compute()
+        order = np.lexsort((nd.pair_ranks(pairs, r.answer),
+                            pairs["b"].to_numpy()))
+        near = collections.defaultdict(list)
+        for a, b, dist, res, con in zip(
+                *(pairs[c].to_numpy()[order] for c in
+                  ("a", "b", "distance", "resemblance", "containment"))):
+            near[int(b)].append((url_of_doc[a], int(dist), float(res),
+                                 float(con), verified))
+        listed = 0
+        for doc, t in enumerate(theirs):
+            row = mine.iloc[doc]
+            self.assertEqual(row["id"], t.url)
+            if not t.ok:
+                self.assertEqual(row["error"], t.error.code.name, t.url)
+                continue
+            self.assertIsNone(row["error"])
+            self.assertEqual((int(row["simhash"]), row["content"]),
+                             (t.simhash, t.content), t.url)
+            got = [(url_of_id[n.doc_id], n.distance, n.resemblance,
+                    n.containment, n.verified) for n in t.near]
+            self.assertEqual(t.near_total, len(near[doc]), t.url)
+            self.assertEqual(got, near[doc][:len(got)], t.url)
+            listed += len(got)
+        self.assertEqual(r.npairs, sum(t.near_total for t in stored))
         ok = mine[mine["error"].isna()]
-        job_group = {u: url_of_doc[g] for u, g in zip(ok["id"],
-                                                       ok["group"])}
-        self.assertEqual(job_group, daemon_group)
-        self.assertEqual(len(set(daemon_group.values())), r.ngroups)
-        self.assertEqual({t.url: t.simhash for t in stored},
-                         {u: int(s) for u, s in zip(ok["id"],
-                                                    ok["simhash"])})
-        self.assertEqual({t.url for t in theirs if not t.ok},
-                         set(mine[mine["error"].notna()]["id"]))
+        self.assertEqual({u: url_of_doc[g] for u, g in zip(ok["id"],
+                                                           ok["group"])},
+                         {t.url: url_of_id[t.group] for t in stored})
+        self.assertEqual(r.ngroups, len({t.group for t in stored}))
+        return listed
+
+    def test_prints_equal_the_daemons(self):
+        # HTML pages and Reuters bodies, by body, stored nowhere: the
+        # same fingerprints, and what each was judged by.
+        pages = [("http://l3s.example/%s" % name, page, True)
+                 for name, page in l3s_pages(150)]
+        texts = [(u, b, False) for u, b in reuters_docs()[:3000]]
+        for html in ("main", "whole"):
+            r = nd.dedup(db.from_sequence(as_records(pages + texts),
+                                          npartitions=4),
+                         stopwords=STOPWORDS, html=html)
+            docs = r.docs.compute()
+            d = harness.Daemon("[simhash]\nstopwords = %s\n[text]\nhtml = "
+                               "%s\n" % (STOPWORDS, html))
+            self.addCleanup(d.cleanup)
+            with nddd.Client(d.start().address, timeout=60) as c:
+                theirs = c.query_docs(pages + texts)
+                self.assertEqual(c.stats().near.html, html)
+            self.assertEqual(len(theirs), len(docs))
+            empty = 0
+            for t, (_, row) in zip(theirs, docs.iterrows()):
+                self.assertEqual(row["id"], t.url)
+                if t.ok:
+                    self.assertEqual((int(row["simhash"]), row["content"]),
+                                     (t.simhash, t.content), t.url)
+                    self.assertIsNone(row["error"])
+                else:
+                    self.assertEqual(t.error.code, nddd.Code.EMPTY_DOCUMENT)
+                    self.assertEqual(row["error"], "EMPTY_DOCUMENT")
+                    empty += 1
+            self.assertLess(empty, 50)
+            contents = collections.Counter(docs["content"])
+            if html == "main":
+                self.assertGreater(contents["main"], 100)
+            else:
+                self.assertEqual(contents["whole"], len(pages))
+            self.assertEqual(contents["text"], len(texts) - empty)
+
+    def test_verified_answer_equals_the_daemons(self):
+        # The Reuters bodies, their edited copies and L3S pages: each
+        # document's neighbours (which, in which order, their estimates
+        # to the bit) and its group, as a daemon answered its submit.
+        docs = edited_corpus()
+        theirs, stats = self.submit(docs)
+        self.assertEqual((stats.near.answer, stats.near.html),
+                         ("verified", "main"))
+        r = nd.dedup(db.from_sequence(as_records(docs), npartitions=7),
+                     stopwords=STOPWORDS)
+        self.assertEqual(r.answer, "verified")
+        listed = self.assert_same(docs, theirs, r)
+        self.assertGreater(listed, 20000)
+        # The daemon looked at the same candidates, and kept as many.
+        self.assertEqual((r.ncandidates, r.npairs),
+                         (stats.near.candidates, stats.near.verified))
+        # The edited copies found their originals, most far past k.
+        by_url = {t.url: t for t in theirs}
+        found = far = 0
+        for d in docs:
+            if d[0].startswith("http://edited.example/"):
+                i = int(d[0].rsplit("/", 1)[1])
+                hit = [n for n in by_url[d[0]].near
+                       if n.url == "http://reuters.example/%d" % i]
+                found += bool(hit)
+                far += bool(hit) and hit[0].distance > 3
+        self.assertGreater(found, 250)
+        self.assertGreater(far, 150)
+
+    def test_hamming_answer_equals_the_daemons(self):
+        docs = edited_corpus()
+        theirs, stats = self.submit(docs, match="hamming")
+        r = nd.dedup(db.from_sequence(as_records(docs), npartitions=5),
+                     stopwords=STOPWORDS, answer="hamming")
+        self.assertEqual(r.ncandidates, None)
+        self.assertGreater(self.assert_same(docs, theirs, r), 500)
+        self.assertTrue(all(not n.verified and n.resemblance == 0
+                            for t in theirs for n in t.near))
+
+    def test_limits_equal_the_daemons(self):
+        # Documents made to meet the daemon's limits.  Z holds keys K1 and
+        # K2 (the shingles of "kappa lambda mu nu"); 4,100 documents after
+        # it hold K1: when Y, Z's near copy (two of its three shingles),
+        # comes, more than 4,096 documents hold K1, which it passes over,
+        # and Z is no candidate of Y's (one key left, and too far in
+        # bits).  W has K3 and K4 (its first two phrases), each a key of
+        # 2,100 documents of 16 shingles (all keys) that have one of W's
+        # other phrases too: 4,200 candidates, of which the daemon looks
+        # at the 4,096 oldest.
+        def uniq(tag, n):
+            return " ".join("%s%dq" % (tag, j) for j in range(n))
+        docs = [("http://z.example/", "kappa lambda mu nu zeta")]
+        for f in range(4100):
+            docs.append(("http://a.example/%d" % f,
+                         "kappa lambda mu " + uniq("a%dx" % f, 15)))
+        docs.append(("http://y.example/", "kappa lambda mu nu ypsilon"))
+        qs = ["qa%dq qb%dq qc%dq" % (r, r, r) for r in range(20)]
+        for tag, p in (("b", "rho sigma tau"), ("c", "phi chi psi")):
+            for i in range(2100):
+                docs.append(("http://%s.example/%d" % (tag, i),
+                             "%s %s %s %s" % (p, uniq("%s%dy" % (tag, i), 1),
+                                              qs[i % 20],
+                                              uniq("%s%dx" % (tag, i), 11))))
+        docs.append(("http://w.example/",
+                     "rho sigma tau phi chi psi " + " ".join(qs)))
+        theirs, stats = self.submit(docs)
+        self.assertGreater(stats.near.keys_skipped, 0)
+        r = nd.dedup(db.from_sequence(docs, npartitions=5),
+                     stopwords=STOPWORDS)
+        self.assert_same(docs, theirs, r)
+        self.assertEqual((r.ncandidates, r.npairs),
+                         (stats.near.candidates, stats.near.verified))
+        # Y and Z would be neighbours but for the limit.
+        e = Engine(stopwords=STOPWORDS)
+        z, y = e.print(docs[0][1]), e.print(docs[4101][1])
+        res, con = sketch_compare(y.sketch, z.sketch)
+        self.assertTrue(res >= 0.05 and con >= 0.2, (res, con))
+        self.assertGreater(bin(y.simhash ^ z.simhash).count("1"), 3)
+        self.assertEqual(theirs[4101].near_total, 0)
 
 
 class CommandTest(unittest.TestCase):
@@ -448,7 +696,8 @@ class CommandTest(unittest.TestCase):
              "--progress"], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("pairs within 3", p.stderr)
+        self.assertIn("pairs verified (containment >= 0.2, resemblance >= "
+                      "0.05)", p.stderr)
         self.assertIn("writing:", p.stderr)
         docs, pairs = [], {}
         with open(out) as f:
@@ -457,7 +706,9 @@ class CommandTest(unittest.TestCase):
                 if "doc" in obj:
                     docs.append(obj)
                 else:
-                    pairs[(obj["a"], obj["b"])] = obj["distance"]
+                    pairs[(obj["a"], obj["b"])] = (
+                        obj["distance"], obj["resemblance"],
+                        obj["containment"])
         self.assertEqual(len(docs), 2000 + 4 + 31)
         self.assertEqual([x["doc"] for x in docs], list(range(len(docs))))
         bad = docs[11:15]
@@ -479,12 +730,45 @@ class CommandTest(unittest.TestCase):
         copy = docs[2004 + files.index("copy.txt")]
         if reuters()[5].isascii():
             self.assertEqual(copy["simhash"], docs[5]["simhash"])
-            self.assertEqual(pairs.get((5, copy["doc"])), 0)
+            self.assertEqual(pairs.get((5, copy["doc"])), (0, 1.0, 1.0))
             self.assertEqual(copy["group"], docs[5]["group"])
+        self.assertGreater(collections.Counter(
+            x.get("content") for x in docs[2004:])["main"], 20)
         # The pairs are those of the same documents given to dedup().
-        r = nd.dedup(nd.read_inputs([lines, pages], 100 << 10),
-                     stopwords=STOPWORDS)
-        self.assertEqual(pairs_of(r), pairs)
+        inputs = nd.read_inputs([lines, pages], 100 << 10)
+        r = nd.dedup(inputs, stopwords=STOPWORDS)
+        self.assertEqual(verified_pairs_of(r), pairs)
+        # The Hamming answer, and other thresholds.
+        p = subprocess.run(
+            [harness.PYTHON, "-m", "nddd.dedup", "--scheduler",
+             _cluster.scheduler_address, lines, pages, "--out", out,
+             "--stopwords", STOPWORDS, "--blocksize", "100k",
+             "--answer", "hamming"], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("pairs within 3", p.stderr)
+        with open(out) as f:
+            hamming = {(o["a"], o["b"]): o["distance"] for o in
+                       map(json.loads, f) if "a" in o}
+        self.assertEqual(hamming, pairs_of(nd.dedup(
+            inputs, stopwords=STOPWORDS, answer="hamming")))
+        p = subprocess.run(
+            [harness.PYTHON, "-m", "nddd.dedup", "--scheduler",
+             _cluster.scheduler_address, lines, "--out", "-",
+             "--stopwords", STOPWORDS, "--containment", "0.9",
+             "--resemblance", "0.5", "--html", "whole"], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        strict = {(o["a"], o["b"]): (o["distance"], o["resemblance"],
+                                     o["containment"])
+                  for o in map(json.loads, p.stdout.splitlines())
+                  if "a" in o}
+        self.assertTrue(strict)
+        self.assertEqual(strict, {
+            ab: v for ab, v in pairs.items() if ab[1] < 2004 and
+            np.float32(v[2]) >= np.float32(0.9) and
+            np.float32(v[1]) >= np.float32(0.5)})
         # Usage errors.
         p = subprocess.run(
             [harness.PYTHON, "-m", "nddd.dedup", "--local", "1", lines,
@@ -493,6 +777,13 @@ class CommandTest(unittest.TestCase):
             timeout=60)
         self.assertEqual(p.returncode, 2)
         self.assertIn("k must be", p.stderr)
+        p = subprocess.run(
+            [harness.PYTHON, "-m", "nddd.dedup", "--local", "1", lines,
+             "--out", out, "--containment", "1.5"], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("containment = 1.5", p.stderr)
 
 
 if __name__ == "__main__":

@@ -122,8 +122,10 @@ class ShardsTest(unittest.TestCase):
 
     def test_docs_as_one_daemon(self):
         """Reuters bodies, copies under other URLs and re-submits: the
-        groups (named by their founders' URLs), neighbour counts and
-        nearest distances one daemon gives, ids global."""
+        groups (named by their founders' URLs), neighbours (by URL, with
+        their distances and estimates, the verified answer's and the
+        Hamming one's) and neighbour counts one daemon gives, ids
+        global."""
         bodies = reuters_bodies(400)
         rng = random.Random(7)
         docs = [("http://news.example/%d" % i, b)
@@ -132,6 +134,9 @@ class ShardsTest(unittest.TestCase):
             b = rng.choice(bodies)
             if rng.random() < 0.5:
                 b += " more"
+            elif rng.random() < 0.5:
+                # Cut: far in bits, near by its shingles.
+                b = b[:len(b) * 2 // 3]
             url = (rng.choice(docs)[0] if rng.random() < 0.2
                    else "http://copy.example/%d" % i)
             docs.append((url, b))
@@ -140,25 +145,49 @@ class ShardsTest(unittest.TestCase):
         want = self.ref.submit_docs(docs)
         founders_got = {r.doc_id: d[0] for d, r in zip(docs, got) if r.ok}
         founders_want = {r.doc_id: d[0] for d, r in zip(docs, want) if r.ok}
-        cross = 0
+
+        def near(r):
+            return [(n.url, n.distance, n.resemblance, n.containment,
+                     n.verified) for n in r.near]
+
+        cross = far = 0
         for d, g, w in zip(docs, got, want):
             self.assertEqual(g.ok, w.ok, d[0])
             if not w.ok:
                 self.assertEqual(g.error.code, w.error.code)
                 continue
-            self.assertEqual((g.simhash, g.created, g.near_total),
-                             (w.simhash, w.created, w.near_total), d[0])
+            self.assertEqual((g.simhash, g.created, g.near_total,
+                              g.content),
+                             (w.simhash, w.created, w.near_total,
+                              w.content), d[0])
             self.assertEqual(founders_got[g.group], founders_want[w.group])
-            if w.near:
-                self.assertEqual(g.near[0].distance, w.near[0].distance)
+            # The reference's batch results list what fits in 1 KiB.
+            self.assertEqual(near(g)[:len(w.near)], near(w), d[0])
             self.assertIn(g.doc_id >> 48, (1, 2, 3))
             cross += g.group >> 48 != g.doc_id >> 48
+            far += any(n.verified and n.distance > 3 for n in g.near)
         self.assertGreater(cross, 10)
-        q = self.sharded.query_doc(bodies[3])
-        r = self.ref.query_doc(bodies[3])
-        self.assertEqual((q.simhash, q.near_total), (r.simhash, r.near_total))
+        self.assertGreater(far, 10)
+        for match in (None, "verified", "hamming"):
+            q = self.sharded.query_doc(bodies[3], match=match)
+            r = self.ref.query_doc(bodies[3], match=match)
+            self.assertEqual((q.simhash, q.near_total, near(q)),
+                             (r.simhash, r.near_total, near(r)), match)
+            self.assertEqual(all(n.verified for n in q.near),
+                             match != "hamming")
+        # The Hamming answer, asked for: within k, unverified.
+        got = self.sharded.query_docs(docs[:500], match="hamming")
+        want = self.ref.query_docs(docs[:500], match="hamming")
+        for d, g, w in zip(docs, got, want):
+            self.assertEqual((g.group != 0, g.near_total, near(g)[:1]),
+                             (w.group != 0, w.near_total, near(w)[:1]),
+                             d[0])
+            self.assertTrue(all(not n.verified and n.distance <= 3
+                                for n in g.near))
         with self.assertRaisesRegex(nddd.NdddError, "EMPTY_DOCUMENT"):
             self.sharded.query_doc("")
+        with self.assertRaises(ValueError):
+            self.sharded.submit_docs(docs[:1], match="nearest")
 
     def test_follows_an_added_shard(self):
         """nddctl reshard adds a fourth daemon: the three-shard client

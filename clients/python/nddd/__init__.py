@@ -8,13 +8,19 @@
             print(r.url, "new" if r.new else "duplicate", r.count)
         doc = client.submit_doc("http://example.com/a", "Oil prices rose")
         print(doc.doc_id, doc.simhash_hex, doc.group)
+        for n in doc.near:      # most similar first, then oldest
+            print(n.url, n.resemblance, n.containment, n.distance)
 
 Client(..., durability="relaxed") answers submits and deletes before they
 reach the disk; Client(..., digests=True) canonicalizes URLs here (through
 libnddd.so) and sends their digests; Client(..., namespace="crawl-7") keeps
 its URLs in a set of their own, and submit_urls(..., ttl=86400) records
-them for a day.  ShardedClient([ADDRESS, ...]) routes URLs over several
-daemons, each owning a share of them (nddd.shards).
+them for a day.  A document's neighbours are the daemon's verified answer
+by default (candidates kept when their shingles show them similar
+enough); submit_doc(..., match="hamming") and the other document calls
+ask for the Hamming answer instead (every document within k, unverified).
+ShardedClient([ADDRESS, ...]) routes URLs over several daemons, each
+owning a share of them (nddd.shards).
 
 See nddd.client for connections, batching and failures, nddd.errors for
 the exceptions, nddd.results for the results, and nddd.scrapy for the
@@ -32,7 +38,7 @@ from .results import (AccelStats, CheckResult, Code, DeleteResult, DocResult,
                       QueryResult, Stats, Status, SubmitResult, UrlResult,
                       UrlStoreStats)
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = [
     "Client", "ShardedClient", "Forgotten", "parse_address", "DEFAULT_ADDRESS", "DEFAULT_BATCH_SIZE",

@@ -101,7 +101,8 @@ from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
                      NdddRequestError, NdddTimeoutError)
 from .results import (CheckResult, Code, DeleteResult, DocResult, Namespace,
                       QueryResult, Stats, Status, SubmitResult, Url,
-                      UrlResult, _neighbours, code_of)
+                      UrlResult, _neighbours, code_of, content_name,
+                      match_number)
 
 DEFAULT_ADDRESS = "127.0.0.1:6464"
 #: Seconds a request may wait for its reply (and connecting may take).
@@ -135,7 +136,8 @@ _DOC_REPLY_ITEM = 1024 + 96
 _DOC_FRAME_OVERHEAD = 64
 # Protocol tags, for requests encoded here: Request.id (varint),
 # Request.doc_batch, Request.token, DocBatch.docs, DocSubmit.url and body
-# (length-delimited), DocSubmit.format = HTML and query_only = true.
+# (length-delimited), DocSubmit.format = HTML and query_only = true,
+# DocSubmit.namespace, DocSubmit.match (varint) and with_sketch = true.
 _TAG_ID = b"\x08"
 _TAG_DOC_BATCH = b"\x5a"
 _TAG_TOKEN = b"\x7a"
@@ -145,6 +147,8 @@ _TAG_BODY = b"\x12"
 _HTML = b"\x18\x01"
 _QUERY_ONLY = b"\x20\x01"
 _TAG_NAMESPACE = b"\x2a"
+_TAG_MATCH = b"\x40"
+_WITH_SKETCH = b"\x48\x01"
 _VARINT_1 = [bytes((i,)) for i in range(128)]
 
 
@@ -345,6 +349,11 @@ class Client:
     ``durability``: when submits and deletes are answered: "durable" (on
     disk), "relaxed" (applied and written to the operating system, not yet
     synced) or None (the daemon's default); each call may say otherwise.
+    ``match``: the answer document operations ask for: "verified"
+    (candidates kept when similar enough, most similar first), "hamming"
+    (every document within k, nearest first) or None (the daemon's
+    [near] answer, verified unless configured otherwise); each call may
+    say otherwise.
     ``namespace``: the namespace of URL and document operations ("": the
     default one; raises ValueError for a name nddd would refuse); each
     call may say otherwise.  ``digests``: canonicalize and hash URLs here,
@@ -377,6 +386,7 @@ class Client:
                  durability: Optional[str] = None,
                  namespace: str = "",
                  digests: bool = False,
+                 match: Optional[str] = None,
                  tls: bool = False,
                  ca_file: Optional[str] = None,
                  cert_file: Optional[str] = None,
@@ -414,6 +424,8 @@ class Client:
         self._durability = _durability(durability)
         self.durability = durability
         self.namespace = _namespace(namespace)
+        match_number(match)
+        self.match = match
         self.digests = bool(digests)
         if self.digests:
             _canon.load_library()
@@ -608,35 +620,52 @@ class Client:
 
     # Document operations.  A document is named by its URL, in a namespace
     # (namespace: the call's; None: the client's), and has a body, text or
-    # HTML.  nddd fingerprints it (64-bit simhash), finds the stored
-    # documents of its namespace within its k, and puts it in the story
-    # group of the nearest (ties: the oldest), or a new one of its own.
+    # HTML.  nddd prints it (its 64-bit simhash and its shingle sketch, of
+    # a page's main content by default), finds the stored documents of its
+    # namespace that are its neighbours by the answer asked for (match:
+    # the call's; None the client's, whose None is the daemon's), and
+    # puts it in the story group of the first (the most similar, ties the
+    # oldest; by the Hamming answer the nearest), or a new one of its own.
 
     def _doc_namespace(self, namespace: Optional[str]) -> str:
         """The namespace of a document call: the call's, None the
         client's.  Raises ValueError for a name nddd would refuse."""
         return self.namespace if namespace is None else _namespace(namespace)
 
+    def _doc_match(self, match: Optional[str]) -> int:
+        """The Match of a document call: the call's, None the client's.
+        Raises ValueError for another."""
+        return match_number(self.match if match is None else match)
+
     def submit_doc(self, url: Url, body: Union[str, bytes], *,
                    html: bool = False, query_only: bool = False,
-                   namespace: Optional[str] = None) -> DocResult:
+                   namespace: Optional[str] = None,
+                   match: Optional[str] = None,
+                   with_sketch: bool = False) -> DocResult:
         """Stores a document (doc_submit) and returns it with its id,
-        fingerprint, group and near duplicates.  A re-submitted URL keeps
-        its id; its fingerprint and group are renewed.  query_only: store
-        nothing, answer what would be.  Raises NdddRequestError (for
-        example EMPTY_DOCUMENT, for a body without terms)."""
+        fingerprint, group, near duplicates and what it was judged by
+        (``content``).  A re-submitted URL keeps its id; its fingerprint
+        and group are renewed.  query_only: store nothing, answer what
+        would be.  match: "verified", "hamming" or None (the client's).
+        with_sketch: the result carries the document's sketch.  Raises
+        NdddRequestError (for example EMPTY_DOCUMENT, for a body without
+        terms)."""
         req = pb.Request()
         req.doc_submit.url = _encode_url(url)
         req.doc_submit.body = _encode_body(body)
         req.doc_submit.format = pb.HTML if html else pb.TEXT
         req.doc_submit.query_only = query_only
         req.doc_submit.namespace = self._doc_namespace(namespace)
+        req.doc_submit.match = self._doc_match(match)
+        req.doc_submit.with_sketch = with_sketch
         resp = self._call(req)
         return DocResult.from_message(url, self._result(resp, "doc"))
 
     def submit_docs(self, docs: Iterable[Tuple], *,
                     query_only: bool = False,
-                    namespace: Optional[str] = None) -> List[DocResult]:
+                    namespace: Optional[str] = None,
+                    match: Optional[str] = None,
+                    with_sketch: bool = False) -> List[DocResult]:
         """Stores many documents in doc_batch requests, pipelined: docs
         yields (url, body) or (url, body, html), a body str (sent as UTF-8)
         or bytes (sent as they are).  Returns a DocResult per document, in
@@ -644,24 +673,30 @@ class Client:
         its ``error`` set and the others go on, and so has each document
         of a request refused whole (PERMISSION_DENIED...) and one too
         large for a frame of its own (RESOURCE_EXHAUSTED, not sent).  A
-        result's neighbours are the nearest that fit in about 1 KiB
+        result's neighbours are the first that fit in about 1 KiB
         (``near_total`` counts them all; get_doc lists them).  The
         documents of a request are carried out in order, each seeing those
         before it; requests in flight together (``window``) may be carried
         out in any order, so a document may not see one of an earlier
         request: ``window=1`` keeps the whole input in order.
         query_only: store nothing (see query_docs).  Every document goes
-        to namespace (None: the client's)."""
+        to namespace (None: the client's), and asks for the answer match
+        (None: the client's); with_sketch: each result carries its
+        sketch."""
         return self._doc_batch(docs, query_only,
-                               self._doc_namespace(namespace))
+                               self._doc_namespace(namespace),
+                               self._doc_match(match), with_sketch)
 
     def query_docs(self, docs: Iterable[Tuple], *,
-                   namespace: Optional[str] = None) -> List[DocResult]:
-        """submit_docs with query_only: each document is fingerprinted and
+                   namespace: Optional[str] = None,
+                   match: Optional[str] = None,
+                   with_sketch: bool = False) -> List[DocResult]:
+        """submit_docs with query_only: each document is printed and
         answered with the stored documents near it and the group it would
         join (0 if it would found one), ``doc_id`` 0; nothing is stored
         (the read role suffices)."""
-        return self._doc_batch(docs, True, self._doc_namespace(namespace))
+        return self._doc_batch(docs, True, self._doc_namespace(namespace),
+                               self._doc_match(match), with_sketch)
 
     def _doc_limits(self) -> Tuple[int, int, int]:
         """(documents, bytes of documents) a doc_batch request should hold,
@@ -673,7 +708,8 @@ class Client:
                 self.max_frame // 2, room)
 
     def _doc_batch(self, docs: Iterable[Tuple], query_only: bool,
-                   namespace: str) -> List[DocResult]:
+                   namespace: str, match: int = 0,
+                   with_sketch: bool = False) -> List[DocResult]:
         """submit_docs and query_docs: the requests are encoded here,
         without protobuf messages (the bodies are copied once, into the
         request)."""
@@ -686,6 +722,10 @@ class Client:
         if namespace:
             ns = namespace.encode()
             flag += _TAG_NAMESPACE + _varint(len(ns)) + ns
+        if match:
+            flag += _TAG_MATCH + _varint(match)
+        if with_sketch:
+            flag += _WITH_SKETCH
         varint = _varint
 
         def requests():
@@ -766,34 +806,66 @@ class Client:
     def query_doc(self, body: Union[str, bytes, None] = None, *,
                   html: bool = False, simhash: Optional[int] = None,
                   k: Optional[int] = None,
-                  namespace: Optional[str] = None) -> QueryResult:
+                  namespace: Optional[str] = None,
+                  match: Optional[str] = None,
+                  sketch: Optional[bytes] = None,
+                  with_sketch: bool = False) -> QueryResult:
         """The stored documents of namespace (None: the client's) near a
-        body, or near a fingerprint (simhash=, a 64-bit int), within k
-        (default: the daemon's k, the most it allows).  Changes nothing."""
+        body, near a fingerprint (simhash=, a 64-bit int: the Hamming
+        answer only), or near a print (simhash= and sketch=, a sketch as
+        the daemon sent it: DocResult.sketch, nddd.engine.Print.sketch),
+        by the answer match (None: the client's; a fingerprint alone has the
+        Hamming answer only).  k: the Hamming answer within k (at most the
+        daemon's k), whatever the client's match is (the call's
+        "verified" raises ValueError).  with_sketch: the result
+        carries a body's sketch.  Changes nothing."""
         req = pb.Request()
         req.doc_query.namespace = self._doc_namespace(namespace)
         if (body is None) == (simhash is None):
             raise TypeError("give a body or a simhash")
+        if sketch is not None and simhash is None:
+            raise TypeError("a sketch goes with its simhash")
+        m = self._doc_match(match)
+        if k is not None and match == "verified":
+            raise ValueError("k asks for the Hamming answer, match for "
+                             "the verified one")
         if simhash is not None:
             if not 0 <= simhash < 1 << 64:
                 raise ValueError("a simhash is a 64-bit unsigned integer")
-            req.doc_query.simhash = simhash
+            if sketch is not None:
+                req.doc_query.print.simhash = simhash
+                req.doc_query.print.sketch = bytes(sketch)
+            else:
+                # A fingerprint alone has the Hamming answer only.
+                if match == "verified":
+                    raise ValueError("a fingerprint alone has only the "
+                                     "Hamming answer: give its sketch too")
+                req.doc_query.simhash = simhash
+                m = match_number("hamming")
         else:
             req.doc_query.body.body = _encode_body(body)
             req.doc_query.body.format = pb.HTML if html else pb.TEXT
         if k is not None:
             req.doc_query.max_distance.k = k
+            m = match_number("hamming")
+        req.doc_query.match = m
+        if with_sketch:
+            req.doc_query.with_sketch = True
         msg = self._result(self._call(req), "doc_query")
         return QueryResult(msg.simhash, _neighbours(msg.near),
-                           msg.near_total)
+                           msg.near_total, content_name(msg.content),
+                           msg.sketch)
 
     def get_doc(self, url: Url, *,
-                namespace: Optional[str] = None) -> Optional[DocResult]:
+                namespace: Optional[str] = None,
+                match: Optional[str] = None) -> Optional[DocResult]:
         """The stored document of url in namespace (None: the client's)
-        with its near duplicates, or None."""
+        with its near duplicates by the answer match (None: the
+        client's), or None."""
         req = pb.Request()
         req.doc_get.url = _encode_url(url)
         req.doc_get.namespace = self._doc_namespace(namespace)
+        req.doc_get.match = self._doc_match(match)
         resp = self._call_found(req)
         if resp is None:
             return None

@@ -1,6 +1,7 @@
-"""Corpus-scale batch deduplication on Dask: every pair of documents within
-Hamming distance k of each other, and their groups, for archives too
-large for one daemon.
+"""Corpus-scale batch deduplication on Dask: every document's near
+duplicates among the documents before it, as one nddd daemon fed the
+corpus in order would find them, and their groups, for archives too large
+for one daemon.
 
     python3 -m nddd.dedup --local 4 crawl-*.jsonl --out dedup.jsonl
     python3 -m nddd.dedup --scheduler tcp://10.0.0.1:8786 /data/pages/ \\
@@ -10,34 +11,54 @@ or from Python, on the Dask scheduler in use (a distributed Client, or
 Dask's local schedulers)::
 
     from nddd.dedup import dedup
-    r = dedup(bag_of_url_and_body, k=3, blocks=4)
-    r.pairs.compute()       # a, b, distance
-    r.docs.compute()        # doc, id, simhash, group, component, error
+    r = dedup(bag_of_url_and_body)
+    r.pairs.compute()       # a, b, distance, resemblance, containment
+    r.docs.compute()        # doc, id, simhash, content, group, component,
+                            # error
     r.write_jsonl("dedup.jsonl")
 
-Fingerprints are made inside the workers by nddd's own engine (libnddd.so,
-nddd.engine), with the daemon's [simhash] settings and stop words: the
-same bits as a daemon's.  Then, as in Manku, Jain and Das Sarma (WWW 2007,
-section 3.1.2, the MapReduce form): the 64 bits are cut into ``blocks``
-blocks, as the daemon cuts them; for each choice of ``blocks - k`` blocks
-(a table: C(blocks, k) of them) the fingerprints are shuffled by those
-blocks' bits (the key), and every two fingerprints of a bucket (one key)
-are compared; a pair is kept when it is within distance k, by the first
-table whose key blocks the two share (so each pair once).  Buckets of up
-to SMALL_BUCKET fingerprints are compared with vector operations over the
-whole partition; larger ones in tiles of TILE x TILE.
+Prints are made inside the workers by nddd's own engine (libnddd.so,
+nddd.engine), with the daemon's [simhash] settings, stop words and [text]
+html: each document's fingerprint and shingle sketch, the same bits as a
+daemon's.  Documents are numbered by their position in the input
+(``doc``, from 0), which is a daemon's submit order.
 
-Documents are numbered by their position in the input (``doc``, from 0).
+The default answer is the daemon's verified one (docs/dedup.md gives the
+rule exactly).  Its candidates for document b among the documents a < b:
+
+- those within Hamming distance k of b's fingerprint, found as in Manku,
+  Jain and Das Sarma (WWW 2007, section 3.1.2, the MapReduce form): the
+  64 bits are cut into ``blocks`` blocks, as the daemon cuts them; for
+  each choice of ``blocks - k`` blocks (a table: C(blocks, k) of them) the
+  fingerprints are shuffled by those blocks' bits (the key), and every
+  two fingerprints of a bucket (one key) are compared; a pair is kept
+  when it is within distance k, by the first table whose key blocks the
+  two share (so each pair once).  Buckets of up to SMALL_BUCKET
+  fingerprints are compared with vector operations over the whole
+  partition; larger ones in tiles of TILE x TILE;
+- those of which at least SKETCH_MIN_KEYS keys (the first SKETCH_KEYS
+  hashes of a's sketch) are among b's first SKETCH_PROBES sketch hashes
+  (those the daemon looks up): those hashes of every sketch are shuffled
+  by their value, and each a that holds one as a key meets each later b
+  that has it; a hash that more than KEY_LIST_MAX earlier documents hold
+  as a key is passed over for b, as the daemon passes it over;
+
+at most VERIFY_MAX of each kind per document, as the daemon looks at.  A
+candidate is a neighbour when the two sketches' estimated containment
+reaches ``containment`` and their resemblance ``resemblance`` (libnddd's
+estimate, the daemon's bit for bit).  ``answer="hamming"`` gives the
+other answer instead: every pair within k, unverified.
+
 Groups, both exact:
 
-- ``component``: the connected components of the pair graph, named by
-  their smallest doc;
+- ``component``: the connected components of the graph of neighbour
+  pairs, named by their smallest doc;
 - ``group``: the daemon's story groups.  A document joins the group of its
-  nearest earlier document within k (ties: the earliest), otherwise it
-  founds its own, named by its doc.  Doc order is the daemon's submit
-  order (its document ids grow with it), so these are the groups one
-  daemon gives the same documents submitted in this order, one at a time
-  or in batches, with fresh URLs.
+  first earlier neighbour (the most similar, ties the earliest; by the
+  Hamming answer the nearest, ties the earliest), otherwise it founds its
+  own, named by its doc.  These are the groups one daemon gives the same
+  documents submitted in this order, one at a time or in batches, with
+  fresh URLs.
 
 docs/dedup.md tells how to run it, the output format, and what each
 worker and the client hold in memory.
@@ -61,13 +82,35 @@ import dask.bag as db
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.dataframe.shuffle import rearrange_by_column
 
 from . import engine as _engine
 
 DEFAULT_K = 3
 DEFAULT_BLOCKS = 4
+#: The answers: the daemon's verified one, and the Hamming one.
+ANSWERS = ("verified", "hamming")
+DEFAULT_ANSWER = "verified"
+#: The daemon's [near] containment and resemblance defaults.
+DEFAULT_CONTAINMENT = 0.2
+DEFAULT_RESEMBLANCE = 0.05
 #: The daemon's limit on tables ([near] blocks and k), kept here too.
 MAX_TABLES = 64
+#: Candidates of each kind (within k; sharing keys) a verified answer
+#: looks at, at most, per document: the daemon's (daemon/doc/docset.c,
+#: VERIFY_MAX): the nearest within k, then the oldest; the oldest sharing
+#: keys.
+VERIFY_MAX = 4096
+#: A key that more earlier documents hold is passed over: the daemon's
+#: (daemon/doc/sketchidx.h, SKETCHIDX_LIST_MAX).
+KEY_LIST_MAX = 4096
+SKETCH_HASHES = _engine.SKETCH_HASHES
+SKETCH_KEYS = _engine.SKETCH_KEYS
+SKETCH_MIN_KEYS = _engine.SKETCH_MIN_KEYS
+SKETCH_PROBES = _engine.SKETCH_PROBES
+#: The verified answer numbers documents in 32 bits, as the daemon's
+#: sketch index does.
+MAX_DOCS_VERIFIED = 1 << 32
 #: Buckets up to this size are compared by offsets: for d = 1, 2, ...
 #: every fingerprint with the one d places after it in its bucket, over
 #: the whole partition at once.
@@ -82,41 +125,73 @@ DEFAULT_BLOCKSIZE = 64 << 20
 
 EMPTY_DOCUMENT = "EMPTY_DOCUMENT"
 _MASK56 = (1 << 56) - 1
+_MASK32 = (1 << 32) - 1
+#: No Hamming distance: a pair met by its keys only.
+_NO_DISTANCE = 255
+_CONTENTS = np.array(_engine.CONTENTS, dtype=object)
 
 # The frames' columns.
-_FP_META = pd.DataFrame({"id": pd.Series([], dtype=object),
-                         "simhash": pd.Series([], dtype="uint64"),
-                         "error": pd.Series([], dtype=object)})
 _SEQ_META = pd.DataFrame({"seq": pd.Series([], dtype="int64"),
                           "simhash": pd.Series([], dtype="uint64")})
 _KEY_META = _SEQ_META.assign(key=pd.Series([], dtype="uint64"))
-PAIRS_META = pd.DataFrame({"a": pd.Series([], dtype="int64"),
-                           "b": pd.Series([], dtype="int64"),
-                           "distance": pd.Series([], dtype="uint8")})
+HAMMING_META = pd.DataFrame({"a": pd.Series([], dtype="int64"),
+                             "b": pd.Series([], dtype="int64"),
+                             "distance": pd.Series([], dtype="uint8")})
+PAIRS_META = HAMMING_META.assign(
+    resemblance=pd.Series([], dtype="float32"),
+    containment=pd.Series([], dtype="float32"))
 DOCS_META = pd.DataFrame({"doc": pd.Series([], dtype="int64"),
                           "id": pd.Series([], dtype=object),
                           "simhash": pd.Series([], dtype="uint64"),
+                          "content": pd.Series([], dtype=object),
                           "group": pd.Series([], dtype="int64"),
                           "component": pd.Series([], dtype="int64"),
                           "error": pd.Series([], dtype=object)})
-
+# A sketch hash of a document (doc), shuffled by its value (key): holder,
+# one of the document's keys.
+_SKETCH_KEY_META = pd.DataFrame({
+    "key": pd.Series([], dtype="uint32"),
+    "doc": pd.Series([], dtype="uint32"),
+    "holder": pd.Series([], dtype="bool"),
+    "_partitions": pd.Series([], dtype="int32")})
+# A pair b, a (a < b) met: by one of a's keys that b holds (distance
+# _NO_DISTANCE), or within k (distance).
+_MEET_META = pd.DataFrame({"b": pd.Series([], dtype="uint32"),
+                           "a": pd.Series([], dtype="uint32"),
+                           "distance": pd.Series([], dtype="uint8"),
+                           "_partitions": pd.Series([], dtype="int32")})
+# A candidate pair, to be verified where a's print is.
+_CAND_META = pd.DataFrame({"a": pd.Series([], dtype="uint32"),
+                           "b": pd.Series([], dtype="uint32"),
+                           "_partitions": pd.Series([], dtype="int32")})
+# The print of a document b sent to the partition of some of its
+# candidates: its fingerprint, its count of shingles and its hashes (the
+# bytes of the uint32 array, native order).
+_PRINT_META = pd.DataFrame({"b": pd.Series([], dtype="uint32"),
+                            "simhash": pd.Series([], dtype="uint64"),
+                            "shingles": pd.Series([], dtype="uint32"),
+                            "hashes": pd.Series([], dtype=object),
+                            "_partitions": pd.Series([], dtype="int32")})
 
 # --- the engine in the workers ----------------------------------------------
 
 class EngineSpec(NamedTuple):
-    """The [simhash] settings as shipped to the workers: the stop words as
-    text (None: no list), so that workers on other machines need not have
-    the file."""
+    """The [simhash] settings and [text] html as shipped to the workers:
+    the stop words as text (None: no list), so that workers on other
+    machines need not have the file."""
     term_hash: Optional[str]
     stopwords_text: Optional[bytes]
     simd: Optional[str]
     #: Where the words came from, for messages.
     source: str
+    #: What an HTML page is judged by: "main" (None: the same) or "whole".
+    html: Optional[str] = None
 
 
 def engine_spec(term_hash: Optional[str] = None,
                 stopwords: Optional[str] = None,
-                simd: Optional[str] = None) -> EngineSpec:
+                simd: Optional[str] = None,
+                html: Optional[str] = None) -> EngineSpec:
     """Resolves the settings here, on the client: the stop-word file
     (``stopwords``; "none"; None: the one ``nddd.engine.default_stopwords``
     finds, as ``nddctl simhash`` does) is read and checked with an engine
@@ -126,13 +201,14 @@ def engine_spec(term_hash: Optional[str] = None,
         if stopwords is None:
             raise ValueError("no stop-word list found; give one (a file, "
                              "or \"none\" for none)")
-    e = _engine.Engine(term_hash=term_hash, stopwords=stopwords, simd=simd)
+    e = _engine.Engine(term_hash=term_hash, stopwords=stopwords, simd=simd,
+                       html=html)
     if stopwords == "none":
-        return EngineSpec(term_hash, None, simd, "none")
+        return EngineSpec(term_hash, None, simd, "none", html)
     with open(stopwords, "rb") as f:
         text = f.read()
     return EngineSpec(term_hash, text, simd, "%s (%d words)"
-                      % (e.stopwords, e.stopwords_count))
+                      % (e.stopwords, e.stopwords_count), html)
 
 
 _local = threading.local()
@@ -147,11 +223,11 @@ def _engine_for(spec: EngineSpec) -> _engine.Engine:
     if e is None:
         if spec.stopwords_text is None:
             e = _engine.Engine(spec.term_hash, stopwords="none",
-                               simd=spec.simd)
+                               simd=spec.simd, html=spec.html)
         else:
             e = _engine.Engine(spec.term_hash,
                                stopwords_text=spec.stopwords_text,
-                               simd=spec.simd)
+                               simd=spec.simd, html=spec.html)
         cache[spec] = e
     return e
 
@@ -161,6 +237,19 @@ class DocFile(NamedTuple):
     id: str
     path: str
     format: str
+
+
+class Part(NamedTuple):
+    """A partition of documents as the job keeps it in the workers:
+    ``frame`` (id, simhash, error, content: an index into
+    nddd.engine.CONTENTS), and for the verified answer their sketches,
+    one row per document (zeros for one without a print): ``shingles``
+    and ``nhashes`` (uint32), ``hashes`` (uint32, SKETCH_HASHES per
+    row); None for the Hamming answer."""
+    frame: pd.DataFrame
+    shingles: Optional[np.ndarray] = None
+    nhashes: Optional[np.ndarray] = None
+    hashes: Optional[np.ndarray] = None
 
 
 def _record(r: Any) -> Optional[Tuple[Any, Optional[bytes], str]]:
@@ -210,29 +299,50 @@ def _record(r: Any) -> Optional[Tuple[Any, Optional[bytes], str]]:
 
 def _fingerprint(ids: List[Any], bodies: List[Optional[bytes]],
                  formats: List[str], errors: List[Optional[str]],
-                 spec: EngineSpec) -> pd.DataFrame:
-    """The frame of documents: one call into the library per format."""
+                 spec: EngineSpec, sketches: bool) -> Part:
+    """The partition of documents: one call into the library per format.
+    With sketches, every document's print; without, fingerprints (and
+    what an HTML page was judged by)."""
     e = _engine_for(spec)
     n = len(ids)
     fps = np.zeros(n, dtype=np.uint64)
+    content = np.zeros(n, dtype=np.uint8)
+    if sketches:
+        shingles = np.zeros(n, dtype=np.uint32)
+        nhashes = np.zeros(n, dtype=np.uint32)
+        hashes = np.zeros((n, SKETCH_HASHES), dtype=np.uint32)
     for fmt in _engine.FORMATS:
         idx = [i for i in range(n) if formats[i] == fmt and
                bodies[i] is not None]
         if not idx:
             continue
-        got, ok = e.simhashes([bodies[i] for i in idx], fmt)
-        got = np.frombuffer(got, dtype=np.uint64)
-        fps[idx] = got
+        chosen = [bodies[i] for i in idx]
+        if sketches or fmt == "html":
+            p = e.prints(chosen, fmt)
+            got, ok = p.fps, p.ok
+            content[idx] = np.frombuffer(p.content, dtype=np.uint8)
+            if sketches:
+                shingles[idx] = np.frombuffer(p.shingles, dtype=np.uint32)
+                nhashes[idx] = np.frombuffer(p.nhashes, dtype=np.uint32)
+                hashes[idx] = np.frombuffer(
+                    p.hashes, dtype=np.uint32).reshape(-1, SKETCH_HASHES)
+        else:
+            got, ok = e.simhashes(chosen, fmt)
+        fps[idx] = np.frombuffer(got, dtype=np.uint64)
         for j in np.flatnonzero(np.frombuffer(ok, dtype=np.uint8) == 0):
             errors[idx[j]] = EMPTY_DOCUMENT
-    return pd.DataFrame({"id": pd.Series(ids, dtype=object),
-                         "simhash": fps,
-                         "error": pd.Series(errors, dtype=object)})
+    frame = pd.DataFrame({"id": pd.Series(ids, dtype=object),
+                          "simhash": fps,
+                          "error": pd.Series(errors, dtype=object),
+                          "content": content})
+    if not sketches:
+        return Part(frame)
+    return Part(frame, shingles, nhashes, hashes)
 
 
-def _records_frame(records: Iterable[Any], spec: EngineSpec
-                   ) -> pd.DataFrame:
-    """Fingerprints of a partition of records (a bag's)."""
+def _records_part(records: Iterable[Any], spec: EngineSpec,
+                  sketches: bool) -> Part:
+    """Prints of a partition of records (a bag's)."""
     ids, bodies, formats, errors = [], [], [], []
     for r in records:
         try:
@@ -255,7 +365,7 @@ def _records_frame(records: Iterable[Any], spec: EngineSpec
         bodies.append(got[1])
         formats.append(got[2])
         errors.append(None)
-    return _fingerprint(ids, bodies, formats, errors, spec)
+    return _fingerprint(ids, bodies, formats, errors, spec, sketches)
 
 
 def _frame_records(df: pd.DataFrame) -> Iterator[Any]:
@@ -273,17 +383,18 @@ def _frame_records(df: pd.DataFrame) -> Iterator[Any]:
                      "(and format); these are %s" % list(df.columns))
 
 
-def _frame_fingerprints(df: pd.DataFrame, spec: EngineSpec) -> pd.DataFrame:
-    return _records_frame(_frame_records(df), spec)
+def _frame_part(df: pd.DataFrame, spec: EngineSpec, sketches: bool) -> Part:
+    return _records_part(_frame_records(df), spec, sketches)
 
 
-def _given_fingerprints(df: pd.DataFrame) -> pd.DataFrame:
+def _given_part(df: pd.DataFrame) -> Part:
     """A frame of fingerprints made elsewhere: simhash, and id if any."""
     ident = df["id"].to_numpy() if "id" in df else [None] * len(df)
-    return pd.DataFrame({
+    return Part(pd.DataFrame({
         "id": pd.Series(ident, dtype=object),
         "simhash": df["simhash"].to_numpy(dtype=np.uint64),
-        "error": pd.Series([None] * len(df), dtype=object)})
+        "error": pd.Series([None] * len(df), dtype=object),
+        "content": np.zeros(len(df), dtype=np.uint8)}))
 
 
 # --- tables -----------------------------------------------------------------
@@ -377,7 +488,7 @@ class _Pairs:
 
     def frame(self) -> pd.DataFrame:
         if not self.a:
-            return PAIRS_META.copy()
+            return HAMMING_META.copy()
         a = np.concatenate(self.a)
         b = np.concatenate(self.b)
         d = np.concatenate(self.d)
@@ -434,6 +545,200 @@ def bucket_pairs(df: pd.DataFrame, table: int, k: int,
     return out.frame()
 
 
+# --- the verified answer ----------------------------------------------------
+
+def _doc_partition(docs: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The partition of documents (numbered by offsets) of each doc."""
+    return (np.searchsorted(offsets, docs, side="right") - 1).astype(
+        np.int32)
+
+
+def _sketch_keys(part: Part, offset: int, nparts: int) -> pd.DataFrame:
+    """The first SKETCH_PROBES hashes of every sketch of a partition of
+    documents (those the daemon looks up), with its doc and whether it is
+    one of the document's keys (its first SKETCH_KEYS), to be shuffled by
+    its value into nparts partitions."""
+    ok = part.frame["error"].isna().to_numpy()
+    docs = np.arange(offset, offset + len(ok), dtype=np.uint32)[ok]
+    nh = np.minimum(part.nhashes[ok], SKETCH_PROBES)
+    rows = part.hashes[ok, :SKETCH_PROBES]
+    col = np.arange(SKETCH_PROBES, dtype=np.uint32)[None, :]
+    have = col < nh[:, None]
+    key = rows[have]
+    holder = (col < np.minimum(nh, SKETCH_KEYS)[:, None])[have]
+    return pd.DataFrame({
+        "key": key, "doc": np.repeat(docs, nh.astype(np.int64)),
+        "holder": holder,
+        "_partitions": ((key.astype(np.uint64) * np.uint64(nparts)) >>
+                        np.uint64(32)).astype(np.int32)})
+
+
+def key_meetings(df: pd.DataFrame, offsets: np.ndarray,
+                 list_max: int = KEY_LIST_MAX) -> pd.DataFrame:
+    """The meetings of one partition of sketch hashes shuffled by value
+    (columns key, doc, holder): for each key, each document b that has it
+    meets each earlier document a that holds it as a key, unless more
+    than list_max earlier documents hold it (then b passes it over, as
+    the daemon does).  Returns b and a, once per key they meet by, to be
+    shuffled by b's partition of documents (offsets), where the keys of
+    a pair are counted."""
+    n = len(df)
+    if n == 0:
+        return _MEET_META.copy()
+    code = (df["key"].to_numpy().astype(np.uint64) << np.uint64(32)) | \
+        df["doc"].to_numpy().astype(np.uint64)
+    order = np.argsort(code)
+    code = code[order]
+    holder = df["holder"].to_numpy()[order]
+    key = code >> np.uint64(32)
+    doc = code.astype(np.uint32)
+    new = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sizes = np.diff(np.r_[new, n])
+    # Holders before each row (its key's earlier documents, as docs are
+    # in order within a key, each once), and before its key's first row:
+    # the index in held of the key's first holder.
+    before = np.cumsum(holder) - holder
+    base = np.repeat(before[new], sizes)
+    seen = before - base
+    probe = np.flatnonzero((seen >= 1) & (seen <= list_max))
+    held = np.flatnonzero(holder)
+    count = seen[probe]
+    total = int(count.sum())
+    starts = np.repeat(np.cumsum(count) - count, count)
+    a = doc[held[np.repeat(base[probe], count) +
+                 (np.arange(total) - starts)]]
+    b = doc[probe]
+    return pd.DataFrame({
+        "b": np.repeat(b, count), "a": a,
+        "distance": np.full(total, _NO_DISTANCE, dtype=np.uint8),
+        "_partitions": np.repeat(_doc_partition(b, offsets), count)})
+
+
+def _hamming_meetings(df: pd.DataFrame, offsets: np.ndarray
+                      ) -> pd.DataFrame:
+    """Pairs within k as candidates, to be shuffled by b's partition."""
+    b = df["b"].to_numpy().astype(np.uint32)
+    return pd.DataFrame({
+        "b": b, "a": df["a"].to_numpy().astype(np.uint32),
+        "distance": df["distance"].to_numpy().astype(np.uint8),
+        "_partitions": _doc_partition(b, offsets)})
+
+
+def _rank_in_groups(group: np.ndarray) -> np.ndarray:
+    """Each row's place among the rows of its group (rows sorted by
+    group)."""
+    if group.size == 0:
+        return np.zeros(0, np.int64)
+    new = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    sizes = np.diff(np.r_[new, group.size])
+    return np.arange(group.size) - np.repeat(new, sizes)
+
+
+def candidates(df: pd.DataFrame, part: Part, offset: int,
+               offsets: np.ndarray, verify_max: int = VERIFY_MAX
+               ) -> Tuple[pd.DataFrame, pd.DataFrame]:
+    """A verified answer's candidates for the documents b of one partition
+    (part, its first doc offset), from the pairs met there: those within
+    k, the nearest verify_max of each b (then the earliest), and those
+    whose a has SKETCH_MIN_KEYS keys or more that b holds, the earliest
+    verify_max.  Returns the candidates (a, b) and the prints of their
+    b, each once per partition of their a's, both to be shuffled there
+    (by offsets)."""
+    dist = df["distance"].to_numpy()
+    code = (df["b"].to_numpy().astype(np.uint64) << np.uint64(32)) | \
+        df["a"].to_numpy().astype(np.uint64)
+    within = dist != _NO_DISTANCE
+    # By keys: the pairs met by two keys or more, the earliest a of each b.
+    met = np.sort(code[~within])
+    if met.size:
+        new = np.flatnonzero(np.r_[True, met[1:] != met[:-1]])
+        times = np.diff(np.r_[new, met.size])
+        met = met[new[times >= SKETCH_MIN_KEYS]]
+    met = met[_rank_in_groups(met >> np.uint64(32)) < verify_max]
+    # Within k: the nearest, then the earliest.
+    near, nd_ = code[within], dist[within]
+    near = near[np.lexsort((near, nd_, near >> np.uint64(32)))]
+    near = near[_rank_in_groups(near >> np.uint64(32)) < verify_max]
+    code = np.union1d(met, near)
+    b = (code >> np.uint64(32)).astype(np.uint32)
+    a = code.astype(np.uint32)
+    dest = _doc_partition(a, offsets)
+    cands = pd.DataFrame({"a": a, "b": b, "_partitions": dest})
+    # b's print, once for each partition of its candidates' a.
+    pb = np.unique((b.astype(np.uint64) << np.uint64(32)) |
+                   dest.astype(np.uint64))
+    b = (pb >> np.uint64(32)).astype(np.uint32)
+    row = b.astype(np.int64) - offset
+    nh = part.nhashes[row]
+    rows = part.hashes[row]
+    ends = np.cumsum(nh.astype(np.int64) * 4)
+    flat = rows[np.arange(SKETCH_HASHES)[None, :] < nh[:, None]].tobytes()
+    hashes = np.empty(b.size, dtype=object)
+    hashes[:] = [flat[e - 4 * int(h):e] for e, h in zip(ends, nh)]
+    prints = pd.DataFrame({
+        "b": b, "simhash": part.frame["simhash"].to_numpy()[row],
+        "shingles": part.shingles[row], "hashes": hashes,
+        "_partitions": pb.astype(np.uint32).astype(np.int32)})
+    return cands, prints
+
+
+def verify(cands: pd.DataFrame, prints: pd.DataFrame, part: Part,
+           offset: int, containment: float, resemblance: float
+           ) -> Tuple[pd.DataFrame, int]:
+    """The candidates whose a is in one partition (part, its first doc
+    offset), with the prints of their b, estimated by libnddd as the
+    daemon estimates them: the pairs kept (containment and resemblance at
+    least the thresholds, as 32-bit floats, as the daemon holds them),
+    sorted by a then b, and the number of candidates."""
+    m = len(cands)
+    if m == 0:
+        return PAIRS_META.copy(), 0
+    a = cands["a"].to_numpy().astype(np.int64)
+    b = cands["b"].to_numpy().astype(np.int64)
+    # The prints received, in order of b, after this partition's rows.
+    pb = prints["b"].to_numpy().astype(np.int64)
+    order = np.argsort(pb)
+    pb = pb[order]
+    blobs = prints["hashes"].to_numpy()[order]
+    nh = np.fromiter((len(x) // 4 for x in blobs), dtype=np.uint32,
+                     count=len(blobs))
+    got = np.zeros((pb.size, SKETCH_HASHES), dtype=np.uint32)
+    got[np.arange(SKETCH_HASHES)[None, :] < nh[:, None]] = np.frombuffer(
+        b"".join(blobs), dtype=np.uint32)
+    n = len(part.frame)
+    shingles = np.concatenate(
+        [part.shingles, prints["shingles"].to_numpy()[order]])
+    nhashes = np.concatenate([part.nhashes, nh])
+    hashes = np.concatenate([part.hashes, got])
+    row_a = a - offset
+    at = np.searchsorted(pb, b)
+    row_b = n + at
+    fp_b = prints["simhash"].to_numpy()[order][at]
+    dist = popcount(part.frame["simhash"].to_numpy()[row_a] ^ fp_b)
+    # b (the later document, the daemon's query) first, as the daemon
+    # compares.
+    res, con = _engine.sketch_similarities(shingles, nhashes, hashes,
+                                           row_b, row_a)
+    res = np.frombuffer(res, dtype=np.float32)
+    con = np.frombuffer(con, dtype=np.float32)
+    keep = (con >= np.float32(containment)) & \
+        (res >= np.float32(resemblance))
+    a, b, dist, res, con = a[keep], b[keep], dist[keep], res[keep], \
+        con[keep]
+    order = np.lexsort((b, a))
+    return pd.DataFrame({"a": a[order], "b": b[order],
+                         "distance": dist[order],
+                         "resemblance": res[order],
+                         "containment": con[order]}), m
+
+
+def _unverified(df: pd.DataFrame) -> pd.DataFrame:
+    """Pairs of the Hamming answer: no estimates (0, as a daemon's
+    unverified neighbours have)."""
+    return df.assign(resemblance=np.zeros(len(df), dtype=np.float32),
+                     containment=np.zeros(len(df), dtype=np.float32))
+
+
 # --- groups -----------------------------------------------------------------
 
 def components(a: np.ndarray, b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -475,35 +780,52 @@ def _forest(df: pd.DataFrame) -> Tuple[np.ndarray, np.ndarray]:
     return nodes[keep], labels[keep]
 
 
-def _nearest_earlier(df: pd.DataFrame) -> Tuple[np.ndarray, np.ndarray]:
-    """For each later document b of a partition's pairs, the least
-    (distance, a): distance << 56 | a."""
+def pair_ranks(df: pd.DataFrame, answer: str) -> np.ndarray:
+    """Each pair's rank among b's neighbours, the least first, with a in
+    its low bits (RANK_MASKS[answer]): by the verified answer the most
+    similar (resemblance, a 32-bit float, from its bits: positive floats
+    order as their bits do), then the earliest; by the Hamming answer the
+    nearest, then the earliest."""
+    a = df["a"].to_numpy().astype(np.int64)
+    if answer == "hamming":
+        return (df["distance"].to_numpy().astype(np.int64) << 56) | a
+    bits = df["resemblance"].to_numpy().astype(np.float32).view(np.int32)
+    return ((0x7FFFFFFF - bits.astype(np.int64)) << 32) | a
+
+
+#: The bits of a rank (pair_ranks) that hold the earlier doc.
+RANK_MASKS = {"verified": _MASK32, "hamming": _MASK56}
+
+
+def _first_earlier(df: pd.DataFrame, answer: str
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    """For each later document b of a partition's pairs, its first
+    neighbour's rank (pair_ranks)."""
     if len(df) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     b = df["b"].to_numpy()
-    rank = (df["distance"].to_numpy().astype(np.int64) << 56) | \
-        df["a"].to_numpy()
+    rank = pair_ranks(df, answer)
     order = np.lexsort((rank, b))
     b, rank = b[order], rank[order]
     first = np.r_[True, b[1:] != b[:-1]]
     return b[first], rank[first]
 
 
-def story_groups(children: np.ndarray, ranks: np.ndarray
-                 ) -> Tuple[np.ndarray, np.ndarray]:
-    """The daemon's groups from every document's candidates for nearest
-    earlier neighbour (children[i], ranks[i] = distance << 56 | earlier
-    doc; several per child, from several partitions): the documents that
-    have one, sorted, and the founder of each one's group (the group of
-    its nearest earlier neighbour, ties the earliest: that one's founder,
-    or itself when it has none).  Pointer doubling over arrays."""
+def story_groups(children: np.ndarray, ranks: np.ndarray,
+                 mask: int = _MASK56) -> Tuple[np.ndarray, np.ndarray]:
+    """The daemon's groups from every document's candidates for first
+    earlier neighbour (children[i], ranks[i]: pair_ranks, the earlier doc
+    in the bits of mask; several per child, from several partitions): the
+    documents that have one, sorted, and the founder of each one's group
+    (the group of its first earlier neighbour: that one's founder, or
+    itself when it has none).  Pointer doubling over arrays."""
     if children.size == 0:
         return children, children
     order = np.lexsort((ranks, children))
     children, ranks = children[order], ranks[order]
     first = np.r_[True, children[1:] != children[:-1]]
     children = children[first]
-    founder = ranks[first] & _MASK56
+    founder = ranks[first] & mask
     while True:
         pos = np.minimum(np.searchsorted(children, founder),
                          children.size - 1)
@@ -522,33 +844,39 @@ def _lookup(keys: np.ndarray, values: np.ndarray, at: np.ndarray,
     return np.where(keys[pos] == at, values[pos], default)
 
 
-def _counts(df: pd.DataFrame) -> Tuple[int, int]:
+def _counts(part: Part) -> Tuple[int, int]:
     """Documents of a partition, and those with a fingerprint."""
-    return len(df), int(df["error"].isna().sum())
+    return len(part.frame), int(part.frame["error"].isna().sum())
 
 
-def _with_seq(df: pd.DataFrame, offset: int) -> pd.DataFrame:
+def _with_seq(part: Part, offset: int) -> pd.DataFrame:
+    df = part.frame
     ok = df["error"].isna().to_numpy()
     seq = np.arange(offset, offset + len(df), dtype=np.int64)
     return pd.DataFrame({"seq": seq[ok],
                          "simhash": df["simhash"].to_numpy()[ok]})
 
 
-def _attach(df: pd.DataFrame, offset: int,
+def _attach(part: Part, offset: int,
             groups: Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
             ) -> pd.DataFrame:
     """A partition of documents with its groups and components: groups
     holds the documents of the partition that have an earlier neighbour
     and their founders, and those that have a pair and their
     components."""
+    df = part.frame
     children, founders, nodes, labels = groups
     seq = np.arange(offset, offset + len(df), dtype=np.int64)
     ok = df["error"].isna().to_numpy()
     group = np.where(ok, _lookup(children, founders, seq, seq), -1)
     comp = np.where(ok, _lookup(nodes, labels, seq, seq), -1)
+    content = _CONTENTS[np.minimum(df["content"].to_numpy(),
+                                   len(_CONTENTS) - 1)]
     return pd.DataFrame({"doc": seq,
                          "id": pd.Series(df["id"].to_numpy(), dtype=object),
                          "simhash": df["simhash"].to_numpy(),
+                         "content": pd.Series(np.where(ok, content, None),
+                                              dtype=object),
                          "group": group.astype(np.int64),
                          "component": comp.astype(np.int64),
                          "error": pd.Series(df["error"].to_numpy(),
@@ -570,23 +898,31 @@ def _json_id(v: Any) -> str:
 def docs_jsonl(df: pd.DataFrame) -> str:
     """A frame of documents as JSON lines."""
     lines = []
-    for doc, ident, fp, group, comp, err in zip(
-            df["doc"], df["id"], df["simhash"], df["group"],
+    for doc, ident, fp, content, group, comp, err in zip(
+            df["doc"], df["id"], df["simhash"], df["content"], df["group"],
             df["component"], df["error"]):
         if err is None:
             lines.append('{"doc": %d, "id": %s, "simhash": "%016x", '
-                         '"group": %d, "component": %d}\n'
-                         % (doc, _json_id(ident), fp, group, comp))
+                         '"content": "%s", "group": %d, "component": %d}\n'
+                         % (doc, _json_id(ident), fp, content, group, comp))
         else:
             lines.append('{"doc": %d, "id": %s, "error": %s}\n'
                          % (doc, _json_id(ident), json.dumps(err)))
     return "".join(lines)
 
 
-def pairs_jsonl(df: pd.DataFrame) -> str:
-    """A frame of pairs as JSON lines."""
-    return "".join('{"a": %d, "b": %d, "distance": %d}\n' % t
-                   for t in zip(df["a"], df["b"], df["distance"]))
+def pairs_jsonl(df: pd.DataFrame, verified: bool = True) -> str:
+    """A frame of pairs as JSON lines; verified: with their estimates
+    (each the shortest decimal that reads back as the same 64-bit float,
+    which holds the 32-bit one exactly)."""
+    if not verified:
+        return "".join('{"a": %d, "b": %d, "distance": %d}\n' % t
+                       for t in zip(df["a"], df["b"], df["distance"]))
+    return "".join('{"a": %d, "b": %d, "distance": %d, "resemblance": %r, '
+                   '"containment": %r}\n' % (a, b, d, float(r), float(c))
+                   for a, b, d, r, c in zip(
+                       df["a"], df["b"], df["distance"], df["resemblance"],
+                       df["containment"]))
 
 
 # --- the job ----------------------------------------------------------------
@@ -650,12 +986,19 @@ class Dedup:
                  nfingerprints: int, npairs: int, ngroups: int,
                  ncomponents: int, k: int, blocks: int,
                  tables_: List[Tuple[int, ...]], spec: Optional[EngineSpec],
-                 seconds: float):
-        #: doc, id, simhash, group, component, error (one row per
+                 seconds: float, answer: str = "hamming",
+                 ncandidates: Optional[int] = None,
+                 containment: float = DEFAULT_CONTAINMENT,
+                 resemblance: float = DEFAULT_RESEMBLANCE,
+                 keep: Any = None):
+        #: doc, id, simhash, content, group, component, error (one row per
         #: document, in input order; a document without a fingerprint
-        #: has simhash 0, group and component -1, and its error).
+        #: has simhash 0, content None, group and component -1, and its
+        #: error).
         self.docs = docs
-        #: a, b (docs, a < b), distance: every pair within k, once.
+        #: a, b (docs, a < b), distance, resemblance, containment: each
+        #: document b's neighbours a among the documents before it, once
+        #: each (the estimates 0 in the Hamming answer).
         self.pairs = pairs
         self.ndocs = ndocs
         self.nfingerprints = nfingerprints
@@ -667,13 +1010,42 @@ class Dedup:
         self.tables = tables_
         self.spec = spec
         self.seconds = seconds
+        #: "verified" or "hamming".
+        self.answer = answer
+        #: The verified answer's candidate pairs (None for the Hamming
+        #: answer: there every candidate is a pair).
+        self.ncandidates = ncandidates
+        self.containment = containment
+        self.resemblance = resemblance
+        # What the frames are made of, held in the workers.
+        self._keep = keep
 
     def summary(self) -> str:
-        return ("%d documents, %d fingerprinted, %d pairs within %d, %d "
-                "groups, %d components; %d tables of %d blocks; %.1f s"
-                % (self.ndocs, self.nfingerprints, self.npairs, self.k,
-                   self.ngroups, self.ncomponents, len(self.tables),
-                   self.blocks, self.seconds))
+        if self.answer == "verified":
+            found = ("%d pairs verified (containment >= %g, resemblance "
+                     ">= %g) of %d candidates (within %d or sharing %d "
+                     "sketch keys)" % (self.npairs, self.containment,
+                                       self.resemblance, self.ncandidates,
+                                       self.k, SKETCH_MIN_KEYS))
+        else:
+            found = "%d pairs within %d" % (self.npairs, self.k)
+        return ("%d documents, %d fingerprinted, %s, %d groups, %d "
+                "components; %d tables of %d blocks; %.1f s"
+                % (self.ndocs, self.nfingerprints, found, self.ngroups,
+                   self.ncomponents, len(self.tables), self.blocks,
+                   self.seconds))
+
+    def neighbours(self, doc: int) -> List[Tuple[int, int, float, float]]:
+        """The neighbours of one document among those before it, as a
+        daemon lists them (most similar first, then the earliest; by the
+        Hamming answer the nearest first): (a, distance, resemblance,
+        containment) each.  Computes the pairs: for a look at a few."""
+        df = self.pairs.map_partitions(
+            lambda p: p[p["b"] == doc], meta=PAIRS_META).compute()
+        rank = pair_ranks(df, self.answer)
+        df = df.iloc[np.argsort(rank, kind="stable")]
+        return [(int(a), int(d), float(r), float(c)) for a, d, r, c in zip(
+            df["a"], df["distance"], df["resemblance"], df["containment"])]
 
     def write_jsonl(self, out, progress: bool = False,
                     window: int = 8) -> None:
@@ -690,9 +1062,10 @@ class Dedup:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
             return
+        verified = self.answer == "verified"
         parts = ([dask.delayed(docs_jsonl)(p)
                   for p in self.docs.to_delayed()] +
-                 [dask.delayed(pairs_jsonl)(p)
+                 [dask.delayed(pairs_jsonl)(p, verified)
                   for p in self.pairs.to_delayed()])
         for i, text in enumerate(_ordered(parts, window)):
             out.write(text)
@@ -710,47 +1083,68 @@ def _npartitions(n: int, per: int) -> int:
     return min(64, max(1, n // per))
 
 
-def _as_fingerprints(docs: Any, spec: EngineSpec) -> dd.DataFrame:
-    """A Dask frame of fingerprints (id, simhash, error) of docs."""
+def _as_parts(docs: Any, spec: EngineSpec, sketches: bool) -> List[Any]:
+    """The partitions of docs as delayed Parts, fingerprinted (and
+    sketched) in the workers."""
     if isinstance(docs, db.Bag):
-        return dd.from_delayed(
-            [dask.delayed(_records_frame)(p, spec)
-             for p in docs.to_delayed()], meta=_FP_META,
-            verify_meta=False)
+        return [dask.delayed(_records_part)(p, spec, sketches)
+                for p in docs.to_delayed()]
     if isinstance(docs, pd.DataFrame):
         docs = dd.from_pandas(docs, sort=False,
                               npartitions=_npartitions(len(docs), 1000))
     if isinstance(docs, dd.DataFrame):
-        return docs.map_partitions(_frame_fingerprints, spec,
-                                   meta=_FP_META)
+        return [dask.delayed(_frame_part)(p, spec, sketches)
+                for p in docs.to_delayed()]
     docs = list(docs)
-    return _as_fingerprints(db.from_sequence(
-        docs, npartitions=_npartitions(len(docs), 1000)), spec)
+    return _as_parts(db.from_sequence(
+        docs, npartitions=_npartitions(len(docs), 1000)), spec, sketches)
+
+
+def _check_answer(answer: str, containment: float,
+                  resemblance: float) -> None:
+    if answer not in ANSWERS:
+        raise ValueError("answer: %s, not %r" % (" or ".join(ANSWERS),
+                                                 answer))
+    for name, v in (("containment", containment),
+                    ("resemblance", resemblance)):
+        if not 0 <= v <= 1:
+            raise ValueError("%s = %r: a number from 0 to 1" % (name, v))
 
 
 def dedup(docs: Any, k: int = DEFAULT_K, blocks: int = DEFAULT_BLOCKS, *,
           term_hash: Optional[str] = None, stopwords: Optional[str] = None,
-          simd: Optional[str] = None, partitions: Optional[int] = None,
-          progress: bool = False, small_bucket: int = SMALL_BUCKET,
-          tile: int = TILE) -> Dedup:
-    """Fingerprints docs in the workers and finds every pair within
-    distance k, the components and the daemon's story groups.
+          simd: Optional[str] = None, html: Optional[str] = None,
+          answer: str = DEFAULT_ANSWER,
+          containment: float = DEFAULT_CONTAINMENT,
+          resemblance: float = DEFAULT_RESEMBLANCE,
+          partitions: Optional[int] = None,
+          key_partitions: Optional[int] = None, progress: bool = False,
+          small_bucket: int = SMALL_BUCKET, tile: int = TILE) -> Dedup:
+    """Prints docs in the workers and finds each document's neighbours
+    among the documents before it, the components and the daemon's story
+    groups.
 
     docs: a Dask bag of records ((id, body), (id, body, format), a dict
     {"url" or "id": ..., "text" or "html": ...}, or such a dict as a JSON
     line); a Dask or pandas DataFrame with columns id (or url) and text,
     html, or body and format; or a sequence of records.  Bodies are bytes,
     or str (fingerprinted as UTF-8, as the client sends them).  Order is
-    the documents' numbering (doc) and the story groups' order.
+    the documents' numbering (doc), the daemon's submit order.
 
-    term_hash, stopwords, simd: the daemon's [simhash] settings (see
-    engine_spec).  partitions: of each table's shuffle (default: as many
-    as the documents have).  progress: progress bars on standard error.
+    k: the daemon's [near] k.  answer: "verified" (the daemon's default)
+    or "hamming" (every pair within k).  containment, resemblance: the
+    daemon's [near] thresholds of the verified answer.  term_hash,
+    stopwords, simd: the daemon's [simhash] settings, html its [text]
+    html (see engine_spec).  partitions: of each table's shuffle,
+    key_partitions: of the sketch keys' (default: as many as the documents
+    have).  progress: progress bars on standard error.
     small_bucket, tile: how buckets are compared (see bucket_pairs).
     """
-    spec = engine_spec(term_hash, stopwords, simd)
-    return _dedup(_as_fingerprints(docs, spec), k, blocks, spec, partitions,
-                  progress, small_bucket, tile)
+    _check_answer(answer, containment, resemblance)
+    spec = engine_spec(term_hash, stopwords, simd, html)
+    return _dedup(_as_parts(docs, spec, answer == "verified"), k, blocks,
+                  spec, partitions, progress, small_bucket, tile, answer,
+                  containment, resemblance, key_partitions)
 
 
 def dedup_fingerprints(fps: Any, k: int = DEFAULT_K,
@@ -759,36 +1153,71 @@ def dedup_fingerprints(fps: Any, k: int = DEFAULT_K,
                        progress: bool = False,
                        small_bucket: int = SMALL_BUCKET,
                        tile: int = TILE) -> Dedup:
-    """dedup for fingerprints made elsewhere: a Dask or pandas DataFrame
-    with a column simhash (uint64) and optionally id, or an array of
-    fingerprints (their ids: their positions)."""
+    """dedup's Hamming answer for fingerprints made elsewhere (without
+    sketches there is no other): a Dask or pandas DataFrame with a column
+    simhash (uint64) and optionally id, or an array of fingerprints
+    (their ids: their positions)."""
     if isinstance(fps, np.ndarray):
         fps = pd.DataFrame({"id": np.arange(fps.size, dtype=np.int64),
                             "simhash": fps.astype(np.uint64, copy=False)})
     if isinstance(fps, pd.DataFrame):
         fps = dd.from_pandas(fps, sort=False,
                              npartitions=_npartitions(len(fps), 250000))
-    return _dedup(fps.map_partitions(_given_fingerprints, meta=_FP_META), k,
-                  blocks, None, partitions, progress, small_bucket, tile)
+    parts = [dask.delayed(_given_part)(p) for p in fps.to_delayed()]
+    return _dedup(parts, k, blocks, None, partitions, progress,
+                  small_bucket, tile, "hamming", DEFAULT_CONTAINMENT,
+                  DEFAULT_RESEMBLANCE)
 
 
-def _dedup(fps: dd.DataFrame, k: int, blocks: int,
+def _shuffle(df: dd.DataFrame, nparts: int) -> dd.DataFrame:
+    """df's rows in the partition its column _partitions names (Dask's
+    task shuffle)."""
+    return rearrange_by_column(df, "_partitions", npartitions=nparts,
+                               shuffle="tasks", ignore_index=True)
+
+
+def _concat(frames: Sequence[dd.DataFrame]) -> dd.DataFrame:
+    with warnings.catch_warnings():
+        # Partitions of pairs have no order to keep across tables.
+        warnings.simplefilter("ignore", UserWarning)
+        return dd.concat(list(frames), interleave_partitions=False)
+
+
+def _first(x: Tuple[Any, ...]) -> Any:
+    return x[0]
+
+
+def _second(x: Tuple[Any, ...]) -> Any:
+    return x[1]
+
+
+def _dedup(parts: List[Any], k: int, blocks: int,
            spec: Optional[EngineSpec], partitions: Optional[int],
-           progress: bool, small_bucket: int, tile: int) -> Dedup:
+           progress: bool, small_bucket: int, tile: int, answer: str,
+           containment: float, resemblance: float,
+           key_partitions: Optional[int] = None) -> Dedup:
     t0 = time.monotonic()
+    _check_answer(answer, containment, resemblance)
     chosen = tables(k, blocks)
     if small_bucket < 0 or tile < 1:
         raise ValueError("small_bucket must be 0 or more, tile 1 or more")
+    for name, v in (("partitions", partitions),
+                    ("key_partitions", key_partitions)):
+        if v is not None and v < 1:
+            raise ValueError("%s = %d: at least 1" % (name, v))
     masks = block_masks(blocks)
     key_blocks = [sum(1 << j for j in t) for t in chosen]
     key_masks = [sum(masks[j] for j in t) for t in chosen]
+    verified = answer == "verified"
 
-    (fps,) = _persist([fps], progress, "fingerprints: %d partitions"
-                      % fps.npartitions)
-    parts = fps.to_delayed()
+    parts = _persist(parts, progress, "%s: %d partitions" % (
+        "prints" if verified else "fingerprints", len(parts)))
     counts = dask.compute(*[dask.delayed(_counts)(p) for p in parts])
     offsets = np.r_[0, np.cumsum([c[0] for c in counts])].astype(np.int64)
     nfps = sum(c[1] for c in counts)
+    if verified and offsets[-1] > MAX_DOCS_VERIFIED:
+        raise ValueError("%d documents: the verified answer numbers at "
+                         "most 2^32" % offsets[-1])
     seqs = dd.from_delayed(
         [dask.delayed(_with_seq)(p, int(off))
          for p, off in zip(parts, offsets)], meta=_SEQ_META,
@@ -801,27 +1230,59 @@ def _dedup(fps: dd.DataFrame, k: int, blocks: int,
                                  ignore_index=True)
         found.append(shuffled.map_partitions(
             bucket_pairs, t, k, key_blocks, masks, small_bucket, tile,
-            meta=PAIRS_META))
-    with warnings.catch_warnings():
-        # Partitions of pairs have no order to keep across tables.
-        warnings.simplefilter("ignore", UserWarning)
-        pairs = dd.concat(found, interleave_partitions=False)
-    (pairs,) = _persist([pairs], progress,
-                        "pairs: %d tables, %d partitions each"
-                        % (len(chosen), nparts))
+            meta=HAMMING_META))
+    within = _concat(found)
+    keep = None
+    ncandidates = None
+    if not verified:
+        pairs = within.map_partitions(_unverified, meta=PAIRS_META)
+        (pairs,) = _persist([pairs], progress,
+                            "pairs: %d tables, %d partitions each"
+                            % (len(chosen), nparts))
+    else:
+        ndocparts = len(parts)
+        nkeyparts = key_partitions or ndocparts
+        sketch_keys = dd.from_delayed(
+            [dask.delayed(_sketch_keys)(p, int(off), nkeyparts)
+             for p, off in zip(parts, offsets)], meta=_SKETCH_KEY_META,
+            verify_meta=False)
+        met = _shuffle(sketch_keys, nkeyparts).map_partitions(
+            key_meetings, offsets, meta=_MEET_META)
+        met = _concat([met, within.map_partitions(
+            _hamming_meetings, offsets, meta=_MEET_META)])
+        by_b = _shuffle(met, ndocparts).to_delayed()
+        found = [dask.delayed(candidates, nout=2)(m, p, int(off), offsets)
+                 for m, p, off in zip(by_b, parts, offsets)]
+        cands = _shuffle(dd.from_delayed(
+            [c[0] for c in found], meta=_CAND_META, verify_meta=False),
+            ndocparts).to_delayed()
+        prints = _shuffle(dd.from_delayed(
+            [c[1] for c in found], meta=_PRINT_META, verify_meta=False),
+            ndocparts).to_delayed()
+        keep = _persist(
+            [dask.delayed(verify)(c, q, p, int(off), containment,
+                                  resemblance)
+             for c, q, p, off in zip(cands, prints, parts, offsets)],
+            progress, "pairs: %d tables of %d partitions, sketch keys in "
+            "%d, candidates verified" % (len(chosen), nparts, nkeyparts))
+        pairs = dd.from_delayed([dask.delayed(_first)(v) for v in keep],
+                                meta=PAIRS_META, verify_meta=False)
+        ncandidates = int(sum(dask.compute(
+            *[dask.delayed(_second)(v) for v in keep])))
 
     pair_parts = pairs.to_delayed()
-    forests, nearest, npairs = dask.compute(
+    forests, firsts, npairs = dask.compute(
         [dask.delayed(_forest)(p) for p in pair_parts],
-        [dask.delayed(_nearest_earlier)(p) for p in pair_parts],
+        [dask.delayed(_first_earlier)(p, answer) for p in pair_parts],
         [dask.delayed(len)(p) for p in pair_parts])
     empty = np.zeros(0, np.int64)
     nodes, labels = components(
         np.concatenate([f[0] for f in forests] + [empty]),
         np.concatenate([f[1] for f in forests] + [empty]))
     children, founders = story_groups(
-        np.concatenate([x[0] for x in nearest] + [empty]),
-        np.concatenate([x[1] for x in nearest] + [empty]))
+        np.concatenate([x[0] for x in firsts] + [empty]),
+        np.concatenate([x[1] for x in firsts] + [empty]),
+        RANK_MASKS[answer])
 
     # Each partition of documents gets the slices of its own docs (sent
     # to the workers, not through the scheduler, where there are some).
@@ -833,7 +1294,9 @@ def _dedup(fps: dd.DataFrame, k: int, blocks: int,
                        labels[n0:n1]))
     client = _client()
     if client is not None:
-        slices = client.scatter(slices)
+        # Keys of their own: a job's slices may equal an earlier job's,
+        # whose futures may be on their way out.
+        slices = client.scatter(slices, hash=False)
     attached = [dask.delayed(_attach)(p, int(lo), sl)
                 for p, lo, sl in zip(parts, offsets[:-1], slices)]
     docs = dd.from_delayed(attached, meta=DOCS_META, verify_meta=False)
@@ -841,7 +1304,8 @@ def _dedup(fps: dd.DataFrame, k: int, blocks: int,
     return Dedup(docs, pairs, int(offsets[-1]), nfps, int(sum(npairs)),
                  nfps - int(children.size),
                  nfps - int(nodes.size - np.unique(labels).size), k, blocks,
-                 chosen, spec, time.monotonic() - t0)
+                 chosen, spec, time.monotonic() - t0, answer, ncandidates,
+                 containment, resemblance, keep)
 
 
 # --- the command ------------------------------------------------------------
@@ -894,8 +1358,8 @@ def _size(text: str) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python3 -m nddd.dedup",
-        description="Near-duplicate pairs and groups of a corpus, on Dask, "
-        "with nddd's fingerprints (see docs/dedup.md).")
+        description="Near duplicates and groups of a corpus, on Dask, as "
+        "one nddd daemon would find them (see docs/dedup.md).")
     where = ap.add_mutually_exclusive_group(required=True)
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="a Dask scheduler (tcp://HOST:8786) whose "
@@ -909,8 +1373,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "documents, one per file")
     ap.add_argument("--out", required=True, metavar="OUT.jsonl",
                     help="where the results go (- for standard output)")
+    ap.add_argument("--answer", choices=ANSWERS, default=DEFAULT_ANSWER,
+                    help="verified (default: the daemon's, candidates kept "
+                    "by their similarity) or hamming (every pair within "
+                    "k)")
     ap.add_argument("-k", type=int, default=DEFAULT_K,
-                    help="the largest distance of a pair (default 3)")
+                    help="the daemon's [near] k: the largest distance of "
+                    "a pair by the Hamming answer, of a candidate by "
+                    "fingerprint of the verified one (default 3)")
+    ap.add_argument("--containment", type=float,
+                    default=DEFAULT_CONTAINMENT, metavar="C",
+                    help="the verified answer's threshold on "
+                    "containment, [near] containment (default 0.2)")
+    ap.add_argument("--resemblance", type=float,
+                    default=DEFAULT_RESEMBLANCE, metavar="R",
+                    help="its floor on resemblance, [near] resemblance "
+                    "(default 0.05)")
     ap.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS,
                     help="blocks of the 64 bits (default 4; tables: "
                     "C(blocks, k))")
@@ -922,9 +1400,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "simhash finds it)")
     ap.add_argument("--simd", metavar="LEVEL",
                     help="auto, avx512, avx2 or scalar (the same bits)")
+    ap.add_argument("--html", choices=_engine.HTML_MODES,
+                    help="what a page is judged by, as [text] html: main "
+                    "(default: its main content) or whole")
     ap.add_argument("--partitions", type=int, metavar="N",
                     help="partitions of each table's shuffle (default: as "
                     "many as the input has)")
+    ap.add_argument("--key-partitions", type=int, metavar="N",
+                    help="partitions of the sketch keys' shuffle "
+                    "(default: as many as the input has)")
     ap.add_argument("--blocksize", default="64MiB", metavar="BYTES",
                     help="bytes of JSON lines per partition (default "
                     "64MiB)")
@@ -934,7 +1418,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from distributed import Client, LocalCluster
     try:
-        spec = engine_spec(args.term_hash, args.stopwords, args.simd)
+        _check_answer(args.answer, args.containment, args.resemblance)
+        spec = engine_spec(args.term_hash, args.stopwords, args.simd,
+                           args.html)
         tables(args.k, args.blocks)
         bag = read_inputs(args.inputs, _size(args.blocksize))
     except (ValueError, OSError, _engine.NdddLibraryError) as e:
@@ -948,9 +1434,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             stack.enter_context(Client(cluster))
         else:
             stack.enter_context(Client(args.scheduler))
-        fps = _as_fingerprints(bag, spec)
-        result = _dedup(fps, args.k, args.blocks, spec, args.partitions,
-                        args.progress, SMALL_BUCKET, TILE)
+        parts = _as_parts(bag, spec, args.answer == "verified")
+        result = _dedup(parts, args.k, args.blocks, spec, args.partitions,
+                        args.progress, SMALL_BUCKET, TILE, args.answer,
+                        args.containment, args.resemblance,
+                        args.key_partitions)
         if args.out == "-":
             result.write_jsonl(sys.stdout, args.progress)
         else:

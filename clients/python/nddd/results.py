@@ -136,19 +136,58 @@ class DeleteResult(UrlResult):
         return self.error is None and self.count > 0
 
 
+#: What a document was judged by (nddd.v1.Content): a text document, all
+#: of it; a page's main content (its article); a page's whole visible text
+#: (no article found, or the daemon's [text] html = whole).
+CONTENTS = ("text", "main", "whole")
+#: The answers a document request may ask for (nddd.v1.Match): None, the
+#: daemon's [near] answer; "verified", candidates kept when similar
+#: enough, most similar first; "hamming", every document within k,
+#: nearest first, unverified.
+MATCHES = {None: 0, "verified": 1, "hamming": 2}
+
+
+def content_name(n: int) -> str:
+    """The name of a Content number ("text" for one this client does not
+    know)."""
+    return CONTENTS[n] if 0 <= n < len(CONTENTS) else "text"
+
+
+def match_number(match: Optional[str]) -> int:
+    """The protocol's Match for a match argument; raises ValueError for
+    another."""
+    try:
+        return MATCHES[match]
+    except (KeyError, TypeError):
+        raise ValueError("match: \"verified\", \"hamming\" or None (the "
+                         "daemon's answer), not %r" % (match,)) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Neighbour:
-    """A stored document near another, or near a query."""
+    """A stored document near another, or near a query.
+
+    By the verified answer (the daemon's default), ``resemblance`` and
+    ``containment`` are the estimated similarity of the two documents'
+    shingle sets (0 to 1: |A n B| / |A u B|, and |A n B| / the smaller
+    one's size) and ``verified`` is True; by the Hamming answer, and for
+    a document stored without a sketch (by nddd 0.4) that a verified
+    answer keeps by its distance alone, they are 0, 0 and False.
+    """
     doc_id: int
     url: str            # its canonical URL
     distance: int       # Hamming distance of the two fingerprints
     group: int          # the story it belongs to
     created_ms: int = 0  # first submitted, ms since the epoch
+    resemblance: float = 0.0
+    containment: float = 0.0
+    verified: bool = False
 
 
 def _neighbours(msgs) -> List[Neighbour]:
     return [Neighbour(m.doc_id, m.url.decode("utf-8", "replace"),
-                      m.distance, m.group, m.created_ms) for m in msgs]
+                      m.distance, m.group, m.created_ms, m.resemblance,
+                      m.containment, m.verified) for m in msgs]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +196,18 @@ class DocResult:
     (submit_doc with query_only: ``doc_id`` 0, ``group`` 0 when it would
     found a story of its own).
 
-    ``near``: the stored documents within the daemon's k, nearest first,
-    then oldest, the document itself excluded; at most the daemon's
-    max_results of them, ``near_total`` in all.  ``error`` is None, or the
-    Status of this document's failure (for example EMPTY_DOCUMENT: no
-    terms, nothing stored); the other fields are then empty.
+    ``near``: the stored documents that are its neighbours by the answer
+    asked for (``match``; by default the daemon's, verified: most similar
+    first, then oldest; Hamming: within the daemon's k, nearest first,
+    then oldest), the document itself excluded; at most the daemon's
+    max_results of them, ``near_total`` in all.  ``content``: what a
+    submitted body was judged by, "text", "main" (a page's main content)
+    or "whole" (a page's whole text); get_doc answers "text".
+    ``sketch``: the document's sketch as the daemon encodes it, when asked
+    for (``with_sketch``), else b"" (see Client.query_doc).  ``error`` is
+    None, or the Status of this document's failure (for example
+    EMPTY_DOCUMENT: no terms, nothing stored); the other fields are then
+    empty.
     """
     url: Url                 # as given
     doc_id: int
@@ -171,6 +217,13 @@ class DocResult:
     near_total: int
     created: bool            # a new document, not a re-submit
     error: Optional[Status] = None
+    content: str = "text"
+    sketch: bytes = b""
+    # When the document under its URL was first stored (ms since the
+    # epoch; a re-submit keeps it); for a query_only submit, the stored
+    # document's, whose id is stored_id (0: the URL has none).
+    created_ms: int = 0
+    stored_id: int = 0
 
     @property
     def ok(self) -> bool:
@@ -184,19 +237,26 @@ class DocResult:
     @classmethod
     def from_message(cls, url: Url, msg) -> "DocResult":
         return cls(url, msg.doc_id, msg.simhash, msg.group,
-                   _neighbours(msg.near), msg.near_total, msg.created)
+                   _neighbours(msg.near), msg.near_total, msg.created,
+                   None, content_name(msg.content), msg.sketch,
+                   msg.created_ms, msg.stored_id)
 
     @classmethod
     def failed(cls, url: Url, status: Status) -> "DocResult":
-        return cls(url, 0, 0, 0, [], 0, False, status)
+        return cls(url, 0, 0, 0, [], 0, False, status, "")
 
 
 @dataclass(frozen=True, slots=True)
 class QueryResult:
-    """The stored documents near a body or a fingerprint (query_doc)."""
+    """The stored documents near a body, a fingerprint or a print
+    (query_doc); ``content``, what a body was judged by (as
+    DocResult.content; "text" for a fingerprint or a print), and its
+    ``sketch`` when asked for (``with_sketch``), else b""."""
     simhash: int
     near: List[Neighbour]
     near_total: int
+    content: str = "text"
+    sketch: bytes = b""
 
     @property
     def simhash_hex(self) -> str:
@@ -250,12 +310,23 @@ class FilterStats:
 
 @dataclass(frozen=True)
 class NearStats:
-    """The near-duplicate tables (nddd.v1.NearStats)."""
+    """The near-duplicate tables and the verified answer
+    (nddd.v1.NearStats)."""
     k: int
     blocks: int
     tables: int
     bytes: int          # memory of the tables
     distinct: int       # distinct fingerprints
+    answer: str = ""            # [near] answer: "verified" or "hamming"
+    resemblance: float = 0.0    # [near] resemblance
+    containment: float = 0.0    # [near] containment
+    html: str = ""              # [text] html: "main" or "whole"
+    sketch_keys: int = 0        # keys in the sketch index
+    sketch_bytes: int = 0       # its memory
+    candidates: int = 0         # candidates verified answers looked at
+    verified: int = 0           # ... and kept
+    keys_skipped: int = 0       # sketch keys passed over as too common
+    unsketched: int = 0         # documents stored without a sketch
 
 
 @dataclass(frozen=True)

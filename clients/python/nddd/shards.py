@@ -37,7 +37,8 @@ from .client import (Address, DEFAULT_BATCH_SIZE, DEFAULT_TIMEOUT, Url,
                      parse_address)
 from .errors import NdddConnectionError, NdddError
 from .results import (CheckResult, DeleteResult, DocResult, Neighbour,
-                      QueryResult, Status, SubmitResult, UrlResult, code_of)
+                      QueryResult, Status, SubmitResult, UrlResult, code_of,
+                      content_name, match_number)
 
 _c_int = ctypes.c_int
 _u64 = ctypes.c_uint64
@@ -61,10 +62,14 @@ class _UrlResult(ctypes.Structure):
                 ("expires_ms", _u64)]
 
 
+# struct nddd_neighbour, nddd_doc and nddd_doc_item (clients/libnddd/
+# nddd.h), field for field: enums are ints.
 class _Neighbour(ctypes.Structure):
     _fields_ = [("doc_id", _u64), ("url", ctypes.c_void_p),
                 ("url_len", _size), ("distance", ctypes.c_uint),
-                ("group", _u64), ("created_ms", _u64)]
+                ("group", _u64), ("created_ms", _u64),
+                ("resemblance", ctypes.c_float),
+                ("containment", ctypes.c_float), ("verified", _c_int)]
 
 
 class _Doc(ctypes.Structure):
@@ -72,14 +77,18 @@ class _Doc(ctypes.Structure):
                 ("created", _c_int), ("url", ctypes.c_void_p),
                 ("url_len", _size), ("nnear", _size),
                 ("near", ctypes.POINTER(_Neighbour)), ("near_total", _u64),
-                ("code", _c_int), ("message", _str)]
+                ("content", _c_int), ("sketch", ctypes.c_void_p),
+                ("sketch_len", _size), ("code", _c_int),
+                ("message", _str), ("created_ms", _u64),
+                ("stored_id", _u64)]
 
 
 class _DocItem(ctypes.Structure):
     _fields_ = [("url", ctypes.c_void_p), ("url_len", _size),
                 ("body", ctypes.c_void_p), ("body_len", _size),
                 ("format", _c_int), ("query_only", _c_int),
-                ("group", _u64), ("new_group", _c_int)]
+                ("group", _u64), ("new_group", _c_int),
+                ("match", _c_int), ("with_sketch", _c_int)]
 
 
 _URL_OPS = {"url_submit": 0, "url_check": 1, "url_delete": 2}
@@ -123,6 +132,9 @@ def _library():
                                           _size, _c_int, p(_Doc)]
     lib.nddd_docs_results_free.restype = None
     lib.nddd_docs_results_free.argtypes = [p(_Doc), _size]
+    if hasattr(lib, "nddd_shards_set_doc_match"):
+        lib.nddd_shards_set_doc_match.restype = None
+        lib.nddd_shards_set_doc_match.argtypes = [ctypes.c_void_p, _c_int]
     _declared = True
     return lib
 
@@ -133,8 +145,13 @@ def _text(ptr, length) -> str:
 
 def _near(d: _Doc) -> List[Neighbour]:
     return [Neighbour(n.doc_id, _text(n.url, n.url_len), n.distance,
-                      n.group, n.created_ms)
+                      n.group, n.created_ms, n.resemblance, n.containment,
+                      bool(n.verified))
             for n in (d.near[i] for i in range(d.nnear))]
+
+
+def _sketch(d: _Doc) -> bytes:
+    return ctypes.string_at(d.sketch, d.sketch_len) if d.sketch_len else b""
 
 
 def _status(code: int, message: Optional[bytes]) -> Status:
@@ -148,7 +165,9 @@ class ShardedClient:
     ``addresses``: the shard list, in order.  ``timeout``: seconds to
     connect and for each wait (None: none).  ``token`` (default: the
     NDDD_TOKEN environment variable), ``durability``,
-    ``namespace`` (of URLs and documents), ``batch_size`` (URLs per
+    ``namespace`` (of URLs and documents), ``match`` (the answer of
+    document calls: "verified", "hamming", or None: the shards'),
+    ``batch_size`` (URLs per
     request), ``window`` (requests in flight per shard),
     ``doc_batch_size`` (documents decided and stored together),
     ``digests`` (send URLs as their digests: the daemons then keep no
@@ -165,6 +184,7 @@ class ShardedClient:
                  timeout: Optional[float] = DEFAULT_TIMEOUT,
                  token: Optional[str] = None,
                  durability: Optional[str] = None, namespace: str = "",
+                 match: Optional[str] = None,
                  batch_size: int = DEFAULT_BATCH_SIZE, window: int = 4,
                  doc_batch_size: int = 256, digests: bool = False,
                  tls: bool = False,
@@ -192,6 +212,8 @@ class ShardedClient:
                              "doc_batch_size 1 to 4096")
         self._names = names
         self.namespace = _namespace(namespace)
+        match_number(match)
+        self.match = match
         self.durability = durability
         self.batch_size = batch_size
         self.window = window
@@ -353,29 +375,44 @@ class ShardedClient:
     # Documents.
 
     def submit_docs(self, docs: Iterable[Tuple], *,
-                    namespace: Optional[str] = None) -> List[DocResult]:
+                    namespace: Optional[str] = None,
+                    match: Optional[str] = None) -> List[DocResult]:
         """Stores documents on the shards of their URLs: docs yields (url,
         body) or (url, body, html).  Returns a DocResult per document, in
         order: its global id, its group among every shard's documents
         (as one daemon holding them all would decide it, the documents of
-        the call in order), its neighbours from every shard (all of them
-        that the shards list), ``url`` as given.  A document refused has
-        its ``error``; the others go on."""
-        return self._docs(docs, False, namespace)
+        the call in order), its neighbours from every shard by the answer
+        match (None: the client's; all of them that the shards list),
+        ``url`` as given.  A document refused has its ``error``; the
+        others go on."""
+        return self._docs(docs, False, namespace, match)
 
     def query_docs(self, docs: Iterable[Tuple], *,
-                   namespace: Optional[str] = None) -> List[DocResult]:
+                   namespace: Optional[str] = None,
+                   match: Optional[str] = None) -> List[DocResult]:
         """submit_docs storing nothing: each document's neighbours on
         every shard and the group it would join (0: a new one)."""
-        return self._docs(docs, True, namespace)
+        return self._docs(docs, True, namespace, match)
+
+    def _set_match(self, s, match: Optional[str]) -> None:
+        """The answer of the next document call (lock held)."""
+        m = match_number(self.match if match is None else match)
+        if hasattr(self._lib, "nddd_shards_set_doc_match"):
+            self._lib.nddd_shards_set_doc_match(s, m)
+        elif m != 0:
+            raise NdddError("%s has no nddd_shards_set_doc_match: it is "
+                            "older than this package; build it again "
+                            "with `make`" % _canon.library_path())
 
     def _docs(self, docs: Iterable[Tuple], query_only: bool,
-              namespace: Optional[str]) -> List[DocResult]:
+              namespace: Optional[str],
+              match: Optional[str] = None) -> List[DocResult]:
         if isinstance(docs, (str, bytes, tuple)):
             raise TypeError("expected an iterable of (url, body) tuples")
         docs = list(docs)
         n = len(docs)
         ns = self.namespace if namespace is None else _namespace(namespace)
+        m = match_number(self.match if match is None else match)
         keep = []
         items = (_DocItem * max(n, 1))()
         for it, d in zip(items, docs):
@@ -388,27 +425,33 @@ class ShardedClient:
             it.body_len = len(b)
             it.format = 1 if len(d) > 2 and d[2] else 0
             it.query_only = int(query_only)
+            it.match = m
         res = (_Doc * max(n, 1))()
         lib = self._lib
         with self._lock:
             s = self._handle()
             self._check(lib.nddd_shards_set_doc_namespace(s, ns.encode()))
+            self._set_match(s, match)
             self._check(lib.nddd_shards_docs(s, items, n, res,
                                              self.doc_batch_size))
         try:
             return [DocResult.failed(d[0], _status(r.code, r.message))
                     if r.code != 0 else
                     DocResult(d[0], r.doc_id, r.simhash, r.group, _near(r),
-                              r.near_total, bool(r.created))
+                              r.near_total, bool(r.created), None,
+                              content_name(r.content), _sketch(r),
+                              r.created_ms, r.stored_id)
                     for d, r in zip(docs, res)]
         finally:
             lib.nddd_docs_results_free(res, n)
 
     def query_doc(self, body: Union[str, bytes], *, html: bool = False,
-                  namespace: Optional[str] = None) -> QueryResult:
-        """The stored documents near body on every shard, nearest first,
-        then oldest.  Raises NdddError for a body refused
-        (EMPTY_DOCUMENT...)."""
+                  namespace: Optional[str] = None,
+                  match: Optional[str] = None) -> QueryResult:
+        """The stored documents near body on every shard by the answer
+        match (None: the client's): the most similar first (by the
+        Hamming answer the nearest), then the oldest.  Raises NdddError
+        for a body refused (EMPTY_DOCUMENT...)."""
         b = _encode_body(body)
         ns = self.namespace if namespace is None else _namespace(namespace)
         out = _Doc()
@@ -416,11 +459,13 @@ class ShardedClient:
         with self._lock:
             s = self._handle()
             self._check(lib.nddd_shards_set_doc_namespace(s, ns.encode()))
+            self._set_match(s, match)
             self._check(lib.nddd_shards_doc_query(s, b, len(b), int(html),
                                                   ctypes.byref(out)))
         try:
             if out.code != 0:
                 raise NdddError(str(_status(out.code, out.message)))
-            return QueryResult(out.simhash, _near(out), out.near_total)
+            return QueryResult(out.simhash, _near(out), out.near_total,
+                               content_name(out.content))
         finally:
             lib.nddd_docs_results_free(ctypes.byref(out), 1)
