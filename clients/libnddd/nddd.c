@@ -1215,6 +1215,8 @@ doc_copy(struct nddd_doc *d, const Nddd__V1__DocResult *m,
 		d->simhash = m->simhash;
 		d->group = m->group;
 		d->created = m->created;
+		d->created_ms = m->created_ms;
+		d->stored_id = m->stored_id;
 		d->content = (enum nddd_content)m->content;
 	}
 	d->url = "";

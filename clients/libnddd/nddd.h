@@ -303,6 +303,12 @@ struct nddd_doc {
 	 * zero.  Always NDDD_OK elsewhere. */
 	enum nddd_code code;
 	const char *message;	/* when code != NDDD_OK; owned by the reply */
+	/* When the document under its URL was first stored (ms since the
+	 * epoch; a re-submit keeps it); for a query-only submit, that of the
+	 * document already stored under the URL, whose id is stored_id (0:
+	 * none). */
+	uint64_t created_ms;
+	uint64_t stored_id;
 };
 
 /*

@@ -127,6 +127,8 @@ struct cand {
 	size_t shard;		/* stored: its shard and its id there */
 	uint64_t local;
 	size_t pos;		/* the call's document; NOT_OURS: stored */
+	bool old;		/* its id is from before the call: stored, or
+				   a call's re-submit of a stored URL */
 	const char *url;	/* canonical, NUL-terminated */
 	size_t url_len;
 };
@@ -147,9 +149,10 @@ cand_tie(const struct cand *a, const struct cand *b)
 /*
  * The daemon's order (docset.h): verified ones first, most similar
  * first; then unverified ones (a Hamming answer, documents stored without
- * a sketch), nearest first; of equals, stored ones (older than the
- * call's) first, by first submission, shard and id; then the call's in
- * order.
+ * a sketch), nearest first; of equals, the ones with ids from before
+ * the call (stored ones, and the call's re-submits of stored URLs, which
+ * keep their ids) first, by first submission, shard and id; then the
+ * call's new ones in order.
  */
 static int
 cand_cmp(const void *pa, const void *pb)
@@ -162,9 +165,9 @@ cand_cmp(const void *pa, const void *pb)
 		return a->resemblance > b->resemblance ? -1 : 1;
 	if (!a->verified && a->distance != b->distance)
 		return a->distance < b->distance ? -1 : 1;
-	if ((a->pos == NOT_OURS) != (b->pos == NOT_OURS))
-		return a->pos == NOT_OURS ? -1 : 1;
-	if (a->pos != NOT_OURS)
+	if (a->old != b->old)
+		return a->old ? -1 : 1;
+	if (!a->old)
 		return a->pos < b->pos ? -1 : 1;
 	if (a->created_ms != b->created_ms)
 		return a->created_ms < b->created_ms ? -1 : 1;
@@ -182,12 +185,13 @@ seq_cmp(const void *pa, const void *pb)
 }
 
 /*
- * Stored neighbours equally first (as similar, or as near) that this
- * handle stored itself, all of them, are put in the order it stored them
- * in: each shard stamps its own transactions' time, so documents a call
- * stored on two shards in the same millisecond or two may carry times in
- * either order.  (Equals with a neighbour the handle does not know keep
- * the order of the times: a mixed order could contradict itself.)
+ * Neighbours from before the call equally first (as similar, or as near)
+ * that this handle stored itself, all of them, are put in the order it
+ * stored them in: each shard stamps its own transactions' time, so
+ * documents a call stored on two shards in the same millisecond or two
+ * may carry times in either order.  (Equals with a neighbour the handle
+ * does not know keep the order of the times: a mixed order could
+ * contradict itself.)
  */
 static void
 order_by_handle(struct cand *near, size_t n)
@@ -196,7 +200,7 @@ order_by_handle(struct cand *near, size_t n)
 		size_t j = i;
 		bool known = true;
 
-		while (j < n && near[j].pos == NOT_OURS &&
+		while (j < n && near[j].old &&
 		    cand_tie(&near[j], &near[i])) {
 			known &= near[j].seq != 0;
 			j++;
@@ -232,6 +236,11 @@ struct sdoc {
 	bool found;		/* founds its group */
 	uint64_t id;		/* global, once stored */
 	bool created;
+	uint64_t created_ms;	/* its URL's first storing, once stored */
+	/* The document its URL had before the call (its shard's print
+	 * said): global id (0: none), first storing, shard and id there. */
+	uint64_t old_id, old_created_ms, old_local;
+	size_t old_shard;
 };
 
 /* The document failed: its result says so (message copied). */
@@ -499,6 +508,11 @@ take_prints(struct step *st, void *arg)
 			d->fp = r->simhash;
 			d->has_sketch = r->sketch_len > 0 && sketch_decode(
 			    r->sketch, r->sketch_len, &d->sketch) == 0;
+			d->old_id = r->stored_id == 0 ? 0 :
+			    nddd_shards_global_id(st->shard, r->stored_id);
+			d->old_created_ms = r->created_ms;
+			d->old_local = r->stored_id;
+			d->old_shard = st->shard;
 		}
 	}
 }
@@ -519,6 +533,7 @@ take_stored(struct step *st, void *arg)
 		d->id = nddd_shards_global_id(st->shard, r->doc_id);
 		d->group = nddd_shards_global_id(st->shard, r->group);
 		d->created = r->created != 0;
+		d->created_ms = r->created_ms;
 	}
 }
 
@@ -712,6 +727,7 @@ gather(struct nddd_shards *s, struct sdoc *docs, size_t j,
 				.resemblance = nb->resemblance,
 				.containment = nb->containment,
 				.local = nb->doc_id, .pos = NOT_OURS,
+				.old = true,
 				.url = nb->url, .url_len = nb->url_len,
 			};
 		}
@@ -725,6 +741,15 @@ gather(struct nddd_shards *s, struct sdoc *docs, size_t j,
 		    d->digest, NDDD_DIGEST_LEN) == 0 ||
 		    !call_neighbour(s, &docs[i], d, &nb))
 			continue;
+		if (docs[i].old_id != 0) {
+			/* A re-submit: one daemon orders it by its old id. */
+			nb.old = true;
+			nb.created_ms = docs[i].old_created_ms;
+			nb.seq = s->seqmap == NULL ? 0 :
+			    seqmap_get(s->seqmap, docs[i].old_id);
+			nb.shard = docs[i].old_shard;
+			nb.local = docs[i].old_local;
+		}
 		if ((c = cand_add(d, &cap)) == NULL)
 			return -1;
 		*c = nb;
@@ -816,6 +841,8 @@ result_of(struct sdoc *docs, struct sdoc *d)
 	r->simhash = d->fp;
 	r->group = d->group;
 	r->created = d->created;
+	r->created_ms = d->in->query_only ? d->old_created_ms : d->created_ms;
+	r->stored_id = d->in->query_only ? d->old_id : 0;
 	r->url = "";
 	for (size_t m = 0; m < d->nnear; m++) {
 		struct cand *c = &d->near[m];

@@ -60,6 +60,8 @@ struct doc_item {
 	/* The answer. */
 	uint64_t id, group;
 	bool created;
+	uint64_t created_ms;		/* its URL's document's first time */
+	uint64_t stored_id;		/* only answered: its URL's document */
 	struct docset_neighbour *near;
 	size_t nnear;
 	uint64_t near_total;
@@ -272,6 +274,8 @@ doc_result(Nddd__V1__DocResult *res, const struct doc_item *it,
 	res->group = it->group;
 	res->near_total = it->near_total;
 	res->created = it->created;
+	res->created_ms = it->created_ms;
+	res->stored_id = it->stored_id;
 	res->content = (Nddd__V1__Content)it->content;
 	if (it->with_sketch && it->has_sketch) {
 		res->sketch.data = wire;
@@ -496,6 +500,8 @@ item_query(struct doc_batch *b, struct doc_item *it, struct store_txn *txn)
 	    STORE_OK) {
 		q.exclude = self.id;
 		q.exclude_fp = self.fp;
+		it->stored_id = self.id;
+		it->created_ms = self.created_ms;
 	}
 	rc = docset_neighbours(env->ds, txn, ns, &q, b->max_near, &it->near,
 	    &it->nnear, &it->near_total);
@@ -520,6 +526,7 @@ batch_clear_answers(struct doc_batch *b)
 		it->near_total = 0;
 		it->id = it->group = 0;
 		it->created = false;
+		it->created_ms = it->stored_id = 0;
 		memset(&it->undo, 0, sizeof(it->undo));
 	}
 }
@@ -567,6 +574,7 @@ batch_apply(struct writer_job *wj, struct store_txn *txn)
 			return rc;
 		it->id = r.id;
 		it->group = r.group;
+		it->created_ms = r.created_ms;
 	}
 	return STORE_OK;
 }
@@ -1433,6 +1441,7 @@ docreq_get(struct op_call *call)
 		it->id = rec.id;
 		it->fp = rec.fp;
 		it->group = rec.group;
+		it->created_ms = rec.created_ms;
 		write_doc(r, b, it);
 	}
 	store_reader_end(rd);

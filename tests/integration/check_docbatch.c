@@ -45,6 +45,7 @@ struct tres {
 	int code;
 	uint64_t id, fp, group, total;
 	int created;
+	uint64_t created_ms, stored_id;
 	size_t nnear;
 	uint64_t near_id[8];
 	unsigned near_dist[8];
@@ -122,6 +123,8 @@ result_of(struct tres *t, const Nddd__V1__DocResult *r)
 	t->group = r->group;
 	t->total = r->near_total;
 	t->created = r->created;
+	t->created_ms = r->created_ms;
+	t->stored_id = r->stored_id;
 	t->nnear = r->n_near;
 	for (size_t j = 0; j < r->n_near && j < 8; j++) {
 		t->near_id[j] = r->near[j]->doc_id;
@@ -196,6 +199,8 @@ run_singles(const struct harness *h, const struct tdoc *d, size_t n,
 			out[i].group = r->doc.group;
 			out[i].total = r->doc.near_total;
 			out[i].created = r->doc.created;
+			out[i].created_ms = r->doc.created_ms;
+			out[i].stored_id = r->doc.stored_id;
 			out[i].nnear = r->doc.nnear;
 			for (size_t j = 0; j < r->doc.nnear && j < 8; j++) {
 				out[i].near_id[j] = r->doc.near[j].doc_id;
@@ -225,6 +230,32 @@ expected_simhash(struct docfp_scratch *fx, const struct tdoc *d,
 	    0);
 	return ref_simhash((const char *)text, len, in == SIMHASH_INPUT_HTML, 0,
 	    rsw, fp);
+}
+
+/*
+ * Each stored document's first time, kept by a re-submit; a query under
+ * a stored URL names that document and its time, other queries none.
+ */
+static void
+check_times(const struct tdoc *d, const struct tres *r, size_t n)
+{
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].code != 0)
+			continue;
+		if (d[i].query_only) {
+			ck_assert_uint_eq(r[i].stored_id, i == 20 ? r[1].id : 0);
+			ck_assert_uint_eq(r[i].created_ms, i == 20 ?
+			    r[1].created_ms : 0);
+		} else if (r[i].created) {
+			ck_assert_uint_ge(r[i].created_ms, last);
+			last = r[i].created_ms;
+			ck_assert_uint_eq(r[i].stored_id, 0);
+		}
+	}
+	ck_assert_uint_ne(r[1].created_ms, 0);
+	ck_assert_uint_eq(r[13].created_ms, r[2].created_ms);
 }
 
 /* _i: 0 on the cpu engine, 1 on the test plugin. */
@@ -270,6 +301,8 @@ START_TEST(test_batches_equal_singles)
 	ck_assert_int_eq(want[13].code, 0);
 	ck_assert(!want[13].created);
 	ck_assert_uint_eq(want[13].id, want[2].id);
+	check_times(d, got, n);
+	check_times(d, want, n);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t fp;
 
