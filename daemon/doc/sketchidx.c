@@ -5,6 +5,9 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +21,6 @@
 #define DIR_MIN		8
 #define DIR_MAX		22
 #define FRAG(key)	((uint16_t)(key))
-/* Hashes a query's pipeline looks ahead at each of its two stages. */
-#define AHEAD		8
 /* glibc's header of each block it hands out. */
 #define MALLOC_HEADER	8
 
@@ -325,6 +326,59 @@ cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * The ids met SKETCH_MIN_KEYS times or more among hits[0..n), each once,
+ * into often[] (room for n / SKETCH_MIN_KEYS), counted in an
+ * open-addressing table rather than by sorting them all: a query meets
+ * hundreds of documents once for each that it meets twice.  Returns how
+ * many, or -1 if memory is short.
+ */
+_Static_assert(SKETCH_MIN_KEYS >= 2, "met_often counts from one");
+
+static int64_t
+met_often(const uint32_t *hits, size_t n, uint32_t *often)
+{
+	uint32_t stack_id[1024];
+	uint8_t stack_count[1024];
+	unsigned bits = 10;
+	uint32_t *id = stack_id;
+	uint8_t *count = stack_count;
+	size_t m = 0;
+
+	while (((size_t)1 << bits) < 2 * n)
+		bits++;
+	if (bits > 10) {
+		id = malloc(((size_t)1 << bits) * sizeof(*id));
+		count = malloc((size_t)1 << bits);
+		if (id == NULL || count == NULL) {
+			free(id);
+			free(count);
+			return -1;
+		}
+	}
+	memset(id, 0, ((size_t)1 << bits) * sizeof(*id));
+	for (size_t i = 0; i < n; i++) {
+		/* Ids are never 0: 0 marks a free slot. */
+		size_t mask = ((size_t)1 << bits) - 1;
+		size_t k = (size_t)(hits[i] * UINT32_C(0x9E3779B1)) >>
+		    (32 - bits);
+
+		while (id[k] != 0 && id[k] != hits[i])
+			k = (k + 1) & mask;
+		if (id[k] == 0) {
+			id[k] = hits[i];
+			count[k] = 1;
+		} else if (count[k] < SKETCH_MIN_KEYS &&
+		    ++count[k] == SKETCH_MIN_KEYS)
+			often[m++] = hits[i];
+	}
+	if (id != stack_id) {
+		free(id);
+		free(count);
+	}
+	return (int64_t)m;
+}
+
 /* Appends id to the hits; -1 if memory is short. */
 static int
 hits_push(uint32_t **hits, size_t *n, size_t *cap, uint32_t *stack,
@@ -346,10 +400,32 @@ hits_push(uint32_t **hits, size_t *n, size_t *cap, uint32_t *stack,
 	return 0;
 }
 
+/* Which of the n (at most 8 read) fragments at fr equal f, as bits. */
+static inline unsigned
+match8(const uint16_t *fr, uint32_t n, uint16_t f)
+{
+	unsigned m = 0;
+
+#ifdef __SSE2__
+	if (n >= 8) {
+		__m128i eq = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)
+		    (const void *)fr), _mm_set1_epi16((short)f));
+
+		/* Each lane's -1 or 0 packed to a byte, one bit each. */
+		return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(eq,
+		    _mm_setzero_si128()));
+	}
+#endif
+	for (uint32_t e = 0; e < n && e < 8; e++)
+		m |= (unsigned)(fr[e] == f) << e;
+	return m;
+}
+
 /*
  * The documents filed under key in bucket b, once each, into the hits
- * (those filter keeps, but exclude); keys held by more than
- * SKETCHIDX_LIST_MAX documents are passed over.  -1 if memory is short.
+ * (those filter keeps, but exclude), in one pass; keys held by more than
+ * SKETCHIDX_LIST_MAX documents are passed over (their hits taken back).
+ * -1 if memory is short.
  */
 static int
 scan_bucket(struct bucket *b, uint32_t key, sketchidx_filter_fn filter,
@@ -358,25 +434,27 @@ scan_bucket(struct bucket *b, uint32_t key, sketchidx_filter_fn filter,
 {
 	const uint16_t *fr = frags(b);
 	uint16_t f = FRAG(key);
+	size_t mark = *nhits;
 	uint32_t list = 0;
 
-	for (uint32_t e = 0; e < b->n; e++)
-		list += fr[e] == f;
 	counts->keys_read += b->n;
+	for (uint32_t e0 = 0; e0 < b->n; e0 += 8) {
+		unsigned m = match8(fr + e0, b->n - e0, f);
+
+		for (; m != 0; m &= m - 1) {
+			uint32_t id = b->ids[e0 + (unsigned)__builtin_ctz(m)];
+
+			list++;
+			if (id == exclude || (filter != NULL &&
+			    !filter(id, arg)))
+				continue;
+			if (hits_push(hits, nhits, cap, stack, id) == -1)
+				return -1;
+		}
+	}
 	if (list > SKETCHIDX_LIST_MAX) {
 		counts->keys_skipped++;
-		return 0;
-	}
-	for (uint32_t e = 0; list > 0 && e < b->n; e++) {
-		uint32_t id = b->ids[e];
-
-		if (fr[e] != f)
-			continue;
-		list--;
-		if (id == exclude || (filter != NULL && !filter(id, arg)))
-			continue;
-		if (hits_push(hits, nhits, cap, stack, id) == -1)
-			return -1;
+		*nhits = mark;
 	}
 	return 0;
 }
@@ -395,50 +473,42 @@ sketchidx_candidates(struct sketchidx *x, const struct sketch *q,
 	int rc = 0;
 
 	/*
-	 * Every document met under one of q's hashes, once per key, in a
-	 * pipeline: the directory slot of hash j + 2 * AHEAD is fetched,
-	 * the bucket of hash j + AHEAD, while hash j's bucket is scanned:
-	 * the memory misses of a few hashes overlap, as many as the CPU
-	 * keeps in flight.
+	 * Every document met under one of q's hashes, once per key: the
+	 * directory slots of all the hashes fetched, then their buckets,
+	 * then the buckets scanned, so that the memory misses of all of
+	 * them overlap (a bucket's scan is too short to hide the next
+	 * one's).
 	 */
 	pthread_rwlock_rdlock(&x->lock);
-	for (uint32_t j = 0; j < probes + 2 * AHEAD && rc == 0; j++) {
-		if (j < probes) {
-			struct shard *s = shard_of(x, q->h[j]);
+	for (uint32_t j = 0; j < probes; j++) {
+		struct shard *s = shard_of(x, q->h[j]);
 
-			slot[j] = slot_of(s, q->h[j]);
-			__builtin_prefetch(&s->dir[slot[j]]);
-		}
-		if (j >= AHEAD && j - AHEAD < probes) {
-			uint32_t i = j - AHEAD;
-
-			b[i] = shard_of(x, q->h[i])->dir[slot[i]];
-			if (b[i] != NULL) {
-				__builtin_prefetch(b[i]);
-				__builtin_prefetch(frags(b[i]));
-			}
-		}
-		if (j >= 2 * AHEAD && b[j - 2 * AHEAD] != NULL)
-			rc = scan_bucket(b[j - 2 * AHEAD], q->h[j - 2 * AHEAD],
-			    filter, arg, exclude, &hits, &nhits, &cap, stack,
-			    counts);
+		slot[j] = slot_of(s, q->h[j]);
+		__builtin_prefetch(&s->dir[slot[j]]);
 	}
+	for (uint32_t j = 0; j < probes; j++) {
+		b[j] = shard_of(x, q->h[j])->dir[slot[j]];
+		if (b[j] != NULL) {
+			__builtin_prefetch(b[j]);
+			__builtin_prefetch(frags(b[j]));
+		}
+	}
+	for (uint32_t j = 0; j < probes && rc == 0; j++)
+		if (b[j] != NULL)
+			rc = scan_bucket(b[j], q->h[j], filter, arg, exclude,
+			    &hits, &nhits, &cap, stack, counts);
 	pthread_rwlock_unlock(&x->lock);
 	if (rc == -1) {
 		if (hits != stack)
 			free(hits);
 		return -1;
 	}
-	/* Those met under two keys or more. */
-	qsort(hits, nhits, sizeof(*hits), cmp_u32);
-	for (size_t i = 0, j; i < nhits; i = j) {
-		for (j = i; j < nhits && hits[j] == hits[i]; j++)
-			;
-		if (j - i < SKETCH_MIN_KEYS)
-			continue;
-		if ((size_t)total < max)
-			out[total] = hits[i];
-		total++;
+	/* Those met under two keys or more (SKETCH_MIN_KEYS), the
+	 * smallest ids first, in the hits' own room. */
+	if ((total = met_often(hits, nhits, hits)) >= 0) {
+		qsort(hits, (size_t)total, sizeof(*hits), cmp_u32);
+		memcpy(out, hits, ((size_t)total < max ? (size_t)total : max) *
+		    sizeof(*out));
 	}
 	if (hits != stack)
 		free(hits);

@@ -214,14 +214,16 @@ set_grow(struct pass *ps)
 
 /*
  * The k smallest of v[0..n) (distinct) into out, ascending: selected in
- * place, then sorted by their bytes (four passes, no comparisons to
- * mispredict).
+ * place, then placed by their top bits below the largest (one counting
+ * pass: hashes are uniform, so about one falls in each of 256 buckets)
+ * and put in order by an insertion sort, which has little left to do.
  */
 static void
 smallest(uint32_t *v, size_t n, uint32_t k, uint32_t *out)
 {
 	size_t lo = 0, hi = n;
-	uint32_t tmp[SKETCH_K], *src = v, *dst = tmp;
+	uint32_t count[257] = { 0 }, max = 0;
+	unsigned shift = 0;
 
 	/* Quickselect (Lomuto's partition, the values distinct): v[0..k)
 	 * are the k smallest once the pivot lands at k - 1 or k. */
@@ -252,19 +254,23 @@ smallest(uint32_t *v, size_t n, uint32_t k, uint32_t *out)
 	}
 	if (k > n)
 		k = (uint32_t)n;
-	for (unsigned shift = 0; shift < 32; shift += 8) {
-		uint32_t count[257] = { 0 };
+	for (uint32_t i = 0; i < k; i++)
+		max = v[i] > max ? v[i] : max;
+	while (max >> shift > 255)
+		shift++;
+	for (uint32_t i = 0; i < k; i++)
+		count[(v[i] >> shift) + 1]++;
+	for (int d = 0; d < 256; d++)
+		count[d + 1] += count[d];
+	for (uint32_t i = 0; i < k; i++)
+		out[count[v[i] >> shift]++] = v[i];
+	for (uint32_t i = 1; i < k; i++) {
+		uint32_t x = out[i], j = i;
 
-		for (uint32_t i = 0; i < k; i++)
-			count[((src[i] >> shift) & 0xff) + 1]++;
-		for (int d = 0; d < 256; d++)
-			count[d + 1] += count[d];
-		for (uint32_t i = 0; i < k; i++)
-			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
-		src = dst;
-		dst = src == tmp ? out : tmp;
+		for (; j > 0 && out[j - 1] > x; j--)
+			out[j] = out[j - 1];
+		out[j] = x;
 	}
-	/* Four passes: the last wrote out. */
 }
 
 /*
@@ -548,6 +554,23 @@ sketch_keys(const struct sketch *s, uint32_t keys[SKETCH_KEYS])
 	return n;
 }
 
+/* How many of s's hashes are at most t (they ascend). */
+static uint32_t
+count_at_most(const struct sketch *s, uint64_t t)
+{
+	uint32_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (s->h[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 void
 sketch_compare(const struct sketch *a, const struct sketch *b,
     struct sketch_similarity *out)
@@ -557,28 +580,21 @@ sketch_compare(const struct sketch *a, const struct sketch *b,
 	uint64_t ta = a->shingles > a->n ? a->h[a->n - 1] : UINT64_MAX;
 	uint64_t tb = b->shingles > b->n ? b->h[b->n - 1] : UINT64_MAX;
 	uint64_t t = ta < tb ? ta : tb;
-	uint32_t i = 0, j = 0, both = 0, either = 0;
+	uint32_t na = count_at_most(a, t), nb = count_at_most(b, t);
+	uint32_t i = 0, j = 0, both = 0, either;
 	double jac, inter, small;
 
 	out->resemblance = 0;
 	out->containment = 0;
-	if (a->n == 0 || b->n == 0)
-		return;
-	while ((i < a->n && a->h[i] <= t) || (j < b->n && b->h[j] <= t)) {
-		bool ha = i < a->n && a->h[i] <= t;
-		bool hb = j < b->n && b->h[j] <= t;
+	/* The hashes both hold, by a merge without branches to mispredict. */
+	while (i < na && j < nb) {
+		uint32_t x = a->h[i], y = b->h[j];
 
-		either++;
-		if (ha && hb && a->h[i] == b->h[j]) {
-			both++;
-			i++;
-			j++;
-		} else if (ha && (!hb || a->h[i] < b->h[j]))
-			i++;
-		else
-			j++;
+		both += x == y;
+		i += x <= y;
+		j += y <= x;
 	}
-	if (either == 0)
+	if ((either = na + nb - both) == 0)
 		return;
 	jac = (double)both / either;
 	/* |A n B| = J (|A| + |B|) / (1 + J). */
