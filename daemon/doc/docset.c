@@ -1230,8 +1230,8 @@ struct load {
 	uint64_t *fps, *ids;
 	uint32_t *nss;
 	size_t n, cap;
-	/* The sketch index's entries: document ids[i] under keys[i]. */
-	uint32_t *kid, *keys;
+	/* The sketch index's entries (SKETCHIDX_ENTRY). */
+	uint64_t *entries;
 	size_t nkeys, keys_cap;
 	uint64_t unsketched;
 	uint64_t max_id;
@@ -1280,20 +1280,15 @@ load_keys(struct load *ld, const struct doc_record *r)
 	}
 	if (ld->nkeys + n > ld->keys_cap) {
 		size_t cap = ld->keys_cap ? ld->keys_cap * 2 : 65536;
-		uint32_t *a = realloc(ld->kid, cap * sizeof(*a));
+		uint64_t *a = realloc(ld->entries, cap * sizeof(*a));
 
 		if (a == NULL)
 			return -1;
-		ld->kid = a;
-		if ((a = realloc(ld->keys, cap * sizeof(*a))) == NULL)
-			return -1;
-		ld->keys = a;
+		ld->entries = a;
 		ld->keys_cap = cap;
 	}
-	for (uint8_t i = 0; i < n; i++) {
-		ld->kid[ld->nkeys] = (uint32_t)r->id;
-		ld->keys[ld->nkeys++] = keys[i];
-	}
+	for (uint8_t i = 0; i < n; i++)
+		ld->entries[ld->nkeys++] = SKETCHIDX_ENTRY(keys[i], r->id);
 	return 0;
 }
 
@@ -1425,8 +1420,7 @@ load_free(struct load *ld)
 	free(ld->ids);
 	free(ld->nss);
 	free(ld->stray);
-	free(ld->kid);
-	free(ld->keys);
+	free(ld->entries);
 }
 
 struct docset *
@@ -1473,8 +1467,7 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 	if (ld.n > 0 && nearidx_bulk_load(ds->idx, ld.fps, ld.ids, ld.n,
 	    cause) == -1)
 		goto err;
-	if (sketchidx_bulk_load(ds->sketches, ld.kid, ld.keys, ld.nkeys) ==
-	    -1)
+	if (sketchidx_bulk_load(ds->sketches, ld.entries, ld.nkeys) == -1)
 		goto err;
 	ds->unsketched = ld.unsketched;
 	log_info("%s: %zu documents in %u tables (k = %u, %u blocks, %s), "

@@ -76,14 +76,17 @@ slot_of(const struct shard *s, uint32_t key)
 	    ((1u << s->dir_bits) - 1);
 }
 
-/* The directory bits for n entries in one shard: buckets of about
- * SKETCHIDX_LOAD_MAX / 2 entries, each read in a line or two. */
+/* The directory bits for n entries in one shard: buckets of at most
+ * SKETCHIDX_LOAD_MAX entries on average, as many as a shard holds before
+ * its directory doubles (a bucket's own header, allocator header and
+ * directory slot cost about 32 bytes: shared by more entries, less per
+ * document; a query compares a bucket's fragments 8 at a time). */
 static unsigned
 dir_bits_for(uint64_t n)
 {
 	unsigned d = DIR_MIN;
 
-	while (d < DIR_MAX && n > (uint64_t)SKETCHIDX_LOAD_MAX / 2 << d)
+	while (d < DIR_MAX && n > (uint64_t)SKETCHIDX_LOAD_MAX << d)
 		d++;
 	return d;
 }
@@ -515,50 +518,112 @@ sketchidx_candidates(struct sketchidx *x, const struct sketch *q,
 	return total;
 }
 
-int
-sketchidx_bulk_load(struct sketchidx *x, const uint32_t *ids,
-    const uint32_t *keys, size_t n)
+/*
+ * a[0..n) in place by the digit (a[i] >> shift) & (nb - 1), ascending: an
+ * American flag sort (McIlroy, Bostic and McIlroy), each entry swapped
+ * straight to its digit's region; start[0..nb] gets where each region
+ * begins (start[nb] = n), next[0..nb) is room.  The nb regions' write
+ * positions stay in the cache, so the moves cost little more than a copy.
+ */
+static void
+flag_sort(uint64_t *a, size_t n, unsigned shift, size_t nb, size_t *start,
+    size_t *next)
 {
-	uint32_t **count = calloc(SHARDS, sizeof(*count));
-	int rc = -1;
+	size_t mask = nb - 1;
 
-	if (count == NULL)
-		return -1;
-	pthread_rwlock_wrlock(&x->lock);
-	/* Each bucket once, at its final size: count, place, fill. */
-	for (unsigned i = 0; i < SHARDS; i++)
-		if ((count[i] = calloc((size_t)1 << x->shards[i].dir_bits,
-		    sizeof(uint32_t))) == NULL)
-			goto out;
+	memset(start, 0, (nb + 1) * sizeof(*start));
 	for (size_t i = 0; i < n; i++)
-		count[keys[i] >> (32 - SHARD_BITS)][slot_of(shard_of(x,
-		    keys[i]), keys[i])]++;
-	for (unsigned i = 0; i < SHARDS; i++) {
-		struct shard *s = &x->shards[i];
+		start[((a[i] >> shift) & mask) + 1]++;
+	for (size_t d = 0; d < nb; d++) {
+		start[d + 1] += start[d];
+		next[d] = start[d];
+	}
+	for (size_t d = 0; d < nb; d++) {
+		while (next[d] < start[d + 1]) {
+			uint64_t v = a[next[d]];
+			size_t t = (v >> shift) & mask;
 
-		for (size_t j = 0; j < (size_t)1 << s->dir_bits; j++) {
-			uint32_t c = count[i][j];
-			struct bucket *b;
+			while (t != d) {
+				uint64_t w = a[next[t]];
 
-			if (c == 0)
-				continue;
-			c += s->dir[j] != NULL ? s->dir[j]->n : 0;
-			if ((b = bucket_resize(s->dir[j], c + c / 16 + 1)) ==
-			    NULL)
-				goto out;
-			x->bytes += bucket_bytes(b) - bucket_bytes(s->dir[j]);
-			free(s->dir[j]);
-			s->dir[j] = b;
+				a[next[t]++] = v;
+				v = w;
+				t = (v >> shift) & mask;
+			}
+			a[next[d]++] = v;
 		}
 	}
+}
+
+/*
+ * Files shard s's n entries a[0..n) (write lock held): counted by
+ * directory slot into count[] (room for the shard's slots), each bucket
+ * made once at its size, then filled; the shard's buckets are few enough
+ * to stay in the cache while they fill.  -1 if memory is short.
+ */
+static int
+load_shard(struct sketchidx *x, struct shard *s, const uint64_t *a,
+    size_t n, uint32_t *count)
+{
+	size_t nb = (size_t)1 << s->dir_bits;
+	unsigned shift = 64 - SHARD_BITS - s->dir_bits;
+
+	memset(count, 0, nb * sizeof(*count));
 	for (size_t i = 0; i < n; i++)
-		if (index_add(x, keys[i], ids[i]) == -1)
-			goto out;
-	rc = 0;
-out:
+		count[(a[i] >> shift) & (nb - 1)]++;
+	for (size_t j = 0; j < nb; j++) {
+		size_t c = count[j];
+		struct bucket *b;
+
+		if (c == 0)
+			continue;
+		c += s->dir[j] != NULL ? s->dir[j]->n : 0;
+		if (c > UINT32_MAX / 2 || (b = bucket_resize(s->dir[j],
+		    (uint32_t)(c + c / 16 + 1))) == NULL)
+			return -1;
+		x->bytes += bucket_bytes(b) - bucket_bytes(s->dir[j]);
+		free(s->dir[j]);
+		s->dir[j] = b;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct bucket *b = s->dir[(a[i] >> shift) & (nb - 1)];
+
+		b->ids[b->n] = (uint32_t)a[i];
+		frags(b)[b->n++] = FRAG((uint32_t)(a[i] >> 32));
+	}
+	s->entries += n;
+	x->entries += n;
+	return 0;
+}
+
+int
+sketchidx_bulk_load(struct sketchidx *x, uint64_t *entries, size_t n)
+{
+	size_t start[SHARDS + 1], next[SHARDS], room = 0;
+	uint32_t *count = NULL;
+	int rc = 0;
+
+	pthread_rwlock_wrlock(&x->lock);
+	/* By shard first: each shard's entries are then side by side. */
+	flag_sort(entries, n, 64 - SHARD_BITS, SHARDS, start, next);
+	for (unsigned i = 0; i < SHARDS && rc == 0; i++) {
+		struct shard *s = &x->shards[i];
+		size_t nb = (size_t)1 << s->dir_bits;
+
+		if (start[i + 1] == start[i])
+			continue;
+		if (nb > room) {
+			free(count);
+			if ((count = malloc(nb * sizeof(*count))) == NULL) {
+				rc = -1;
+				break;
+			}
+			room = nb;
+		}
+		rc = load_shard(x, s, entries + start[i], start[i + 1] -
+		    start[i], count);
+	}
 	pthread_rwlock_unlock(&x->lock);
-	for (unsigned i = 0; i < SHARDS; i++)
-		free(count[i]);
 	free(count);
 	return rc;
 }

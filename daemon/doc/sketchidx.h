@@ -73,13 +73,15 @@ int sketchidx_insert(struct sketchidx *x, uint32_t id, const uint32_t *keys,
 size_t sketchidx_delete(struct sketchidx *x, uint32_t id,
     const uint32_t *keys, size_t n);
 
+/* A bulk load's entry: document id under key. */
+#define SKETCHIDX_ENTRY(key, id) ((uint64_t)(key) << 32 | (uint32_t)(id))
+
 /*
- * Files n entries, document ids[i] under keys[i], at start-up: each bucket
- * is sized once.  Returns 0, or -1 if memory is short.  Writer, before
- * any reader.
+ * Files n entries (SKETCHIDX_ENTRY) at start-up, sorting them in place:
+ * each bucket is made once, at its size.  Returns 0, or -1 if memory is
+ * short (some entries may then be filed).  Writer, before any reader.
  */
-int sketchidx_bulk_load(struct sketchidx *x, const uint32_t *ids,
-    const uint32_t *keys, size_t n);
+int sketchidx_bulk_load(struct sketchidx *x, uint64_t *entries, size_t n);
 
 /*
  * The candidates for a query of sketch q among the documents filter keeps

@@ -85,9 +85,10 @@ main(int argc, char **argv)
 	struct nearidx *nx;
 	struct sketchidx *sx;
 	uint64_t *fps, *ids, seed = 1, found = 0, cands = 0;
-	uint32_t *kid, *key, out[256];
+	uint64_t *entries;
+	uint32_t out[256];
 	char *cause = NULL;
-	double t0, t1;
+	double t0, tmid, t1;
 	int c;
 
 	while ((c = getopt(argc, argv, "n:c:q:b:")) != -1) {
@@ -111,9 +112,8 @@ main(int argc, char **argv)
 	cfg.expected = n;
 	fps = malloc(n * sizeof(*fps));
 	ids = malloc(n * sizeof(*ids));
-	kid = malloc(n * SKETCH_KEYS * sizeof(*kid));
-	key = malloc(n * SKETCH_KEYS * sizeof(*key));
-	if (fps == NULL || ids == NULL || kid == NULL || key == NULL ||
+	entries = malloc(n * SKETCH_KEYS * sizeof(*entries));
+	if (fps == NULL || ids == NULL || entries == NULL ||
 	    (nx = nearidx_new(&cfg, &cause)) == NULL ||
 	    (sx = sketchidx_new(n)) == NULL) {
 		fprintf(stderr, "sketchidx_bench: %s\n", cause ? cause :
@@ -121,24 +121,32 @@ main(int argc, char **argv)
 		return 1;
 	}
 	for (uint64_t i = 0; i < n; i++) {
+		uint32_t keys[SKETCH_KEYS];
+
 		fps[i] = splitmix(&seed);
 		ids[i] = i + 1;
-		keys_of(i + 1, key + i * SKETCH_KEYS);
+		keys_of(i + 1, keys);
 		for (int k = 0; k < SKETCH_KEYS; k++)
-			kid[i * SKETCH_KEYS + k] = (uint32_t)(i + 1);
+			entries[i * SKETCH_KEYS + k] = SKETCHIDX_ENTRY(keys[k],
+			    i + 1);
 	}
 	t0 = now();
-	if (nearidx_bulk_load(nx, fps, ids, n, &cause) == -1 ||
-	    sketchidx_bulk_load(sx, kid, key, n * SKETCH_KEYS) == -1) {
+	if (nearidx_bulk_load(nx, fps, ids, n, &cause) == -1) {
 		fprintf(stderr, "sketchidx_bench: load: %s\n", cause ? cause :
 		    "out of memory");
 		return 1;
 	}
+	tmid = now();
+	if (sketchidx_bulk_load(sx, entries, n * SKETCH_KEYS) == -1) {
+		fprintf(stderr, "sketchidx_bench: load: out of memory\n");
+		return 1;
+	}
 	t1 = now();
-	free(kid);
-	free(key);
-	printf("load docs=%llu seconds=%.2f docs_per_s=%.0f\n",
-	    (unsigned long long)n, t1 - t0, (double)n / (t1 - t0));
+	free(entries);
+	printf("load docs=%llu seconds=%.2f docs_per_s=%.0f "
+	    "tables_seconds=%.2f sketch_seconds=%.2f\n",
+	    (unsigned long long)n, t1 - t0, (double)n / (t1 - t0),
+	    tmid - t0, t1 - tmid);
 	report("after-load", n, nx, sx);
 
 	/* Online churn: the oldest go, new ones come. */

@@ -178,37 +178,43 @@ START_TEST(test_model)
 }
 END_TEST
 
-/* A bulk load answers as inserts one by one do; inserts after it too. */
+/*
+ * A bulk load answers as inserts one by one do, also into an index that
+ * holds documents already; inserts after it too.
+ */
 START_TEST(test_bulk_load)
 {
-	enum { N = 20000, POOL = 1000000 };
+	enum { N = 20000, POOL = 1000000, BEFORE = 50 };
 	struct mdoc *docs = calloc(N + 100, sizeof(*docs));
-	uint32_t *ids = malloc(N * SKETCH_KEYS * sizeof(*ids));
-	uint32_t *keys = malloc(N * SKETCH_KEYS * sizeof(*keys));
+	uint64_t *entries = malloc(N * SKETCH_KEYS * sizeof(*entries));
 	struct sketchidx *x = sketchidx_new(N), *y = sketchidx_new(0);
 	uint64_t seed = 7;
-	size_t n = 0;
+	size_t n = 0, before = 0;
 
 	ck_assert_ptr_nonnull(docs);
-	ck_assert_ptr_nonnull(ids);
-	ck_assert_ptr_nonnull(keys);
+	ck_assert_ptr_nonnull(entries);
 	for (uint32_t i = 0; i < N; i++) {
 		add(y, &docs[i], i + 1, &seed, POOL);
-		for (size_t k = 0; k < docs[i].nkeys; k++) {
-			ids[n] = docs[i].id;
-			keys[n++] = docs[i].keys[k];
+		if (i < BEFORE) {
+			/* In x before the load. */
+			ck_assert_int_eq(sketchidx_insert(x, docs[i].id,
+			    docs[i].keys, docs[i].nkeys), 0);
+			before += docs[i].nkeys;
+			continue;
 		}
+		for (size_t k = 0; k < docs[i].nkeys; k++)
+			entries[n++] = SKETCHIDX_ENTRY(docs[i].keys[k],
+			    docs[i].id);
 	}
-	ck_assert_int_eq(sketchidx_bulk_load(x, ids, keys, n), 0);
-	ck_assert_uint_eq(sketchidx_entries(x), n);
+	ck_assert_int_eq(sketchidx_bulk_load(x, entries, n), 0);
+	ck_assert_uint_eq(sketchidx_entries(x), before + n);
 	for (uint32_t i = N; i < N + 100; i++)
 		add(x, &docs[i], i + 1, &seed, POOL);
 	check_queries(x, docs, N + 100, &seed, POOL, 200);
 	check_queries(y, docs, N, &seed, POOL, 200);
 	sketchidx_free(x);
 	sketchidx_free(y);
-	free(ids);
-	free(keys);
+	free(entries);
 	free(docs);
 }
 END_TEST
