@@ -64,6 +64,15 @@
 # fourth shard added by nddctl reshard under a load of checks
 # (reshard_bench.py; BENCH_SHARDS=0 skips them).
 #
+# Near duplicates (BENCH_NEARDUP=0 skips them): the labelled cases of
+# neardup_bench.py (edited Reuters bodies, articles inside real page
+# templates, the Clough-Stevenson answers) answered by nddd and by
+# readability-lxml with MinHash LSH, for the seeds BENCH_NEARDUP_SEEDS
+# (default 1 2); main-content extraction's F1 and speed against
+# readability-lxml (extract_bench.py); the memory per stored document of
+# the simhash tables and the sketch index at BENCH_SKETCH_DOCS (default
+# 10,000,000) documents (sketchidx_bench).
+#
 # Near-duplicate index: nearidx_bench, in memory, with FAISS measured on
 # the same data in the same process (BENCH_NEARIDX=0 skips it).
 #
@@ -516,6 +525,20 @@ if [ "${BENCH_SHARDS:-1}" != 0 ]; then
 	NDDD_LIBRARY="$bin/../libnddd.so" PYTHONPATH="$root/clients/python" \
 		/usr/bin/python3 "$root/tests/bench/reshard_bench.py" \
 		--bin "$bin" --data "$data/text_corpora/reuters21578"
+fi
+
+if [ "${BENCH_NEARDUP:-1}" != 0 ]; then
+	echo "== near duplicates on labelled cases, against readability-lxml and MinHash LSH (tests/bench/neardup_bench.py)"
+	for seed in ${BENCH_NEARDUP_SEEDS:-1 2}; do
+		PYTHONPATH="$root/clients/python" /usr/bin/python3 \
+			"$root/tests/bench/neardup_bench.py" --bin "$bin" \
+			--data "$data" --seed "$seed"
+	done
+	echo "== main-content extraction against readability-lxml (tests/bench/extract_bench.py)"
+	/usr/bin/python3 "$root/tests/bench/extract_bench.py" --bin "$bin" \
+		--data "$data"
+	echo "== memory per stored document: $bin/sketchidx_bench -n ${BENCH_SKETCH_DOCS:-10000000}"
+	"$bin/sketchidx_bench" -n "${BENCH_SKETCH_DOCS:-10000000}"
 fi
 
 if [ "${BENCH_NEARIDX:-1}" != 0 ]; then
