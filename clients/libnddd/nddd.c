@@ -894,9 +894,11 @@ send_query(nddd_client *c, Nddd__V1__DocQuery *q, int k, uint64_t *id)
 	return queue_request(c, &req, id);
 }
 
-int
-nddd_send_doc_query(nddd_client *c, const void *body, size_t body_len,
-    enum nddd_doc_format format, int k, uint64_t *id)
+/* Asks for the neighbours of a body: within k (-1: the answer the
+ * client's match says), its sketch sent back if asked. */
+static int
+send_body_query(nddd_client *c, const void *body, size_t body_len,
+    enum nddd_doc_format format, int k, bool with_sketch, uint64_t *id)
 {
 	Nddd__V1__DocQuery q = NDDD__V1__DOC_QUERY__INIT;
 	Nddd__V1__DocBody b = NDDD__V1__DOC_BODY__INIT;
@@ -907,24 +909,22 @@ nddd_send_doc_query(nddd_client *c, const void *body, size_t body_len,
 	    NDDD__V1__DOC_FORMAT__TEXT;
 	q.what_case = NDDD__V1__DOC_QUERY__WHAT_BODY;
 	q.body = &b;
+	q.with_sketch = with_sketch;
 	return send_query(c, &q, k, id);
+}
+
+int
+nddd_send_doc_query(nddd_client *c, const void *body, size_t body_len,
+    enum nddd_doc_format format, int k, uint64_t *id)
+{
+	return send_body_query(c, body, body_len, format, k, false, id);
 }
 
 int
 nddd_send_doc_query_sketch(nddd_client *c, const void *body,
     size_t body_len, enum nddd_doc_format format, uint64_t *id)
 {
-	Nddd__V1__DocQuery q = NDDD__V1__DOC_QUERY__INIT;
-	Nddd__V1__DocBody b = NDDD__V1__DOC_BODY__INIT;
-
-	b.body.data = (uint8_t *)body;
-	b.body.len = body_len;
-	b.format = format == NDDD_HTML ? NDDD__V1__DOC_FORMAT__HTML :
-	    NDDD__V1__DOC_FORMAT__TEXT;
-	q.what_case = NDDD__V1__DOC_QUERY__WHAT_BODY;
-	q.body = &b;
-	q.with_sketch = true;
-	return send_query(c, &q, -1, id);
+	return send_body_query(c, body, body_len, format, -1, true, id);
 }
 
 int

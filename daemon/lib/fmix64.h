@@ -1,8 +1,8 @@
 /*
  * fmix64: MurmurHash3's 64-bit finalizer, a bijection that spreads every
  * input bit over the whole word.  The simhash engine mixes sdbm term
- * hashes with it (the sdbm-fmix64 term hash), and the
- * URL index derives a tag's alternate bucket from it.
+ * hashes with it (the sdbm-fmix64 term hash), sketches their terms and
+ * shingles, and the URL index derives a tag's alternate bucket from it.
  */
 #ifndef NDDD_FMIX64_H
 #define NDDD_FMIX64_H

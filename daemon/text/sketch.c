@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmix64.h"
 #include "html.h"
 #include "stopwords.h"
 
@@ -99,18 +100,6 @@ static inline uint64_t
 rotl64(uint64_t x, unsigned r)
 {
 	return x << r | x >> (64 - r);
-}
-
-/* MurmurHash3's finalizer, simhash_fmix64's, inline on this path. */
-static inline uint64_t
-fmix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
 }
 
 /* The hash of a shingle of terms a, b, c (in that order); a shorter
