@@ -28,7 +28,9 @@ enum frame_status {
  * Looks at the front of in.  On FRAME_READY a whole frame is buffered and
  * *len is its payload's length: copy the payload out with frame_copy,
  * remove the frame with frame_consume.  On FRAME_OVERSIZED, *len is the
- * announced length.
+ * announced length.  On FRAME_INCOMPLETE, *len is the announced length
+ * when the header is buffered (then FRAME_HEADER_LEN + *len bytes make
+ * the frame: the server reads what is missing), and untouched before.
  */
 enum frame_status frame_peek(struct evbuffer *in, size_t max_len,
     uint32_t *len);

@@ -89,10 +89,10 @@ urlset_reader_new(struct urlset *us)
 		free(rd);
 		return NULL;
 	}
-	pthread_mutex_lock(&us->readers_lock);
-	rd->next = us->readers;
-	us->readers = rd;
-	pthread_mutex_unlock(&us->readers_lock);
+	pthread_mutex_lock(&us->rd.readers_lock);
+	rd->next = us->rd.readers;
+	us->rd.readers = rd;
+	pthread_mutex_unlock(&us->rd.readers_lock);
 	return rd;
 }
 
@@ -103,13 +103,13 @@ urlset_reader_free(struct urlset_reader *rd)
 
 	if (rd == NULL)
 		return;
-	pthread_mutex_lock(&rd->us->readers_lock);
-	for (p = &rd->us->readers; *p != NULL; p = &(*p)->next)
+	pthread_mutex_lock(&rd->us->rd.readers_lock);
+	for (p = &rd->us->rd.readers; *p != NULL; p = &(*p)->next)
 		if (*p == rd) {
 			*p = rd->next;
 			break;
 		}
-	pthread_mutex_unlock(&rd->us->readers_lock);
+	pthread_mutex_unlock(&rd->us->rd.readers_lock);
 	store_reader_free(rd->txn);
 	urlset_reader_release(rd);
 	free(rd);
@@ -124,9 +124,9 @@ urlset_reader_free(struct urlset_reader *rd)
 void
 urlset_enter(struct urlset *us, struct urlset_reader *rd)
 {
-	__atomic_store_n(&rd->active, __atomic_load_n(&us->epoch,
+	__atomic_store_n(&rd->active, __atomic_load_n(&us->rd.epoch,
 	    __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
-	rd->idx = __atomic_load_n(&us->idx, __ATOMIC_SEQ_CST);
+	rd->idx = __atomic_load_n(&us->rd.idx, __ATOMIC_SEQ_CST);
 }
 
 void
@@ -138,19 +138,19 @@ urlset_leave(struct urlset_reader *rd)
 void
 urlset_grace(struct urlset *us)
 {
-	uint64_t e = __atomic_add_fetch(&us->epoch, 1, __ATOMIC_SEQ_CST);
+	uint64_t e = __atomic_add_fetch(&us->rd.epoch, 1, __ATOMIC_SEQ_CST);
 	struct timespec nap = { 0, 50 * 1000 };
 	struct urlset_reader *rd;
 
-	pthread_mutex_lock(&us->readers_lock);
-	for (rd = us->readers; rd != NULL; rd = rd->next) {
+	pthread_mutex_lock(&us->rd.readers_lock);
+	for (rd = us->rd.readers; rd != NULL; rd = rd->next) {
 		uint64_t a;
 
 		while ((a = __atomic_load_n(&rd->active, __ATOMIC_SEQ_CST)) !=
 		    0 && a < e)
 			nanosleep(&nap, NULL);
 	}
-	pthread_mutex_unlock(&us->readers_lock);
+	pthread_mutex_unlock(&us->rd.readers_lock);
 }
 
 void

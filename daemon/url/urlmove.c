@@ -97,27 +97,6 @@ struct moved_list {
 	size_t len, bcap;
 };
 
-void
-urlset_ns_mask_of(const struct urlset *us, const char *name, size_t len,
-    struct urlset_ns_mask *out)
-{
-	static const char prefix[] = "nddd.ns/";
-	char buf[sizeof(prefix) - 1 + URLNS_NAME_MAX];
-	unsigned int mdlen;
-
-	if (len == 0) {
-		memset(out, 0, sizeof(*out));
-		return;
-	}
-	if (len > URLNS_NAME_MAX)
-		fatalx("%s: a namespace name of %zu bytes", __func__, len);
-	memcpy(buf, prefix, sizeof(prefix) - 1);
-	memcpy(buf + sizeof(prefix) - 1, name, len);
-	if (!EVP_Digest(buf, sizeof(prefix) - 1 + len, out->m, &mdlen,
-	    us->md5, NULL) || mdlen != CBF_FP_LEN)
-		fatalx("%s: MD5 failed", __func__);
-}
-
 /* Namespace id as c knows it, asking the registry the first time; NULL if
  * there is no such id (or memory is short). */
 static const struct ns_name *
@@ -476,7 +455,7 @@ urlset_export_begin(struct urlset *us, struct urlset_job *job)
 		job->refused = "the place is not on the new shard list";
 		return STORE_FAILED;
 	}
-	if (us->nhruns > CURSOR_RUN_MAX) {
+	if (us->hosts.nruns > CURSOR_RUN_MAX) {
 		job->refused = "too many runs in the host index";
 		return STORE_FAILED;
 	}
@@ -484,18 +463,18 @@ urlset_export_begin(struct urlset *us, struct urlset_job *job)
 		return STORE_FAILED;
 	s->shards = job->shards;
 	s->place = job->place;
-	if (us->nhruns > 0 &&
-	    (s->runs = calloc(us->nhruns, sizeof(*s->runs))) == NULL) {
+	if (us->hosts.nruns > 0 &&
+	    (s->runs = calloc(us->hosts.nruns, sizeof(*s->runs))) == NULL) {
 		session_free(s);
 		return STORE_FAILED;
 	}
 	/* The iterators read from the first block: no fences needed. */
-	for (size_t i = 0; i < us->nhruns; i++) {
-		s->runs[i] = us->hruns[i];
+	for (size_t i = 0; i < us->hosts.nruns; i++) {
+		s->runs[i] = us->hosts.runs[i];
 		s->runs[i].fences = NULL;
 		s->runs[i].fence_off = NULL;
 	}
-	s->nruns = us->nhruns;
+	s->nruns = us->hosts.nruns;
 	if ((s->txn = store_reader_new(us->st)) == NULL) {
 		session_free(s);
 		return STORE_FAILED;

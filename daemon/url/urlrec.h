@@ -31,7 +31,7 @@
  *				the last record
  *	264 records
  *
- * The fences narrow a search to 64 records (3 KiB, one or two pages) from
+ * The fences narrow a search to 64 records (4 KiB, one or two pages) from
  * the header alone, and interpolation within them finds the record's cache
  * line and page before it is read: a lookup reads one page of a segment
  * that is not in memory, and a batch can ask for all its pages at once.

@@ -42,60 +42,60 @@ is_sparse(uint32_t nrec, uint32_t nlive)
 static void
 dir_count(struct urlset *us, uint32_t id, int sign)
 {
-	const struct segdir *d = &us->dir[id];
+	const struct segdir *d = &us->segs.dir[id];
 
 	if (d->nrec == 0)
 		return;
-	us->seg_count += (uint64_t)(int64_t)sign;
-	us->seg_records_total += (uint64_t)((int64_t)sign * d->nrec);
-	us->seg_dead += (uint64_t)((int64_t)sign * (d->nrec - d->nlive));
+	us->segs.count += (uint64_t)(int64_t)sign;
+	us->segs.records += (uint64_t)((int64_t)sign * d->nrec);
+	us->segs.dead += (uint64_t)((int64_t)sign * (d->nrec - d->nlive));
 	if (is_small(us, d->nrec))
-		us->small_segs += (uint64_t)(int64_t)sign;
+		us->segs.small += (uint64_t)(int64_t)sign;
 	if (is_sparse(d->nrec, d->nlive))
-		us->sparse_segs += (uint64_t)(int64_t)sign;
+		us->segs.sparse += (uint64_t)(int64_t)sign;
 }
 
 void
 urlset_publish_seg_stats(struct urlset *us)
 {
-	__atomic_store_n(&us->stat_segments, us->seg_count, __ATOMIC_RELAXED);
-	__atomic_store_n(&us->stat_small, us->small_segs, __ATOMIC_RELAXED);
-	__atomic_store_n(&us->stat_records, us->seg_records_total,
+	__atomic_store_n(&us->stats.segments, us->segs.count, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stats.small, us->segs.small, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stats.records, us->segs.records,
 	    __ATOMIC_RELAXED);
-	__atomic_store_n(&us->stat_dead, us->seg_dead, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stats.dead, us->segs.dead, __ATOMIC_RELAXED);
 }
 
 static int
 dir_grow(struct urlset *us, uint32_t id)
 {
 	struct segdir *d;
-	uint32_t n = us->dir_len ? us->dir_len : 64;
+	uint32_t n = us->segs.dir_len ? us->segs.dir_len : 64;
 
-	if (id < us->dir_len)
+	if (id < us->segs.dir_len)
 		return 0;
 	while (n <= id)
 		n *= 2;
-	if ((d = realloc(us->dir, n * sizeof(*d))) == NULL)
+	if ((d = realloc(us->segs.dir, n * sizeof(*d))) == NULL)
 		return -1;
-	memset(d + us->dir_len, 0, (n - us->dir_len) * sizeof(*d));
-	us->dir = d;
-	us->dir_len = n;
+	memset(d + us->segs.dir_len, 0, (n - us->segs.dir_len) * sizeof(*d));
+	us->segs.dir = d;
+	us->segs.dir_len = n;
 	return 0;
 }
 
 static int
 free_id(struct urlset *us, uint32_t id)
 {
-	if (us->nfree == us->free_cap) {
-		size_t cap = us->free_cap ? 2 * us->free_cap : 64;
-		uint32_t *f = realloc(us->free_ids, cap * sizeof(*f));
+	if (us->segs.nfree == us->segs.free_cap) {
+		size_t cap = us->segs.free_cap ? 2 * us->segs.free_cap : 64;
+		uint32_t *f = realloc(us->segs.free_ids, cap * sizeof(*f));
 
 		if (f == NULL)
 			return -1;
-		us->free_ids = f;
-		us->free_cap = cap;
+		us->segs.free_ids = f;
+		us->segs.free_cap = cap;
 	}
-	us->free_ids[us->nfree++] = id;
+	us->segs.free_ids[us->segs.nfree++] = id;
 	return 0;
 }
 
@@ -117,10 +117,10 @@ alloc_id(struct urlset *us, struct id_list *l, uint32_t *id)
 		l->ids = p;
 		l->cap = cap;
 	}
-	if (us->nfree > 0)
-		*id = us->free_ids[--us->nfree];
-	else if (us->next_id <= URLIDX_SEG_MAX)
-		*id = us->next_id++;
+	if (us->segs.nfree > 0)
+		*id = us->segs.free_ids[--us->segs.nfree];
+	else if (us->segs.next_id <= URLIDX_SEG_MAX)
+		*id = us->segs.next_id++;
 	else {
 		log_warnx("%s: every segment id is in use", __func__);
 		return -1;
@@ -186,17 +186,17 @@ dir_add(struct urlset *us, const uint8_t *recs, const uint32_t *seg, size_t n)
 			continue;
 		if (dir_grow(us, seg[i]) == -1)
 			return -1;
-		us->dir[seg[i]].nrec = 0;
-		us->dir[seg[i]].nlive = 0;
+		us->segs.dir[seg[i]].nrec = 0;
+		us->segs.dir[seg[i]].nlive = 0;
 	}
 	for (size_t i = 0; i < n; i++) {
-		us->dir[seg[i]].nrec++;
-		us->dir[seg[i]].nlive++;
+		us->segs.dir[seg[i]].nrec++;
+		us->segs.dir[seg[i]].nlive++;
 	}
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && seg[j] == seg[i]; j++)
 			;
-		us->dir[seg[i]].expires_s = urlset_expires_s(recs +
+		us->segs.dir[seg[i]].expires_s = urlset_expires_s(recs +
 		    i * URLREC_LEN, j - i);
 		dir_count(us, seg[i], 1);
 	}
@@ -349,10 +349,12 @@ urlset_flush(struct urlset *us, bool checkpoint)
 		int ok = 0;
 
 		if (i + URLSET_PREFETCH < c.n)
-			urlidx_prefetch(us->idx, c.e[i + URLSET_PREFETCH].fp);
+			urlidx_prefetch(us->rd.idx,
+			    c.e[i + URLSET_PREFETCH].fp);
 		if (e->st.count > 0 && e->orig_seg != 0)
-			ok = urlidx_move(us->idx, e->fp, e->orig_seg, seg[r]);
-		else if (e->st.count > 0 && urlidx_insert(us->idx, e->fp,
+			ok = urlidx_move(us->rd.idx, e->fp, e->orig_seg,
+			    seg[r]);
+		else if (e->st.count > 0 && urlidx_insert(us->rd.idx, e->fp,
 		    seg[r]) == -1) {
 			/* Full: a larger index, made from the store, which
 			 * holds this flush and so the rest of it too. */
@@ -361,7 +363,7 @@ urlset_flush(struct urlset *us, bool checkpoint)
 				    __func__);
 			break;
 		} else if (e->st.count == 0 && e->orig_seg != 0)
-			ok = urlidx_remove(us->idx, e->fp, e->orig_seg);
+			ok = urlidx_remove(us->rd.idx, e->fp, e->orig_seg);
 		if (ok == -1)
 			fatalx("%s: the index lost a URL of segment %u",
 			    __func__, e->orig_seg);
@@ -375,7 +377,7 @@ urlset_flush(struct urlset *us, bool checkpoint)
 
 		if (i == 0 || id != dead[i - 1].seg)
 			dir_count(us, id, -1);
-		us->dir[id].nlive--;
+		us->segs.dir[id].nlive--;
 		if (i + 1 == ndead || dead[i + 1].seg != id)
 			dir_count(us, id, 1);
 	}
@@ -385,8 +387,9 @@ urlset_flush(struct urlset *us, bool checkpoint)
 	urlmem_clear(us->mem);
 	if (checkpoint)
 		urljournal_restart(us->journal);
-	__atomic_fetch_add(&us->flushes, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->store_bytes_written, bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.flushes, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.store_bytes_written, bytes,
+	    __ATOMIC_RELAXED);
 	urlset_publish_seg_stats(us);
 	rc = STORE_OK;
 	goto out;
@@ -412,10 +415,10 @@ urlset_merge_due(const struct urlset *us, bool *forced)
 	/* Forced only when a merge can make progress: a sparse segment is
 	 * there to rewrite (a segment half dead is always merged, so dead
 	 * records never reach half of all). */
-	*forced = us->small_segs > MERGE_FORCE_SMALL ||
-	    (us->sparse_segs > 0 && us->seg_dead > us->seg_records &&
-	    us->seg_dead * MERGE_FORCE_DEAD_DIV > us->seg_records_total);
-	return *forced || us->small_segs >= 2 || us->sparse_segs > 0;
+	*forced = us->segs.small > MERGE_FORCE_SMALL ||
+	    (us->segs.sparse > 0 && us->segs.dead > us->seg_records &&
+	    us->segs.dead * MERGE_FORCE_DEAD_DIV > us->segs.records);
+	return *forced || us->segs.small >= 2 || us->segs.sparse > 0;
 }
 
 /* A live record of a merge, with where it was. */
@@ -432,15 +435,15 @@ merge_sources(struct urlset *us, uint32_t *src, size_t max)
 	size_t n = 0, smalls = 0;
 	uint64_t live = 0, limit = (uint64_t)MERGE_SEGMENTS * us->seg_records;
 
-	for (uint32_t id = 1; id < us->dir_len && n < max; id++) {
-		const struct segdir *d = &us->dir[id];
+	for (uint32_t id = 1; id < us->segs.dir_len && n < max; id++) {
+		const struct segdir *d = &us->segs.dir[id];
 		bool sparse, small;
 
 		if (d->nrec == 0)
 			continue;
 		sparse = is_sparse(d->nrec, d->nlive);
 		small = is_small(us, d->nrec);
-		if (!sparse && !(small && us->small_segs >= 2))
+		if (!sparse && !(small && us->segs.small >= 2))
 			continue;
 		if (n > 0 && live + d->nlive > limit)
 			break;
@@ -475,7 +478,7 @@ urlset_merge_step(struct urlset *us, bool *did, bool forced)
 	if ((nsrc = merge_sources(us, src, sizeof(src) / sizeof(src[0]))) == 0)
 		return STORE_OK;
 	for (size_t i = 0; i < nsrc; i++)
-		cap += us->dir[src[i]].nlive;
+		cap += us->segs.dir[src[i]].nlive;
 	if ((moved = malloc((cap + 1) * sizeof(*moved))) == NULL)
 		return STORE_FAILED;
 	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
@@ -551,26 +554,29 @@ urlset_merge_step(struct urlset *us, bool *did, bool forced)
 	 * back for later transactions. */
 	for (size_t i = 0; i < nmoved; i++) {
 		if (i + URLSET_PREFETCH < nmoved)
-			urlidx_prefetch(us->idx, moved[i + URLSET_PREFETCH].rec);
-		if (urlidx_move(us->idx, moved[i].rec, moved[i].from,
+			urlidx_prefetch(us->rd.idx,
+			    moved[i + URLSET_PREFETCH].rec);
+		if (urlidx_move(us->rd.idx, moved[i].rec, moved[i].from,
 		    seg[i]) == -1)
 			fatalx("%s: the index lost a URL of segment %u",
 			    __func__, moved[i].from);
 	}
 	for (size_t i = 0; i < nsrc; i++) {
 		dir_count(us, src[i], -1);
-		us->dir[src[i]].nrec = us->dir[src[i]].nlive = 0;
+		us->segs.dir[src[i]].nrec = us->segs.dir[src[i]].nlive = 0;
 		free_id(us, src[i]);
-		if (src[i] == us->sweep_next)
-			us->sweep_slot = us->sweep_min = 0;
+		if (src[i] == us->sweep.next)
+			us->sweep.slot = us->sweep.min = 0;
 	}
 	if (dir_add(us, recs, seg, nmoved) == -1)
 		fatalx("%s: out of memory for the segment directory",
 		    __func__);
-	__atomic_fetch_add(&us->merges, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.merges, 1, __ATOMIC_RELAXED);
 	if (forced)
-		__atomic_fetch_add(&us->merges_forced, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->store_bytes_written, bytes, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&us->stats.merges_forced, 1,
+		    __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.store_bytes_written, bytes,
+	    __ATOMIC_RELAXED);
 	urlset_publish_seg_stats(us);
 	*did = true;
 	goto out;
@@ -712,11 +718,11 @@ rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
 	}
 	if (w->index_only)
 		return 0;
-	us->dir[id].nrec = (uint16_t)nrec;
-	us->dir[id].nlive = (uint16_t)live;
-	us->dir[id].expires_s = urlset_expires_s_of(min_expiry);
+	us->segs.dir[id].nrec = (uint16_t)nrec;
+	us->segs.dir[id].nlive = (uint16_t)live;
+	us->segs.dir[id].expires_s = urlset_expires_s_of(min_expiry);
 	dir_count(us, id, 1);
-	us->live += live;
+	us->stats.live += live;
 	return 0;
 }
 
@@ -727,13 +733,13 @@ rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
 int
 urlset_index_grow(struct urlset *us)
 {
-	uint64_t cap = 2 * urlidx_capacity(us->idx);
-	struct urlidx *old = us->idx;
+	uint64_t cap = 2 * urlidx_capacity(us->rd.idx);
+	struct urlidx *old = us->rd.idx;
 	struct seg_walk w = { .us = us, .index_only = true };
 	int rc;
 
-	if (cap < us->live + us->live / 4)
-		cap = us->live + us->live / 4;
+	if (cap < us->stats.live + us->stats.live / 4)
+		cap = us->stats.live + us->stats.live / 4;
 	if ((w.txn = store_reader_new(us->st)) == NULL)
 		return -1;
 	for (;; cap *= 2) {
@@ -755,11 +761,11 @@ urlset_index_grow(struct urlset *us)
 		}
 	}
 	store_reader_free(w.txn);
-	__atomic_store_n(&us->idx, w.idx, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&us->rd.idx, w.idx, __ATOMIC_SEQ_CST);
 	urlset_grace(us);
 	urlidx_free(old);
 	log_info("%s: the URL index now holds %" PRIu64 " URLs at most (%"
-	    PRIu64 " stored)", __func__, cap, us->live);
+	    PRIu64 " stored)", __func__, cap, us->stats.live);
 	return 0;
 }
 
@@ -767,7 +773,7 @@ int
 urlset_rebuild(struct urlset *us, char **cause)
 {
 	struct unknown_ns unknown[UNKNOWN_NS_MAX];
-	struct seg_walk w = { .us = us, .idx = us->idx, .unknown = unknown };
+	struct seg_walk w = { .us = us, .idx = us->rd.idx, .unknown = unknown };
 	int rc;
 
 	if ((w.txn = store_reader_new(us->st)) == NULL ||
@@ -797,12 +803,12 @@ urlset_rebuild(struct urlset *us, char **cause)
 		urlns_count(us->ns, unknown[i].id, (int64_t)unknown[i].urls);
 	}
 	/* Ids below the highest in use that no segment has are free. */
-	us->next_id = 1;
-	for (uint32_t id = 1; id < us->dir_len; id++)
-		if (us->dir[id].nrec != 0)
-			us->next_id = id + 1;
-	for (uint32_t id = us->next_id; id > 1; id--)
-		if (us->dir[id - 1].nrec == 0 && id - 1 > 0 &&
+	us->segs.next_id = 1;
+	for (uint32_t id = 1; id < us->segs.dir_len; id++)
+		if (us->segs.dir[id].nrec != 0)
+			us->segs.next_id = id + 1;
+	for (uint32_t id = us->segs.next_id; id > 1; id--)
+		if (us->segs.dir[id - 1].nrec == 0 && id - 1 > 0 &&
 		    free_id(us, id - 1) == -1) {
 			if (asprintf(cause, "out of memory") == -1)
 				*cause = NULL;
@@ -868,7 +874,8 @@ verify_one(const void *key, size_t klen, const void *val, size_t vlen,
 			    "record %u", id, i);
 		}
 		cbf_add(w->fresh, r.idx);
-		n = urlidx_lookup(us->idx, r.fp, segs, URLIDX_MAX_CANDIDATES);
+		n = urlidx_lookup(us->rd.idx, r.fp, segs,
+		    URLIDX_MAX_CANDIDATES);
 		for (size_t k = 0; k < n; k++)
 			named |= segs[k] == id;
 		if (!named) {
@@ -888,19 +895,19 @@ verify_one(const void *key, size_t klen, const void *val, size_t vlen,
 			w->groups = g;
 			w->groups_cap = cap;
 		}
-		w->groups[w->ngroups].pair = urlidx_pair_key(us->idx, r.fp);
+		w->groups[w->ngroups].pair = urlidx_pair_key(us->rd.idx, r.fp);
 		w->groups[w->ngroups].seg = id;
 		memcpy(w->groups[w->ngroups++].fp, r.fp, CBF_FP_LEN);
 		live++;
 		w->out->records++;
 	}
-	if (id >= us->dir_len || us->dir[id].nrec != nrec ||
-	    us->dir[id].nlive != live) {
+	if (id >= us->segs.dir_len || us->segs.dir[id].nrec != nrec ||
+	    us->segs.dir[id].nlive != live) {
 		w->out->index_mismatches++;
 		verify_note(w->out, "segment %u: %" PRId64 " records, %u live; "
 		    "memory says %u and %u", id, nrec, live,
-		    id < us->dir_len ? us->dir[id].nrec : 0,
-		    id < us->dir_len ? us->dir[id].nlive : 0);
+		    id < us->segs.dir_len ? us->segs.dir[id].nrec : 0,
+		    id < us->segs.dir_len ? us->segs.dir[id].nlive : 0);
 	}
 	return 0;
 }
@@ -946,7 +953,7 @@ urlset_verify_store(struct urlset *us, struct urlset_verify *out)
 	/* The index holds one entry per record: as many in all, and, for
 	 * the records that share a bucket pair, tag and segment, as many as
 	 * they are. */
-	urlidx_stats(us->idx, &xs);
+	urlidx_stats(us->rd.idx, &xs);
 	if (xs.entries != out->records) {
 		out->index_mismatches++;
 		verify_note(out, "the index has %" PRIu64 " entries for %"
@@ -960,7 +967,7 @@ urlset_verify_store(struct urlset *us, struct urlset_verify *out)
 		for (j = i + 1; j < w.ngroups && cmp_group(&w.groups[i],
 		    &w.groups[j]) == 0; j++)
 			;
-		have = urlidx_count_matching(us->idx, w.groups[i].fp,
+		have = urlidx_count_matching(us->rd.idx, w.groups[i].fp,
 		    w.groups[i].seg);
 		if (have != j - i) {
 			out->index_mismatches++;
@@ -970,10 +977,11 @@ urlset_verify_store(struct urlset *us, struct urlset_verify *out)
 		}
 	}
 	free(w.groups);
-	if (__atomic_load_n(&us->live, __ATOMIC_RELAXED) != out->records) {
+	if (__atomic_load_n(&us->stats.live, __ATOMIC_RELAXED) !=
+	    out->records) {
 		out->index_mismatches++;
 		verify_note(out, "%" PRIu64 " URLs counted in memory, %" PRIu64
-		    " in the store", __atomic_load_n(&us->live,
+		    " in the store", __atomic_load_n(&us->stats.live,
 		    __ATOMIC_RELAXED), out->records);
 	}
 	for (uint64_t i = 0; i < us->m; i++) {

@@ -1,7 +1,7 @@
 /*
  * urlset: the set of seen URLs.  See urlset.h; this file opens it (settings
  * fixed per data directory, the rebuild of memory from the store, the
- * journal's replay), derives keys and gathers statistics.
+ * journal's replay) and gathers statistics; urlkey.c derives keys.
  */
 #include "urlset.h"
 
@@ -193,15 +193,15 @@ replay_one(const struct urlmem_entry *e, void *arg)
 		cur.orig_slot = old.orig_slot;
 	} else {
 		memset(&found, 0, sizeof(found));
-		us->wrd->idx = us->idx;
-		if (store_reader_begin(us->wrd->txn) != STORE_OK)
+		us->w.wrd->idx = us->rd.idx;
+		if (store_reader_begin(us->w.wrd->txn) != STORE_OK)
 			return -1;
-		if (urlset_lookup_store(us->wrd, &key, &which, 1, &found,
+		if (urlset_lookup_store(us->w.wrd, &key, &which, 1, &found,
 		    &retry, &nretry) != STORE_OK || nretry > 0) {
-			store_reader_end(us->wrd->txn);
+			store_reader_end(us->w.wrd->txn);
 			return -1;
 		}
-		store_reader_end(us->wrd->txn);
+		store_reader_end(us->w.wrd->txn);
 		was = found.st;
 		was.count = found.found ? was.count : 0;
 		cur.orig_seg = found.found ? found.seg : 0;
@@ -222,7 +222,7 @@ replay_one(const struct urlmem_entry *e, void *arg)
 		urlns_count(us->ns, was.ns, -1);
 	if (cur.st.count > 0)
 		urlns_count(us->ns, cur.st.ns, 1);
-	us->live += (cur.st.count > 0) - (was.count > 0);
+	us->stats.live += (cur.st.count > 0) - (was.count > 0);
 	return 0;
 }
 
@@ -292,11 +292,11 @@ urlset_open(struct store *st, const char *dir,
 		us->seg_records = 2;
 	entries = opts->journal_entries ? opts->journal_entries :
 	    URLSET_JOURNAL_ENTRIES;
-	pthread_mutex_init(&us->lock, NULL);
-	pthread_cond_init(&us->cond, NULL);
-	pthread_mutex_init(&us->readers_lock, NULL);
+	pthread_mutex_init(&us->q.lock, NULL);
+	pthread_cond_init(&us->q.cond, NULL);
+	pthread_mutex_init(&us->rd.readers_lock, NULL);
 	pthread_mutex_init(&us->move_lock, NULL);
-	us->epoch = 1;
+	us->rd.epoch = 1;
 	urlcanon_id(&us->canon, us->canon_id);
 	/* Whole blocks of counters: round up. */
 	us->m = (opts->capacity * URLSET_COUNTERS_PER_URL + CBF_BLOCK - 1) /
@@ -306,9 +306,9 @@ urlset_open(struct store *st, const char *dir,
 		goto err;
 	if ((us->filter = cbf_new(us->m)) == NULL ||
 	    (us->md5 = EVP_MD_fetch(NULL, "MD5", NULL)) == NULL ||
-	    (us->idx = urlidx_new(opts->capacity)) == NULL ||
+	    (us->rd.idx = urlidx_new(opts->capacity)) == NULL ||
 	    (us->mem = urlmem_new(entries)) == NULL ||
-	    (us->wrd = urlset_reader_new(us)) == NULL) {
+	    (us->w.wrd = urlset_reader_new(us)) == NULL) {
 		if (asprintf(cause, "cannot allocate the URL filter (%" PRIu64
 		    " bytes), index or journal table", us->m / 2) == -1)
 			*cause = NULL;
@@ -331,7 +331,7 @@ urlset_open(struct store *st, const char *dir,
 		goto err;
 	log_info("%s: filter and index rebuilt from %" PRIu64 " URLs in "
 	    "%" PRIu64 " segments in %.3f s (%" PRIu64 " of %" PRIu64
-	    " counters non-zero)", __func__, us->live, us->seg_count,
+	    " counters non-zero)", __func__, us->stats.live, us->segs.count,
 	    now_seconds() - t0, cbf_stat_nonzero(us->filter), us->m);
 	if ((rc = urlset_hosts_open(us, format)) != STORE_OK) {
 		set_cause(cause, rc, "host index");
@@ -339,10 +339,10 @@ urlset_open(struct store *st, const char *dir,
 	}
 	if (urlset_replay(us, cause) == -1)
 		goto err;
-	if (us->live > opts->capacity)
+	if (us->stats.live > opts->capacity)
 		log_warnx("%s: %" PRIu64 " URLs stored, above the capacity of "
 		    "%" PRIu64 ": checks stay exact but read the store more",
-		    __func__, us->live, opts->capacity);
+		    __func__, us->stats.live, opts->capacity);
 	return us;
 err:
 	urlset_free(us);
@@ -354,24 +354,24 @@ urlset_free(struct urlset *us)
 {
 	if (us == NULL)
 		return;
-	if (us->started)
+	if (us->q.started)
 		urlset_stop(us);
 	urljournal_close(us->journal);
 	urlmem_free(us->mem);
-	urlidx_free(us->idx);
+	urlidx_free(us->rd.idx);
 	cbf_free(us->filter);
 	EVP_MD_free(us->md5);
 	urlset_export_end(us);
 	urlset_release_scratch(us);
-	urlset_reader_free(us->wrd);
+	urlset_reader_free(us->w.wrd);
 	urlns_free(us->ns);
-	free(us->dir);
-	free(us->free_ids);
-	free(us->texts);
+	free(us->segs.dir);
+	free(us->segs.free_ids);
+	free(us->hosts.texts);
 	urlset_hosts_free(us);
-	pthread_cond_destroy(&us->cond);
-	pthread_mutex_destroy(&us->lock);
-	pthread_mutex_destroy(&us->readers_lock);
+	pthread_cond_destroy(&us->q.cond);
+	pthread_mutex_destroy(&us->q.lock);
+	pthread_mutex_destroy(&us->rd.readers_lock);
 	pthread_mutex_destroy(&us->move_lock);
 	free(us);
 }
@@ -386,107 +386,6 @@ const char *
 urlset_canon_id(const struct urlset *us)
 {
 	return us->canon_id;
-}
-
-struct url_keyer {
-	struct urlset *us;
-	struct urlcanon *canon;
-	EVP_MD_CTX *md_ctx;
-};
-
-struct url_keyer *
-urlset_keyer_new(struct urlset *us)
-{
-	struct url_keyer *k;
-
-	if ((k = calloc(1, sizeof(*k))) == NULL)
-		return NULL;
-	k->us = us;
-	if ((k->canon = urlcanon_new(&us->canon)) == NULL ||
-	    (k->md_ctx = EVP_MD_CTX_new()) == NULL ||
-	    !EVP_DigestInit_ex2(k->md_ctx, us->md5, NULL)) {
-		urlset_keyer_free(k);
-		return NULL;
-	}
-	return k;
-}
-
-void
-urlset_keyer_free(struct url_keyer *k)
-{
-	if (k == NULL)
-		return;
-	urlcanon_free(k->canon);
-	EVP_MD_CTX_free(k->md_ctx);
-	free(k);
-}
-
-int
-urlset_key_canonical(struct url_keyer *k, const char *url, size_t len,
-    struct url_key *key, const char **canon, size_t *canon_len,
-    const char **cause)
-{
-	const char *c;
-	size_t clen;
-	unsigned int mdlen;
-
-	if ((c = urlcanon_canonicalize(k->canon, url, len, &clen,
-	    cause)) == NULL)
-		return -1;
-	/* Re-initializing with no digest named reuses the fetched MD5
-	 * without reallocating its state. */
-	if (!EVP_DigestInit_ex2(k->md_ctx, NULL, NULL) ||
-	    !EVP_DigestUpdate(k->md_ctx, c, clen) ||
-	    !EVP_DigestFinal_ex(k->md_ctx, key->fp, &mdlen) ||
-	    mdlen != CBF_FP_LEN)
-		fatalx("%s: MD5 failed", __func__);
-	cbf_indices(k->us->filter, key->fp, key->idx);
-	*canon = c;
-	*canon_len = clen;
-	return 0;
-}
-
-int
-urlset_key(struct url_keyer *k, const char *url, size_t len,
-    struct url_key *key, const char **cause)
-{
-	const char *canon;
-	size_t canon_len;
-
-	return urlset_key_canonical(k, url, len, key, &canon, &canon_len,
-	    cause);
-}
-
-void
-urlset_key_digest(const struct urlset *us, const uint8_t digest[CBF_FP_LEN],
-    struct url_key *key)
-{
-	memcpy(key->fp, digest, CBF_FP_LEN);
-	cbf_indices(us->filter, key->fp, key->idx);
-}
-
-void
-urlset_ns_mask(struct url_keyer *k, const char *name, size_t len,
-    struct urlset_ns_mask *out)
-{
-	static const char prefix[] = "nddd.ns/";
-	unsigned int mdlen;
-
-	if (!EVP_DigestInit_ex2(k->md_ctx, NULL, NULL) ||
-	    !EVP_DigestUpdate(k->md_ctx, prefix, sizeof(prefix) - 1) ||
-	    !EVP_DigestUpdate(k->md_ctx, name, len) ||
-	    !EVP_DigestFinal_ex(k->md_ctx, out->m, &mdlen) ||
-	    mdlen != CBF_FP_LEN)
-		fatalx("%s: MD5 failed", __func__);
-}
-
-void
-urlset_key_masked(const struct urlset *us, const struct urlset_ns_mask *mask,
-    struct url_key *key)
-{
-	for (int i = 0; i < CBF_FP_LEN; i++)
-		key->fp[i] ^= mask->m[i];
-	cbf_indices(us->filter, key->fp, key->idx);
 }
 
 struct urlns *
@@ -506,8 +405,8 @@ urlset_hosts_complete(struct urlset *us)
 {
 	/* The writer's flags, read as they stand. */
 	return us->host_index &&
-	    !__atomic_load_n(&us->hosts_partial, __ATOMIC_RELAXED) &&
-	    !__atomic_load_n(&us->hosts_partial_pending, __ATOMIC_RELAXED);
+	    !__atomic_load_n(&us->hosts.partial, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&us->hosts.partial_pending, __ATOMIC_RELAXED);
 }
 
 void
@@ -519,10 +418,10 @@ urlset_prefetch(const struct urlset *us, const struct url_key *key)
 void
 urlset_add_tally(struct urlset *us, const struct urlset_tally *tally)
 {
-	__atomic_fetch_add(&us->checks, tally->checks, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->checks_filter_only, tally->filter_only,
+	__atomic_fetch_add(&us->stats.checks, tally->checks, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.checks_filter_only, tally->filter_only,
 	    __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->false_positives, tally->false_positives,
+	__atomic_fetch_add(&us->stats.false_positives, tally->false_positives,
 	    __ATOMIC_RELAXED);
 }
 
@@ -538,36 +437,36 @@ urlset_stats(struct urlset *us, struct urlset_stats *out)
 	struct urlidx_stats xs;
 
 	memset(out, 0, sizeof(*out));
-	out->urls = get(&us->live);
-	out->checks = get(&us->checks);
-	out->checks_filter_only = get(&us->checks_filter_only);
-	out->filter_false_positives = get(&us->false_positives);
-	out->submits_new = get(&us->submits_new);
-	out->submits_duplicate = get(&us->submits_duplicate);
-	out->deletes = get(&us->deletes);
-	out->expired = get(&us->expired);
+	out->urls = get(&us->stats.live);
+	out->checks = get(&us->stats.checks);
+	out->checks_filter_only = get(&us->stats.checks_filter_only);
+	out->filter_false_positives = get(&us->stats.false_positives);
+	out->submits_new = get(&us->stats.submits_new);
+	out->submits_duplicate = get(&us->stats.submits_duplicate);
+	out->deletes = get(&us->stats.deletes);
+	out->expired = get(&us->stats.expired);
 	out->dropping = urlns_dropping_urls(us->ns);
 	out->journal_entries = urlmem_count(us->mem);
 	out->journal_capacity = urlmem_capacity(us->mem);
-	out->journal_bytes = get(&us->stat_journal_bytes);
-	out->journal_bytes_written = get(&us->stat_journal_written);
-	out->journal_syncs = get(&us->stat_journal_syncs);
-	out->groups = get(&us->groups);
-	out->flushes = get(&us->flushes);
-	out->merges = get(&us->merges);
-	out->merges_forced = get(&us->merges_forced);
-	out->segments = get(&us->stat_segments);
-	out->small_segments = get(&us->stat_small);
-	out->records = get(&us->stat_records);
-	out->dead_records = get(&us->stat_dead);
-	out->store_bytes_written = get(&us->store_bytes_written);
-	pthread_mutex_lock(&us->lock);
-	out->pending = us->pending;
-	pthread_mutex_unlock(&us->lock);
-	urlidx_stats(us->idx, &xs);
+	out->journal_bytes = get(&us->stats.journal_bytes);
+	out->journal_bytes_written = get(&us->stats.journal_written);
+	out->journal_syncs = get(&us->stats.journal_syncs);
+	out->groups = get(&us->stats.groups);
+	out->flushes = get(&us->stats.flushes);
+	out->merges = get(&us->stats.merges);
+	out->merges_forced = get(&us->stats.merges_forced);
+	out->segments = get(&us->stats.segments);
+	out->small_segments = get(&us->stats.small);
+	out->records = get(&us->stats.records);
+	out->dead_records = get(&us->stats.dead);
+	out->store_bytes_written = get(&us->stats.store_bytes_written);
+	pthread_mutex_lock(&us->q.lock);
+	out->pending = us->q.pending;
+	pthread_mutex_unlock(&us->q.lock);
+	urlidx_stats(us->rd.idx, &xs);
 	out->index_bytes = xs.bytes;
 	out->journal_table_bytes = urlmem_bytes(us->mem);
-	out->host_runs = get(&us->stat_host_runs);
-	out->host_keys = get(&us->stat_host_keys);
-	out->host_merging = get(&us->stat_host_merging) != 0;
+	out->host_runs = get(&us->stats.host_runs);
+	out->host_keys = get(&us->stats.host_keys);
+	out->host_merging = get(&us->stats.host_merging) != 0;
 }

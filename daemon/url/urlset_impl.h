@@ -1,27 +1,38 @@
 /*
  * urlset_impl: the URL set's insides, shared by its files and nothing else:
  *
- *   urlset.c      opening (metadata, rebuild, replay), keys, statistics
+ *   urlset.c      opening (metadata, rebuild, replay), statistics
+ *   urlkey.c      keys: canonical URL to MD5 and filter counters,
+ *                 namespaces' masks
  *   urllookup.c   checks: the filter, the journal's table, the index, the
  *                 segments, batched so that memory and disk reads overlap
  *   urlwriter.c   the URL writer thread: groups, the journal, publishing
  *   urlsegs.c     the segments in the store: flush, merge, rebuild, verify
  *   urlsweep.c    forgetting in the background: expired records, and
  *                 those of dropped namespaces
- *   urlforget.c   the host index: the texts into a run with each flush,
- *                 merges of runs, forgetting by host or prefix
+ *   urlhostidx.c  the host index's write side: the texts into a run with
+ *                 each flush, merges of runs
+ *   urlforget.c   forgetting by host or prefix, through the host index
+ *   urlmove.c     exports and imports of URLs between shards (resharding)
  *   urlmigrate.c  the upgrades from formats 1 and 2
  *
- * Ownership.  Fields under "writer" belong to the URL writer thread once it
- * runs (to the opening thread before); statistics are atomics; the filter,
- * the index and the journal's table are safe for concurrent readers by
- * their own protocols (cbf.h, urlidx.h, urlmem.h).
+ * Their parts outside this set: cbf.c (the filter), urlmem.c (the
+ * journal's table), urljournal.c (the journal file), urlrec.c (records
+ * and segments' layout), urlidx.c (the index), urlhosts.c and
+ * urlhostrun.c (the host index's keys and runs), urlns.c (namespaces),
+ * urlcanon.c (canonical URLs).
+ *
+ * Ownership.  struct urlset's groups say whose each part is: those marked
+ * "Writer" belong to the URL writer thread once it runs (to the opening
+ * thread before); statistics are atomics; the filter, the index and the
+ * journal's table are safe for concurrent readers by their own protocols
+ * (cbf.h, urlidx.h, urlmem.h).
  *
  * The index may be replaced by a larger one (when the URLs outgrow it).
  * A reader takes the pointer between urlset_enter and urlset_leave, and
  * the writer frees a replaced index only once every reader has left or
  * entered again since (a grace period, as RCU's): readers register in
- * us->readers, and publish the epoch they entered at.
+ * us->rd.readers, and publish the epoch they entered at.
  */
 #ifndef NDDD_URLSET_IMPL_H
 #define NDDD_URLSET_IMPL_H
@@ -74,6 +85,9 @@ struct stage_entry {
 };
 
 struct urlset {
+	/* Set at opening, then only read: the store, the settings, and the
+	 * parts that are safe for any thread by their own protocols (cbf.h,
+	 * urlmem.h, urljournal.h). */
 	struct store *st;
 	struct urlns *ns;
 	struct cbf *filter;
@@ -82,10 +96,6 @@ struct urlset {
 	struct urlcanon_options canon;
 	char canon_id[URLCANON_ID_LEN];
 	EVP_MD *md5;			/* fetched once, shared by the keyers */
-	struct urlidx *idx;		/* replaced with seq_cst stores */
-	uint64_t epoch;			/* of the last replacement */
-	pthread_mutex_t readers_lock;	/* guards the list of readers */
-	struct urlset_reader *readers;
 	struct urlmem *mem;
 	struct urljournal *journal;
 	uint32_t seg_records;
@@ -93,63 +103,86 @@ struct urlset {
 	uint64_t relaxed_sync_ms;
 	uint64_t keep_expired_ms;
 	bool host_index;
-	bool hosts_partial;		/* the store holds URLs the index never
+
+	/* The index and the readers (urllookup.c): see the top of this file. */
+	struct {
+		struct urlidx *idx;	/* replaced with seq_cst stores */
+		uint64_t epoch;		/* of the last replacement */
+		pthread_mutex_t readers_lock;	/* guards the list */
+		struct urlset_reader *readers;
+	} rd;
+
+	/* The writer thread and its queue (urlwriter.c): lock guards the
+	 * queue, stopping and pending; the writer waits on cond. */
+	struct {
+		pthread_t thread;
+		bool started;
+		pthread_mutex_t lock;
+		pthread_cond_t cond;
+		struct urlset_job *head, *tail;
+		bool stopping;
+		size_t pending;
+		struct mailbox *mb;
+	} q;
+
+	/* Writer: the group being applied (urlwriter.c). */
+	struct {
+		struct urlset_reader *wrd;	/* its reader of the store */
+		struct stage_entry *stage;
+		size_t stage_len, stage_cap;
+		uint32_t *stage_map;	/* fingerprint -> stage index + 1 */
+		size_t stage_map_mask;
+		struct urlmem_entry *frame;	/* the group's journal frame */
+		uint32_t *lookup_which;
+		struct url_found *lookup_found;
+		uint32_t *lookup_retry;
+		uint64_t unsynced_since_ms;	/* a relaxed frame awaits
+						   fdatasync (monotonic) */
+	} w;
+
+	/* Writer: the host index (urlhostidx.c, urlforget.c). */
+	struct {
+		bool partial;		/* the store holds URLs the index never
 					   saw (meta urls.hosts_partial) */
-
-	/* The writer thread and its queue (lock guards the queue, stopping
-	 * and pending; the writer waits on cond). */
-	pthread_t thread;
-	bool started;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct urlset_job *head, *tail;
-	bool stopping;
-	size_t pending;
-	struct mailbox *mb;
-
-	/* Writer. */
-	struct urlset_reader *wrd;	/* its own reader of the store */
-	struct stage_entry *stage;	/* the group being applied */
-	size_t stage_len, stage_cap;
-	uint32_t *stage_map;		/* fingerprint -> stage index + 1 */
-	size_t stage_map_mask;
-	struct urlmem_entry *frame;	/* the group's journal frame */
-	uint8_t *texts;			/* the texts of this round's new URLs
+		uint8_t *texts;		/* the texts of this round's new URLs
 					   (urlhosts.h records), not yet in
 					   the index; the group's last */
-	size_t texts_len, texts_cap;
-	struct hostrun *hruns;		/* the host index's runs */
-	size_t nhruns, hruns_cap;
-	uint32_t next_hrun;		/* the next run's id */
-	struct hostrun hrun_pending;	/* written by a flush not yet
-					   committed */
-	bool hrun_is_pending;
-	bool hosts_merge_failed;	/* no merge until the next flush */
-	bool hosts_partial_pending;	/* the flush being written makes the
-					   store hosts_partial */
-	struct hosts_merge *hmerge;	/* the merge under way, or NULL */
-	uint32_t *lookup_which;
-	struct url_found *lookup_found;
-	uint32_t *lookup_retry;
-	struct segdir *dir;		/* by segment id */
-	uint32_t dir_len;		/* ids below it have been used */
-	uint32_t next_id;		/* never used yet, and above */
-	uint32_t *free_ids;		/* ids below next_id no segment has */
-	size_t nfree, free_cap;
-	uint64_t seg_count, small_segs, sparse_segs, seg_records_total;
-	uint64_t seg_dead;
-	uint64_t unsynced_since_ms;	/* a relaxed frame awaits fdatasync
-					 * (monotonic) */
-	int full;			/* why the last flush or merge was
+		size_t texts_len, texts_cap;
+		struct hostrun *runs;
+		size_t nruns, runs_cap;
+		uint32_t next_run;	/* the next run's id */
+		struct hostrun run_pending;	/* written by a flush not yet
+						   committed */
+		bool run_is_pending;
+		bool merge_failed;	/* no merge until the next flush */
+		bool partial_pending;	/* the flush being written makes the
+					   store partial */
+		struct hosts_merge *merge;	/* under way, or NULL */
+	} hosts;
+
+	/* Writer: the segments (urlsegs.c). */
+	struct {
+		struct segdir *dir;	/* by segment id */
+		uint32_t dir_len;	/* ids below it have been used */
+		uint32_t next_id;	/* never used yet, and above */
+		uint32_t *free_ids;	/* ids below next_id no segment has */
+		size_t nfree, free_cap;
+		uint64_t count, small, sparse, records, dead;
+		int full;		/* why the last flush or merge was
 					   refused for want of room; 0: it
 					   was not */
-	uint64_t full_retry_ms;		/* none is tried before (monotonic) */
-	uint64_t full_wait_ms;		/* the wait before the next try */
-	uint32_t sweep_next;		/* the next segment the sweep reads */
-	uint32_t sweep_slot;		/* ... from this record */
-	uint64_t sweep_min;		/* the earliest expiry of the records
+		uint64_t full_retry_ms;	/* none is tried before (monotonic) */
+		uint64_t full_wait_ms;	/* the wait before the next try */
+	} segs;
+
+	/* Writer: the sweep of expired records (urlsweep.c). */
+	struct {
+		uint32_t next;		/* the next segment it reads */
+		uint32_t slot;		/* ... from this record */
+		uint64_t min;		/* the earliest expiry of the records
 					   it keeps there so far */
-	uint64_t sweep_last_ms;		/* its last step (monotonic) */
+		uint64_t last_ms;	/* its last step (monotonic) */
+	} sweep;
 
 	/* The export session (urlmove.c), or NULL: set by the writer under
 	 * move_lock, which a page holds while it reads the session. */
@@ -163,15 +196,18 @@ struct urlset {
 	 * snapshots (atomic): while there are any, merges wait. */
 	uint32_t starving;
 
-	/* Statistics. */
-	uint64_t live;			/* URLs stored */
-	uint64_t checks, checks_filter_only, false_positives;
-	uint64_t submits_new, submits_duplicate, deletes, expired;
-	uint64_t groups, flushes, merges, merges_forced;
-	uint64_t store_bytes_written;
-	uint64_t stat_segments, stat_small, stat_records, stat_dead;
-	uint64_t stat_journal_bytes, stat_journal_written, stat_journal_syncs;
-	uint64_t stat_host_runs, stat_host_keys, stat_host_merging;
+	/* Statistics, atomics: the writer's counts, and what it publishes
+	 * of its own state for other threads. */
+	struct {
+		uint64_t live;		/* URLs stored */
+		uint64_t checks, checks_filter_only, false_positives;
+		uint64_t submits_new, submits_duplicate, deletes, expired;
+		uint64_t groups, flushes, merges, merges_forced;
+		uint64_t store_bytes_written;
+		uint64_t segments, small, records, dead;
+		uint64_t journal_bytes, journal_written, journal_syncs;
+		uint64_t host_runs, host_keys, host_merging;
+	} stats;
 };
 
 /*
@@ -194,7 +230,7 @@ struct hosts_merge {
 
 struct urlset_reader {
 	struct urlset *us;
-	struct urlset_reader *next;	/* us->readers */
+	struct urlset_reader *next;	/* us->rd.readers */
 	uint64_t active;		/* the epoch entered at, 0: outside */
 	struct urlidx *idx;		/* the index while inside */
 	struct store_txn *txn;

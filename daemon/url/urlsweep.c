@@ -64,7 +64,7 @@ segment_due(const struct urlset *us, const struct segdir *d, bool dropping,
 
 /*
  * Adds to keys[*n] the live records of segment id to forget, from record
- * us->sweep_slot on, until *n reaches cap; moves sweep_slot on (to 0 once
+ * us->sweep.slot on, until *n reaches cap; moves sweep_slot on (to 0 once
  * the segment is done, whose directory's expiry then says what the rest of
  * its records do).  Returns a store status.
  */
@@ -72,7 +72,7 @@ static int
 gather(struct urlset *us, uint32_t id, uint64_t now_ms, struct url_key *keys,
     size_t *n, size_t cap)
 {
-	struct store_txn *txn = us->wrd->txn;
+	struct store_txn *txn = us->w.wrd->txn;
 	struct store_val v, b;
 	uint32_t i;
 	int64_t nrec;
@@ -92,7 +92,7 @@ gather(struct urlset *us, uint32_t id, uint64_t now_ms, struct url_key *keys,
 		log_warnx("%s: segment %u is damaged", __func__, id);
 		return STORE_FAILED;
 	}
-	for (i = us->sweep_slot; i < (uint32_t)nrec && *n < cap; i++) {
+	for (i = us->sweep.slot; i < (uint32_t)nrec && *n < cap; i++) {
 		struct url_record r;
 
 		if (!urlseg_bit(b.data, i))
@@ -103,18 +103,18 @@ gather(struct urlset *us, uint32_t id, uint64_t now_ms, struct url_key *keys,
 			memcpy(keys[*n].fp, r.fp, CBF_FP_LEN);
 			memcpy(keys[*n].idx, r.idx, sizeof(r.idx));
 			(*n)++;
-		} else if (r.st.expires_ms != 0 && (us->sweep_min == 0 ||
-		    r.st.expires_ms < us->sweep_min))
-			us->sweep_min = r.st.expires_ms;
+		} else if (r.st.expires_ms != 0 && (us->sweep.min == 0 ||
+		    r.st.expires_ms < us->sweep.min))
+			us->sweep.min = r.st.expires_ms;
 	}
 	store_reader_end(txn);
 	if (i < (uint32_t)nrec) {
-		us->sweep_slot = i;
+		us->sweep.slot = i;
 		return STORE_OK;
 	}
-	us->dir[id].expires_s = urlset_expires_s_of(us->sweep_min);
-	us->sweep_slot = 0;
-	us->sweep_min = 0;
+	us->segs.dir[id].expires_s = urlset_expires_s_of(us->sweep.min);
+	us->sweep.slot = 0;
+	us->sweep.min = 0;
 	return STORE_OK;
 }
 
@@ -150,23 +150,23 @@ urlset_sweep_step(struct urlset *us, bool idle)
 	struct urlset_job job;
 	uint32_t id;
 
-	if (!idle && mono - us->sweep_last_ms < SWEEP_BUSY_MS)
+	if (!idle && mono - us->sweep.last_ms < SWEEP_BUSY_MS)
 		return false;
-	us->sweep_last_ms = mono;
-	for (id = us->sweep_next; id < us->dir_len; id++)
-		if (segment_due(us, &us->dir[id], dropping, now))
+	us->sweep.last_ms = mono;
+	for (id = us->sweep.next; id < us->segs.dir_len; id++)
+		if (segment_due(us, &us->segs.dir[id], dropping, now))
 			break;
-	if (id >= us->dir_len) {
-		us->sweep_next = 1;
-		us->sweep_slot = 0;
-		us->sweep_min = 0;
+	if (id >= us->segs.dir_len) {
+		us->sweep.next = 1;
+		us->sweep.slot = 0;
+		us->sweep.min = 0;
 		if (dropping)
 			round_done(us);
 		return false;
 	}
-	if (id != us->sweep_next) {
-		us->sweep_slot = 0;
-		us->sweep_min = 0;
+	if (id != us->sweep.next) {
+		us->sweep.slot = 0;
+		us->sweep.min = 0;
 	}
 	/* A step fits the journal's table, as a group must. */
 	cap = urlmem_capacity(us->mem) / 2;
@@ -176,17 +176,17 @@ urlset_sweep_step(struct urlset *us, bool idle)
 		cap = 1;
 	if ((keys = malloc(cap * sizeof(*keys))) == NULL)
 		return false;
-	while (id < us->dir_len && segs < SWEEP_SEGMENTS && n < cap) {
-		if (segment_due(us, &us->dir[id], dropping, now)) {
+	while (id < us->segs.dir_len && segs < SWEEP_SEGMENTS && n < cap) {
+		if (segment_due(us, &us->segs.dir[id], dropping, now)) {
 			if (gather(us, id, now, keys, &n, cap) != STORE_OK)
 				break;
 			segs++;
-			if (us->sweep_slot != 0)
+			if (us->sweep.slot != 0)
 				break;	/* the rest of it in the next step */
 		}
 		id++;
 	}
-	us->sweep_next = id;
+	us->sweep.next = id;
 	if (n > 0) {
 		memset(&job, 0, sizeof(job));
 		job.op = URLSET_RECLAIM;

@@ -9,8 +9,10 @@
  *             and deletes in order, results included;
  *   journal   one frame with the new state of every URL the group changed;
  *             written, and for a durable group fdatasync'ed;
- *   publish   the filter, then the journal's table: readers see the
- *             changes only now, after they are as durable as promised;
+ *   publish   new URLs' filter counters, the journal's table, then
+ *             deleted URLs' counters (so the filter never says "absent"
+ *             for a URL a reader could find): readers see the changes
+ *             only now, after they are as durable as promised;
  *   deliver   the jobs back to the event loop.
  *
  * A frame that cannot be written (a full disk) fails the group, nothing
@@ -62,9 +64,9 @@ urlset_deliver(struct mailbox_msg *msg, void *arg)
 	struct urlset_job *job = MAILBOX_CONTAINER(msg, struct urlset_job,
 	    msg);
 
-	pthread_mutex_lock(&us->lock);
-	us->pending--;
-	pthread_mutex_unlock(&us->lock);
+	pthread_mutex_lock(&us->q.lock);
+	us->q.pending--;
+	pthread_mutex_unlock(&us->q.lock);
 	job->done(job);
 }
 
@@ -76,8 +78,8 @@ finish(struct urlset *us, struct urlset_job *job, int status)
 	job->status = status;
 	if (job->done == NULL)
 		return;		/* the writer's own */
-	if (us->mb != NULL)
-		mailbox_post(us->mb, &job->msg);
+	if (us->q.mb != NULL)
+		mailbox_post(us->q.mb, &job->msg);
 	else
 		job->done(job);
 }
@@ -99,10 +101,10 @@ publish_journal_stats(struct urlset *us)
 	struct journal_stats js;
 
 	urljournal_stats(us->journal, &js);
-	__atomic_store_n(&us->stat_journal_bytes, js.bytes, __ATOMIC_RELAXED);
-	__atomic_store_n(&us->stat_journal_written, js.bytes_written,
+	__atomic_store_n(&us->stats.journal_bytes, js.bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stats.journal_written, js.bytes_written,
 	    __ATOMIC_RELAXED);
-	__atomic_store_n(&us->stat_journal_syncs, js.syncs, __ATOMIC_RELAXED);
+	__atomic_store_n(&us->stats.journal_syncs, js.syncs, __ATOMIC_RELAXED);
 }
 
 static int
@@ -110,42 +112,42 @@ stage_reserve(struct urlset *us, size_t n)
 {
 	size_t slots = 16;
 
-	if (n > us->stage_cap) {
-		struct stage_entry *s = realloc(us->stage, n * sizeof(*s));
+	if (n > us->w.stage_cap) {
+		struct stage_entry *s = realloc(us->w.stage, n * sizeof(*s));
 		struct urlmem_entry *f;
 
 		if (s == NULL)
 			return -1;
-		us->stage = s;
-		if ((f = realloc(us->frame, n * sizeof(*f))) == NULL)
+		us->w.stage = s;
+		if ((f = realloc(us->w.frame, n * sizeof(*f))) == NULL)
 			return -1;
-		us->frame = f;
-		free(us->lookup_which);
-		free(us->lookup_found);
-		free(us->lookup_retry);
-		us->lookup_which = malloc(n * sizeof(*us->lookup_which));
-		us->lookup_found = malloc(n * sizeof(*us->lookup_found));
-		us->lookup_retry = malloc(n * sizeof(*us->lookup_retry));
-		if (us->lookup_which == NULL || us->lookup_found == NULL ||
-		    us->lookup_retry == NULL) {
-			us->stage_cap = 0;
+		us->w.frame = f;
+		free(us->w.lookup_which);
+		free(us->w.lookup_found);
+		free(us->w.lookup_retry);
+		us->w.lookup_which = malloc(n * sizeof(*us->w.lookup_which));
+		us->w.lookup_found = malloc(n * sizeof(*us->w.lookup_found));
+		us->w.lookup_retry = malloc(n * sizeof(*us->w.lookup_retry));
+		if (us->w.lookup_which == NULL || us->w.lookup_found == NULL ||
+		    us->w.lookup_retry == NULL) {
+			us->w.stage_cap = 0;
 			return -1;
 		}
-		us->stage_cap = n;
+		us->w.stage_cap = n;
 	}
 	while (slots < 2 * n)
 		slots *= 2;
-	if (slots - 1 != us->stage_map_mask) {
+	if (slots - 1 != us->w.stage_map_mask) {
 		uint32_t *m = malloc(slots * sizeof(*m));
 
 		if (m == NULL)
 			return -1;
-		free(us->stage_map);
-		us->stage_map = m;
-		us->stage_map_mask = slots - 1;
+		free(us->w.stage_map);
+		us->w.stage_map = m;
+		us->w.stage_map_mask = slots - 1;
 	}
-	memset(us->stage_map, 0, slots * sizeof(*us->stage_map));
-	us->stage_len = 0;
+	memset(us->w.stage_map, 0, slots * sizeof(*us->w.stage_map));
+	us->w.stage_len = 0;
 	return 0;
 }
 
@@ -160,14 +162,14 @@ stage_entry(struct urlset *us, const struct url_key *key)
 
 	memcpy(&h, key->fp + 8, sizeof(h));
 	for (i = (size_t)(h * 0x9e3779b97f4a7c15ULL >> 32) &
-	    us->stage_map_mask; us->stage_map[i] != 0;
-	    i = (i + 1) & us->stage_map_mask) {
-		e = &us->stage[us->stage_map[i] - 1];
+	    us->w.stage_map_mask; us->w.stage_map[i] != 0;
+	    i = (i + 1) & us->w.stage_map_mask) {
+		e = &us->w.stage[us->w.stage_map[i] - 1];
 		if (urlrec_cmp_fp(e->key.fp, key->fp) == 0)
 			return e;
 	}
-	e = &us->stage[us->stage_len++];
-	us->stage_map[i] = (uint32_t)us->stage_len;
+	e = &us->w.stage[us->w.stage_len++];
+	us->w.stage_map[i] = (uint32_t)us->w.stage_len;
 	memset(e, 0, sizeof(*e));
 	e->key = *key;
 	if (urlmem_get(us->mem, key->fp, &e->base)) {
@@ -186,32 +188,32 @@ stage_entry(struct urlset *us, const struct url_key *key)
 static int
 stage_lookup(struct urlset *us)
 {
-	struct urlset_reader *rd = us->wrd;
+	struct urlset_reader *rd = us->w.wrd;
 	size_t n = 0, nretry = 0, tries = 0;
 	struct url_key *keys;
 	int rc;
 
 	/* The lookup reads keys by index: a contiguous copy of the keys. */
-	if ((keys = malloc(us->stage_len * sizeof(*keys) + 1)) == NULL)
+	if ((keys = malloc(us->w.stage_len * sizeof(*keys) + 1)) == NULL)
 		return STORE_FAILED;
-	for (size_t i = 0; i < us->stage_len; i++) {
-		keys[i] = us->stage[i].key;
-		if (us->stage[i].need_lookup)
-			us->lookup_which[n++] = (uint32_t)i;
+	for (size_t i = 0; i < us->w.stage_len; i++) {
+		keys[i] = us->w.stage[i].key;
+		if (us->w.stage[i].need_lookup)
+			us->w.lookup_which[n++] = (uint32_t)i;
 	}
-	if (n > 0 && urlset_reader_reserve(rd, us->stage_len) == -1) {
+	if (n > 0 && urlset_reader_reserve(rd, us->w.stage_len) == -1) {
 		free(keys);
 		return STORE_FAILED;
 	}
-	rd->idx = us->idx;	/* the writer's own: no grace needed */
+	rd->idx = us->rd.idx;	/* the writer's own: no grace needed */
 	rc = n > 0 ? store_reader_begin(rd->txn) : STORE_OK;
 	while (n > 0 && rc == STORE_OK) {
-		rc = urlset_lookup_store(rd, keys, us->lookup_which, n,
-		    us->lookup_found, us->lookup_retry, &nretry);
+		rc = urlset_lookup_store(rd, keys, us->w.lookup_which, n,
+		    us->w.lookup_found, us->w.lookup_retry, &nretry);
 		for (size_t i = 0; rc == STORE_OK && i < n; i++) {
-			uint32_t k = us->lookup_which[i];
-			struct url_found *f = &us->lookup_found[k];
-			struct stage_entry *e = &us->stage[k];
+			uint32_t k = us->w.lookup_which[i];
+			struct url_found *f = &us->w.lookup_found[k];
+			struct stage_entry *e = &us->w.stage[k];
 
 			if (!f->found)
 				continue;
@@ -230,8 +232,8 @@ stage_lookup(struct urlset *us)
 			rc = STORE_FAILED;
 			break;
 		}
-		memcpy(us->lookup_which, us->lookup_retry,
-		    nretry * sizeof(*us->lookup_which));
+		memcpy(us->w.lookup_which, us->w.lookup_retry,
+		    nretry * sizeof(*us->w.lookup_which));
 		n = nretry;
 		store_reader_end(rd->txn);
 		rc = store_reader_begin(rd->txn);
@@ -264,10 +266,10 @@ changed(const struct stage_entry *e)
 static bool
 room_may_try(const struct urlset *us, int *rc)
 {
-	if (us->full == 0 || clock_mono_ms() >= us->full_retry_ms ||
-	    (us->full == STORE_NOSPACE && store_disk_has_room(us->st)))
+	if (us->segs.full == 0 || clock_mono_ms() >= us->segs.full_retry_ms ||
+	    (us->segs.full == STORE_NOSPACE && store_disk_has_room(us->st)))
 		return true;
-	*rc = us->full;
+	*rc = us->segs.full;
 	return false;
 }
 
@@ -276,17 +278,18 @@ static int
 room_tried(struct urlset *us, int rc)
 {
 	if (store_status_full(rc) || rc == STORE_TXN_FULL) {
-		us->full_wait_ms = us->full == 0 ? URLSET_FULL_WAIT_MIN_MS :
-		    us->full_wait_ms * 2;
-		if (us->full_wait_ms > URLSET_FULL_WAIT_MAX_MS)
-			us->full_wait_ms = URLSET_FULL_WAIT_MAX_MS;
-		us->full = rc;
-		us->full_retry_ms = clock_mono_ms() + us->full_wait_ms;
+		us->segs.full_wait_ms = us->segs.full == 0 ?
+		    URLSET_FULL_WAIT_MIN_MS : us->segs.full_wait_ms * 2;
+		if (us->segs.full_wait_ms > URLSET_FULL_WAIT_MAX_MS)
+			us->segs.full_wait_ms = URLSET_FULL_WAIT_MAX_MS;
+		us->segs.full = rc;
+		us->segs.full_retry_ms = clock_mono_ms() +
+		    us->segs.full_wait_ms;
 		log_debug("%s: %s; the next try in %" PRIu64 " ms", __func__,
-		    store_strstatus(rc), us->full_wait_ms);
-	} else if (rc == STORE_OK && us->full != 0) {
+		    store_strstatus(rc), us->segs.full_wait_ms);
+	} else if (rc == STORE_OK && us->segs.full != 0) {
 		log_debug("%s: the store has room again", __func__);
-		us->full = 0;
+		us->segs.full = 0;
 	}
 	return rc;
 }
@@ -463,7 +466,7 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		finish_all(us, list, rc);
 		return;
 	}
-	texts_at = us->texts_len;
+	texts_at = us->hosts.texts_len;
 	if (stage_reserve(us, nkeys) == -1 ||
 	    urlset_texts_reserve(us, text_bytes, text_keys) == -1) {
 		finish_all(us, list, STORE_FAILED);
@@ -489,21 +492,21 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		    &deleted, &expired);
 	if (URLSET_CRASH(URLSET_CRASH_STAGED))
 		return;
-	for (size_t i = 0; i < us->stage_len; i++) {
-		struct stage_entry *e = &us->stage[i];
+	for (size_t i = 0; i < us->w.stage_len; i++) {
+		struct stage_entry *e = &us->w.stage[i];
 
 		if (!changed(e))
 			continue;
-		us->frame[nframe] = e->base;
-		us->frame[nframe++].st = e->cur;
+		us->w.frame[nframe] = e->base;
+		us->w.frame[nframe++].st = e->cur;
 	}
 	/* An import's texts may come without a change of state: the frame
 	 * carries them all the same. */
-	if (nframe > 0 || us->texts_len > texts_at) {
-		if (urljournal_append(us->journal, us->frame, nframe,
-		    us->texts_len > texts_at ? us->texts + texts_at : NULL,
-		    us->texts_len - texts_at) == -1) {
-			us->texts_len = texts_at;
+	if (nframe > 0 || us->hosts.texts_len > texts_at) {
+		if (urljournal_append(us->journal, us->w.frame, nframe,
+		    us->hosts.texts_len > texts_at ? us->hosts.texts +
+		    texts_at : NULL, us->hosts.texts_len - texts_at) == -1) {
+			us->hosts.texts_len = texts_at;
 			/* Only where writing in place takes new blocks (a
 			 * copy-on-write file system): the store logs it. */
 			if (errno == ENOSPC || errno == EDQUOT) {
@@ -521,22 +524,22 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 			if (urljournal_sync(us->journal) == -1)
 				fatal("%s: cannot sync the URL journal: what "
 				    "is on disk is unknown; stopping", __func__);
-			us->unsynced_since_ms = 0;
-		} else if (us->unsynced_since_ms == 0)
-			us->unsynced_since_ms = clock_mono_ms();
+			us->w.unsynced_since_ms = 0;
+		} else if (us->w.unsynced_since_ms == 0)
+			us->w.unsynced_since_ms = clock_mono_ms();
 	}
 	if (URLSET_CRASH(URLSET_CRASH_JOURNALED))
 		return;
 	/* Publish: a new URL's counters before its entry, a deleted one's
 	 * entry before its counters, so the filter never says "absent" for
 	 * a URL a reader could find. */
-	for (size_t i = 0; i < us->stage_len; i++) {
-		struct stage_entry *e = &us->stage[i];
+	for (size_t i = 0; i < us->w.stage_len; i++) {
+		struct stage_entry *e = &us->w.stage[i];
 		struct urlmem_entry m;
 
-		if (i + URLSET_PREFETCH < us->stage_len) {
+		if (i + URLSET_PREFETCH < us->w.stage_len) {
 			const struct url_key *k =
-			    &us->stage[i + URLSET_PREFETCH].key;
+			    &us->w.stage[i + URLSET_PREFETCH].key;
 
 			urlmem_prefetch(us->mem, k->fp);
 			urlset_prefetch(us, k);
@@ -559,15 +562,15 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 		if (us->move != NULL)
 			urlset_export_note(us, e);
 	}
-	if (us->move != NULL && us->texts_len > texts_at)
-		urlset_export_note_texts(us, us->texts + texts_at,
-		    us->texts_len - texts_at);
-	__atomic_fetch_add(&us->live, (uint64_t)live, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->submits_new, added, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->submits_duplicate, dup, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->deletes, deleted, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->expired, expired, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&us->groups, 1, __ATOMIC_RELAXED);
+	if (us->move != NULL && us->hosts.texts_len > texts_at)
+		urlset_export_note_texts(us, us->hosts.texts + texts_at,
+		    us->hosts.texts_len - texts_at);
+	__atomic_fetch_add(&us->stats.live, (uint64_t)live, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.submits_new, added, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.submits_duplicate, dup, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.deletes, deleted, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.expired, expired, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&us->stats.groups, 1, __ATOMIC_RELAXED);
 	publish_journal_stats(us);
 	if (URLSET_CRASH(URLSET_CRASH_PUBLISHED))
 		return;
@@ -649,7 +652,7 @@ urlset_current_states(struct urlset *us, const struct url_key *keys,
 	/* Keys given twice share an entry. */
 	for (size_t i = 0; i < n; i++)
 		out[i] = stage_entry(us, &keys[i])->cur;
-	us->stage_len = 0;
+	us->w.stage_len = 0;
 	return STORE_OK;
 }
 
@@ -657,9 +660,9 @@ urlset_current_states(struct urlset *us, const struct url_key *keys,
 static bool
 relaxed_sync_due(const struct urlset *us, uint64_t now)
 {
-	return us->unsynced_since_ms != 0 && us->sync &&
+	return us->w.unsynced_since_ms != 0 && us->sync &&
 	    us->relaxed_sync_ms != 0 &&
-	    now - us->unsynced_since_ms >= us->relaxed_sync_ms;
+	    now - us->w.unsynced_since_ms >= us->relaxed_sync_ms;
 }
 
 static void
@@ -668,7 +671,7 @@ relaxed_sync(struct urlset *us)
 	if (urljournal_sync(us->journal) == -1)
 		fatal("%s: cannot sync the URL journal: what is on disk is "
 		    "unknown; stopping", __func__);
-	us->unsynced_since_ms = 0;
+	us->w.unsynced_since_ms = 0;
 	publish_journal_stats(us);
 }
 
@@ -716,21 +719,21 @@ after_group(struct urlset *us)
 void
 urlset_release_scratch(struct urlset *us)
 {
-	free(us->stage);
-	free(us->stage_map);
-	free(us->frame);
-	free(us->lookup_which);
-	free(us->lookup_found);
-	free(us->lookup_retry);
-	us->stage = NULL;
-	us->stage_map = NULL;
-	us->frame = NULL;
-	us->lookup_which = us->lookup_retry = NULL;
-	us->lookup_found = NULL;
-	us->stage_cap = 0;
-	us->stage_map_mask = 0;
-	if (us->wrd != NULL)
-		urlset_reader_release(us->wrd);
+	free(us->w.stage);
+	free(us->w.stage_map);
+	free(us->w.frame);
+	free(us->w.lookup_which);
+	free(us->w.lookup_found);
+	free(us->w.lookup_retry);
+	us->w.stage = NULL;
+	us->w.stage_map = NULL;
+	us->w.frame = NULL;
+	us->w.lookup_which = us->w.lookup_retry = NULL;
+	us->w.lookup_found = NULL;
+	us->w.stage_cap = 0;
+	us->w.stage_map_mask = 0;
+	if (us->w.wrd != NULL)
+		urlset_reader_release(us->w.wrd);
 }
 
 /*
@@ -761,7 +764,7 @@ idle_work(struct urlset *us, uint64_t idle_since)
 		return true;
 	if (urlset_sweep_step(us, true) || urlset_hosts_merge_step(us, true))
 		return true;
-	if (quiet && us->stage_cap > 0)
+	if (quiet && us->w.stage_cap > 0)
 		urlset_release_scratch(us);
 	return false;
 }
@@ -777,7 +780,7 @@ grouped(enum urlset_op op)
 static struct urlset_job *
 take_group(struct urlset *us)
 {
-	struct urlset_job *list = us->head, *last = list;
+	struct urlset_job *list = us->q.head, *last = list;
 	size_t n = list->n, jobs = 1;
 
 	if (grouped(list->op)) {
@@ -791,9 +794,9 @@ take_group(struct urlset *us)
 			jobs++;
 		}
 	}
-	us->head = last->next;
-	if (us->head == NULL)
-		us->tail = NULL;
+	us->q.head = last->next;
+	if (us->q.head == NULL)
+		us->q.tail = NULL;
 	last->next = NULL;
 	return list;
 }
@@ -808,8 +811,8 @@ writer_main(void *arg)
 
 	pthread_setname_np(pthread_self(), "nddd-urls");
 	for (;;) {
-		pthread_mutex_lock(&us->lock);
-		while (us->head == NULL && !us->stopping && !worked) {
+		pthread_mutex_lock(&us->q.lock);
+		while (us->q.head == NULL && !us->q.stopping && !worked) {
 			struct timespec ts;
 
 			/* Wake for the idle work's deadlines. */
@@ -819,21 +822,21 @@ writer_main(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
 			}
-			pthread_cond_timedwait(&us->cond, &us->lock, &ts);
-			if (us->head == NULL && !us->stopping)
+			pthread_cond_timedwait(&us->q.cond, &us->q.lock, &ts);
+			if (us->q.head == NULL && !us->q.stopping)
 				break;
 		}
-		if (us->head == NULL) {
-			bool stopping = us->stopping;
+		if (us->q.head == NULL) {
+			bool stopping = us->q.stopping;
 
-			pthread_mutex_unlock(&us->lock);
+			pthread_mutex_unlock(&us->q.lock);
 			if (stopping)
 				break;
 			worked = idle_work(us, idle_since);
 			continue;
 		}
 		list = take_group(us);
-		pthread_mutex_unlock(&us->lock);
+		pthread_mutex_unlock(&us->q.lock);
 		switch (list->op) {
 		case URLSET_VERIFY:
 			run_verify(us, list);
@@ -870,32 +873,32 @@ writer_main(void *arg)
 int
 urlset_start(struct urlset *us, struct event_base *base)
 {
-	if ((us->mb = mailbox_new(base, urlset_deliver, us)) == NULL)
+	if ((us->q.mb = mailbox_new(base, urlset_deliver, us)) == NULL)
 		return -1;
-	if (pthread_create(&us->thread, NULL, writer_main, us) != 0) {
-		mailbox_free(us->mb);
-		us->mb = NULL;
+	if (pthread_create(&us->q.thread, NULL, writer_main, us) != 0) {
+		mailbox_free(us->q.mb);
+		us->q.mb = NULL;
 		return -1;
 	}
-	us->started = true;
+	us->q.started = true;
 	return 0;
 }
 
 void
 urlset_stop(struct urlset *us)
 {
-	if (!us->started)
+	if (!us->q.started)
 		return;
-	pthread_mutex_lock(&us->lock);
-	us->stopping = true;
-	pthread_cond_signal(&us->cond);
-	pthread_mutex_unlock(&us->lock);
-	pthread_join(us->thread, NULL);
-	us->started = false;
+	pthread_mutex_lock(&us->q.lock);
+	us->q.stopping = true;
+	pthread_cond_signal(&us->q.cond);
+	pthread_mutex_unlock(&us->q.lock);
+	pthread_join(us->q.thread, NULL);
+	us->q.started = false;
 	/* Hand back what the thread finished after the loop last looked. */
-	mailbox_drain(us->mb);
-	mailbox_free(us->mb);
-	us->mb = NULL;
+	mailbox_drain(us->q.mb);
+	mailbox_free(us->q.mb);
+	us->q.mb = NULL;
 }
 
 void
@@ -904,13 +907,13 @@ urlset_submit_job(struct urlset *us, struct urlset_job *job)
 	job->next = NULL;
 	job->status = STORE_OK;
 	job->refused = NULL;
-	pthread_mutex_lock(&us->lock);
-	if (us->tail != NULL)
-		us->tail->next = job;
+	pthread_mutex_lock(&us->q.lock);
+	if (us->q.tail != NULL)
+		us->q.tail->next = job;
 	else
-		us->head = job;
-	us->tail = job;
-	us->pending++;
-	pthread_cond_signal(&us->cond);
-	pthread_mutex_unlock(&us->lock);
+		us->q.head = job;
+	us->q.tail = job;
+	us->q.pending++;
+	pthread_cond_signal(&us->q.cond);
+	pthread_mutex_unlock(&us->q.lock);
 }
