@@ -10,6 +10,7 @@
  */
 #include <getopt.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -301,10 +302,40 @@ load_stopwords(struct daemon *d)
 	log_info("%s: %zu stop words from %s", __func__, n, d->cfg.stopwords);
 }
 
-static void
-open_docs(struct daemon *d)
+/*
+ * The documents' tables are rebuilt from the store in a thread of their
+ * own while the URL set rebuilds its filter and index in the opening one:
+ * the two read different tables, and a restart takes the longer of the
+ * two rather than their sum.
+ */
+struct docs_opening {
+	struct daemon *d;
+	struct docset_options opts;
+	pthread_t thread;
+	char *cause;
+};
+
+static void *
+docs_open_run(void *arg)
 {
-	struct docset_options dopts = {
+	struct docs_opening *o = arg;
+
+	o->d->docs = docset_open(o->d->store, &o->opts, &o->cause);
+	return NULL;
+}
+
+static void
+docs_open_start(struct daemon *d, struct docs_opening *o)
+{
+	char *cause = NULL;
+	int rc;
+
+	if (simhash_simd_select(d->cfg.simd, &cause) == -1)
+		fatalx("[simhash] simd: %s", cause ? cause : "unsupported");
+	load_stopwords(d);
+	o->d = d;
+	o->cause = NULL;
+	o->opts = (struct docset_options){
 		.k = (unsigned)d->cfg.near_k,
 		.blocks = (unsigned)d->cfg.near_blocks,
 		.term_hash = d->cfg.term_hash,
@@ -312,14 +343,26 @@ open_docs(struct daemon *d)
 		.resemblance = (float)d->cfg.near_resemblance,
 		.containment = (float)d->cfg.near_containment,
 	};
+	if ((rc = pthread_create(&o->thread, NULL, docs_open_run, o)) != 0)
+		fatalx("%s: cannot start a thread: %s", __func__,
+		    strerror(rc));
+}
+
+static void
+docs_open_finish(struct docs_opening *o)
+{
+	pthread_join(o->thread, NULL);
+	if (o->d->docs == NULL)
+		fatalx("%s", o->cause ? o->cause :
+		    "cannot open the documents");
+}
+
+static void
+start_accel(struct daemon *d)
+{
 	struct accel_options ao;
 	char *cause = NULL;
 
-	if (simhash_simd_select(d->cfg.simd, &cause) == -1)
-		fatalx("[simhash] simd: %s", cause ? cause : "unsupported");
-	load_stopwords(d);
-	if ((d->docs = docset_open(d->store, &dopts, &cause)) == NULL)
-		fatalx("%s", cause ? cause : "cannot open the documents");
 	accel_options_defaults(&ao);
 	snprintf(ao.accelerator, sizeof(ao.accelerator), "%s",
 	    d->cfg.accelerator);
@@ -362,19 +405,22 @@ open_everything(struct daemon *d)
 	struct auth *tokens = load_tokens(&d->cfg);
 	struct dispatch_deps deps;
 	struct server_handler handler;
+	struct docs_opening docs;
 	char *cause = NULL;
 
 	check_exposure(&d->cfg, tokens != NULL);
 	if ((d->store = store_open(&so, &cause)) == NULL)
 		fatalx("%s", cause ? cause : "cannot open the store");
+	docs_open_start(d, &docs);
 	if ((d->urls = urlset_open(d->store, d->cfg.data_dir, &uo, &cause)) ==
 	    NULL)
 		fatalx("%s", cause ? cause : "cannot open the URL set");
+	docs_open_finish(&docs);
 	if ((d->base = event_base_new()) == NULL)
 		fatalx("%s: event_base_new failed", __func__);
 	if (urlset_start(d->urls, d->base) == -1)
 		fatalx("%s: cannot start the URL writer", __func__);
-	open_docs(d);
+	start_accel(d);
 	if ((d->writer = writer_new(d->store, d->base)) == NULL)
 		fatalx("%s: cannot start the store writer", __func__);
 	deps.st = d->store;
