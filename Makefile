@@ -5,6 +5,9 @@
 #                 foreground on conf/nddd.conf with its data under var/
 #   make test     install missing packages, build, run every test, then run
 #                 them again built with AddressSanitizer and UBSan
+#   make check-unit   build, run the unit tests and the layers' and
+#                 pages' checks (a development loop's subset; make check
+#                 adds the integration tests)
 #   make bench    install missing packages, build, run the benchmarks
 #   make test-python   the Python client's, Scrapy filter's and batch
 #                 job's tests, part of make test, against the release
@@ -161,8 +164,8 @@ PYTHON ?= /usr/bin/python3
 PY_DIR := clients/python
 PY_GEN := $(PY_DIR)/nddd/nddd_pb2.py
 
-.PHONY: all binaries tests run test check bench clean install deps-build \
-	print-layers check-layers \
+.PHONY: all binaries tests run test check check-unit check-docs bench clean \
+	install deps-build print-layers check-layers \
 	deps-test deps-bench fuzz fuzz-bins fuzz-run python test-python
 
 ifeq ($(VARIANT),release)
@@ -323,9 +326,20 @@ TEST_ENV := ASAN_OPTIONS=intercept_tls_get_addr=0 \
 	NDDD_ACCEL_DIR=$(abspath $(B)/accel) \
 	NDDCTL_BIN=$(abspath $(B)/bin/nddctl) \
 	NDDD_TEST_DATA=$(TEST_DATA) NDDD_SOURCE_DIR=$(CURDIR)
-check: all tests check-layers
+check: all tests check-layers check-docs
 	$(TEST_ENV) $(B)/bin/unit-tests
 	$(TEST_ENV) $(B)/bin/integration-tests
+
+# A development loop's subset: the unit tests, without the integration
+# tests (about 2 minutes on 2 cores, against make check's 10).
+check-unit: all $(B)/bin/unit-tests check-layers check-docs
+	$(TEST_ENV) $(B)/bin/unit-tests
+
+# The reference pages against the code's own tables, and every link of
+# README.md and docs/ (a second); then the checker's own test.
+check-docs:
+	$(PYTHON) tests/docs/check_docs.py
+	$(PYTHON) tests/docs/check_docs.py --self-test
 
 # Python tests: a real daemon (NDDD_BIN), nddctl, Scrapy in subprocesses.
 # The sanitizer pass runs the client's tests only (the crawls are slow
