@@ -1,9 +1,9 @@
 #!/bin/sh
 # Checks systemd/nddd.service with systemd-analyze verify, against the
 # daemon just built (the unit names the installed path, which may not
-# exist here), after checking that it sets the resource ceilings README
-# documents.  Skips the verification, saying so, where systemd-analyze is
-# absent.
+# exist here), after checking that it sets the resource ceilings
+# docs/operations.md documents.  Skips the verification, saying so, where
+# systemd-analyze is absent.
 set -eu
 
 unit=systemd/nddd.service

@@ -51,7 +51,7 @@ API_VERSIONS = {
     "PodDisruptionBudget": "policy/v1",
 }
 
-# The memory the configuration commits nddd to (README, "Running under
+# The memory the configuration commits nddd to (docs/operations.md, "Under
 # systemd"): bytes per URL of [urls] capacity (filter and index), per
 # [urls] journal_entries, and per request worker the memory it keeps plus
 # what it may hold decoding a frame (twice max_frame).
