@@ -43,8 +43,12 @@
  */
 #include "extract.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "extract_tree.h"
 
@@ -65,6 +69,19 @@
 /* What step 5 does to a node (struct extract_scratch's mark). */
 #define EX_K_KEEP	0
 #define EX_K_DROP	1
+#define EX_K_CUT	2	/* to drop, by its parent's look at it */
+
+/*
+ * A teaser: a block with a link, of at most this many bytes (a headline
+ * with its date, its source or a line of summary); and this many teasers
+ * in a row, a quarter of their text in links, are a list of them.
+ */
+#define EX_TEASER_MAX	300
+#define EX_TEASER_MIN	3
+/* A picture's block with at most this much text is the picture's caption. */
+#define EX_CAPTION_MAX	300
+/* A form's block with at most this much text is a widget (log-in, poll). */
+#define EX_WIDGET_MAX	500
 
 struct extract_scratch {
 	struct ex_tree t;
@@ -122,6 +139,186 @@ ex_out_room(struct extract_scratch *sc)
 }
 
 /*
+ * The longest line read for the phrases of a notice or a call to action:
+ * longer is a paragraph of the story that happens to use them.
+ */
+#define EX_NOTICE_LINE	500
+/* A call to action this short needs no link to be one. */
+#define EX_CTA_LINE	200
+
+/*
+ * Phrases of the template's own lines, in lower case, their words
+ * separated by one SPACE, each matched from the start of a word (as
+ * ex_norm writes the line): notices of copyright (where boilerpipe ends
+ * the article) and calls to action (sign-up, log-in and subscribe
+ * prompts).  One ending with a digit matches as a prefix ("copyright
+ * 2008").
+ */
+struct ex_phrase {
+	const char *s;
+	size_t len;
+};
+#define PH(w) { w, sizeof(w) - 1 }
+static const struct ex_phrase ex_legal_phrases[] = {
+	PH("all rights reserved"), PH("expressly prohibited"),
+	PH("strictly prohibited"), PH("prior written consent"),
+	PH("prior written permission"), PH("express written consent"),
+	PH("express written permission"), PH("may not be reproduced"),
+	PH("may not be republished"), PH("may not be redistributed"),
+	PH("may not be published broadcast"), PH("registered trademark"),
+	PH("copyright \xc2\xa9"), PH("\xc2\xa9 copyright"),
+	PH("copyright c 1"), PH("copyright c 2"), PH("copyright 1"),
+	PH("copyright 2"), PH("\xc2\xa9 1"), PH("\xc2\xa9 2"),
+};
+static const struct ex_phrase ex_cta_phrases[] = {
+	PH("click here"), PH("sign up now"), PH("sign up today"),
+	PH("sign up here"), PH("sign up for free"), PH("sign up for our"),
+	PH("register now"), PH("register today"), PH("register here"),
+	PH("register for free"), PH("subscribe now"), PH("subscribe today"),
+	PH("subscribe here"), PH("subscribe free"), PH("subscribe for free"),
+	PH("create an account"), PH("already a member"),
+	PH("become a member"), PH("log in to"), PH("login to"),
+	PH("sign in to"), PH("start your free trial"), PH("follow us on"),
+	PH("like us on"), PH("mark your calendar"),
+};
+#undef PH
+#define EX_NLEGAL (sizeof(ex_legal_phrases) / sizeof(ex_legal_phrases[0]))
+#define EX_NCTA (sizeof(ex_cta_phrases) / sizeof(ex_cta_phrases[0]))
+/* The longest phrase, and then some. */
+#define EX_PHRASE_MAX	40
+
+/*
+ * Each byte as the phrases are written: ASCII letters lower-cased, digits
+ * and bytes from 0x80 kept, every other byte a separator (SPACE).  And the
+ * first three bytes of each phrase (ex_trigram): most words begin none.
+ */
+static uint8_t ex_norm[256];
+static uint8_t ex_phrase_trigrams[4096 / 8];
+static pthread_once_t ex_phrase_once = PTHREAD_ONCE_INIT;
+
+static unsigned
+ex_trigram(uint8_t a, uint8_t b, uint8_t c)
+{
+	return (((unsigned)a * 31u + b) * 31u + c) % 4096;
+}
+
+static void
+ex_phrase_add(const struct ex_phrase *p)
+{
+	unsigned h = ex_trigram((uint8_t)p->s[0], (uint8_t)p->s[1],
+	    (uint8_t)p->s[2]);
+
+	ex_phrase_trigrams[h / 8] |= (uint8_t)(1u << h % 8);
+}
+
+static void
+ex_phrase_init(void)
+{
+	size_t k;
+
+	for (k = 0; k < 256; k++)
+		ex_norm[k] = (uint8_t)((k - 'A' < 26) ? k | 0x20 :
+		    (k - 'a' < 26 || k - '0' < 10 || k >= 0x80) ? k : ' ');
+	for (k = 0; k < EX_NLEGAL; k++)
+		ex_phrase_add(&ex_legal_phrases[k]);
+	for (k = 0; k < EX_NCTA; k++)
+		ex_phrase_add(&ex_cta_phrases[k]);
+}
+
+/*
+ * Whether b[0..n) (normalised, a word at its start, a SPACE at its end)
+ * begins with one of the count phrases of list: one that ends at a word's
+ * end, or with a digit.
+ */
+static int
+ex_starts_phrase(const uint8_t *b, size_t n, const struct ex_phrase *list,
+    size_t count)
+{
+	size_t k, pl;
+
+	for (k = 0; k < count; k++) {
+		pl = list[k].len;
+		if (pl < n && b[0] == (uint8_t)list[k].s[0] &&
+		    memcmp(b, list[k].s, pl) == 0 &&
+		    ((uint8_t)(list[k].s[pl - 1] - '0') < 10 || b[pl] == ' '))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether the word at s[i] (before n) begins a phrase: looked at by its
+ * first three bytes, then, if one may, normalised.  cta: whether calls to
+ * action count.
+ */
+static int
+ex_word_is_phrase(const uint8_t *s, size_t i, size_t n, int cta)
+{
+	uint8_t win[EX_PHRASE_MAX + 2], c1, c2;
+	size_t j, k;
+	unsigned h;
+
+	if (n - i < 3)
+		return 0;
+	c1 = ex_norm[s[i + 1]];
+	c2 = c1 == ' ' ? ' ' : ex_norm[s[i + 2]];
+	h = ex_trigram(ex_norm[s[i]], c1, c2);
+	if (!(ex_phrase_trigrams[h / 8] >> h % 8 & 1))
+		return 0;
+	for (j = i, k = 0; j < n && k < EX_PHRASE_MAX; j++)
+		if (ex_norm[s[j]] != ' ' || win[k - 1] != ' ')
+			win[k++] = ex_norm[s[j]];
+	win[k++] = ' ';
+	return ex_starts_phrase(win, k, ex_legal_phrases, EX_NLEGAL) ||
+	    (cta && ex_starts_phrase(win, k, ex_cta_phrases, EX_NCTA));
+}
+
+/*
+ * Whether a line of the content, s[0..n) with link bytes of links, is the
+ * template's: a notice of copyright, or a call to action (in a link, or
+ * on a short line of its own).  Words are found 16 bytes at a time.
+ */
+static int
+ex_is_notice_line(const uint8_t *s, size_t n, size_t link)
+{
+	int cta = link > 0 || n <= EX_CTA_LINE;
+	unsigned prev = 0, w;
+	size_t i = 0;
+
+	if (n > EX_NOTICE_LINE)
+		return 0;
+	pthread_once(&ex_phrase_once, ex_phrase_init);
+#ifdef __SSE2__
+	for (; n - i >= 16; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(s + i)), x;
+		unsigned starts;
+
+		/* Letters, digits and bytes from 0x80: words' bytes. */
+		x = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)),
+		    _mm_set1_epi8('a'));
+		w = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(x,
+		    _mm_set1_epi8(25)), x));
+		x = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+		w |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(x,
+		    _mm_set1_epi8(9)), x)) | (unsigned)_mm_movemask_epi8(v);
+		for (starts = w & ~(w << 1 | prev); starts != 0;
+		    starts &= starts - 1)
+			if (ex_word_is_phrase(s, i + (size_t)__builtin_ctz(starts),
+			    n, cta))
+				return 1;
+		prev = w >> 15;
+	}
+#endif
+	for (; i < n; i++) {
+		w = ex_norm[s[i]] != ' ';
+		if (w && !prev && ex_word_is_phrase(s, i, n, cta))
+			return 1;
+		prev = w;
+	}
+	return 0;
+}
+
+/*
  * A line being written: where it starts, its bytes, its link bytes; and
  * the run of short lines kept just before it: where it starts, its lines,
  * those with a link, their bytes and link bytes.
@@ -154,7 +351,8 @@ ex_line_end(struct ex_line *l, uint8_t *out, size_t *o, int is_main,
 
 	if (!is_main)
 		goto done;
-	if (l->link * 3 > l->len * 2) {
+	if (l->link * 3 > l->len * 2 || ex_is_notice_line(out + l->start,
+	    *o - l->start, l->link)) {
 		*o = l->start > 0 ? l->start - 1 : 0;
 		is_short = 1;
 	} else if (is_short && l->len > 0) {
@@ -385,6 +583,25 @@ ex_is_comments_mark(const struct ex_node *nd)
 {
 	return (nd->hints & EX_H_PLACE) && !(nd->hints & EX_H_BODY) &&
 	    nd->text == 0 && nd->nimg == 0;
+}
+
+/*
+ * Whether a node is a picture's block: a picture with a line or two of
+ * caption or credit, and no paragraph of the story (a gallery's frames,
+ * a photograph beside the text).
+ */
+static int
+ex_is_caption_block(const struct ex_node *nd)
+{
+	switch (nd->tag) {
+	case EX_T_DIV:
+	case EX_T_TD:
+	case EX_T_TABLE:
+	case EX_T_CENTER:
+		return nd->nimg > 0 && nd->text > 0 && nd->text <= EX_CAPTION_MAX &&
+		    nd->nline <= 3;
+	}
+	return 0;
 }
 
 /* Whether a node reads as a paragraph of its own. */
@@ -635,6 +852,167 @@ ex_semantic(struct extract_scratch *sc, uint32_t best)
 }
 
 /*
+ * Headings that title the template's sections (squeezed as ex_squeeze
+ * does, matched at the start): what follows them, to the next heading of
+ * their rank, is other stories, not this one.
+ */
+static const char *const ex_teaser_headings[] = {
+	"related", "othernews", "otherstories", "otherarticles",
+	"inothernews", "morenews", "morestories", "morearticles",
+	"moreheadlines", "moreon", "morefrom", "seealso", "alsoread",
+	"readmore", "readalso", "topstories", "topnews", "latestnews",
+	"lateststories", "latestheadlines", "mostpopular", "mostread",
+	"mostviewed", "mostemailed", "mostcommented", "mostshared",
+	"youmayalso", "youmightalso", "recommended", "alsointhenews",
+	"editorspicks", "aroundtheweb", "fromtheweb", "trending",
+};
+
+/* Whether node i is a heading that titles a section of teasers. */
+static int
+ex_is_teaser_heading(const struct extract_scratch *sc, uint32_t i)
+{
+	const struct ex_tree *t = &sc->t;
+	const struct ex_node *nd = &t->nodes[i];
+	uint8_t buf[48];
+	size_t n = 0, k, wl;
+	uint32_t s;
+
+	if (!(ex_tag_flags[nd->tag] & EX_TF_HEADING) || nd->text > 80)
+		return 0;
+	for (s = nd->seg0; s < nd->seg1 && n < sizeof(buf); s++)
+		n += ex_squeeze(t->text + t->segs[s].off, t->segs[s].len,
+		    buf + n, sizeof(buf) - n);
+	if (n > sizeof(buf))
+		n = sizeof(buf);
+	for (k = 0; k < sizeof(ex_teaser_headings) /
+	    sizeof(ex_teaser_headings[0]); k++) {
+		wl = strlen(ex_teaser_headings[k]);
+		if (n >= wl && memcmp(buf, ex_teaser_headings[k], wl) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether a node can be a teaser: a short block with a link. */
+static int
+ex_is_teaser(const struct ex_node *nd)
+{
+	return (ex_tag_flags[nd->tag] & EX_TF_BLOCK) &&
+	    !(ex_tag_flags[nd->tag] & EX_TF_HEADING) &&
+	    nd->text <= EX_TEASER_MAX && nd->link > 0;
+}
+
+/*
+ * The section of parent i that heading j begins: the siblings after it up
+ * to the next heading of its rank or higher (returned), *bytes their text.
+ */
+static uint32_t
+ex_section_end(const struct ex_node *nodes, uint32_t i, uint32_t j,
+    uint32_t *bytes)
+{
+	uint32_t k;
+
+	*bytes = nodes[j].text;
+	for (k = nodes[j].end; k < nodes[i].end; k = nodes[k].end) {
+		if ((ex_tag_flags[nodes[k].tag] & EX_TF_HEADING) &&
+		    nodes[k].tag <= nodes[j].tag)
+			break;
+		*bytes += nodes[k].text;
+	}
+	return k;
+}
+
+/* Marks EX_K_CUT node i's children from j to k (not included). */
+static void
+ex_cut_siblings(struct extract_scratch *sc, uint32_t j, uint32_t k)
+{
+	for (; j < k; j = sc->t.nodes[j].end)
+		sc->mark[j] = EX_K_CUT;
+}
+
+/* A run of teasers among siblings (ex_cut_teasers). */
+struct ex_run {
+	uint32_t first;		/* its first node */
+	uint32_t heading;	/* the heading just before it, or 0 */
+	uint32_t n;		/* its nodes */
+	uint32_t text, link;	/* their bytes */
+	uint8_t tag;
+};
+
+/*
+ * Ends run r before sibling j: cuts it, with its heading, if it is a list
+ * of teasers: EX_TEASER_MIN or more, a quarter of their text in links, at
+ * most max bytes.
+ */
+static void
+ex_run_end(struct extract_scratch *sc, struct ex_run *r, uint32_t j,
+    uint32_t max)
+{
+	if (r->n >= EX_TEASER_MIN && r->link * 4 >= r->text &&
+	    r->text <= max)
+		ex_cut_siblings(sc, r->heading != 0 ? r->heading : r->first, j);
+	r->n = r->text = r->link = r->heading = 0;
+}
+
+/*
+ * Marks EX_K_CUT what node i holds of other stories, as boilerpipe reads
+ * a page's lists by the link density of runs of sibling blocks: a run of
+ * teasers (ex_is_teaser, all of one tag) with a quarter of its text in links
+ * (a headline with its date, its source, a line of summary), and the
+ * heading just before it; and the section that a teaser heading titles
+ * ("Related stories", "Other news").  Empty and hidden children neither
+ * count nor end a run.  Max is half the content's text: a section of more
+ * is the content itself, and so are the runs in a node of more (a digest
+ * of the day's stories, each with its link).
+ */
+static void
+ex_cut_teasers(struct extract_scratch *sc, uint32_t i, uint32_t max)
+{
+	const struct ex_node *nodes = sc->t.nodes, *nd;
+	struct ex_run r = { 0, 0, 0, 0, 0, 0 };
+	uint32_t j, next, k, bytes, rmax;
+
+	rmax = nodes[i].text <= max ? max : 0;
+
+	for (j = i + 1; j < nodes[i].end; j = next) {
+		nd = &nodes[j];
+		next = nd->end;
+		if (nd->text == 0 || (nd->flags & EX_N_HIDDEN))
+			continue;
+		if (ex_is_teaser(nd) && (r.n == 0 || nd->tag == r.tag)) {
+			if (r.n++ == 0) {
+				r.first = j;
+				r.tag = nd->tag;
+			}
+			r.text += nd->text;
+			r.link += nd->link;
+			continue;
+		}
+		ex_run_end(sc, &r, j, rmax);
+		if (ex_is_teaser(nd)) {
+			/* Another tag begins another run. */
+			r.n = 1;
+			r.first = j;
+			r.tag = nd->tag;
+			r.text = nd->text;
+			r.link = nd->link;
+			continue;
+		}
+		if (!(ex_tag_flags[nd->tag] & EX_TF_HEADING))
+			continue;
+		r.heading = j;
+		if (ex_is_teaser_heading(sc, j) &&
+		    (k = ex_section_end(nodes, i, j, &bytes)) > j &&
+		    bytes <= max) {
+			ex_cut_siblings(sc, j, k);
+			r.heading = 0;
+			next = k;
+		}
+	}
+	ex_run_end(sc, &r, j, rmax);
+}
+
+/*
  * Step 5: marks what the content leaves out, inside node c, kept bytes of
  * content before it.  The readers' comments end the content: returns the
  * segment where a mark of them (ex_is_comments_mark) stands after an
@@ -648,11 +1026,13 @@ ex_clean(struct extract_scratch *sc, uint32_t c, size_t kept)
 	uint32_t total = nodes[c].text, i, s = nodes[c].seg0;
 
 	sc->mark[c] = EX_K_KEEP;
+	ex_cut_teasers(sc, c, total / 2);
 	for (i = c + 1; i < nodes[c].end; i++) {
 		struct ex_node *nd = &nodes[i];
 		int drop = 0;
 
-		if (sc->mark[nd->parent] == EX_K_DROP) {
+		if (sc->mark[nd->parent] == EX_K_DROP ||
+		    sc->mark[i] == EX_K_CUT) {
 			sc->mark[i] = EX_K_DROP;
 			continue;
 		}
@@ -664,20 +1044,16 @@ ex_clean(struct extract_scratch *sc, uint32_t c, size_t kept)
 			if (kept >= EX_MIN_MAIN)
 				return nd->seg0;
 		}
-		sc->mark[i] = EX_K_KEEP;
-		if (ex_is_hidden_root(t, i)) {
-			if (!ex_hidden_shown(t, i))
-				sc->mark[i] = EX_K_DROP;
-			continue;
-		}
-		/* Most of the content: only a plain template name drops it. */
-		if (nd->text * 2 > total) {
-			if (ex_is_junk(nd) && (nd->hints & EX_H_HARD))
-				sc->mark[i] = EX_K_DROP;
-			continue;
-		}
-		if (ex_is_junk(nd) || nd->tag == EX_T_FORM ||
+		if (ex_is_hidden_root(t, i))
+			drop = !ex_hidden_shown(t, i);
+		else if (nd->text * 2 > total)
+			/* Most of the content: only a plain template name drops it. */
+			drop = ex_is_junk(nd) && (nd->hints & EX_H_HARD);
+		else if (ex_is_junk(nd) || nd->tag == EX_T_FORM ||
 		    nd->tag == EX_T_FIGCAPTION || nd->tag == EX_T_FIGURE)
+			drop = 1;
+		else if (ex_is_caption_block(nd) || ((nd->flags & EX_N_FORM) &&
+		    nd->text <= EX_WIDGET_MAX))
 			drop = 1;
 		else if ((nd->hints & (EX_H_CAPTION | EX_H_BYLINE)) &&
 		    !(nd->hints & EX_H_BODY) && ((ex_tag_flags[nd->tag] &
@@ -706,8 +1082,9 @@ ex_clean(struct extract_scratch *sc, uint32_t c, size_t kept)
 			if (w < 0 && nd->text < 500)
 				drop = 1;
 		}
-		if (drop)
-			sc->mark[i] = EX_K_DROP;
+		sc->mark[i] = drop ? EX_K_DROP : EX_K_KEEP;
+		if (!drop)
+			ex_cut_teasers(sc, i, total / 2);
 	}
 	return nodes[c].seg1;
 }

@@ -23,6 +23,7 @@
 #endif
 
 #include "html.h"
+#include "textbytes.h"
 
 /* The deepest nesting kept: deeper start tags are ignored. */
 #define EX_MAX_DEPTH	8192
@@ -160,9 +161,11 @@ static const struct ex_pat {
 	P("contact", EX_M_START, EX_H_NEG),
 	P("content", EX_M_ANY, EX_H_POS),
 	P("cookie", EX_M_ANY, EX_H_JUNK | EX_H_NEG | EX_H_NOTICE),
+	P("copyright", EX_M_ANY, EX_H_JUNK | EX_H_NEG),
 	P("credit", EX_M_START, EX_H_CAPTION),
 	P("date", EX_M_WORD, EX_H_BYLINE),
 	P("dateline", EX_M_WORD, EX_H_BYLINE),
+	P("disclaimer", EX_M_ANY, EX_H_JUNK | EX_H_NEG),
 	P("disqus", EX_M_ANY, EX_H_JUNK | EX_H_NEG | EX_H_HARD),
 	P("embed", EX_M_START, EX_H_EMBED),
 	P("entry", EX_M_START, EX_H_POS),
@@ -218,23 +221,27 @@ static const struct ex_pat {
 };
 #define EX_NPATS (sizeof(ex_pats) / sizeof(ex_pats[0]))
 
-/*
- * Names that mark an article's body outright, matched inside one class or
- * id with its '-' and '_' left out ("c-article__body" holds "articlebody").
- */
-static const char *const ex_body_names[] = {
-	"articlebody", "articlecontent", "articletext", "storybody",
-	"storycontent", "storytext", "entrycontent", "entrybody",
-	"postcontent", "postbody", "posttext", "contentbody", "bodytext",
-	"newsbody", "newstext", "newscontent",
-};
-
-/* Prefixes of class names that tell a state (see ex_class_hints). */
+/* A word of a table below, and its length. */
 static const struct ex_word {
 	const char *s;
 	size_t len;
-} ex_state_prefixes[] = {
+} ex_body_names[] = {
 #define W(w) { w, sizeof(w) - 1 }
+	/*
+	 * Names that mark an article's body outright, matched inside one
+	 * class or id with its '-' and '_' left out ("c-article__body" holds
+	 * "articlebody").
+	 */
+	W("articlebody"), W("articlecontent"), W("articletext"),
+	W("storybody"), W("storycontent"), W("storytext"),
+	W("entrycontent"), W("entrybody"), W("postcontent"), W("postbody"),
+	W("posttext"), W("contentbody"), W("bodytext"), W("newsbody"),
+	W("newstext"), W("newscontent"),
+};
+#define EX_NBODY (sizeof(ex_body_names) / sizeof(ex_body_names[0]))
+
+/* Prefixes of class names that tell a state (see ex_class_hints). */
+static const struct ex_word ex_state_prefixes[] = {
 	W("has"), W("with"), W("without"), W("no"), W("show"), W("enable"),
 	W("disable"),
 };
@@ -258,10 +265,15 @@ static const char *const ex_notice_roles[] = {
 	"dialog", "alertdialog", "alert",
 };
 
-/* Tag names: open addressing on a hash of the lower-cased name. */
-#define EX_TAGHASH	512
+/*
+ * Tag names: open addressing on the lower-cased name packed into two
+ * words (ex_key16; no name is longer than EX_TAGKEY_MAX), compared whole.
+ */
+#define EX_TAGBITS	9
+#define EX_TAGHASH	(1u << EX_TAGBITS)
+#define EX_TAGKEY_MAX	15
 static struct {
-	char name[12];
+	uint64_t k[2];
 	uint8_t len;
 	uint8_t id;
 } ex_taghash[EX_TAGHASH];
@@ -269,124 +281,23 @@ static struct {
 static const char *ex_tag_name[EX_T_KNOWN];
 /* ex_pats' range for each first two letters. */
 static uint8_t ex_pat2_lo[26 * 26], ex_pat2_hi[26 * 26];
+/*
+ * Bits of the first three letters of the longer ex_pats, and of the
+ * two-letter ones: most places in a name begin none.
+ */
+static uint8_t ex_pat3[26 * 26 * 26 / 8 + 1], ex_pat2only[26 * 26 / 8 + 1];
+/* The body names (bits of ex_body_names) with each first letter. */
+static uint16_t ex_body_first[26];
+/* The lengths of ex_hidden_classes, as bits. */
+static uint32_t ex_hidden_lens;
+/* What a byte is, for class names (ex_class_hints). */
+#define EX_CT_LOWER	0x1
+#define EX_CT_UPPER	0x2
+#define EX_CT_DIGIT	0x4
+#define EX_CT_ALNUM	(EX_CT_LOWER | EX_CT_UPPER | EX_CT_DIGIT)
+#define EX_CT_SPACE	0x8
+static uint8_t ex_ctype[256];
 static pthread_once_t ex_once = PTHREAD_ONCE_INIT;
-
-static uint32_t
-ex_hash(const uint8_t *s, size_t len)
-{
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ s[i]) * 16777619u;
-	return h;
-}
-
-static void
-ex_init(void)
-{
-	size_t i, len;
-	uint32_t h;
-
-	for (i = 0; i < sizeof(ex_tag_names) / sizeof(ex_tag_names[0]); i++) {
-		len = strlen(ex_tag_names[i].name);
-		h = ex_hash((const uint8_t *)ex_tag_names[i].name, len);
-		while (ex_taghash[h % EX_TAGHASH].len != 0)
-			h++;
-		memcpy(ex_taghash[h % EX_TAGHASH].name, ex_tag_names[i].name,
-		    len);
-		ex_taghash[h % EX_TAGHASH].len = (uint8_t)len;
-		ex_taghash[h % EX_TAGHASH].id = ex_tag_names[i].id;
-		ex_tag_name[ex_tag_names[i].id] = ex_tag_names[i].name;
-	}
-	for (i = EX_NPATS; i-- > 0;) {
-		int c = (ex_pats[i].word[0] - 'a') * 26 +
-		    (ex_pats[i].word[1] - 'a');
-
-		ex_pat2_lo[c] = (uint8_t)i;
-		if (ex_pat2_hi[c] == 0)
-			ex_pat2_hi[c] = (uint8_t)(i + 1);
-	}
-}
-
-static int
-ex_alpha(uint8_t c)
-{
-	return (uint8_t)((c | 0x20) - 'a') < 26;
-}
-
-static int
-ex_alnum(uint8_t c)
-{
-	return ex_alpha(c) || (uint8_t)(c - '0') < 10;
-}
-
-/* HTML's whitespace: TAB LF FF CR SPACE. */
-static int
-ex_space(uint8_t c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
-}
-
-static uint8_t
-ex_lower(uint8_t c)
-{
-	return (uint8_t)(c - 'A') < 26 ? c | 0x20 : c;
-}
-
-size_t
-ex_squeeze(const uint8_t *p, size_t len, uint8_t *out, size_t cap)
-{
-	const uint8_t *end = p + len;
-	uint8_t dec[8], c;
-	size_t n = 0, dl, k, r;
-
-	while (p < end) {
-		if (*p == '&' && (r = html_charref(p, end, dec, &dl)) != 0)
-			p += r;
-		else {
-			dec[0] = *p++;
-			dl = 1;
-		}
-		for (k = 0; k < dl; k++) {
-			c = ex_lower(dec[k]);
-			if (!ex_alnum(c) && c < 0x80)
-				continue;
-			if (n < cap)
-				out[n] = c;
-			n++;
-		}
-	}
-	return n;
-}
-
-/* The tag id of name[0..len). */
-static uint8_t
-ex_tag_lookup(const uint8_t *name, size_t len)
-{
-	uint8_t low[12];
-	uint32_t h;
-	size_t i;
-
-	if (len < sizeof(low)) {
-		for (i = 0; i < len; i++)
-			low[i] = ex_lower(name[i]);
-		h = ex_hash(low, len);
-		for (;; h++) {
-			if (ex_taghash[h % EX_TAGHASH].len == 0)
-				break;
-			if (ex_taghash[h % EX_TAGHASH].len == len &&
-			    memcmp(ex_taghash[h % EX_TAGHASH].name, low,
-			    len) == 0)
-				return ex_taghash[h % EX_TAGHASH].id;
-		}
-	} else {
-		h = 2166136261u;
-		for (i = 0; i < len; i++)
-			h = (h ^ ex_lower(name[i])) * 16777619u;
-	}
-	return (uint8_t)(EX_T_HASHED + (h >> 25));
-}
 
 /*
  * Scanning, as in html.c: 16 bytes at a time with SSE2 where the block lies
@@ -406,7 +317,167 @@ ex_eq(__m128i v, char c)
 {
 	return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)));
 }
+
+/* The HTML whitespace among the 16 bytes of v. */
+static inline unsigned
+ex_ws_mask(__m128i v)
+{
+	return ex_eq(v, ' ') | ex_eq(v, '\t') | ex_eq(v, '\n') |
+	    ex_eq(v, '\r') | ex_eq(v, '\f');
+}
 #endif
+
+static uint8_t
+ex_lower(uint8_t c)
+{
+	return (uint8_t)(c - 'A') < 26 ? c | 0x20 : c;
+}
+
+/*
+ * Reads p[0..len) (len <= 16) into k[0], k[1], zero-padded, lower-cased
+ * if lower is set; avail bytes from p may be read.
+ */
+static inline void
+ex_key16(const uint8_t *p, size_t len, size_t avail, int lower,
+    uint64_t k[2])
+{
+	size_t i;
+
+#ifdef __SSE2__
+	if (avail >= EX_VEC) {
+		static const uint8_t ones[2 * EX_VEC] = {
+			0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		};
+		__m128i v = ex_load(p), up;
+
+		if (lower) {
+			up = _mm_and_si128(_mm_cmpgt_epi8(v,
+			    _mm_set1_epi8('A' - 1)), _mm_cmplt_epi8(v,
+			    _mm_set1_epi8('Z' + 1)));
+			v = _mm_or_si128(v, _mm_and_si128(up,
+			    _mm_set1_epi8(0x20)));
+		}
+		v = _mm_and_si128(v, ex_load(ones + EX_VEC - len));
+		k[0] = (uint64_t)_mm_cvtsi128_si64(v);
+		k[1] = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+		return;
+	}
+#endif
+	k[0] = k[1] = 0;
+	for (i = 0; i < len; i++)
+		k[i >> 3] |= (uint64_t)(lower ? ex_lower(p[i]) : p[i]) <<
+		    ((i & 7) * 8);
+}
+
+/* A slot of a table of 2^bits for the key k[0], k[1]. */
+static inline uint32_t
+ex_key_slot(const uint64_t k[2], unsigned bits)
+{
+	return (uint32_t)(((k[0] ^ k[1] << 5 ^ k[1] >> 3) *
+	    0x9e3779b97f4a7c15ull) >> (64 - bits));
+}
+
+static void
+ex_init(void)
+{
+	uint64_t k[2];
+	size_t i, len;
+	uint32_t h;
+
+	for (i = 0; i < sizeof(ex_tag_names) / sizeof(ex_tag_names[0]); i++) {
+		len = strlen(ex_tag_names[i].name);
+		ex_key16((const uint8_t *)ex_tag_names[i].name, len, len, 1, k);
+		for (h = ex_key_slot(k, EX_TAGBITS); ex_taghash[h].len != 0;
+		    h = (h + 1) % EX_TAGHASH)
+			;
+		ex_taghash[h].k[0] = k[0];
+		ex_taghash[h].k[1] = k[1];
+		ex_taghash[h].len = (uint8_t)len;
+		ex_taghash[h].id = ex_tag_names[i].id;
+		ex_tag_name[ex_tag_names[i].id] = ex_tag_names[i].name;
+	}
+	for (i = 0; i < sizeof(ex_hidden_classes) /
+	    sizeof(ex_hidden_classes[0]); i++)
+		ex_hidden_lens |= 1u << ex_hidden_classes[i].len;
+	for (i = 0; i < EX_NBODY; i++)
+		ex_body_first[ex_body_names[i].s[0] - 'a'] |= (uint16_t)(1u << i);
+	for (i = 0; i < 26; i++) {
+		ex_ctype['a' + i] = EX_CT_LOWER;
+		ex_ctype['A' + i] = EX_CT_UPPER;
+	}
+	for (i = 0; i < 10; i++)
+		ex_ctype['0' + i] = EX_CT_DIGIT;
+	for (i = 0; i < 256; i++)
+		if (textbytes_html_space((uint8_t)i))
+			ex_ctype[i] = EX_CT_SPACE;
+	for (i = EX_NPATS; i-- > 0;) {
+		int c = (ex_pats[i].word[0] - 'a') * 26 +
+		    (ex_pats[i].word[1] - 'a');
+
+		if (ex_pats[i].len == 2)
+			ex_pat2only[c / 8] |= (uint8_t)(1u << c % 8);
+		else {
+			int c3 = c * 26 + ex_pats[i].word[2] - 'a';
+
+			ex_pat3[c3 / 8] |= (uint8_t)(1u << c3 % 8);
+		}
+
+		ex_pat2_lo[c] = (uint8_t)i;
+		if (ex_pat2_hi[c] == 0)
+			ex_pat2_hi[c] = (uint8_t)(i + 1);
+	}
+}
+
+size_t
+ex_squeeze(const uint8_t *p, size_t len, uint8_t *out, size_t cap)
+{
+	const uint8_t *end = p + len;
+	uint8_t dec[8], c;
+	size_t n = 0, dl, k, r;
+
+	while (p < end) {
+		if (*p == '&' && (r = html_charref(p, end, dec, &dl)) != 0)
+			p += r;
+		else {
+			dec[0] = *p++;
+			dl = 1;
+		}
+		for (k = 0; k < dl; k++) {
+			c = ex_lower(dec[k]);
+			if (!textbytes_alnum(c) && c < 0x80)
+				continue;
+			if (n < cap)
+				out[n] = c;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The tag id of name[0..len); avail bytes from name may be read. */
+static uint8_t
+ex_tag_lookup(const uint8_t *name, size_t len, size_t avail)
+{
+	uint64_t k[2];
+	uint32_t h;
+	size_t i;
+
+	if (len <= EX_TAGKEY_MAX) {
+		ex_key16(name, len, avail, 1, k);
+		for (h = ex_key_slot(k, EX_TAGBITS); ex_taghash[h].len != 0;
+		    h = (h + 1) % EX_TAGHASH)
+			if (ex_taghash[h].k[0] == k[0] &&
+			    ex_taghash[h].k[1] == k[1] &&
+			    ex_taghash[h].len == len)
+				return ex_taghash[h].id;
+	}
+	/* Other names by their FNV-1a hash, lower-cased. */
+	h = 2166136261u;
+	for (i = 0; i < len; i++)
+		h = (h ^ ex_lower(name[i])) * 16777619u;
+	return (uint8_t)(EX_T_HASHED + (h >> 25));
+}
 
 /* The first c in [p, end), or end. */
 static const uint8_t *
@@ -478,7 +549,7 @@ ex_skip_tag(const uint8_t *p, const uint8_t *end)
 			return end;
 		if (*q == '>')
 			return q + 1;
-		for (r = q; r > p && ex_space(r[-1]); r--)
+		for (r = q; r > p && textbytes_html_space(r[-1]); r--)
 			;
 		if (r > p && r[-1] == '=') {
 			if ((q = ex_byte(q + 1, end, (char)*q)) == end)
@@ -522,7 +593,7 @@ ex_skip_raw(const uint8_t *p, const uint8_t *end, const uint8_t *name,
 			if (ex_lower(p[2 + i]) != name[i])
 				break;
 		if (i == len && (p[2 + len] == '>' || p[2 + len] == '/' ||
-		    ex_space(p[2 + len])))
+		    textbytes_html_space(p[2 + len])))
 			return ex_skip_tag(p + 2 + len, end);
 	}
 	return end;
@@ -570,6 +641,104 @@ ex_text_room(struct ex_tree *t, size_t n)
 	return 0;
 }
 
+/* Whether the name n[0..len) (lower case) holds one of ex_body_names. */
+static int
+ex_has_body_name(const uint8_t *n, size_t len)
+{
+	size_t i;
+	unsigned m, k;
+
+	for (i = 0; i + 8 <= len; i++) {
+		if ((unsigned)(n[i] - 'a') >= 26)
+			continue;
+		for (m = ex_body_first[n[i] - 'a']; m != 0; m &= m - 1) {
+			k = (unsigned)__builtin_ctz(m);
+			if (ex_body_names[k].len <= len - i &&
+			    memcmp(n + i, ex_body_names[k].s,
+			    ex_body_names[k].len) == 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Whether the class name n[0..len) (lower case) tells a state. */
+static int
+ex_is_state(const uint8_t *n, size_t len)
+{
+	size_t k, pl;
+
+	for (k = 0; k < sizeof(ex_state_prefixes) /
+	    sizeof(ex_state_prefixes[0]); k++) {
+		pl = ex_state_prefixes[k].len;
+		if (len > pl && n[0] == ex_state_prefixes[k].s[0] &&
+		    (n[pl] == '-' || n[pl] == '_') &&
+		    memcmp(n, ex_state_prefixes[k].s, pl) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* EX_H_HIDDEN if the class name n[0..len) (lower case) hides. */
+static uint16_t
+ex_hidden_class(const uint8_t *n, size_t len)
+{
+	size_t k;
+
+	for (k = 0; k < sizeof(ex_hidden_classes) /
+	    sizeof(ex_hidden_classes[0]); k++)
+		if (ex_hidden_classes[k].len == len &&
+		    memcmp(n, ex_hidden_classes[k].s, len) == 0)
+			return EX_H_HIDDEN;
+	return 0;
+}
+
+/*
+ * The hints of ex_pats in the name buf[i0..i1), ws flagging where its
+ * words start.
+ */
+static uint16_t
+ex_name_hints(const uint8_t *buf, const uint8_t *ws, const uint8_t *v,
+    size_t i0, size_t i1)
+{
+	uint16_t h = 0;
+	size_t i, k, m;
+
+	for (i = i0; i + 1 < i1; i++) {
+		unsigned c0 = (unsigned)buf[i] - 'a', c1, c2, x, x3;
+
+		c1 = (unsigned)buf[i + 1] - 'a';
+		if (c0 >= 26 || c1 >= 26)
+			continue;
+		x = c0 * 26 + c1;
+		c2 = (unsigned)buf[i + 2] - 'a';
+		x3 = x * 26 + c2;
+		if (!(c2 < 26 && (ex_pat3[x3 / 8] >> x3 % 8 & 1)) &&
+		    !(ex_pat2only[x / 8] >> x % 8 & 1))
+			continue;
+		for (k = ex_pat2_lo[x]; k < ex_pat2_hi[x]; k++) {
+			const struct ex_pat *pt = &ex_pats[k];
+
+			if ((pt->mode != EX_M_ANY && !ws[i]) ||
+			    i1 - i < pt->len)
+				continue;
+			/* A word never spans the halves of a camelCase name. */
+			for (m = 2; m < pt->len; m++)
+				if (buf[i + m] != (uint8_t)pt->word[m] ||
+				    (ws[i + m] && (ex_ctype[v[i + m]] &
+				    EX_CT_UPPER)))
+					break;
+			if (m < pt->len)
+				continue;
+			if (pt->mode == EX_M_WORD && !ws[i + m] &&
+			    (ex_ctype[buf[i + m]] & EX_CT_ALNUM))
+				continue;
+			h |= pt->hints;
+		}
+	}
+	return h;
+}
+
 /*
  * Hints of a class or id value: the words of ex_pats, the body names, the
  * hiding classes.
@@ -577,99 +746,66 @@ ex_text_room(struct ex_tree *t, size_t n)
 static uint16_t
 ex_class_hints(const uint8_t *v, size_t len, int is_class)
 {
-	uint8_t buf[EX_HINT_MAX + 1], squeezed[EX_HINT_MAX + 1];
-	uint8_t ws[EX_HINT_MAX + 1];
+	uint8_t buf[EX_HINT_MAX + 1], ws[EX_HINT_MAX + 1];
+	uint16_t n0[EX_HINT_MAX / 2 + 1], n1[EX_HINT_MAX / 2 + 1];
+	uint8_t sq[EX_HINT_MAX];
 	uint16_t h = 0;
-	size_t i, j, k, n, w0;
+	size_t i, j, k, n, nn = 0;
+	unsigned prev = 0, ct;
 
 	if (len > EX_HINT_MAX)
 		len = EX_HINT_MAX;
 	/*
 	 * Where words start: after a byte that is no letter or digit, and
 	 * at an upper-case letter after a lower-case one ("pageRow" is two
-	 * words, and holds no "pager").
+	 * words, and holds no "pager").  And where each whitespace-separated
+	 * name starts and ends.
 	 */
 	for (i = 0; i < len; i++) {
-		buf[i] = ex_lower(v[i]);
-		ws[i] = i == 0 || !ex_alnum(v[i - 1]) ||
-		    ((uint8_t)(v[i] - 'A') < 26 &&
-		    (uint8_t)(v[i - 1] - 'a') < 26);
+		ct = ex_ctype[v[i]];
+		buf[i] = (uint8_t)(v[i] | (ct & EX_CT_UPPER ? 0x20 : 0));
+		ws[i] = !(prev & EX_CT_ALNUM) ||
+		    ((ct & EX_CT_UPPER) && (prev & EX_CT_LOWER));
+		if (!(ct & EX_CT_SPACE) && (i == 0 || (prev & EX_CT_SPACE)))
+			n0[nn] = (uint16_t)i;
+		else if ((ct & EX_CT_SPACE) && i > 0 && !(prev & EX_CT_SPACE)) {
+			n1[nn] = (uint16_t)(i - n0[nn]);
+			nn++;
+		}
+		prev = ct;
+	}
+	if (len > 0 && !(prev & EX_CT_SPACE)) {
+		n1[nn] = (uint16_t)(len - n0[nn]);
+		nn++;
 	}
 	buf[len] = 0;
 	ws[len] = 1;
-	/*
-	 * Names of a state ("has-sidebar", "no-comments", "with-nav") tell
-	 * what the element's page has, not what the element is.
-	 */
-	for (i = 0; is_class && i < len; i = j) {
-		while (i < len && ex_space(buf[i]))
-			i++;
-		for (j = i; j < len && !ex_space(buf[j]); j++)
-			;
-		for (k = 0; k < sizeof(ex_state_prefixes) /
-		    sizeof(ex_state_prefixes[0]); k++) {
-			n = ex_state_prefixes[k].len;
-			if (j - i > n && buf[i] == ex_state_prefixes[k].s[0] &&
-			    memcmp(buf + i, ex_state_prefixes[k].s, n) == 0 &&
-			    (buf[i + n] == '-' || buf[i + n] == '_'))
-				memset(buf + i, ' ', j - i);
-		}
-	}
-	for (i = 0; i + 1 < len; i++) {
-		unsigned c0 = (unsigned)buf[i] - 'a', c1, x;
-
-		c1 = (unsigned)buf[i + 1] - 'a';
-		if (c0 >= 26 || c1 >= 26)
+	for (k = j = 0; k < nn; k++) {
+		i = n0[k];
+		n = n1[k];
+		/*
+		 * Names of a state ("has-sidebar", "no-comments",
+		 * "with-nav") tell what the element's page has, not what the
+		 * element is.
+		 */
+		if (is_class && ex_is_state(buf + i, n))
 			continue;
-		x = c0 * 26 + c1;
-		for (k = ex_pat2_lo[x]; k < ex_pat2_hi[x]; k++) {
-			const struct ex_pat *pt = &ex_pats[k];
-			size_t m;
-
-			if (pt->mode != EX_M_ANY && !ws[i])
-				continue;
-			if (len - i < pt->len)
-				continue;
-			for (m = 2; m < pt->len; m++)
-				if (buf[i + m] != (uint8_t)pt->word[m] ||
-				    (ws[i + m] && (uint8_t)(v[i + m] - 'A') < 26))
-					break;
-			if (m < pt->len)
-				continue;
-			if (pt->mode == EX_M_WORD && !ws[i + m] &&
-			    ex_alnum(buf[i + m]))
-				continue;
-			h |= pt->hints;
-		}
+		h |= ex_name_hints(buf, ws, v, i, i + n);
+		n0[j] = (uint16_t)i;
+		n1[j++] = (uint16_t)n;
+		if (is_class && n < 32 && (ex_hidden_lens >> n & 1))
+			h |= ex_hidden_class(buf + i, n);
 	}
-	/* Each whitespace-separated name, squeezed of '-' and '_'. */
-	for (i = 0; i < len; i = j + 1) {
-		while (i < len && ex_space(buf[i]))
-			i++;
-		for (j = i; j < len && !ex_space(buf[j]); j++)
-			;
-		if (j == i)
-			break;
-		w0 = j - i;
-		/* Every body name holds a content word. */
-		if ((h & EX_H_POS) && w0 >= 8) {
-			for (k = i, n = 0; k < j; k++)
-				if (buf[k] != '-' && buf[k] != '_')
-					squeezed[n++] = buf[k];
-			squeezed[n] = 0;
-			for (k = 0; n >= 8 && k < sizeof(ex_body_names) /
-			    sizeof(ex_body_names[0]); k++)
-				if (strstr((const char *)squeezed,
-				    ex_body_names[k]) != NULL)
-					h |= EX_H_BODY;
-		}
-		if (!is_class)
+	nn = j;
+	/* Every body name holds a content word. */
+	for (k = 0; (h & EX_H_POS) && k < nn; k++) {
+		if (n1[k] < 8)
 			continue;
-		for (k = 0; k < sizeof(ex_hidden_classes) /
-		    sizeof(ex_hidden_classes[0]); k++)
-			if (ex_hidden_classes[k].len == w0 &&
-			    memcmp(buf + i, ex_hidden_classes[k].s, w0) == 0)
-				h |= EX_H_HIDDEN;
+		for (i = n0[k], n = 0; i < (size_t)n0[k] + n1[k]; i++)
+			if (buf[i] != '-' && buf[i] != '_')
+				sq[n++] = buf[i];
+		if (ex_has_body_name(sq, n))
+			h |= EX_H_BODY;
 	}
 	/*
 	 * A body name is specific: the template words inside it are not.
@@ -696,86 +832,117 @@ ex_contains(const uint8_t *v, size_t len, const char *word)
 	return 0;
 }
 
-/* Whether an inline style hides the element: display:none and the like. */
+/*
+ * Whether the style v[0..len) sets, at the colon at c, the property prop
+ * (pl bytes, lower case) to a value that begins with val (vl bytes).
+ */
+static int
+ex_style_is(const uint8_t *v, size_t len, size_t c, const char *prop,
+    size_t pl, const char *val, size_t vl)
+{
+	size_t i = c, j;
+
+	while (i > 0 && textbytes_html_space(v[i - 1]))
+		i--;
+	if (i < pl || !ex_contains(v + i - pl, pl, prop))
+		return 0;
+	for (j = c + 1; j < len && textbytes_html_space(v[j]); j++)
+		;
+	return len - j >= vl && ex_contains(v + j, vl, val);
+}
+
+/*
+ * Whether an inline style hides the element: display:none and the like,
+ * found from each colon.
+ */
 static int
 ex_style_hidden(const uint8_t *v, size_t len)
 {
-	static const char *const props[] = { "display", "visibility" };
-	static const char *const vals[] = { "none", "hidden" };
-	size_t i, k, wl;
+	const uint8_t *c, *end = v + len;
 
-	for (k = 0; k < 2; k++) {
-		wl = strlen(props[k]);
-		for (i = 0; i + wl <= len; i++) {
-			size_t j = i + wl, m;
-
-			if ((v[i] | 0x20) != props[k][0] ||
-			    !ex_contains(v + i, wl, props[k]))
-				continue;
-			while (j < len && ex_space(v[j]))
-				j++;
-			if (j >= len || v[j] != ':')
-				continue;
-			for (j++; j < len && ex_space(v[j]); j++)
-				;
-			m = strlen(vals[k]);
-			if (len - j >= m && ex_contains(v + j, m, vals[k]))
-				return 1;
-		}
-	}
+	for (c = v; (c = ex_byte(c, end, ':')) < end; c++)
+		if (ex_style_is(v, len, (size_t)(c - v), "display", 7, "none",
+		    4) || ex_style_is(v, len, (size_t)(c - v), "visibility",
+		    10, "hidden", 6))
+			return 1;
 	return 0;
 }
 
+/* Whether name[0..nl) is lit (lower case) in any case. */
+#define EX_IS(name, nl, lit) ((nl) == sizeof(lit) - 1 && \
+	ex_ieq(name, lit, sizeof(lit) - 1))
+
+/* Whether s[0..n) is lit (lower case, n bytes) in any case. */
+static inline int
+ex_ieq(const uint8_t *s, const char *lit, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ex_lower(s[i]) != (uint8_t)lit[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * ex_class_hints through the tree's cache: pages repeat the same few
+ * class and id values on every teaser, link and cell, and the cache keeps
+ * the last value seen in each slot (a pointer into the page, and the
+ * bytes themselves when they are 16 or fewer, compared whole).
+ */
 static uint16_t
-ex_attr_hints(uint8_t tag, const uint8_t *name, size_t nl, const uint8_t *v,
-    size_t vl)
+ex_class_hints_cached(struct ex_tree *t, const uint8_t *v, size_t len,
+    int is_class)
+{
+	struct ex_hcache *e;
+	uint64_t k[2] = { 0, 0 }, x;
+	size_t i;
+
+	/* Hints read no further (ex_class_hints). */
+	if (len > EX_HINT_MAX)
+		len = EX_HINT_MAX;
+	if (len <= 16)
+		ex_key16(v, len, (size_t)(t->in_end - v), 0, k);
+	else {
+		for (i = 0; i + 8 <= len; i += 8) {
+			memcpy(&x, v + i, 8);
+			k[0] = ((k[0] << 29 | k[0] >> 35) ^ x) *
+			    0xff51afd7ed558ccdull;
+		}
+		x = 0;
+		memcpy(&x, v + i, len - i);
+		k[1] = x;
+	}
+	k[1] ^= len * 2 + (size_t)is_class;
+	e = &t->hcache[ex_key_slot(k, EX_HCACHE_BITS)];
+	k[1] ^= len * 2 + (size_t)is_class;
+	if (e->v != NULL && e->len == len && e->is_class == is_class &&
+	    (len <= 16 ? e->k[0] == k[0] && e->k[1] == k[1] :
+	    memcmp(e->v, v, len) == 0))
+		return e->hints;
+	e->v = v;
+	e->k[0] = k[0];
+	e->k[1] = k[1];
+	e->len = (uint16_t)len;
+	e->is_class = (uint8_t)is_class;
+	e->hints = ex_class_hints(v, len, is_class);
+	return e->hints;
+}
+
+static uint16_t
+ex_attr_hints(struct ex_tree *t, uint8_t tag, const uint8_t *name,
+    size_t nl, const uint8_t *v, size_t vl)
 {
 	uint16_t h;
 	size_t i;
 
-	switch (nl) {
-	case 2:
-		if ((name[0] | 0x20) == 'i' && (name[1] | 0x20) == 'd') {
-			h = ex_class_hints(v, vl, 0);
+	switch (name[0] | 0x20) {
+	case 'i':
+		if (nl == 2 && (name[1] | 0x20) == 'd') {
+			h = ex_class_hints_cached(t, v, vl, 0);
 			return h & EX_H_HARD ? h | EX_H_PLACE : h;
 		}
-		break;
-	case 4:
-		/* An anchor's name is its id ("#comments" links to it). */
-		if (tag == EX_T_A && ex_contains(name, 4, "name")) {
-			h = ex_class_hints(v, vl, 0);
-			return h & EX_H_HARD ? h | EX_H_PLACE : h;
-		}
-		if (ex_contains(name, 4, "role")) {
-			for (i = 0; i < sizeof(ex_junk_roles) /
-			    sizeof(ex_junk_roles[0]); i++)
-				if (strlen(ex_junk_roles[i]) == vl &&
-				    ex_contains(v, vl, ex_junk_roles[i]))
-					return EX_H_JUNK | EX_H_NEG;
-			for (i = 0; i < sizeof(ex_notice_roles) /
-			    sizeof(ex_notice_roles[0]); i++)
-				if (strlen(ex_notice_roles[i]) == vl &&
-				    ex_contains(v, vl, ex_notice_roles[i]))
-					return EX_H_JUNK | EX_H_NEG |
-					    EX_H_NOTICE;
-			if (vl == 4 && ex_contains(v, vl, "main"))
-				return EX_H_POS;
-			if (vl == 7 && ex_contains(v, vl, "article"))
-				return EX_H_POS;
-		}
-		break;
-	case 5:
-		if (ex_contains(name, 5, "class"))
-			return ex_class_hints(v, vl, 1);
-		if (ex_contains(name, 5, "style") && ex_style_hidden(v, vl))
-			return EX_H_HIDDEN;
-		break;
-	case 6:
-		if (ex_contains(name, 6, "hidden"))
-			return EX_H_HIDDEN;
-		break;
-	case 8:
-		if (ex_contains(name, 8, "itemprop")) {
+		if (EX_IS(name, nl, "itemprop")) {
 			if (ex_contains(v, vl, "articlebody") ||
 			    ex_contains(v, vl, "reviewbody"))
 				return EX_H_BODY;
@@ -786,8 +953,45 @@ ex_attr_hints(uint8_t tag, const uint8_t *name, size_t nl, const uint8_t *v,
 				return EX_H_JUNK | EX_H_NEG | EX_H_HARD;
 		}
 		break;
-	case 11:
-		if (ex_contains(name, 11, "aria-hidden") && vl == 4 &&
+	case 'n':
+		/* An anchor's name is its id ("#comments" links to it). */
+		if (tag == EX_T_A && EX_IS(name, nl, "name")) {
+			h = ex_class_hints_cached(t, v, vl, 0);
+			return h & EX_H_HARD ? h | EX_H_PLACE : h;
+		}
+		break;
+	case 'r':
+		if (!EX_IS(name, nl, "role"))
+			break;
+		for (i = 0; i < sizeof(ex_junk_roles) /
+		    sizeof(ex_junk_roles[0]); i++)
+			if (strlen(ex_junk_roles[i]) == vl &&
+			    ex_contains(v, vl, ex_junk_roles[i]))
+				return EX_H_JUNK | EX_H_NEG;
+		for (i = 0; i < sizeof(ex_notice_roles) /
+		    sizeof(ex_notice_roles[0]); i++)
+			if (strlen(ex_notice_roles[i]) == vl &&
+			    ex_contains(v, vl, ex_notice_roles[i]))
+				return EX_H_JUNK | EX_H_NEG | EX_H_NOTICE;
+		if (vl == 4 && ex_contains(v, vl, "main"))
+			return EX_H_POS;
+		if (vl == 7 && ex_contains(v, vl, "article"))
+			return EX_H_POS;
+		break;
+	case 'c':
+		if (EX_IS(name, nl, "class"))
+			return ex_class_hints_cached(t, v, vl, 1);
+		break;
+	case 's':
+		if (EX_IS(name, nl, "style") && ex_style_hidden(v, vl))
+			return EX_H_HIDDEN;
+		break;
+	case 'h':
+		if (EX_IS(name, nl, "hidden"))
+			return EX_H_HIDDEN;
+		break;
+	case 'a':
+		if (EX_IS(name, nl, "aria-hidden") && vl == 4 &&
 		    ex_contains(v, vl, "true"))
 			return EX_H_HIDDEN;
 		break;
@@ -795,58 +999,91 @@ ex_attr_hints(uint8_t tag, const uint8_t *name, size_t nl, const uint8_t *v,
 	return 0;
 }
 
+/* Bytes that end a tag's name (EX_C_TAG) or an attribute's (EX_C_ATTR). */
+#define EX_C_TAG	0x1
+#define EX_C_ATTR	0x2
+static const uint8_t ex_stops[256] = {
+	['\t'] = EX_C_TAG | EX_C_ATTR, ['\n'] = EX_C_TAG | EX_C_ATTR,
+	['\f'] = EX_C_TAG | EX_C_ATTR, ['\r'] = EX_C_TAG | EX_C_ATTR,
+	[' '] = EX_C_TAG | EX_C_ATTR, ['/'] = EX_C_TAG | EX_C_ATTR,
+	['>'] = EX_C_TAG | EX_C_ATTR, ['='] = EX_C_ATTR,
+};
+
+/*
+ * The first byte in [p, end) that ex_stops flags with bit (EX_C_TAG or
+ * EX_C_ATTR), or end.
+ */
+static inline const uint8_t *
+ex_until(const uint8_t *p, const uint8_t *end, uint8_t bit)
+{
+#ifdef __SSE2__
+	for (; end - p >= EX_VEC; p += EX_VEC) {
+		__m128i v = ex_load(p);
+		unsigned m = ex_ws_mask(v) | ex_eq(v, '/') | ex_eq(v, '>') |
+		    (bit == EX_C_ATTR ? ex_eq(v, '=') : 0);
+
+		if (m != 0)
+			return p + __builtin_ctz(m);
+	}
+#endif
+	while (p < end && !(ex_stops[*p] & bit))
+		p++;
+	return p;
+}
+
 /*
  * Reads a start tag's attributes from p (after the name) to its ">".
  * Returns the position after it, or NULL when the input ends first; *hints
- * gets what the attributes hint.  Attribute names and values as the WHATWG tokenizer reads them.
+ * gets what the attributes hint.  Attribute names and values as the WHATWG
+ * tokenizer reads them.
  */
 static const uint8_t *
-ex_attrs(const uint8_t *p, const uint8_t *end, uint8_t tag, uint16_t *hints)
+ex_attrs(struct ex_tree *t, const uint8_t *p, const uint8_t *end,
+    uint8_t tag, uint16_t *hints)
 {
-	const uint8_t *n0, *v0, *v1;
-	uint16_t h = 0;
+	const uint8_t *n0, *v0, *v1, *q;
+	uint16_t h = 0, f = ex_tag_flags[tag];
+	/*
+	 * The hints of an element that is dropped, or that has no node nor
+	 * line break (an image, a script), are never read.
+	 */
+	int want = !t->stack[t->depth - 1].skip &&
+	    !(f & (EX_TF_SKIP | EX_TF_RAW)) &&
+	    (f & (EX_TF_VOID | EX_TF_BLOCK)) != EX_TF_VOID;
 
 	for (;;) {
-		while (p < end && (ex_space(*p) || *p == '/'))
+		while (p < end && (textbytes_html_space(*p) || *p == '/'))
 			p++;
 		if (p >= end)
 			return NULL;
 		if (*p == '>')
 			break;
-		n0 = p++;
-		while (p < end && !ex_space(*p) && *p != '/' && *p != '>' &&
-		    *p != '=')
-			p++;
-		v0 = v1 = p;
-		{
-			const uint8_t *q = p;
-
-			while (q < end && ex_space(*q))
-				q++;
-			if (q < end && *q == '=') {
-				for (q++; q < end && ex_space(*q); q++)
-					;
-				if (q >= end)
+		n0 = p;
+		p = ex_until(p + 1, end, EX_C_ATTR);
+		v0 = v1 = q = p;
+		while (q < end && textbytes_html_space(*q))
+			q++;
+		if (q < end && *q == '=') {
+			for (q++; q < end && textbytes_html_space(*q); q++)
+				;
+			if (q >= end)
+				return NULL;
+			if (*q == '"' || *q == '\'') {
+				v0 = q + 1;
+				if ((v1 = ex_byte(v0, end, (char)*q)) == end)
 					return NULL;
-				if (*q == '"' || *q == '\'') {
-					v0 = q + 1;
-					if ((v1 = ex_byte(v0, end, (char)*q)) ==
-					    end)
-						return NULL;
-					q = v1 + 1;
-				} else {
-					v0 = q;
-					while (q < end && !ex_space(*q) &&
-					    *q != '>')
-						q++;
-					v1 = q;
-				}
+				q = v1 + 1;
+			} else {
+				v0 = q;
+				while (q < end && !textbytes_html_space(*q) && *q != '>')
+					q++;
+				v1 = q;
 			}
-			if (p - n0 >= 2 && p - n0 <= 11)
-				h |= ex_attr_hints(tag, n0, (size_t)(p - n0),
-				    v0, (size_t)(v1 - v0));
-			p = q;
 		}
+		if (want && p - n0 >= 2 && p - n0 <= 11)
+			h |= ex_attr_hints(t, tag, n0, (size_t)(p - n0), v0,
+			    (size_t)(v1 - v0));
+		p = q;
 	}
 	*hints = h;
 	return p + 1;
@@ -925,6 +1162,8 @@ ex_push(struct ex_tree *t, uint8_t tag, uint16_t hints)
 		nd->seg0 = t->nsegs;
 		nd->tag = tag;
 		nd->hints = hints;
+		if (tag == EX_T_FORM)
+			nd->flags |= EX_N_FORM;
 		nd->np = tag == EX_T_P;
 		nd->nli = tag == EX_T_LI;
 		if (top->link || tag == EX_T_A)
@@ -1037,6 +1276,11 @@ ex_start_tag(struct ex_tree *t, uint8_t tag, uint16_t hints)
 		if (!t->stack[t->depth - 1].skip)
 			t->nodes[t->stack[t->depth - 1].node].nimg++;
 		break;
+	case EX_T_INPUT:
+		if (!t->stack[t->depth - 1].skip)
+			t->nodes[t->stack[t->depth - 1].node].flags |=
+			    EX_N_FORM;
+		break;
 	}
 	ex_implied(t, tag, f);
 	/*
@@ -1092,29 +1336,167 @@ ex_add16(uint32_t a, uint32_t b)
 	return (uint16_t)(a + b < 0xffff ? a + b : 0xffff);
 }
 
+/*
+ * The first byte of [p, q) that is not whitespace, or q; bytes up to end
+ * (past q) may be read.
+ */
+static const uint8_t *
+ex_skip_space(const uint8_t *p, const uint8_t *q, const uint8_t *end)
+{
+#ifdef __SSE2__
+	while (q - p > 0 && end - p >= EX_VEC) {
+		unsigned m = ~ex_ws_mask(ex_load(p)) & 0xffff;
+
+		if (m != 0)
+			return p + __builtin_ctz(m) < q ? p + __builtin_ctz(m) : q;
+		p += EX_VEC;
+	}
+#endif
+	while (p < q && textbytes_html_space(*p))
+		p++;
+	return p < q ? p : q;
+}
+
+/*
+ * The state of ex_squash: where the output goes, where it began, whether
+ * whitespace is due before the next character, and the commas written.
+ */
+struct ex_squash {
+	uint8_t *o;
+	uint8_t *start;
+	int sp;
+	uint32_t commas;
+};
+
+/*
+ * Squashes the character at p (before q), or the reference it begins,
+ * into x; returns the position after it.
+ */
+static const uint8_t *
+ex_squash_char(struct ex_squash *x, const uint8_t *p, const uint8_t *q)
+{
+	uint8_t c = *p, dec[8];
+	size_t n, dl;
+
+	if (textbytes_html_space(c)) {
+		x->sp = 1;
+		return p + 1;
+	}
+	if (c == '&' && (n = html_charref(p, q, dec, &dl)) != 0) {
+		/* &nbsp;, &NewLine; and the like are whitespace. */
+		if ((dl == 1 && textbytes_html_space(dec[0])) || (dl == 2 &&
+		    dec[0] == 0xc2 && dec[1] == 0xa0)) {
+			x->sp = 1;
+			return p + n;
+		}
+		if (x->sp && x->o > x->start && x->o[-1] != ' ')
+			*x->o++ = ' ';
+		x->sp = 0;
+		memcpy(x->o, dec, dl);
+		x->o += dl;
+		x->commas += dl == 1 && dec[0] == ',';
+		return p + n;
+	}
+	if (x->sp && x->o > x->start && x->o[-1] != ' ')
+		*x->o++ = ' ';
+	x->sp = 0;
+	*x->o++ = c;
+	x->commas += c == ',';
+	return p + 1;
+}
+
+/*
+ * Squashes the text p[0..q) into x: references decoded, each run of
+ * whitespace one SPACE, due (x->sp) until a character follows.  Bytes up
+ * to end (past q) may be read.
+ */
+static void
+ex_squash(struct ex_squash *x, const uint8_t *p, const uint8_t *q,
+    const uint8_t *end)
+{
+#ifdef __SSE2__
+	/*
+	 * Prose, 16 bytes at a time: up to a reference, a control byte or
+	 * two spaces in a row, and short of a space at its end, the text is
+	 * its own output.
+	 */
+	while (q - p > 0 && end - p >= EX_VEC) {
+		__m128i v = ex_load(p);
+		unsigned nv = q - p < EX_VEC ? (unsigned)(q - p) : EX_VEC;
+		unsigned valid = (1u << nv) - 1, sm, bad, k;
+
+		sm = ex_eq(v, ' ') & valid;
+		k = (unsigned)__builtin_ctz((~ex_ws_mask(v) & valid) |
+		    (1u << nv));
+		if (k > 0) {
+			x->sp = 1;
+			p += k;
+			continue;
+		}
+		bad = (ex_eq(v, '&') | (sm & sm >> 1) |
+		    (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v,
+		    _mm_set1_epi8(0x1f)), v))) & valid;
+		k = (unsigned)__builtin_ctz(bad | (1u << nv));
+		if (k > 0 && (sm >> (k - 1) & 1))
+			k--;
+		if (k == 0) {
+			p = ex_squash_char(x, p, q);
+			continue;
+		}
+		if (x->sp && x->o > x->start && x->o[-1] != ' ')
+			*x->o++ = ' ';
+		x->sp = 0;
+		_mm_storeu_si128((__m128i *)x->o, v);
+		x->o += k;
+		p += k;
+		for (bad = ex_eq(v, ',') & ((1u << k) - 1); bad != 0;
+		    bad &= bad - 1)
+			x->commas++;
+	}
+#endif
+	while (p < q)
+		p = ex_squash_char(x, p, q);
+}
+
+/* Whether text in the open element is dropped (ex_text). */
+static inline int
+ex_text_dropped(const struct ex_tree *t)
+{
+	const struct ex_open *top = &t->stack[t->depth - 1];
+
+	/* Past the node budget, a hidden element has no node of its own. */
+	return top->skip || (top->hidden &&
+	    !(t->nodes[top->node].flags & EX_N_HIDDEN));
+}
+
+/* Appends whitespace (and nothing else) to the tree, as ex_text does. */
+static inline void
+ex_space_run(struct ex_tree *t)
+{
+	if (!ex_text_dropped(t))
+		t->pend |= EX_S_SPACE;
+}
+
 /* Appends the text p[0..q) (no markup in it) to the tree. */
 static void
 ex_text(struct ex_tree *t, const uint8_t *p, const uint8_t *q)
 {
 	struct ex_open *top = &t->stack[t->depth - 1];
+	struct ex_squash x;
 	struct ex_seg *last;
 	struct ex_node *nd;
-	uint8_t *o, *start, dec[8];
-	uint32_t commas = 0, node, merge;
-	size_t n, dl;
-	int sp = 0;
+	const uint8_t *r;
+	uint32_t commas, node, merge;
+	uint8_t *o, *start;
+	size_t n;
 
-	/* Past the node budget, a hidden element has no node of its own. */
-	if (top->skip || (top->hidden &&
-	    !(t->nodes[top->node].flags & EX_N_HIDDEN)))
+	if (ex_text_dropped(t))
 		return;
 	/* Leading whitespace separates this text from what came before
 	 * ("<b>a</b> b" is two words), as trailing whitespace does. */
-	if (p < q && ex_space(*p))
+	if ((r = ex_skip_space(p, q, t->in_end)) > p)
 		t->pend |= EX_S_SPACE;
-	while (p < q && ex_space(*p))
-		p++;
-	if (p == q)
+	if ((p = r) == q)
 		return;
 	if (t->head[EX_T_HEAD] != EX_NONE) {
 		ex_pop_to(t, t->head[EX_T_HEAD]);
@@ -1122,9 +1504,9 @@ ex_text(struct ex_tree *t, const uint8_t *p, const uint8_t *q)
 	}
 	/*
 	 * A reference gives at most 6 bytes for 5 ("&nGt;"), and a merged
-	 * run one SPACE more.
+	 * run one SPACE more; 16 bytes are stored at a time.
 	 */
-	if (ex_text_room(t, (size_t)(q - p) + (size_t)(q - p) / 4 + 16) == -1)
+	if (ex_text_room(t, (size_t)(q - p) + (size_t)(q - p) / 4 + 32) == -1)
 		return;
 	node = top->node;
 	last = t->nsegs > 0 ? &t->segs[t->nsegs - 1] : NULL;
@@ -1132,40 +1514,15 @@ ex_text(struct ex_tree *t, const uint8_t *p, const uint8_t *q)
 	    !(t->pend & EX_S_BREAK) && last->off + last->len == t->ntext &&
 	    (last->flags & EX_S_LINK) == (top->link ? EX_S_LINK : 0u) &&
 	    last->len < (1u << 30);
-	start = o = t->text + t->ntext;
+	x.start = x.o = t->text + t->ntext;
+	x.sp = 0;
+	x.commas = 0;
 	if (merge && (t->pend & EX_S_SPACE))
-		*o++ = ' ';
-	while (p < q) {
-		uint8_t c = *p;
-
-		if (ex_space(c)) {
-			sp = 1;
-			p++;
-			continue;
-		}
-		if (c == '&' && (n = html_charref(p, q, dec, &dl)) != 0) {
-			p += n;
-			/* &nbsp;, &NewLine; and the like are whitespace. */
-			if ((dl == 1 && ex_space(dec[0])) || (dl == 2 &&
-			    dec[0] == 0xc2 && dec[1] == 0xa0)) {
-				sp = 1;
-				continue;
-			}
-			if (sp && o > start && o[-1] != ' ')
-				*o++ = ' ';
-			sp = 0;
-			memcpy(o, dec, dl);
-			o += dl;
-			commas += dl == 1 && dec[0] == ',';
-			continue;
-		}
-		if (sp && o > start && o[-1] != ' ')
-			*o++ = ' ';
-		sp = 0;
-		*o++ = c;
-		commas += c == ',';
-		p++;
-	}
+		*x.o++ = ' ';
+	ex_squash(&x, p, q, t->in_end);
+	start = x.start;
+	o = x.o;
+	commas = x.commas;
 	/* Only &nbsp; and the like: whitespace. */
 	if (o == start || (o == start + 1 && *start == ' ')) {
 		t->pend |= EX_S_SPACE;
@@ -1191,7 +1548,7 @@ ex_text(struct ex_tree *t, const uint8_t *p, const uint8_t *q)
 		}
 	}
 	t->ntext += n;
-	t->pend = sp ? EX_S_SPACE : 0;
+	t->pend = x.sp ? EX_S_SPACE : 0;
 	nd = &t->nodes[node];
 	nd->text += (uint32_t)n;
 	nd->ptext += (uint32_t)n;
@@ -1214,12 +1571,12 @@ ex_markup(struct ex_tree *t, const uint8_t *p, const uint8_t *end)
 
 	if (end - p < 2)
 		return NULL;
-	if (ex_alpha(p[1])) {
+	if (textbytes_alpha(p[1])) {
 		name = q = p + 1;
-		while (q < end && !ex_space(*q) && *q != '/' && *q != '>')
-			q++;
-		tag = ex_tag_lookup(name, (size_t)(q - name));
-		if ((q = ex_attrs(q, end, tag, &hints)) == NULL)
+		q = ex_until(q, end, EX_C_TAG);
+		tag = ex_tag_lookup(name, (size_t)(q - name),
+		    (size_t)(end - name));
+		if ((q = ex_attrs(t, q, end, tag, &hints)) == NULL)
 			return end;
 		if (ex_tag_flags[tag] & EX_TF_RAW) {
 			const uint8_t *r;
@@ -1251,12 +1608,11 @@ ex_markup(struct ex_tree *t, const uint8_t *p, const uint8_t *end)
 		return q;
 	}
 	if (p[1] == '/') {
-		if (end - p >= 3 && ex_alpha(p[2])) {
+		if (end - p >= 3 && textbytes_alpha(p[2])) {
 			name = q = p + 2;
-			while (q < end && !ex_space(*q) && *q != '/' &&
-			    *q != '>')
-				q++;
-			tag = ex_tag_lookup(name, (size_t)(q - name));
+			q = ex_until(q, end, EX_C_TAG);
+			tag = ex_tag_lookup(name, (size_t)(q - name),
+			    (size_t)(end - name));
 			if ((q = ex_skip_tag(q, end)) == end)
 				return end;
 			if (tag == EX_T_BR)
@@ -1296,6 +1652,7 @@ ex_tree_build(struct ex_tree *t, const uint8_t *html, size_t len)
 	if (len > EXTRACT_MAX_INPUT)
 		len = EXTRACT_MAX_INPUT;
 	end = html + len;
+	t->in_end = end;
 	t->err = 0;
 	t->nnodes = t->nsegs = t->depth = 0;
 	t->ntext = 0;
@@ -1307,6 +1664,7 @@ ex_tree_build(struct ex_tree *t, const uint8_t *html, size_t len)
 	for (k = 0; k < 256; k++)
 		t->head[k] = EX_NONE;
 	t->scope = EX_NONE;
+	memset(t->hcache, 0, sizeof(t->hcache));
 	if (ex_grow(t, (void **)&t->nodes, &t->capnodes, 1,
 	    sizeof(*t->nodes)) == -1 || ex_grow(t, (void **)&t->stack,
 	    &t->capstack, 1, sizeof(*t->stack)) == -1 ||
@@ -1321,7 +1679,10 @@ ex_tree_build(struct ex_tree *t, const uint8_t *html, size_t len)
 
 	while (p < end && !t->err) {
 		q = ex_byte(p, end, '<');
-		if (q > p)
+		/* Most runs between tags are whitespace: a SPACE due. */
+		if (q > p && ex_skip_space(p, q, end) == q)
+			ex_space_run(t);
+		else if (q > p)
 			ex_text(t, p, q);
 		if (q == end)
 			break;
@@ -1361,6 +1722,7 @@ ex_tree_build(struct ex_tree *t, const uint8_t *html, size_t len)
 		nd->nimg = (uint16_t)(nd->nimg + c->nimg < 0xffff ?
 		    nd->nimg + c->nimg : 0xffff);
 		nd->nline = ex_add16(nd->nline, c->nline);
+		nd->flags |= c->flags & EX_N_FORM;
 	}
 	return 0;
 }

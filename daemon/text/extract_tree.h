@@ -82,6 +82,7 @@ extern const uint16_t ex_tag_flags[256];
 #define EX_N_LINK	0x02	/* inside a link */
 #define EX_N_CAND	0x04	/* scored as a candidate (extract.c) */
 #define EX_N_HIDDEN	0x08	/* hidden, or inside a hidden element */
+#define EX_N_FORM	0x10	/* is or holds a form or an input */
 
 struct ex_node {
 	uint32_t parent;
@@ -131,6 +132,22 @@ struct ex_open {
 /* Squeezed bytes of the title kept: a headline is shorter. */
 #define EX_TITLE_MAX	256
 
+/* Class and id values whose hints are remembered during a build. */
+#define EX_HCACHE_BITS	8
+#define EX_HCACHE	(1u << EX_HCACHE_BITS)
+
+/*
+ * One remembered class or id value: where it is in the page, its bytes
+ * if it has 16 or fewer, its hints.
+ */
+struct ex_hcache {
+	const uint8_t *v;	/* NULL: none */
+	uint64_t k[2];
+	uint16_t len;
+	uint16_t hints;
+	uint8_t is_class;
+};
+
 struct ex_tree {
 	struct ex_node *nodes;
 	uint32_t nnodes, capnodes, maxnodes;
@@ -138,6 +155,7 @@ struct ex_tree {
 	uint32_t nsegs, capsegs;
 	uint8_t *text;
 	size_t ntext, captext;
+	const uint8_t *in_end;	/* the end of the page being read */
 	struct ex_open *stack;
 	uint32_t depth, capstack;
 	uint32_t head[256];	/* topmost open element of each tag */
@@ -147,6 +165,7 @@ struct ex_tree {
 	uint8_t title[EX_TITLE_MAX];	/* the first <title>, squeezed */
 	uint32_t ntitle;
 	int has_title;
+	struct ex_hcache hcache[EX_HCACHE];
 };
 
 #define EX_NONE	UINT32_MAX

@@ -14,27 +14,10 @@
 #include <emmintrin.h>
 #endif
 
+#include "textbytes.h"
+
 /* Largest output of one step: a character reference expands to 6 bytes. */
 #define HTML_STEP_MAX 8
-
-static int
-html_alpha(uint8_t c)
-{
-	return (uint8_t)((c | 0x20) - 'a') < 26;
-}
-
-static int
-html_alnum(uint8_t c)
-{
-	return html_alpha(c) || (uint8_t)(c - '0') < 10;
-}
-
-/* Whitespace inside tags: TAB LF FF CR SPACE. */
-static int
-html_space(uint8_t c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
-}
 
 /*
  * The scans below look at 16 bytes at a time with SSE2, which every x86-64
@@ -251,7 +234,7 @@ html_tag_is(const uint8_t *name, const uint8_t *end, const char *want,
 		if ((name[i] | 0x20) != (uint8_t)want[i])
 			return 0;
 	return name + len == end || name[len] == '>' || name[len] == '/' ||
-	    html_space(name[len]);
+	    textbytes_html_space(name[len]);
 }
 
 /* The first "</" in [p, end), or end. */
@@ -341,7 +324,7 @@ html_markup(const uint8_t *p, const uint8_t *end)
 
 	if (end - p < 2)
 		return 0;
-	if (html_alpha(p[1])) {
+	if (textbytes_alpha(p[1])) {
 		q = html_skip_tag(p + 2, end);
 		if ((p[1] | 0x20) == 's') {
 			if (html_tag_is(p + 1, end, "script", 6))
@@ -352,7 +335,7 @@ html_markup(const uint8_t *p, const uint8_t *end)
 		return (size_t)(q - p);
 	}
 	if (p[1] == '/') {
-		if (end - p >= 3 && html_alpha(p[2]))
+		if (end - p >= 3 && textbytes_alpha(p[2]))
 			return (size_t)(html_skip_tag(p + 3, end) - p);
 	} else if (p[1] == '!') {
 		if (end - p >= 4 && p[2] == '-' && p[3] == '-')
@@ -459,7 +442,8 @@ html_charref(const uint8_t *p, const uint8_t *end, uint8_t *out,
 		*outlen = html_utf8(v, out);
 		return (size_t)(q - p);
 	}
-	for (run = 0; q + run < end && run < 32 && html_alnum(q[run]); run++)
+	for (run = 0; q + run < end && run < 32 &&
+	    textbytes_alnum(q[run]); run++)
 		;
 	if (run == 0)
 		return 0;

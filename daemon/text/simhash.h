@@ -148,7 +148,8 @@ uint64_t simhash_fmix64(uint64_t h);
 /* Writes fp as 16 lower-case hex digits and a NUL. */
 void simhash_format(uint64_t fp, char out[SIMHASH_HEX_LEN + 1]);
 
-/* Byte classes of step 1, for other modules that must agree with them. */
+/* Byte classes of step 1, for other modules that must agree with them
+ * (inside daemon/text, textbytes.h has them inline). */
 int simhash_byte_is_separator(uint8_t c);
 /* ASCII upper case to lower case; every other byte unchanged. */
 uint8_t simhash_byte_fold(uint8_t c);

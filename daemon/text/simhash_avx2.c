@@ -194,7 +194,7 @@ avx2_normalize(uint8_t *dst, const uint8_t *src, size_t n)
 			NORM32(dst + n - 32, src + n - 32);
 		} else {
 			for (; i < n; i++)
-				dst[i] = simhash_norm[src[i]];
+				dst[i] = textbytes_norm[src[i]];
 		}
 	}
 #undef NORM32

@@ -151,8 +151,8 @@ avx512_expand(__mmask8 m, const uint64_t *v)
 AVX512 static void
 avx512_normalize(uint8_t *dst, const uint8_t *src, size_t n)
 {
-	__m512i lo = _mm512_loadu_si512(simhash_norm);
-	__m512i hi = _mm512_loadu_si512(simhash_norm + 64);
+	__m512i lo = _mm512_loadu_si512(textbytes_norm);
+	__m512i hi = _mm512_loadu_si512(textbytes_norm + 64);
 	__mmask64 m, ascii;
 	__m512i v;
 	size_t i;

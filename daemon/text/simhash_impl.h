@@ -20,6 +20,7 @@
 #include "fmix64.h"
 #include "simhash.h"
 #include "stopwords.h"
+#include "textbytes.h"	/* textbytes_norm: each byte normalised */
 
 /* Window size: large enough to amortise per-window work, small for L1. */
 #define SIMHASH_WINDOW 8192
@@ -152,9 +153,6 @@ extern struct simhash_profile simhash_profile;
 
 /* The kernel of the selected level. */
 const struct simhash_kernel *simhash_kernel(void);
-
-/* Normalised form of each byte: SPACE for separators, else folded. */
-extern const uint8_t simhash_norm[256];
 
 /* Starts a document. */
 void simhash_acc_init(struct simhash_acc *acc, const struct simhash *sh,

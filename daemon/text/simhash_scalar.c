@@ -50,7 +50,7 @@ simhash_scalar_normalize(uint8_t *dst, const uint8_t *src, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		dst[i] = simhash_norm[src[i]];
+		dst[i] = textbytes_norm[src[i]];
 }
 
 static struct scalar_state *

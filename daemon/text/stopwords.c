@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simhash.h"
+#include "textbytes.h"
 
 struct stopwords {
 	char **words;		/* NULL-terminated */
@@ -132,7 +132,7 @@ stopwords_add(struct stopwords *sw, const void *word, size_t len,
 			*cause = strdup("stop word contains a NUL byte");
 			return -1;
 		}
-		if (simhash_byte_is_separator(src[i])) {
+		if (textbytes_is_separator(src[i])) {
 			if (asprintf(cause, "stop word \"%.*s\" contains the "
 			    "separator '%c' (0x%02x); no term ever does",
 			    (int)len, (const char *)src, src[i] >= 0x20 ?
@@ -141,7 +141,7 @@ stopwords_add(struct stopwords *sw, const void *word, size_t len,
 			free(w);
 			return -1;
 		}
-		w[i] = (char)simhash_byte_fold(src[i]);
+		w[i] = (char)textbytes_fold(src[i]);
 	}
 	w[len] = '\0';
 	if (sw->slots[stopwords_find(sw, (uint8_t *)w, len)] != 0) {

@@ -647,12 +647,19 @@ START_TEST(test_comments_mark)
 	static const char before[] = "<html><body>" NAV "<div><h1>Council "
 	    "passes budget</h1><div id=\"comments\"></div>" STORY "</div>"
 	    "</body></html>";
+	/* The mark in a heading's picture (a block of no text) still ends. */
+	static const char pictured[] = "<html><body>" NAV "<div><h1>Council "
+	    "passes budget</h1>" STORY "<div><a name=\"comment\"></a><img "
+	    "src=\"/comments.gif\"></div><p>About time too, frankly, after "
+	    "years of delay, waste, and broken promises, I say well done to "
+	    "all of them.</p></div></body></html>";
 	static const char *const avoid[] = { "Posted by", "About time",
 	    "More taxes", NULL };
 	static const char *const none[] = { NULL };
 
 	check_main("comments after", after, story_lines, avoid);
 	check_main("comments mark first", before, story_lines, none);
+	check_main("comments mark pictured", pictured, story_lines, avoid);
 }
 END_TEST
 
@@ -682,6 +689,96 @@ START_TEST(test_short_candidate)
 	static const char *const avoid[] = { "500 words", NULL };
 
 	check_main("short candidate", doc, story_lines, avoid);
+}
+END_TEST
+
+/*
+ * Teasers of other stories after the story, in the story's column: a run
+ * of short blocks with links (a headline, its source, its date: commas
+ * enough for readability to take it for prose) goes with its heading, and
+ * so does what a heading such as "Other news" titles.  A digest of linked
+ * items that is the page's content stays.
+ */
+START_TEST(test_teasers)
+{
+	static const char list[] = "<html><body>" NAV "<div><h1>Council "
+	    "passes budget</h1>" STORY "<div><h2>Breaking news</h2>"
+	    "<p><a href=\"/n/1\">Dutch minister expects budget surplus</a>"
+	    "<br>Wire Service | <span>Wed, Jan 16 2008, 07:42 GMT</span></p>"
+	    "<p>Markets - <a href=\"/n/2\">Bonds close firmer</a> by Example "
+	    "Bank<br><span>Wed, Jan 16 2008, 07:40 GMT</span></p>"
+	    "<p><a href=\"/n/3\">Car sales up 1.2 pct in December</a><br>"
+	    "Wire Service | <span>Wed, Jan 16 2008, 07:26 GMT</span></p>"
+	    "<p><a href=\"/n/4\">Prices post largest jump since 1994</a>"
+	    "<br>Wire Service | <span>Wed, Jan 16 2008, 07:23 GMT</span></p>"
+	    "<p><a href=\"/n/5\">Output grows 0.1 pct in November</a><br>"
+	    "Wire Service | <span>Wed, Jan 16 2008, 07:21 GMT</span></p>"
+	    "</div></div></body></html>";
+	static const char section[] = "<html><body>" NAV "<div><h1>Council "
+	    "passes budget</h1><div>" STORY "<h3>Other news</h3><p>The "
+	    "Herald reports that the mayor of a small town plans to break the "
+	    "electoral finance laws this month to force a test case.</p><p>The "
+	    "Press looks at figures linking late-night crime in the city "
+	    "centre to the number of liquor licences.</p></div></div>"
+	    "</body></html>";
+	static const char digest[] = "<html><head><title>Ten things to know"
+	    "</title></head><body>" NAV "<div><h1>Ten things to know</h1>"
+	    "<p>Good morning! This is the news you need to know today.</p><ol>"
+	    "<li><a href=\"/a\">The council passed its budget</a>. Spending on "
+	    "schools, parks, and buses rises by nearly a tenth over last year, "
+	    "and the first new lines open in the spring, according to the "
+	    "transport authority.</li>"
+	    "<li><a href=\"/b\">The mayor called it a historic day</a>. He "
+	    "thanked the council members, the staff, and the residents who "
+	    "had taken part in the hearings, and said the plan had been long "
+	    "in the making.</li>"
+	    "<li><a href=\"/c\">Critics warned of higher taxes</a>. Fees and "
+	    "debt would all rise as a result, they said, while supporters said "
+	    "the plan would help families across the region.</li>"
+	    "<li><a href=\"/d\">New bus lines open in the spring</a>. The "
+	    "transport authority named the first routes on Wednesday, and said "
+	    "that buses would run every ten minutes at peak hours.</li>"
+	    "</ol></div></body></html>";
+	static const char *const avoid_list[] = { "GMT", "Breaking news",
+	    "Bonds close", NULL };
+	static const char *const avoid_section[] = { "Other news",
+	    "The Herald", "The Press", NULL };
+	static const char *const want_digest[] = { "historic day",
+	    "New bus lines", "first routes", NULL };
+	static const char *const none[] = { NULL };
+
+	check_main("teaser list", list, story_lines, avoid_list);
+	check_main("teaser section", section, story_lines, avoid_section);
+	check_main("digest", digest, want_digest, none);
+}
+END_TEST
+
+/*
+ * Blocks of the template inside the story's column: a photograph with its
+ * caption, a log-in box around a form, a notice of copyright and a call to
+ * subscribe.  A paragraph of the story that speaks of copyright stays.
+ */
+START_TEST(test_template_blocks)
+{
+	static const char doc[] = "<html><body>" NAV "<div><h1>Council "
+	    "passes budget</h1><div class=\"topPhoto\"><p><a href=\"/p\">"
+	    "View larger image</a></p><img src=\"/i.jpg\"><p>The mayor meets "
+	    "council members before the vote on Tuesday. (A. Photographer / "
+	    "The Daily Example)</p></div>" STORY "<p>The budget also settles "
+	    "a copyright dispute over the city's crest, which a local company "
+	    "had claimed, according to the council's lawyers.</p>"
+	    "<div><table><tr><td>Please create an account or log in to read "
+	    "this story</td></tr><tr><td><form action=\"/login\">Email <input "
+	    "name=\"e\"> Password <input name=\"p\"></form></td></tr></table>"
+	    "</div><p>Copyright &copy; 2008 The Daily Example. All rights "
+	    "reserved.</p><p>Subscribe FREE to all of our monthly magazines. "
+	    "Click <a href=\"/s\">here</a> now.</p></div></body></html>";
+	static const char *const want[] = { STORY_1, STORY_4,
+	    "copyright dispute", NULL };
+	static const char *const avoid[] = { "View larger", "The mayor meets",
+	    "create an account", "Password", "All rights", "Subscribe", NULL };
+
+	check_main("template blocks", doc, want, avoid);
 }
 END_TEST
 
@@ -730,6 +827,8 @@ extract_suite(void)
 	tcase_add_test(tc, test_comments_mark);
 	tcase_add_test(tc, test_link_list);
 	tcase_add_test(tc, test_short_candidate);
+	tcase_add_test(tc, test_teasers);
+	tcase_add_test(tc, test_template_blocks);
 	tcase_add_test(tc, test_random);
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_truncated);
