@@ -19,92 +19,87 @@
 
 #include "nddctl.h"
 
+/*
+ * The commands: a daemon's (given the common options) or a local one, and
+ * whether -H may name a shard list for it (the URL commands route over
+ * it, the forget commands go to every shard).
+ */
 static const struct command {
 	const char *name;
 	int (*daemon_cmd)(const struct nddctl_common *, int, char **);
 	int (*local_cmd)(int, char **);
+	bool shards;
 	const char *help;
 } commands[] = {
-	{ "url-submit", nddctl_url_submit, NULL,
+	{ "url-submit", nddctl_url_submit, NULL, true,
 	  "[-n NAMESPACE] [--ttl SECONDS] [--times] URL...|-\n"
 	  "                record URLs; prints new or duplicate and the count\n"
 	  "                (--ttl: seen for that long; 0: the namespace's "
 	  "default)" },
-	{ "url-check", nddctl_url_check, NULL,
+	{ "url-check", nddctl_url_check, NULL, true,
 	  "[-n NAMESPACE] [--times] URL...|-\n"
 	  "                has each URL been seen? prints seen or unseen" },
-	{ "url-delete", nddctl_url_delete, NULL,
+	{ "url-delete", nddctl_url_delete, NULL, true,
 	  "[-n NAMESPACE] [--times] URL...|-\n"
 	  "                forget URLs; prints deleted or not_found" },
-	{ "forget-host", nddctl_forget_host, NULL,
+	{ "forget-host", nddctl_forget_host, NULL, true,
 	  "[-n NAMESPACE] [--subdomains] HOST\n"
 	  "                forget every URL of HOST, any scheme or port "
 	  "(--subdomains:\n"
 	  "                those of the hosts under it too); prints how many "
 	  "(admin)" },
-	{ "forget-prefix", nddctl_forget_prefix, NULL,
+	{ "forget-prefix", nddctl_forget_prefix, NULL, true,
 	  "[-n NAMESPACE] URL\n"
 	  "                forget every URL whose canonical form begins with "
 	  "URL's;\n"
 	  "                prints how many (admin)" },
-	{ "ns-set", nddctl_ns_set, NULL,
+	{ "ns-set", nddctl_ns_set, NULL, false,
 	  "NAME [--default-ttl SECONDS]\n"
 	  "                create a namespace, or set its default time to "
 	  "live\n"
 	  "                (0: none) for later submits (admin)" },
-	{ "ns-drop", nddctl_ns_drop, NULL,
+	{ "ns-drop", nddctl_ns_drop, NULL, false,
 	  "NAME\n"
 	  "                drop a namespace; its URLs are forgotten in the "
 	  "background\n"
 	  "                (admin)" },
-	{ "doc-submit", nddctl_doc_submit, NULL,
+	{ "doc-submit", nddctl_doc_submit, NULL, false,
 	  "[--match ANSWER] --url URL [--html] [--query-only] [FILE|-]\n"
 	  "                | --jsonl [--batch N] [--query-only] [FILE|-]\n"
 	  "                store a document; prints its id, simhash, group and\n"
 	  "                near duplicates with their similarity (--jsonl: one\n"
 	  "                JSON document a line, sent in batches of N, default\n"
 	  "                256; --match verified or hamming: by that answer)" },
-	{ "doc-query", nddctl_doc_query, NULL,
+	{ "doc-query", nddctl_doc_query, NULL, false,
 	  "[--match ANSWER | --k N] [--html] [--simhash HEX] [FILE|-]\n"
 	  "                the stored documents near a body or a fingerprint\n"
 	  "                (--k, --simhash: the Hamming answer)" },
-	{ "doc-get", nddctl_doc_get, NULL,
+	{ "doc-get", nddctl_doc_get, NULL, false,
 	  "[--match ANSWER] --url URL\n"
 	  "                a stored document and its near duplicates" },
-	{ "doc-delete", nddctl_doc_delete, NULL,
+	{ "doc-delete", nddctl_doc_delete, NULL, false,
 	  "--url URL    forget a document (admin)" },
-	{ "reshard", nddctl_reshard, NULL,
+	{ "reshard", nddctl_reshard, NULL, true,
 	  "--add HOST:PORT\n"
 	  "                add a shard at the end of -H's shard list, moving "
 	  "the keys\n"
 	  "                it takes over while every daemon serves (admin)" },
-	{ "stats", nddctl_stats, NULL,
+	{ "stats", nddctl_stats, NULL, false,
 	  "                daemon statistics" },
-	{ "verify", nddctl_verify, NULL,
+	{ "verify", nddctl_verify, NULL, false,
 	  "               check the daemon's filter against its store "
 	  "(admin)" },
-	{ "simhash", NULL, nddctl_simhash,
+	{ "simhash", NULL, nddctl_simhash, false,
 	  "[...] [FILE|-]  fingerprint documents locally (no daemon; "
 	  "see simhash --help)" },
-	{ "text", NULL, nddctl_text,
+	{ "text", NULL, nddctl_text, false,
 	  "[--html [--whole]] [FILE|-]\n"
 	  "                the text nddd judges a document by: a page's main "
 	  "content\n"
 	  "                (no daemon; see text --help)" },
 };
 
-/* Whether cmd takes a shard list for -H: the URL commands route over
- * it, the forget commands go to every shard. */
-static bool
-takes_shards(const struct command *cmd)
-{
-	return cmd->daemon_cmd == nddctl_url_submit ||
-	    cmd->daemon_cmd == nddctl_url_check ||
-	    cmd->daemon_cmd == nddctl_url_delete ||
-	    cmd->daemon_cmd == nddctl_forget_host ||
-	    cmd->daemon_cmd == nddctl_forget_prefix ||
-	    cmd->daemon_cmd == nddctl_reshard;
-}
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static void
 usage(FILE *out)
@@ -118,7 +113,7 @@ usage(FILE *out)
 	    "              [--relaxed|--durable] [--digests]\n"
 	    "              COMMAND [ARGS]\n"
 	    "\ncommands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+	for (size_t i = 0; i < N_COMMANDS; i++)
 		fprintf(out, "  %s %s\n", commands[i].name, commands[i].help);
 	fprintf(out,
 	    "\nURLs come from the arguments, or one per line from standard "
@@ -264,8 +259,87 @@ output_written(void)
 	return true;
 }
 
-int
-main(int argc, char **argv)
+/*
+ * A count for --timeout (0: never), --batch or --window (ch says which)
+ * into co.  Returns false, having said why, for anything else.
+ */
+static bool
+parse_count(int ch, const char *arg, struct nddctl_common *co)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*arg == '\0' || *end != '\0' || v < 0 || (ch != 't' && v == 0) ||
+	    v > 100000000) {
+		fprintf(stderr, "nddctl: bad number '%s'\n", arg);
+		return false;
+	}
+	if (ch == 't')
+		co->conn.timeout_ms = (int)v;
+	else if (ch == 'b') {
+		co->batch = (size_t)v;
+		co->batch_given = true;
+	} else
+		co->window = (unsigned)v;
+	return true;
+}
+
+/* --max-frame: bytes, with a K or M suffix, 4K to 1024M. */
+static bool
+parse_max_frame(const char *arg, size_t *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (v < 0 || v > 1024L * 1024 * 1024)
+		v = -1;		/* refused below */
+	else if (*end == 'k' || *end == 'K') {
+		v *= 1024;
+		end++;
+	} else if (*end == 'm' || *end == 'M') {
+		v *= 1024 * 1024;
+		end++;
+	}
+	if (end == arg || *end != '\0' || v < 4096 || v > 1024L * 1024 * 1024) {
+		fprintf(stderr, "nddctl: --max-frame: 4K to 1024M, not '%s'\n",
+		    arg);
+		return false;
+	}
+	*out = (size_t)v;
+	return true;
+}
+
+/* The options of the connection itself: the token and TLS. */
+static void
+set_conn_option(int ch, const char *arg, struct nddd_options *conn)
+{
+	switch (ch) {
+	case 'T':
+		conn->token = arg;
+		break;
+	case 'S':
+		conn->tls = 1;
+		break;
+	case 'A':
+		conn->tls_ca = arg;
+		break;
+	case 'C':
+		conn->tls_cert = arg;
+		break;
+	case 'K':
+		conn->tls_key = arg;
+		break;
+	}
+}
+
+/*
+ * The options before the command name into co (--token-file's path into
+ * *token_file).  Returns -1 when a command is to run (at argv[optind]), or
+ * the status to exit with.
+ */
+static int
+parse_options(int argc, char **argv, struct nddctl_common *co,
+    const char **token_file)
 {
 	static const struct option longopts[] = {
 		{ "host", required_argument, NULL, 'H' },
@@ -287,99 +361,51 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct nddctl_common co = {
-		.address = "127.0.0.1",
-		.conn = {
-			.timeout_ms = 30000,
-			.token = getenv("NDDD_TOKEN"),
-		},
-		.batch = 1000,
-		.window = 8,
-		.max_frame = NDDD_DEFAULT_MAX_FRAME,
-		.progress = isatty(STDERR_FILENO),
-	};
-	const char *token_file = NULL;
-	char *end, *file_token = NULL;
 	bool token_given = false;
-	long v;
-	int ch, status;
+	int ch;
 
 	/* Options stop at the command name: the command parses the rest. */
 	while ((ch = getopt_long(argc, argv, "+H:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'H':
-			co.address = optarg;
+			co->address = optarg;
 			break;
 		case 'j':
-			co.json = true;
+			co->json = true;
 			break;
 		case 't':
 		case 'b':
 		case 'w':
-			v = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || v < 0 ||
-			    (ch != 't' && v == 0) || v > 100000000) {
-				fprintf(stderr, "nddctl: bad number '%s'\n",
-				    optarg);
+			if (!parse_count(ch, optarg, co))
 				return NDDCTL_EXIT_USAGE;
-			}
-			if (ch == 't')
-				co.conn.timeout_ms = (int)v;
-			else if (ch == 'b') {
-				co.batch = (size_t)v;
-				co.batch_given = true;
-			} else
-				co.window = (unsigned)v;
 			break;
 		case 'M':
-			v = strtol(optarg, &end, 10);
-			if (v < 0 || v > 1024L * 1024 * 1024)
-				v = -1;		/* refused below */
-			else if (*end == 'k' || *end == 'K') {
-				v *= 1024;
-				end++;
-			} else if (*end == 'm' || *end == 'M') {
-				v *= 1024 * 1024;
-				end++;
-			}
-			if (end == optarg || *end != '\0' || v < 4096 ||
-			    v > 1024L * 1024 * 1024) {
-				fprintf(stderr, "nddctl: --max-frame: 4K to "
-				    "1024M, not '%s'\n", optarg);
+			if (!parse_max_frame(optarg, &co->max_frame))
 				return NDDCTL_EXIT_USAGE;
-			}
-			co.max_frame = (size_t)v;
 			break;
 		case 'P':
-			co.progress = false;
+			co->progress = false;
 			break;
 		case 'T':
-			co.conn.token = optarg;
 			token_given = true;
+			/* FALLTHROUGH */
+		case 'S':
+		case 'A':
+		case 'C':
+		case 'K':
+			set_conn_option(ch, optarg, &co->conn);
 			break;
 		case 'F':
-			token_file = optarg;
-			break;
-		case 'S':
-			co.conn.tls = 1;
-			break;
-		case 'A':
-			co.conn.tls_ca = optarg;
-			break;
-		case 'C':
-			co.conn.tls_cert = optarg;
-			break;
-		case 'K':
-			co.conn.tls_key = optarg;
+			*token_file = optarg;
 			break;
 		case 'R':
-			co.durability = NDDD_RELAXED;
+			co->durability = NDDD_RELAXED;
 			break;
 		case 'D':
-			co.durability = NDDD_DURABLE;
+			co->durability = NDDD_DURABLE;
 			break;
 		case 'G':
-			co.digests = true;
+			co->digests = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -393,43 +419,98 @@ main(int argc, char **argv)
 		usage(stderr);
 		return NDDCTL_EXIT_USAGE;
 	}
-	if (token_given && token_file != NULL) {
+	if (token_given && *token_file != NULL) {
 		fprintf(stderr, "nddctl: --token and --token-file: give one\n");
 		return NDDCTL_EXIT_USAGE;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		const struct command *cmd = &commands[i];
+	return -1;
+}
 
-		if (strcmp(argv[optind], cmd->name) != 0)
+static const struct command *
+command_lookup(const char *name)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* Why cmd cannot take a shard list, with the commands that can. */
+static void
+refuse_shards(const struct command *cmd)
+{
+	size_t n = 0, said = 0;
+
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		n += commands[i].shards;
+	fprintf(stderr, "nddctl: %s: -H names one daemon here; a shard list "
+	    "is for ", cmd->name);
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		if (!commands[i].shards)
 			continue;
-		if (cmd->daemon_cmd != NULL && nddctl_sharded(&co) &&
-		    !takes_shards(cmd)) {
-			fprintf(stderr, "nddctl: %s: -H names one daemon here; "
-			    "a shard list is for url-submit, url-check, "
-			    "url-delete, forget-host, forget-prefix and "
-			    "reshard\n",
-			    cmd->name);
-			return NDDCTL_EXIT_USAGE;
-		}
-		if (cmd->daemon_cmd != NULL && token_file != NULL) {
-			if ((file_token = read_token_file(token_file)) == NULL)
-				return NDDCTL_EXIT_USAGE;
-			co.conn.token = file_token;
-		}
-		argc -= optind;
-		argv += optind;
-		optind = 0;	/* the command's getopt starts afresh */
-		status = cmd->local_cmd != NULL ? cmd->local_cmd(argc, argv) :
-		    cmd->daemon_cmd(&co, argc, argv);
-		if (file_token != NULL) {
-			explicit_bzero(file_token, strlen(file_token));
-			free(file_token);
-		}
-		return output_written() ? status : NDDCTL_EXIT_OUTPUT;
+		said++;
+		fprintf(stderr, "%s%s", said == 1 ? "" : said == n ? " and " :
+		    ", ", commands[i].name);
 	}
-	fprintf(stderr, "nddctl: unknown command '%s'\n", argv[optind]);
-	usage(stderr);
-	return NDDCTL_EXIT_USAGE;
+	fputc('\n', stderr);
+}
+
+/*
+ * Runs cmd on its arguments argv[0..argc) (its name first), with the token
+ * of token_file, if any, for a daemon's command.  Returns the exit status.
+ */
+static int
+run_command(const struct command *cmd, struct nddctl_common *co,
+    const char *token_file, int argc, char **argv)
+{
+	char *file_token = NULL;
+	int status;
+
+	if (cmd->daemon_cmd != NULL && nddctl_sharded(co) && !cmd->shards) {
+		refuse_shards(cmd);
+		return NDDCTL_EXIT_USAGE;
+	}
+	if (cmd->daemon_cmd != NULL && token_file != NULL) {
+		if ((file_token = read_token_file(token_file)) == NULL)
+			return NDDCTL_EXIT_USAGE;
+		co->conn.token = file_token;
+	}
+	optind = 0;	/* the command's getopt starts afresh */
+	status = cmd->local_cmd != NULL ? cmd->local_cmd(argc, argv) :
+	    cmd->daemon_cmd(co, argc, argv);
+	if (file_token != NULL) {
+		explicit_bzero(file_token, strlen(file_token));
+		free(file_token);
+	}
+	return output_written() ? status : NDDCTL_EXIT_OUTPUT;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct nddctl_common co = {
+		.address = "127.0.0.1",
+		.conn = {
+			.timeout_ms = 30000,
+			.token = getenv("NDDD_TOKEN"),
+		},
+		.batch = 1000,
+		.window = 8,
+		.max_frame = NDDD_DEFAULT_MAX_FRAME,
+		.progress = isatty(STDERR_FILENO),
+	};
+	const char *token_file = NULL;
+	const struct command *cmd;
+	int status;
+
+	if ((status = parse_options(argc, argv, &co, &token_file)) != -1)
+		return status;
+	if ((cmd = command_lookup(argv[optind])) == NULL) {
+		fprintf(stderr, "nddctl: unknown command '%s'\n", argv[optind]);
+		usage(stderr);
+		return NDDCTL_EXIT_USAGE;
+	}
+	return run_command(cmd, &co, token_file, argc - optind, argv + optind);
 }
 
 bool

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,8 +249,21 @@ nddctl_job_done(struct accel_job *job, void *arg)
 		event_base_loopbreak(r->base);
 }
 
-int
-nddctl_simhash(int argc, char **argv)
+/* What nddctl simhash is asked to do. */
+struct simhash_args {
+	enum simhash_input input;
+	struct nddd_engine_opts eo;
+	struct accel_options ao;
+	int nul;
+	const char *path;	/* the input; "-": standard input */
+};
+
+/*
+ * The options and argument of nddctl simhash into a.  Returns -1 when
+ * there is work to do, or the status to exit with (0 after --help).
+ */
+static int
+simhash_parse(int argc, char **argv, struct simhash_args *a)
 {
 	static const struct option longopts[] = {
 		{ "html", no_argument, NULL, 'H' },
@@ -266,58 +280,38 @@ nddctl_simhash(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	enum simhash_input input = SIMHASH_INPUT_TEXT;
-	struct nddd_engine_opts eo = { .simd = "auto" };
-	struct accel_options ao;
-	struct nddctl_input in = { NULL, 0, 0 };
-	struct nddctl_run run = { NULL, 0 };
-	struct accel_job **jobs = NULL;
-	struct nddctl_doc *docs = NULL;
-	uint8_t *texts = NULL;
-	nddd_engine *engine = NULL;
-	struct accel *acc = NULL;
-	char *cause = NULL, *end;
-	char hex[SIMHASH_HEX_LEN + 1];
-	size_t ndocs = 0, njobs = 0, i, j, k;
-	int c, nul = 0, rc = EXIT_USAGE, empty = 0;
 	unsigned long v;
-	uint64_t fp;
+	char *end;
+	int c;
 
-	accel_options_defaults(&ao);
-	snprintf(ao.accelerator, sizeof(ao.accelerator), "cpu");
-	log_init(LOG_LEVEL_WARN, "nddctl");
-	/* getopt's messages then name the command. */
-	argv[0] = (char *)"nddctl simhash";
-	/* 0, not 1: getopt starts afresh, permuting options again after
-	 * nddctl's own option parsing stopped at the command name. */
-	optind = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'H':
-			input = SIMHASH_INPUT_HTML;
+			a->input = SIMHASH_INPUT_HTML;
 			break;
 		case 'P':
-			input = SIMHASH_INPUT_PREPROCESSED;
+			a->input = SIMHASH_INPUT_PREPROCESSED;
 			break;
 		case 'W':
-			eo.html = "whole";
+			a->eo.html = "whole";
 			break;
 		case 't':
-			eo.term_hash = optarg;
+			a->eo.term_hash = optarg;
 			break;
 		case 'a':
-			snprintf(ao.accelerator, sizeof(ao.accelerator), "%s",
-			    optarg);
+			snprintf(a->ao.accelerator, sizeof(a->ao.accelerator),
+			    "%s", optarg);
 			break;
 		case 'd':
-			snprintf(ao.plugin_dir, sizeof(ao.plugin_dir), "%s",
-			    optarg);
+			snprintf(a->ao.plugin_dir, sizeof(a->ao.plugin_dir),
+			    "%s", optarg);
 			break;
 		case 'p':
-			snprintf(ao.params, sizeof(ao.params), "%s", optarg);
+			snprintf(a->ao.params, sizeof(a->ao.params), "%s",
+			    optarg);
 			break;
 		case 's':
-			eo.stopwords = optarg;
+			a->eo.stopwords = optarg;
 			break;
 		case 'j':
 			errno = 0;
@@ -325,97 +319,145 @@ nddctl_simhash(int argc, char **argv)
 			if (errno != 0 || *end != '\0' || v > 1024) {
 				fprintf(stderr, "nddctl simhash: bad thread "
 				    "count \"%s\"\n", optarg);
-				goto out;
+				return EXIT_USAGE;
 			}
-			ao.threads = (unsigned)v;
+			a->ao.threads = (unsigned)v;
 			break;
 		case 'v':
-			eo.simd = optarg;
+			a->eo.simd = optarg;
 			break;
 		case '0':
-			nul = 1;
+			a->nul = 1;
 			break;
 		case 'h':
 			nddctl_simhash_usage(stdout);
-			rc = 0;
-			goto out;
+			return 0;
 		default:
 			nddctl_simhash_usage(stderr);
-			goto out;
+			return EXIT_USAGE;
 		}
 	}
 	if (argc - optind > 1) {
 		nddctl_simhash_usage(stderr);
-		goto out;
+		return EXIT_USAGE;
 	}
-	if ((engine = nddd_engine_new(&eo, &cause)) == NULL) {
-		fprintf(stderr, "nddctl simhash: %s\n", cause != NULL ? cause :
-		    strerror(ENOMEM));
-		goto out;
-	}
-	if (nddctl_read(optind < argc ? argv[optind] : "-", &in) == -1)
-		goto out;
-	if ((run.base = event_base_new()) == NULL) {
-		fprintf(stderr, "nddctl simhash: cannot make an event base\n");
-		goto out;
-	}
-	if ((acc = accel_new(run.base, &ao, engine_term_hash(engine),
-	    engine_stopwords_set(engine), &cause)) == NULL) {
-		fprintf(stderr, "nddctl simhash: %s\n", cause);
-		goto out;
-	}
-	/* The documents; of pages, by default, their main content. */
-	if ((docs = nddctl_split(&in, nul, &ndocs)) == NULL) {
-		fprintf(stderr, "nddctl simhash: %s\n", strerror(ENOMEM));
-		goto out;
-	}
-	if (input == SIMHASH_INPUT_HTML && eo.html == NULL) {
-		if (nddctl_main_texts(engine, docs, ndocs, &texts) == -1)
-			goto out;
-		input = SIMHASH_INPUT_TEXT;
-	}
-	njobs = (ndocs + NDDCTL_JOB_DOCS - 1) / NDDCTL_JOB_DOCS;
-	if (njobs > 0 && (jobs = calloc(njobs, sizeof(*jobs))) == NULL) {
-		fprintf(stderr, "nddctl simhash: %s\n", strerror(ENOMEM));
-		goto out;
-	}
-	for (j = 0, i = 0; j < njobs; j++) {
+	a->path = optind < argc ? argv[optind] : "-";
+	return -1;
+}
+
+/*
+ * Submits docs[0..ndocs) to acc in the njobs jobs of jobs (made here, of
+ * NDDCTL_JOB_DOCS documents at most), each counted in run->pending until
+ * done.  Returns -1, said, when one cannot be made or submitted.
+ */
+static int
+simhash_submit(struct accel *acc, struct nddctl_run *run,
+    const struct nddctl_doc *docs, size_t ndocs, enum simhash_input input,
+    struct accel_job **jobs, size_t njobs)
+{
+	for (size_t j = 0, i = 0; j < njobs; j++) {
 		size_t n = ndocs - j * NDDCTL_JOB_DOCS < NDDCTL_JOB_DOCS ?
 		    ndocs - j * NDDCTL_JOB_DOCS : NDDCTL_JOB_DOCS;
 
 		if ((jobs[j] = accel_job_new(n, input)) == NULL) {
 			fprintf(stderr, "nddctl simhash: %s\n",
 			    strerror(ENOMEM));
-			goto out;
+			return -1;
 		}
-		for (k = 0; k < n; k++, i++)
+		for (size_t k = 0; k < n; k++, i++)
 			accel_job_set(jobs[j], k, docs[i].data, docs[i].len);
-		run.pending++;
-		if (accel_submit(acc, jobs[j], nddctl_job_done, &run) == -1) {
-			run.pending--;
+		run->pending++;
+		if (accel_submit(acc, jobs[j], nddctl_job_done, run) == -1) {
+			run->pending--;
 			fprintf(stderr, "nddctl simhash: %s\n", strerror(errno));
-			goto out;
+			return -1;
 		}
 	}
-	if (run.pending > 0)
-		event_base_dispatch(run.base);
-	for (j = 0; j < njobs; j++) {
-		for (k = 0; k < accel_job_ndocs(jobs[j]); k++) {
+	return 0;
+}
+
+/*
+ * Prints the fingerprints of jobs[0..njobs), in order.  Returns whether a
+ * document had none (EMPTY_DOCUMENT).
+ */
+static bool
+simhash_print(struct accel_job *const *jobs, size_t njobs)
+{
+	char hex[SIMHASH_HEX_LEN + 1];
+	bool empty = false;
+	uint64_t fp;
+
+	for (size_t j = 0; j < njobs; j++) {
+		for (size_t k = 0; k < accel_job_ndocs(jobs[j]); k++) {
 			if (accel_job_result(jobs[j], k, &fp) == SIMHASH_OK) {
 				simhash_format(fp, hex);
 				puts(hex);
 			} else {
 				puts("EMPTY_DOCUMENT");
-				empty = 1;
+				empty = true;
 			}
 		}
 	}
+	return empty;
+}
+
+/* Fingerprints a's input as a says.  Returns the exit status. */
+static int
+simhash_run(struct simhash_args *a)
+{
+	struct nddctl_input in = { NULL, 0, 0 };
+	struct nddctl_run run = { NULL, 0 };
+	struct accel_job **jobs = NULL;
+	struct nddctl_doc *docs = NULL;
+	uint8_t *texts = NULL;
+	nddd_engine *engine = NULL;
+	struct accel *acc = NULL;
+	char *cause = NULL;
+	size_t ndocs = 0, njobs = 0;
+	int rc = EXIT_USAGE;
+
+	if ((engine = nddd_engine_new(&a->eo, &cause)) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", cause != NULL ? cause :
+		    strerror(ENOMEM));
+		goto out;
+	}
+	if (nddctl_read(a->path, &in) == -1)
+		goto out;
+	if ((run.base = event_base_new()) == NULL) {
+		fprintf(stderr, "nddctl simhash: cannot make an event base\n");
+		goto out;
+	}
+	if ((acc = accel_new(run.base, &a->ao, engine_term_hash(engine),
+	    engine_stopwords_set(engine), &cause)) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", cause);
+		goto out;
+	}
+	/* The documents; of pages, by default, their main content. */
+	if ((docs = nddctl_split(&in, a->nul, &ndocs)) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", strerror(ENOMEM));
+		goto out;
+	}
+	if (a->input == SIMHASH_INPUT_HTML && a->eo.html == NULL) {
+		if (nddctl_main_texts(engine, docs, ndocs, &texts) == -1)
+			goto out;
+		a->input = SIMHASH_INPUT_TEXT;
+	}
+	njobs = (ndocs + NDDCTL_JOB_DOCS - 1) / NDDCTL_JOB_DOCS;
+	if (njobs > 0 && (jobs = calloc(njobs, sizeof(*jobs))) == NULL) {
+		fprintf(stderr, "nddctl simhash: %s\n", strerror(ENOMEM));
+		goto out;
+	}
+	if (simhash_submit(acc, &run, docs, ndocs, a->input, jobs, njobs) ==
+	    -1)
+		goto out;
+	if (run.pending > 0)
+		event_base_dispatch(run.base);
 	/* A failure to write the output is nddctl's main's to report. */
-	rc = empty ? EXIT_EMPTY : 0;
+	rc = simhash_print(jobs, njobs) ? EXIT_EMPTY : 0;
 out:
 	/* Waits for jobs still in flight before their memory goes. */
 	accel_free(acc);
-	for (j = 0; jobs != NULL && j < njobs; j++)
+	for (size_t j = 0; jobs != NULL && j < njobs; j++)
 		accel_job_free(jobs[j]);
 	free(jobs);
 	if (run.base != NULL)
@@ -427,4 +469,24 @@ out:
 	nddd_engine_free(engine);
 	free(cause);
 	return rc;
+}
+
+int
+nddctl_simhash(int argc, char **argv)
+{
+	struct simhash_args a = { .input = SIMHASH_INPUT_TEXT,
+	    .eo = { .simd = "auto" } };
+	int rc;
+
+	accel_options_defaults(&a.ao);
+	snprintf(a.ao.accelerator, sizeof(a.ao.accelerator), "cpu");
+	log_init(LOG_LEVEL_WARN, "nddctl");
+	/* getopt's messages then name the command. */
+	argv[0] = (char *)"nddctl simhash";
+	/* 0, not 1: getopt starts afresh, permuting options again after
+	 * nddctl's own option parsing stopped at the command name. */
+	optind = 0;
+	if ((rc = simhash_parse(argc, argv, &a)) != -1)
+		return rc;
+	return simhash_run(&a);
 }

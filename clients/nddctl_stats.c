@@ -4,70 +4,248 @@
  * object.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nddctl.h"
 
-/* The write paths' figures: their section and name, and where each is in
- * the stats. */
-#define URL_STORE_FIELD(f) \
-	{ "url_store", #f, offsetof(struct nddd_stats, url_store.f) }
-#define DOC_STORE_FIELD(f) \
-	{ "doc_store", #f, offsetof(struct nddd_stats, doc_store.f) }
-static const struct {
+/*
+ * The figures of the stats, in the order they are printed: their section
+ * (NULL: none), name and type, and where each is in struct nddd_stats.
+ * As text, "SECTION.NAME<TAB>VALUE" a line; as JSON, each section an
+ * object of its own, placed where its first figure comes.
+ */
+enum stat_type {
+	STAT_U64,
+	STAT_U32,
+	STAT_BOOL,		/* an int: 0 or 1 as text */
+	STAT_FLOAT,		/* to three places */
+	STAT_STR,
+};
+/* Only when the daemon is a shard. */
+#define STAT_SHARD	0x1
+/* JSON only. */
+#define STAT_JSON	0x2
+/* accel.backend: " (simulation)" after it, as text. */
+#define STAT_BACKEND	0x4
+
+struct stat_field {
 	const char *section;
 	const char *name;
+	enum stat_type type;
 	size_t off;
-} store_fields[] = {
-	URL_STORE_FIELD(journal_entries),
-	URL_STORE_FIELD(journal_capacity),
-	URL_STORE_FIELD(journal_bytes),
-	URL_STORE_FIELD(journal_bytes_written),
-	URL_STORE_FIELD(journal_syncs),
-	URL_STORE_FIELD(groups),
-	URL_STORE_FIELD(flushes),
-	URL_STORE_FIELD(merges),
-	URL_STORE_FIELD(merges_forced),
-	URL_STORE_FIELD(segments),
-	URL_STORE_FIELD(small_segments),
-	URL_STORE_FIELD(records),
-	URL_STORE_FIELD(dead_records),
-	URL_STORE_FIELD(store_bytes_written),
-	URL_STORE_FIELD(pending),
-	URL_STORE_FIELD(index_bytes),
-	URL_STORE_FIELD(journal_table_bytes),
-	URL_STORE_FIELD(host_runs),
-	URL_STORE_FIELD(host_keys),
-	URL_STORE_FIELD(host_merging),
-	DOC_STORE_FIELD(journal_bytes),
-	DOC_STORE_FIELD(journal_bytes_written),
-	DOC_STORE_FIELD(journal_syncs),
-	DOC_STORE_FIELD(groups),
-	DOC_STORE_FIELD(checkpoints),
-	DOC_STORE_FIELD(pending),
-	DOC_STORE_FIELD(failures),
+	unsigned flags;
 };
-#define N_STORE_FIELDS (sizeof(store_fields) / sizeof(store_fields[0]))
 
-static uint64_t
-store_value(const struct nddd_stats *s, size_t i)
+#define STAT(sec, name, type, member, flags) \
+	{ sec, name, type, offsetof(struct nddd_stats, member), flags }
+#define TOP(member, type) STAT(NULL, #member, type, member, 0)
+#define NEAR(f, type) STAT("near", #f, type, near_##f, 0)
+#define ACCEL(f, type) STAT("accel", #f, type, accel_##f, 0)
+#define CBF(f, type) STAT("cbf", #f, type, cbf_##f, 0)
+#define URL_STORE(f) STAT("url_store", #f, STAT_U64, url_store.f, 0)
+#define DOC_STORE(f) STAT("doc_store", #f, STAT_U64, doc_store.f, 0)
+
+static const struct stat_field stat_fields[] = {
+	TOP(version, STAT_STR),
+	TOP(uptime_seconds, STAT_U64),
+	TOP(urls, STAT_U64),
+	TOP(urls_dropping, STAT_U64),
+	TOP(urls_expired, STAT_U64),
+	TOP(docs, STAT_U64),
+	TOP(docs_dropping, STAT_U64),
+	STAT("shard", "place", STAT_U32, shard_place, STAT_SHARD),
+	STAT("shard", "shards", STAT_U32, shard_count, STAT_SHARD),
+	STAT("shard", "importing", STAT_BOOL, shard_importing, STAT_SHARD),
+	STAT("shard", "keep_moved_docs", STAT_BOOL, shard_keep_moved_docs,
+	    STAT_SHARD),
+	STAT("shard", "list", STAT_STR, shard_list, STAT_SHARD),
+	NEAR(k, STAT_U32),
+	NEAR(blocks, STAT_U32),
+	NEAR(tables, STAT_U32),
+	NEAR(bytes, STAT_U64),
+	NEAR(distinct, STAT_U64),
+	NEAR(answer, STAT_STR),
+	NEAR(html, STAT_STR),
+	NEAR(containment, STAT_FLOAT),
+	NEAR(resemblance, STAT_FLOAT),
+	NEAR(sketch_keys, STAT_U64),
+	NEAR(sketch_bytes, STAT_U64),
+	NEAR(candidates, STAT_U64),
+	NEAR(verified, STAT_U64),
+	NEAR(keys_skipped, STAT_U64),
+	NEAR(unsketched, STAT_U64),
+	STAT("accel", "backend", STAT_STR, accel_backend, STAT_BACKEND),
+	STAT("accel", "simulation", STAT_BOOL, accel_simulation, STAT_JSON),
+	ACCEL(batches, STAT_U64),
+	ACCEL(batches_failed, STAT_U64),
+	ACCEL(docs, STAT_U64),
+	ACCEL(bytes, STAT_U64),
+	CBF(counters, STAT_U64),
+	CBF(nonzero, STAT_U64),
+	CBF(saturated, STAT_U64),
+	CBF(k, STAT_U32),
+	CBF(bytes, STAT_U64),
+	TOP(checks, STAT_U64),
+	TOP(checks_filter_only, STAT_U64),
+	TOP(filter_false_positives, STAT_U64),
+	TOP(submits_new, STAT_U64),
+	TOP(submits_duplicate, STAT_U64),
+	TOP(deletes, STAT_U64),
+	TOP(commits, STAT_U64),
+	TOP(store_bytes, STAT_U64),
+	TOP(connections, STAT_U32),
+	TOP(canon, STAT_STR),
+	URL_STORE(journal_entries),
+	URL_STORE(journal_capacity),
+	URL_STORE(journal_bytes),
+	URL_STORE(journal_bytes_written),
+	URL_STORE(journal_syncs),
+	URL_STORE(groups),
+	URL_STORE(flushes),
+	URL_STORE(merges),
+	URL_STORE(merges_forced),
+	URL_STORE(segments),
+	URL_STORE(small_segments),
+	URL_STORE(records),
+	URL_STORE(dead_records),
+	URL_STORE(store_bytes_written),
+	URL_STORE(pending),
+	URL_STORE(index_bytes),
+	URL_STORE(journal_table_bytes),
+	URL_STORE(host_runs),
+	URL_STORE(host_keys),
+	URL_STORE(host_merging),
+	DOC_STORE(journal_bytes),
+	DOC_STORE(journal_bytes_written),
+	DOC_STORE(journal_syncs),
+	DOC_STORE(groups),
+	DOC_STORE(checkpoints),
+	DOC_STORE(pending),
+	DOC_STORE(failures),
+};
+#define N_STAT_FIELDS (sizeof(stat_fields) / sizeof(stat_fields[0]))
+
+/* Whether field f of s is printed at all. */
+static bool
+stat_shown(const struct nddd_stats *s, const struct stat_field *f)
 {
-	uint64_t v;
+	return !(f->flags & STAT_SHARD) || s->shard_count > 0;
+}
 
-	memcpy(&v, (const char *)s + store_fields[i].off, sizeof(v));
+/* Field f of s as an unsigned number (not for strings and floats). */
+static uint64_t
+stat_number(const struct nddd_stats *s, const struct stat_field *f)
+{
+	const char *p = (const char *)s + f->off;
+	uint32_t u32;
+	uint64_t u64;
+	int i;
+
+	switch (f->type) {
+	case STAT_U64:
+		memcpy(&u64, p, sizeof(u64));
+		return u64;
+	case STAT_U32:
+		memcpy(&u32, p, sizeof(u32));
+		return u32;
+	default:
+		memcpy(&i, p, sizeof(i));
+		return (uint64_t)i;
+	}
+}
+
+static float
+stat_float(const struct nddd_stats *s, const struct stat_field *f)
+{
+	float v;
+
+	memcpy(&v, (const char *)s + f->off, sizeof(v));
 	return v;
+}
+
+static const char *
+stat_str(const struct nddd_stats *s, const struct stat_field *f)
+{
+	return (const char *)s + f->off;
+}
+
+static void
+print_stats_text(const struct nddd_stats *s)
+{
+	for (size_t i = 0; i < N_STAT_FIELDS; i++) {
+		const struct stat_field *f = &stat_fields[i];
+
+		if (!stat_shown(s, f) || (f->flags & STAT_JSON))
+			continue;
+		if (f->section != NULL)
+			printf("%s.", f->section);
+		printf("%s\t", f->name);
+		switch (f->type) {
+		case STAT_STR:
+			fputs(stat_str(s, f), stdout);
+			if ((f->flags & STAT_BACKEND) && s->accel_simulation)
+				fputs(" (simulation)", stdout);
+			break;
+		case STAT_FLOAT:
+			printf("%.3g", (double)stat_float(s, f));
+			break;
+		case STAT_BOOL:
+			printf("%d", (int)stat_number(s, f));
+			break;
+		default:
+			printf("%" PRIu64, stat_number(s, f));
+			break;
+		}
+		putchar('\n');
+	}
+}
+
+static json_t *
+stat_json(const struct nddd_stats *s, const struct stat_field *f)
+{
+	switch (f->type) {
+	case STAT_STR:
+		return json_string(stat_str(s, f));
+	case STAT_FLOAT:
+		return json_real(stat_float(s, f));
+	case STAT_BOOL:
+		return json_boolean(stat_number(s, f));
+	default:
+		return json_integer((json_int_t)stat_number(s, f));
+	}
+}
+
+static json_t *
+stats_json(const struct nddd_stats *s)
+{
+	json_t *o = json_object(), *in;
+
+	for (size_t i = 0; i < N_STAT_FIELDS; i++) {
+		const struct stat_field *f = &stat_fields[i];
+
+		if (!stat_shown(s, f))
+			continue;
+		in = o;
+		if (f->section != NULL &&
+		    (in = json_object_get(o, f->section)) == NULL) {
+			in = json_object();
+			json_object_set_new(o, f->section, in);
+		}
+		json_object_set_new(in, f->name, stat_json(s, f));
+	}
+	return o;
 }
 
 int
 nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 {
-	struct nddd_stats s;
 	struct nddd_reply *r;
 	nddd_client *c;
 	uint64_t id;
-	json_t *o, *cbf, *near, *accel, *us, *nss;
+	json_t *o, *nss;
 
 	(void)argv;
 	if (argc != 1) {
@@ -89,161 +267,14 @@ nddctl_stats(const struct nddctl_common *co, int argc, char **argv)
 		nddd_reply_free(r);
 		return NDDCTL_EXIT_UNREACHABLE;
 	}
-	s = r->stats;
 	if (!co->json) {
-		printf("version\t%s\n", s.version);
-		printf("uptime_seconds\t%" PRIu64 "\n", s.uptime_seconds);
-		printf("urls\t%" PRIu64 "\n", s.urls);
-		printf("urls_dropping\t%" PRIu64 "\n", s.urls_dropping);
-		printf("urls_expired\t%" PRIu64 "\n", s.urls_expired);
-		printf("docs\t%" PRIu64 "\n", s.docs);
-		printf("docs_dropping\t%" PRIu64 "\n", s.docs_dropping);
-		if (s.shard_count > 0)
-			printf("shard.place\t%" PRIu32 "\nshard.shards\t%" PRIu32
-			    "\nshard.importing\t%d\nshard.keep_moved_docs\t%d\n"
-			    "shard.list\t%s\n", s.shard_place, s.shard_count,
-			    s.shard_importing, s.shard_keep_moved_docs,
-			    s.shard_list);
-		printf("near.k\t%" PRIu32 "\n", s.near_k);
-		printf("near.blocks\t%" PRIu32 "\n", s.near_blocks);
-		printf("near.tables\t%" PRIu32 "\n", s.near_tables);
-		printf("near.bytes\t%" PRIu64 "\n", s.near_bytes);
-		printf("near.distinct\t%" PRIu64 "\n", s.near_distinct);
-		printf("near.answer\t%s\nnear.html\t%s\n", s.near_answer,
-		    s.near_html);
-		printf("near.containment\t%.3g\nnear.resemblance\t%.3g\n",
-		    (double)s.near_containment, (double)s.near_resemblance);
-		printf("near.sketch_keys\t%" PRIu64 "\n", s.near_sketch_keys);
-		printf("near.sketch_bytes\t%" PRIu64 "\n",
-		    s.near_sketch_bytes);
-		printf("near.candidates\t%" PRIu64 "\n", s.near_candidates);
-		printf("near.verified\t%" PRIu64 "\n", s.near_verified);
-		printf("near.keys_skipped\t%" PRIu64 "\n",
-		    s.near_keys_skipped);
-		printf("near.unsketched\t%" PRIu64 "\n", s.near_unsketched);
-		printf("accel.backend\t%s%s\n", s.accel_backend,
-		    s.accel_simulation ? " (simulation)" : "");
-		printf("accel.batches\t%" PRIu64 "\n", s.accel_batches);
-		printf("accel.batches_failed\t%" PRIu64 "\n",
-		    s.accel_batches_failed);
-		printf("accel.docs\t%" PRIu64 "\n", s.accel_docs);
-		printf("accel.bytes\t%" PRIu64 "\n", s.accel_bytes);
-		printf("cbf.counters\t%" PRIu64 "\n", s.cbf_counters);
-		printf("cbf.nonzero\t%" PRIu64 "\n", s.cbf_nonzero);
-		printf("cbf.saturated\t%" PRIu64 "\n", s.cbf_saturated);
-		printf("cbf.k\t%" PRIu32 "\n", s.cbf_k);
-		printf("cbf.bytes\t%" PRIu64 "\n", s.cbf_bytes);
-		printf("checks\t%" PRIu64 "\n", s.checks);
-		printf("checks_filter_only\t%" PRIu64 "\n",
-		    s.checks_filter_only);
-		printf("filter_false_positives\t%" PRIu64 "\n",
-		    s.filter_false_positives);
-		printf("submits_new\t%" PRIu64 "\n", s.submits_new);
-		printf("submits_duplicate\t%" PRIu64 "\n", s.submits_duplicate);
-		printf("deletes\t%" PRIu64 "\n", s.deletes);
-		printf("commits\t%" PRIu64 "\n", s.commits);
-		printf("store_bytes\t%" PRIu64 "\n", s.store_bytes);
-		printf("connections\t%" PRIu32 "\n", s.connections);
-		printf("canon\t%s\n", s.canon);
-		for (size_t i = 0; i < N_STORE_FIELDS; i++)
-			printf("%s.%s\t%" PRIu64 "\n", store_fields[i].section,
-			    store_fields[i].name, store_value(&s, i));
+		print_stats_text(&r->stats);
 		for (size_t i = 0; i < r->nnamespaces; i++)
 			nddctl_print_namespace(&r->namespaces[i]);
 		nddd_reply_free(r);
 		return NDDCTL_EXIT_OK;
 	}
-	o = json_object();
-	cbf = json_object();
-	json_object_set_new(o, "version", json_string(s.version));
-	json_object_set_new(o, "uptime_seconds",
-	    json_integer((json_int_t)s.uptime_seconds));
-	json_object_set_new(o, "urls", json_integer((json_int_t)s.urls));
-	json_object_set_new(o, "urls_dropping",
-	    json_integer((json_int_t)s.urls_dropping));
-	json_object_set_new(o, "urls_expired",
-	    json_integer((json_int_t)s.urls_expired));
-	json_object_set_new(o, "docs", json_integer((json_int_t)s.docs));
-	json_object_set_new(o, "docs_dropping",
-	    json_integer((json_int_t)s.docs_dropping));
-	if (s.shard_count > 0)
-		json_object_set_new(o, "shard", json_pack("{s:I,s:I,s:b,s:b,s:s}",
-		    "place", (json_int_t)s.shard_place, "shards",
-		    (json_int_t)s.shard_count, "importing", s.shard_importing,
-		    "keep_moved_docs", s.shard_keep_moved_docs, "list",
-		    s.shard_list));
-	near = json_object();
-	json_object_set_new(near, "k", json_integer(s.near_k));
-	json_object_set_new(near, "blocks", json_integer(s.near_blocks));
-	json_object_set_new(near, "tables", json_integer(s.near_tables));
-	json_object_set_new(near, "bytes", json_integer((json_int_t)s.near_bytes));
-	json_object_set_new(near, "distinct",
-	    json_integer((json_int_t)s.near_distinct));
-	json_object_set_new(near, "answer", json_string(s.near_answer));
-	json_object_set_new(near, "html", json_string(s.near_html));
-	json_object_set_new(near, "containment",
-	    json_real(s.near_containment));
-	json_object_set_new(near, "resemblance",
-	    json_real(s.near_resemblance));
-	json_object_set_new(near, "sketch_keys",
-	    json_integer((json_int_t)s.near_sketch_keys));
-	json_object_set_new(near, "sketch_bytes",
-	    json_integer((json_int_t)s.near_sketch_bytes));
-	json_object_set_new(near, "candidates",
-	    json_integer((json_int_t)s.near_candidates));
-	json_object_set_new(near, "verified",
-	    json_integer((json_int_t)s.near_verified));
-	json_object_set_new(near, "keys_skipped",
-	    json_integer((json_int_t)s.near_keys_skipped));
-	json_object_set_new(near, "unsketched",
-	    json_integer((json_int_t)s.near_unsketched));
-	json_object_set_new(o, "near", near);
-	accel = json_object();
-	json_object_set_new(accel, "backend", json_string(s.accel_backend));
-	json_object_set_new(accel, "simulation",
-	    json_boolean(s.accel_simulation));
-	json_object_set_new(accel, "batches",
-	    json_integer((json_int_t)s.accel_batches));
-	json_object_set_new(accel, "batches_failed",
-	    json_integer((json_int_t)s.accel_batches_failed));
-	json_object_set_new(accel, "docs",
-	    json_integer((json_int_t)s.accel_docs));
-	json_object_set_new(accel, "bytes",
-	    json_integer((json_int_t)s.accel_bytes));
-	json_object_set_new(o, "accel", accel);
-	json_object_set_new(cbf, "counters",
-	    json_integer((json_int_t)s.cbf_counters));
-	json_object_set_new(cbf, "nonzero",
-	    json_integer((json_int_t)s.cbf_nonzero));
-	json_object_set_new(cbf, "saturated",
-	    json_integer((json_int_t)s.cbf_saturated));
-	json_object_set_new(cbf, "k", json_integer(s.cbf_k));
-	json_object_set_new(cbf, "bytes", json_integer((json_int_t)s.cbf_bytes));
-	json_object_set_new(o, "cbf", cbf);
-	json_object_set_new(o, "checks", json_integer((json_int_t)s.checks));
-	json_object_set_new(o, "checks_filter_only",
-	    json_integer((json_int_t)s.checks_filter_only));
-	json_object_set_new(o, "filter_false_positives",
-	    json_integer((json_int_t)s.filter_false_positives));
-	json_object_set_new(o, "submits_new",
-	    json_integer((json_int_t)s.submits_new));
-	json_object_set_new(o, "submits_duplicate",
-	    json_integer((json_int_t)s.submits_duplicate));
-	json_object_set_new(o, "deletes", json_integer((json_int_t)s.deletes));
-	json_object_set_new(o, "commits", json_integer((json_int_t)s.commits));
-	json_object_set_new(o, "store_bytes",
-	    json_integer((json_int_t)s.store_bytes));
-	json_object_set_new(o, "connections", json_integer(s.connections));
-	json_object_set_new(o, "canon", json_string(s.canon));
-	for (size_t i = 0; i < N_STORE_FIELDS; i++) {
-		if ((us = json_object_get(o, store_fields[i].section)) ==
-		    NULL) {
-			us = json_object();
-			json_object_set_new(o, store_fields[i].section, us);
-		}
-		json_object_set_new(us, store_fields[i].name,
-		    json_integer((json_int_t)store_value(&s, i)));
-	}
+	o = stats_json(&r->stats);
 	nss = json_array();
 	for (size_t i = 0; i < r->nnamespaces; i++)
 		json_array_append_new(nss,

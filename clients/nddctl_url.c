@@ -368,9 +368,14 @@ out:
 	return status;
 }
 
+/*
+ * The options and URLs of a URL command into opts and src.  Returns -1
+ * when the command is to run, or the status to exit with (a usage error,
+ * said).
+ */
 static int
-run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
-    char **argv)
+parse_args(enum nddd_url_op op, int argc, char **argv,
+    struct nddd_url_opts *opts, struct source *src)
 {
 	static const struct option longopts[] = {
 		{ "namespace", required_argument, NULL, 'n' },
@@ -378,34 +383,25 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
 		{ "times", no_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct nddd_url_opts opts = { 0 };
-	struct source src = { 0 };
-	struct batch *ring = NULL;
-	nddd_canon *canon = NULL;
-	struct progress prog;
-	size_t head = 0, count = 0, done = 0;
-	unsigned window = co->window;
-	bool failed = false;
-	nddd_client *c;
-	int ch, nargs, status = NDDCTL_EXIT_OK;
+	int ch, nargs;
 
 	while ((ch = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
 			if (!nddctl_namespace_ok(optarg))
 				return NDDCTL_EXIT_USAGE;
-			opts.ns = optarg;
+			opts->ns = optarg;
 			break;
 		case 't':
 			/* Only a submit records a URL for a time. */
 			if (op != NDDD_URL_SUBMIT)
 				goto usage;
 			if (!nddctl_parse_ttl("--ttl", optarg,
-			    &opts.ttl_seconds))
+			    &opts->ttl_seconds))
 				return NDDCTL_EXIT_USAGE;
 			break;
 		case 'T':
-			opts.with_times = 1;
+			opts->with_times = 1;
 			break;
 		default:
 			goto usage;
@@ -415,122 +411,224 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
 	if (nargs < 1 || (nargs > 1 && strcmp(argv[optind], "-") == 0))
 		goto usage;
 	if (nargs == 1 && strcmp(argv[optind], "-") == 0)
-		src.args = NULL;
+		src->args = NULL;
 	else {
-		src.args = argv + optind;
-		src.nargs = nargs;
+		src->args = argv + optind;
+		src->nargs = nargs;
 	}
-	if (nddctl_sharded(co))
-		return run_shards(co, op, &opts, &src);
-	if ((c = nddctl_connect(co)) == NULL)
-		return NDDCTL_EXIT_UNREACHABLE;
-	nddd_set_durability(c, co->durability);
-	if (nddd_set_url_opts(c, &opts) == -1) {
-		fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
-		status = NDDCTL_EXIT_USAGE;
-		goto out;
-	}
-	if (co->digests && (canon = daemon_canon(c, &status)) == NULL)
-		goto out;
-	if ((ring = calloc(window, sizeof(*ring))) == NULL)
-		goto oom;
-	for (unsigned i = 0; i < window; i++) {
-		ring[i].urls = calloc(co->batch, sizeof(char *));
-		ring[i].lens = calloc(co->batch, sizeof(size_t));
-		if (ring[i].urls == NULL || ring[i].lens == NULL)
-			goto oom;
-		if (canon == NULL)
-			continue;
-		ring[i].cause = calloc(co->batch, sizeof(char *));
-		ring[i].digests = calloc(co->batch, NDDD_DIGEST_LEN);
-		if (ring[i].cause == NULL || ring[i].digests == NULL)
-			goto oom;
-	}
-	progress_start(&prog, co->progress && src.args == NULL, "URLs");
-
-	for (;;) {
-		struct nddd_reply *r;
-		size_t k;
-
-		/* Keep the window full. */
-		while (count < window && !src.eof) {
-			struct batch *b = &ring[(head + count) % window];
-
-			if (read_batch(&src, b, co->batch) == -1) {
-				status = NDDCTL_EXIT_USAGE;
-				goto out;
-			}
-			if (b->n == 0)
-				break;
-			if (send_batch(c, canon, op, b) == -1)
-				goto lost;
-			count++;
-		}
-		/* Print what is complete, in input order. */
-		while (count > 0 && ring[head].answered) {
-			failed |= print_batch(co, op, opts.with_times,
-			    &ring[head]);
-			done += ring[head].n;
-			batch_clear(&ring[head]);
-			head = (head + 1) % window;
-			count--;
-		}
-		progress_update(&prog, done);
-		if (count == 0) {
-			if (src.eof)
-				break;
-			continue;
-		}
-		/* The oldest batch is not answered: its request is out. */
-		if (nddd_recv(c, &r) == -1)
-			goto lost;
-		for (k = 0; k < count; k++)
-			if (!ring[(head + k) % window].answered &&
-			    ring[(head + k) % window].id == r->id)
-				break;
-		if (k == count) {
-			fprintf(stderr, "nddctl: daemon: %s: %s\n",
-			    nddd_code_name(r->code),
-			    r->message ? r->message : "unexpected reply");
-			nddd_reply_free(r);
-			status = NDDCTL_EXIT_UNREACHABLE;
-			goto out;
-		}
-		ring[(head + k) % window].reply = r;
-		ring[(head + k) % window].answered = true;
-	}
-	progress_finish(&prog);
-	if (failed)
-		status = NDDCTL_EXIT_ITEMS;
-	goto out;
-lost:
-	progress_finish(&prog);
-	fprintf(stderr, "nddctl: %s\n", nddd_errstr(c));
-	status = NDDCTL_EXIT_UNREACHABLE;
-	goto out;
-oom:
-	fprintf(stderr, "nddctl: out of memory\n");
-	status = NDDCTL_EXIT_USAGE;
-out:
-	if (ring != NULL) {
-		for (unsigned i = 0; i < window; i++) {
-			batch_clear(&ring[i]);
-			free(ring[i].urls);
-			free(ring[i].lens);
-			free(ring[i].cause);
-			free(ring[i].digests);
-		}
-		free(ring);
-	}
-	free(src.line);
-	nddd_canon_free(canon);
-	nddd_close(c);
-	return status;
+	return -1;
 usage:
 	fprintf(stderr, "usage: nddctl %s [-n NAMESPACE]%s [--times] "
 	    "URL...|-\n", argv[0], op == NDDD_URL_SUBMIT ?
 	    " [--ttl SECONDS]" : "");
 	return NDDCTL_EXIT_USAGE;
+}
+
+static void
+ring_free(struct batch *ring, unsigned window)
+{
+	if (ring == NULL)
+		return;
+	for (unsigned i = 0; i < window; i++) {
+		batch_clear(&ring[i]);
+		free(ring[i].urls);
+		free(ring[i].lens);
+		free(ring[i].cause);
+		free(ring[i].digests);
+	}
+	free(ring);
+}
+
+/* window batches of up to batch URLs (with digests: room for them too). */
+static struct batch *
+ring_new(unsigned window, size_t batch, bool digests)
+{
+	struct batch *ring;
+
+	if ((ring = calloc(window, sizeof(*ring))) == NULL)
+		return NULL;
+	for (unsigned i = 0; i < window; i++) {
+		ring[i].urls = calloc(batch, sizeof(char *));
+		ring[i].lens = calloc(batch, sizeof(size_t));
+		if (ring[i].urls == NULL || ring[i].lens == NULL)
+			goto oom;
+		if (!digests)
+			continue;
+		ring[i].cause = calloc(batch, sizeof(char *));
+		ring[i].digests = calloc(batch, NDDD_DIGEST_LEN);
+		if (ring[i].cause == NULL || ring[i].digests == NULL)
+			goto oom;
+	}
+	return ring;
+oom:
+	ring_free(ring, window);
+	return NULL;
+}
+
+/*
+ * A URL command on one daemon: a ring of --window batches, ring[head] the
+ * oldest of the count that are in flight or wait to be printed.
+ */
+struct url_run {
+	const struct nddctl_common *co;
+	enum nddd_url_op op;
+	bool times;
+	nddd_client *c;
+	nddd_canon *canon;	/* --digests */
+	struct source *src;
+	struct batch *ring;
+	unsigned window;
+	size_t head, count;
+};
+
+/* How a step of the loop ended. */
+enum url_step {
+	STEP_OK,
+	STEP_INPUT,		/* the input could not be read (said) */
+	STEP_LOST,		/* the connection failed */
+	STEP_STRAY,		/* a reply to no batch (said) */
+};
+
+/* Reads and sends batches until the window is full or the input ends. */
+static enum url_step
+fill_window(struct url_run *u)
+{
+	while (u->count < u->window && !u->src->eof) {
+		struct batch *b = &u->ring[(u->head + u->count) % u->window];
+
+		if (read_batch(u->src, b, u->co->batch) == -1)
+			return STEP_INPUT;
+		if (b->n == 0)
+			break;
+		if (send_batch(u->c, u->canon, u->op, b) == -1)
+			return STEP_LOST;
+		u->count++;
+	}
+	return STEP_OK;
+}
+
+/*
+ * Prints the answered batches at the head, in input order, adding their
+ * URLs to *done.  Returns whether any item failed.
+ */
+static bool
+print_ready(struct url_run *u, size_t *done)
+{
+	bool failed = false;
+
+	while (u->count > 0 && u->ring[u->head].answered) {
+		failed |= print_batch(u->co, u->op, u->times,
+		    &u->ring[u->head]);
+		*done += u->ring[u->head].n;
+		batch_clear(&u->ring[u->head]);
+		u->head = (u->head + 1) % u->window;
+		u->count--;
+	}
+	return failed;
+}
+
+/* Waits for a reply (the oldest batch's request is out) and files it. */
+static enum url_step
+take_reply(struct url_run *u)
+{
+	struct nddd_reply *r;
+	size_t k;
+
+	if (nddd_recv(u->c, &r) == -1)
+		return STEP_LOST;
+	for (k = 0; k < u->count; k++) {
+		struct batch *b = &u->ring[(u->head + k) % u->window];
+
+		if (!b->answered && b->id == r->id) {
+			b->reply = r;
+			b->answered = true;
+			return STEP_OK;
+		}
+	}
+	fprintf(stderr, "nddctl: daemon: %s: %s\n", nddd_code_name(r->code),
+	    r->message ? r->message : "unexpected reply");
+	nddd_reply_free(r);
+	return STEP_STRAY;
+}
+
+/* The URLs of u's source through its window.  Returns the exit status. */
+static int
+run_window(struct url_run *u)
+{
+	struct progress prog;
+	size_t done = 0;
+	bool failed = false;
+	enum url_step step;
+
+	progress_start(&prog, u->co->progress && u->src->args == NULL,
+	    "URLs");
+	for (;;) {
+		if ((step = fill_window(u)) != STEP_OK)
+			break;
+		failed |= print_ready(u, &done);
+		progress_update(&prog, done);
+		if (u->count == 0) {
+			if (u->src->eof)
+				break;
+			continue;
+		}
+		if ((step = take_reply(u)) != STEP_OK)
+			break;
+	}
+	switch (step) {
+	case STEP_INPUT:
+		return NDDCTL_EXIT_USAGE;
+	case STEP_STRAY:
+		return NDDCTL_EXIT_UNREACHABLE;
+	case STEP_LOST:
+		progress_finish(&prog);
+		fprintf(stderr, "nddctl: %s\n", nddd_errstr(u->c));
+		return NDDCTL_EXIT_UNREACHABLE;
+	case STEP_OK:
+		break;
+	}
+	progress_finish(&prog);
+	return failed ? NDDCTL_EXIT_ITEMS : NDDCTL_EXIT_OK;
+}
+
+static int
+run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
+    char **argv)
+{
+	struct nddd_url_opts opts = { 0 };
+	struct source src = { 0 };
+	struct url_run u = { .co = co, .op = op, .src = &src,
+	    .window = co->window };
+	int status;
+
+	if ((status = parse_args(op, argc, argv, &opts, &src)) != -1)
+		return status;
+	if (nddctl_sharded(co))
+		return run_shards(co, op, &opts, &src);
+	u.times = opts.with_times;
+	if ((u.c = nddctl_connect(co)) == NULL)
+		return NDDCTL_EXIT_UNREACHABLE;
+	nddd_set_durability(u.c, co->durability);
+	if (nddd_set_url_opts(u.c, &opts) == -1) {
+		fprintf(stderr, "nddctl: %s\n", nddd_errstr(u.c));
+		status = NDDCTL_EXIT_USAGE;
+		goto out;
+	}
+	if (co->digests && (u.canon = daemon_canon(u.c, &status)) == NULL)
+		goto out;
+	if ((u.ring = ring_new(u.window, co->batch, u.canon != NULL)) ==
+	    NULL) {
+		fprintf(stderr, "nddctl: out of memory\n");
+		status = NDDCTL_EXIT_USAGE;
+		goto out;
+	}
+	status = run_window(&u);
+out:
+	ring_free(u.ring, u.window);
+	free(src.line);
+	nddd_canon_free(u.canon);
+	nddd_close(u.c);
+	return status;
 }
 
 int
