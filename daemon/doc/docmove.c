@@ -6,6 +6,12 @@
  * writer appends (or moves to the end) the entries of its transaction,
  * whose ids only grow, so docmove_changed hands out from the front what
  * its reader sees and stops at the first change it does not.
+ *
+ * The session and its changed set (struct docmove) are made by the first
+ * docmove_begin, in the store writer, and registered then as the document
+ * set's change hook (docset.h), which hands every put and delete to
+ * note() and frees them with the set.  Before any session there is none:
+ * nothing is noted, and no session is open.
  */
 #include "docmove.h"
 
@@ -216,28 +222,22 @@ set_clear(struct docmove *m)
 	m->head = m->tail = NULL;
 }
 
-struct docmove *
-docmove_new(void)
+/* The change hook's release: frees the session with the document set. */
+static void
+docmove_free_state(void *arg)
 {
-	struct docmove *m;
+	struct docmove *m = arg;
 
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return NULL;
-	if (pthread_mutex_init(&m->lock, NULL) != 0) {
-		free(m);
-		return NULL;
-	}
-	return m;
-}
-
-void
-docmove_destroy(struct docmove *m)
-{
-	if (m == NULL)
-		return;
 	set_clear(m);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
+}
+
+/* Any thread: ds's session state, NULL before the first session. */
+static struct docmove *
+docmove_of(struct docset *ds)
+{
+	return docset_change_hook_arg(ds);
 }
 
 /* The place among shards that owns the document of canonical URL url;
@@ -254,10 +254,14 @@ owner_of(const char *url, size_t url_len, uint32_t shards, uint32_t *owner)
 	return 0;
 }
 
-int
-docmove_note(struct docmove *m, uint64_t txn_id, const char *ns,
-    size_t ns_len, const char *url, size_t url_len)
+/* The change hook: notes, in the store writer's transaction txn_id, that
+ * the document of ns and url changes, if the session moves it; -1 when it
+ * cannot (the change must fail). */
+static int
+note(void *arg, uint64_t txn_id, const char *ns, size_t ns_len,
+    const char *url, size_t url_len)
 {
+	struct docmove *m = arg;
 	struct moved_key *e;
 	uint64_t hash;
 	uint32_t owner;
@@ -297,19 +301,48 @@ docmove_note(struct docmove *m, uint64_t txn_id, const char *ns,
 		free(e);
 out:
 	pthread_mutex_unlock(&m->lock);
+	if (rc == -1)
+		log_warnx("%s: out of memory: a moving document's change "
+		    "fails", __func__);
 	return rc;
+}
+
+/* Store writer thread: ds's session state, made and registered as its
+ * change hook if there is none yet; NULL when memory is short. */
+static struct docmove *
+docmove_make(struct docset *ds)
+{
+	struct docmove *m = docmove_of(ds);
+
+	if (m != NULL)
+		return m;
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return NULL;
+	if (pthread_mutex_init(&m->lock, NULL) != 0) {
+		free(m);
+		return NULL;
+	}
+	if (docset_set_change_hook(ds, note, docmove_free_state, m) == -1) {
+		log_warnx("%s: the documents have another change hook",
+		    __func__);
+		docmove_free_state(m);
+		return NULL;
+	}
+	return m;
 }
 
 int
 docmove_begin(struct docset *ds, struct store_txn *txn, uint32_t shards,
     uint32_t place)
 {
-	struct docmove *m = docset_move(ds);
+	struct docmove *m;
 	char val[32];
 	int rc;
 
 	if (place >= shards)
 		return DOCMOVE_INVALID;
+	if ((m = docmove_make(ds)) == NULL)
+		return STORE_FAILED;
 	snprintf(val, sizeof(val), "%" PRIu32 " %" PRIu32, shards, place);
 	if ((rc = store_meta_put(txn, SESSION_KEY, val)) != STORE_OK)
 		return rc;
@@ -327,8 +360,10 @@ docmove_begin(struct docset *ds, struct store_txn *txn, uint32_t shards,
 void
 docmove_end(struct docset *ds)
 {
-	struct docmove *m = docset_move(ds);
+	struct docmove *m = docmove_of(ds);
 
+	if (m == NULL)
+		return;
 	pthread_mutex_lock(&m->lock);
 	set_clear(m);
 	m->open = false;
@@ -339,9 +374,11 @@ docmove_end(struct docset *ds)
 bool
 docmove_open(struct docset *ds)
 {
-	struct docmove *m = docset_move(ds);
+	struct docmove *m = docmove_of(ds);
 	bool open;
 
+	if (m == NULL)
+		return false;
 	pthread_mutex_lock(&m->lock);
 	open = m->open;
 	pthread_mutex_unlock(&m->lock);
@@ -431,7 +468,7 @@ int
 docmove_page(struct docset *ds, struct store_txn *txn, uint64_t *cursor,
     size_t max, struct doc_moved **out, size_t *n, bool *done)
 {
-	struct docmove *m = docset_move(ds);
+	struct docmove *m = docmove_of(ds);
 	struct page_scan ps = { .ds = ds, .max = max, .rc = STORE_OK };
 	uint64_t begin_txn;
 	bool open;
@@ -440,6 +477,8 @@ docmove_page(struct docset *ds, struct store_txn *txn, uint64_t *cursor,
 	*out = NULL;
 	*n = 0;
 	*done = false;
+	if (m == NULL)
+		return DOCMOVE_NOSESSION;
 	pthread_mutex_lock(&m->lock);
 	open = m->open;
 	ps.shards = m->shards;
@@ -542,7 +581,7 @@ int
 docmove_changed(struct docset *ds, struct store_txn *txn, size_t max,
     struct doc_moved **out, size_t *n, bool *more)
 {
-	struct docmove *m = docset_move(ds);
+	struct docmove *m = docmove_of(ds);
 	struct moved_key **taken = NULL;
 	struct doc_moved *docs = NULL;
 	uint64_t seen = store_txn_id(txn), generation;
@@ -553,6 +592,8 @@ docmove_changed(struct docset *ds, struct store_txn *txn, size_t max,
 	*out = NULL;
 	*n = 0;
 	*more = false;
+	if (m == NULL)
+		return DOCMOVE_NOSESSION;
 	if (max > 0 && ((taken = calloc(max, sizeof(*taken))) == NULL ||
 	    (docs = calloc(max, sizeof(*docs))) == NULL)) {
 		free(taken);
@@ -610,7 +651,7 @@ int
 docmove_import(struct docset *ds, struct store_txn *txn,
     const struct doc_moved *d, struct doc_undo *undo)
 {
-	struct docmove *m = docset_move(ds);
+	struct docmove *m = docmove_of(ds);
 	struct doc_record r;
 	uint8_t key[DOCSET_KEY_LEN];
 	uint64_t id;
@@ -622,14 +663,17 @@ docmove_import(struct docset *ds, struct store_txn *txn,
 		return DOCMOVE_INVALID;
 	if (docset_key(d->ns, strlen(d->ns), d->url, d->url_len, key) == -1)
 		return STORE_FAILED;
-	m->importing = true;
+	/* Without a session state nothing is noted anyway. */
+	if (m != NULL)
+		m->importing = true;
 	if (d->deleted)
 		rc = docset_delete(ds, txn, d->ns, key, &id, undo);
 	else
 		rc = docset_put_times(ds, txn, d->ns, key, d->url, d->url_len,
 		    d->fp, d->has_sketch ? &d->sketch : NULL, d->group,
 		    d->created_ms, d->updated_ms, &r, &created, undo);
-	m->importing = false;
+	if (m != NULL)
+		m->importing = false;
 	return rc;
 }
 

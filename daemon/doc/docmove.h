@@ -35,6 +35,11 @@
  * or one of DOCMOVE_NOSESSION, DOCMOVE_STALE, DOCMOVE_INVALID;
  * docmove_strstatus describes any of them.
  *
+ * The session and its changed set hang on the document set as its change
+ * hook (docset_set_change_hook): the first docmove_begin registers it,
+ * and it hears of every put and delete from then on; docset_free frees
+ * it.  A change it cannot note (memory is short) fails its transaction.
+ *
  * Threads.  docmove_begin, docmove_import and the jobs' callbacks run in
  * the store writer thread; docmove_page, docmove_changed, docmove_end
  * and docmove_open in any thread (the session and the changed set are
@@ -183,18 +188,5 @@ int docmove_import_job_init(struct docmove_import_job *j, struct docset *ds,
     const struct doc_moved *docs, size_t n,
     void (*done)(struct docmove_import_job *), void *arg);
 void docmove_import_job_clear(struct docmove_import_job *j);
-
-/*
- * For docset.c, which keeps a struct docmove with each document set: the
- * session and its changed set.  docmove_note, in the store writer's
- * transaction txn_id, notes that the document of namespace ns[0..ns_len)
- * and canonical URL url[0..url_len) changes; returns -1 when memory is
- * short (the change could not be noted: its transaction must fail).
- */
-struct docmove;
-struct docmove *docmove_new(void);
-void docmove_destroy(struct docmove *m);
-int docmove_note(struct docmove *m, uint64_t txn_id, const char *ns,
-    size_t ns_len, const char *url, size_t url_len);
 
 #endif

@@ -10,7 +10,6 @@
 
 #include <openssl/evp.h>
 
-#include "docmove.h"
 #include "le.h"
 #include "log.h"
 #include "sketchidx.h"
@@ -44,7 +43,11 @@ struct docset {
 	struct nearidx *idx;
 	struct sketchidx *sketches;
 	struct docns *ns;
-	struct docmove *move;	/* resharding's export session */
+	/* The change hook: fn and release set by the writer before arg is
+	 * published (release; other threads read arg with acquire). */
+	docset_change_fn change_fn;
+	void (*change_release)(void *);
+	void *change_arg;
 	unsigned k;
 	float resemblance, containment;
 	uint64_t next_id;	/* writer thread */
@@ -611,7 +614,8 @@ neighbours_verified(struct docset *ds, struct store_txn *txn, uint32_t ns,
 		nk++;
 	}
 	__atomic_add_fetch(&ds->verified, nk, __ATOMIC_RELAXED);
-	qsort(kept, nk, sizeof(*kept), cmp_kept);
+	if (nk > 1)	/* kept is NULL without candidates */
+		qsort(kept, nk, sizeof(*kept), cmp_kept);
 	listed = nk < max ? nk : max;
 	if (listed > 0) {
 		if ((recs = malloc(listed * sizeof(*recs))) == NULL ||
@@ -745,17 +749,15 @@ tables_insert(struct docset *ds, uint64_t fp, uint64_t id, uint32_t ns,
 	return STORE_OK;
 }
 
-/* Notes a change of the document of ns and url for resharding, before
- * the change: a change that cannot be noted is not made. */
+/* Tells the change hook of a change of the document of ns and url,
+ * before the change: a change the hook refuses is not made. */
 static int
 note_change(struct docset *ds, struct store_txn *txn, const char *ns,
     size_t ns_len, const char *url, size_t url_len)
 {
-	if (docmove_note(ds->move, store_txn_id(txn), ns, ns_len, url,
-	    url_len) == -1) {
-		log_warnx("%s: out of memory", __func__);
+	if (ds->change_fn != NULL && ds->change_fn(ds->change_arg,
+	    store_txn_id(txn), ns, ns_len, url, url_len) == -1)
 		return STORE_FAILED;
-	}
 	return STORE_OK;
 }
 
@@ -1018,10 +1020,22 @@ docset_namespaces(struct docset *ds)
 	return ds->ns;
 }
 
-struct docmove *
-docset_move(struct docset *ds)
+int
+docset_set_change_hook(struct docset *ds, docset_change_fn fn,
+    void (*release)(void *), void *arg)
 {
-	return ds->move;
+	if (ds->change_fn != NULL)
+		return -1;
+	ds->change_fn = fn;
+	ds->change_release = release;
+	__atomic_store_n(&ds->change_arg, arg, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void *
+docset_change_hook_arg(struct docset *ds)
+{
+	return __atomic_load_n(&ds->change_arg, __ATOMIC_ACQUIRE);
 }
 
 int
@@ -1439,8 +1453,6 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 	ds->resemblance = opts->resemblance;
 	ds->containment = opts->containment;
 	ds->next_id = 1;
-	if ((ds->move = docmove_new()) == NULL)
-		goto err;
 	nearidx_config_defaults(&nc);
 	nc.k = opts->k;
 	nc.blocks = opts->blocks;
@@ -1495,7 +1507,8 @@ docset_free(struct docset *ds)
 	nearidx_free(ds->idx);
 	sketchidx_free(ds->sketches);
 	docns_free(ds->ns);
-	docmove_destroy(ds->move);
+	if (ds->change_release != NULL)
+		ds->change_release(ds->change_arg);
 	free(ds);
 }
 

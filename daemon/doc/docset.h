@@ -39,10 +39,12 @@
  * or delete under the name sees the name's new namespace only, and a put
  * of the same URL there replaces the dropped document.
  *
- * Resharding (docmove.h).  While an export session is open, each put
- * and each delete (a namespace's forgetting included) first notes its
- * document for the session when the document moves; a change that cannot
- * be noted fails with STORE_FAILED, so that none goes unexported.
+ * The change hook (docset_set_change_hook).  Each put and each delete (a
+ * namespace's forgetting included) first tells the hook, if one is
+ * registered, which document it changes; a change the hook refuses fails
+ * with STORE_FAILED.  Resharding's export session is such a hook
+ * (docmove.h): it notes the documents that move, and none goes
+ * unexported.  The document set knows nothing more of its hook.
  *
  * Threads.  The store writer calls docset_put, docset_delete and the
  * namespace changes inside its transaction, and the undo functions after
@@ -147,7 +149,15 @@ struct docset_verify {
 };
 
 struct docset;
-struct docmove;
+
+/*
+ * A change hook: called by the store writer, in transaction txn_id, before
+ * a put or delete changes the document of namespace ns[0..ns_len) ("":
+ * the default one) and canonical URL url[0..url_len).  Returns 0, or -1
+ * (having logged why) to fail the change.
+ */
+typedef int (*docset_change_fn)(void *arg, uint64_t txn_id, const char *ns,
+    size_t ns_len, const char *url, size_t url_len);
 
 /*
  * Opens the documents of st: checks the term hash against the one stored
@@ -163,8 +173,16 @@ void docset_free(struct docset *ds);
 unsigned docset_k(const struct docset *ds);
 /* The namespaces of the documents. */
 struct docns *docset_namespaces(struct docset *ds);
-/* Resharding's export session over the documents (docmove.h). */
-struct docmove *docset_move(struct docset *ds);
+/*
+ * Store writer thread (or before it starts): registers the change hook fn
+ * with arg, once; release(arg), unless release is NULL, runs in
+ * docset_free.  Returns -1, registering nothing, if a hook is registered
+ * already.
+ */
+int docset_set_change_hook(struct docset *ds, docset_change_fn fn,
+    void (*release)(void *), void *arg);
+/* Any thread: the change hook's arg, NULL until one is registered. */
+void *docset_change_hook_arg(struct docset *ds);
 /*
  * The key of the document of canonical URL url[0..url_len) in namespace
  * ns[0..ns_len) (empty: the default one): the URL's MD5, XORed with the
