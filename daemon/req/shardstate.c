@@ -4,7 +4,18 @@
  * Admission works as an RCU grace period with two generations: a write
  * counts itself in the current generation's counter; a change of state
  * flips the generation and waits for the old one's counter to drain.
- * Changes are serialized, so at most one generation drains at a time.
+ *
+ * Changes are serialized by a state machine under the one lock: idle, or
+ * changing (the flag below), from the store write to the end of the
+ * drain.  A change that finds another under way waits on a condition
+ * variable for it to end; the lock itself is held for a few assignments
+ * only, never across the store's write transaction, the drain or another
+ * lock (docs/threads.md).  What a mutex held from start to end gave
+ * holds still: the store keeps the states in the order they take effect,
+ * at most one generation drains at a time, and a change begins only once
+ * the one before it has drained (or given up after 60 s).  Requests read
+ * and admit under the old state meanwhile, until the new one is kept in
+ * the store.
  */
 #include "shardstate.h"
 
@@ -32,8 +43,9 @@ static EVP_MD *md5;
 
 struct shard_state {
 	struct store *st;
-	pthread_mutex_t lock;		/* guards the state and gen */
-	pthread_mutex_t change;		/* one change at a time */
+	pthread_mutex_t lock;		/* guards all below but inflight */
+	pthread_cond_t idle;		/* changing went back to false */
+	bool changing;			/* a change is under way */
 	struct shard_view v;
 	char list[SHARD_LIST_MAX + 1];
 	unsigned gen;			/* 0 or 1 */
@@ -104,7 +116,7 @@ shard_state_open(struct store *st, const char **cause)
 		return NULL;
 	}
 	pthread_mutex_init(&ss->lock, NULL);
-	pthread_mutex_init(&ss->change, NULL);
+	pthread_cond_init(&ss->idle, NULL);
 	reply_set_shards(ss->v.shards);
 	if (ss->v.shards > 0)
 		log_info("shard %" PRIu32 " of %" PRIu32 "%s", ss->v.place,
@@ -118,7 +130,7 @@ shard_state_free(struct shard_state *ss)
 	if (ss == NULL)
 		return;
 	pthread_mutex_destroy(&ss->lock);
-	pthread_mutex_destroy(&ss->change);
+	pthread_cond_destroy(&ss->idle);
 	free(ss);
 }
 
@@ -209,6 +221,78 @@ persist(struct shard_state *ss, const struct shard_view *v, const char *list)
 	return store_commit(txn);
 }
 
+/* Why v and list are not a state to take (static), or NULL. */
+static const char *
+check_state(const struct shard_view *v, const char *list)
+{
+	if (v->shards > 0 && v->place >= v->shards)
+		return "a place is below the number of shards";
+	if (v->shards == 0 && (v->place != 0 || v->importing))
+		return "a daemon that is not a shard has no place";
+	if (v->importing && v->place != v->shards - 1)
+		return "only the last place imports (a new shard is added "
+		    "at the end of the list)";
+	if (strlen(list) > SHARD_LIST_MAX || strchr(list, ' ') != NULL)
+		return "a shard list is at most 2048 bytes, without spaces";
+	return NULL;
+}
+
+/* Waits until no other change is under way, then makes this one so. */
+static void
+change_begin(struct shard_state *ss)
+{
+	pthread_mutex_lock(&ss->lock);
+	while (ss->changing)
+		pthread_cond_wait(&ss->idle, &ss->lock);
+	ss->changing = true;
+	pthread_mutex_unlock(&ss->lock);
+}
+
+static void
+change_end(struct shard_state *ss)
+{
+	pthread_mutex_lock(&ss->lock);
+	ss->changing = false;
+	pthread_cond_broadcast(&ss->idle);
+	pthread_mutex_unlock(&ss->lock);
+}
+
+/* Takes state v and list for the requests admitted from now on; returns
+ * the generation the earlier ones were admitted in. */
+static unsigned
+change_swap(struct shard_state *ss, const struct shard_view *v,
+    const char *list)
+{
+	unsigned old;
+
+	pthread_mutex_lock(&ss->lock);
+	ss->v = *v;
+	strcpy(ss->list, list);
+	old = ss->gen;
+	ss->gen ^= 1;
+	pthread_mutex_unlock(&ss->lock);
+	return old;
+}
+
+/*
+ * Waits, holding no lock, for the writes admitted in generation gen to be
+ * released; false after SHARD_DRAIN_MS.  It polls: shard_release stays one
+ * atomic operation on every write's path, with no lock to signal under.
+ */
+static bool
+drain(struct shard_state *ss, unsigned gen)
+{
+	struct timespec pause = { 0, 1000000 };
+	uint64_t deadline = clock_mono_ms() + SHARD_DRAIN_MS;
+
+	while (__atomic_load_n(&ss->inflight[gen], __ATOMIC_ACQUIRE) > 0) {
+		if (clock_mono_ms() > deadline)
+			return false;
+		nanosleep(&pause, NULL);
+	}
+	return true;
+}
+
 const char *
 shard_state_set(struct shard_state *ss, const Nddd__V1__ShardState *msg,
     Nddd__V1__Code *code)
@@ -220,44 +304,29 @@ shard_state_set(struct shard_state *ss, const Nddd__V1__ShardState *msg,
 		.keep_moved_docs = msg->keep_moved_docs,
 	};
 	const char *list = msg->shard_list != NULL ? msg->shard_list : "";
-	struct timespec pause = { 0, 1000000 };
-	uint64_t deadline;
+	const char *why;
 	unsigned old;
+	bool drained;
 
-	*code = NDDD__V1__CODE__INVALID_ARGUMENT;
-	if (v.shards > 0 && v.place >= v.shards)
-		return "a place is below the number of shards";
-	if (v.shards == 0 && (v.place != 0 || v.importing))
-		return "a daemon that is not a shard has no place";
-	if (v.importing && v.place != v.shards - 1)
-		return "only the last place imports (a new shard is added "
-		    "at the end of the list)";
-	if (strlen(list) > SHARD_LIST_MAX || strchr(list, ' ') != NULL)
-		return "a shard list is at most 2048 bytes, without spaces";
-	*code = NDDD__V1__CODE__INTERNAL;
-	pthread_mutex_lock(&ss->change);
+	if ((why = check_state(&v, list)) != NULL) {
+		*code = NDDD__V1__CODE__INVALID_ARGUMENT;
+		return why;
+	}
+	change_begin(ss);
 	if (persist(ss, &v, list) != STORE_OK) {
-		pthread_mutex_unlock(&ss->change);
+		change_end(ss);
+		*code = NDDD__V1__CODE__INTERNAL;
 		return "cannot keep the shard state in the store";
 	}
-	pthread_mutex_lock(&ss->lock);
-	ss->v = v;
-	strcpy(ss->list, list);
-	old = ss->gen;
-	ss->gen ^= 1;
-	pthread_mutex_unlock(&ss->lock);
+	old = change_swap(ss, &v, list);
 	reply_set_shards(v.shards);
-	deadline = clock_mono_ms() + SHARD_DRAIN_MS;
-	while (__atomic_load_n(&ss->inflight[old], __ATOMIC_ACQUIRE) > 0) {
-		if (clock_mono_ms() > deadline) {
-			pthread_mutex_unlock(&ss->change);
-			*code = NDDD__V1__CODE__UNAVAILABLE;
-			return "the state is set, but writes admitted before "
-			    "it are still not done after 60 s";
-		}
-		nanosleep(&pause, NULL);
+	drained = drain(ss, old);
+	change_end(ss);
+	if (!drained) {
+		*code = NDDD__V1__CODE__UNAVAILABLE;
+		return "the state is set, but writes admitted before it are "
+		    "still not done after 60 s";
 	}
-	pthread_mutex_unlock(&ss->change);
 	if (v.shards > 0)
 		log_info("shard %" PRIu32 " of %" PRIu32 "%s%s", v.place,
 		    v.shards, v.importing ? ", importing" : "",

@@ -76,7 +76,11 @@ void shard_release(struct shard_state *ss, unsigned ticket);
  * Replaces the state by msg's (checked: place < shards unless shards is 0;
  * importing only for the last place; a list of at most SHARD_LIST_MAX
  * bytes), keeps it in the store, then waits for the writes admitted under
- * the old state.  Returns NULL, or why it failed (static), with *code.
+ * the old state (at most 60 s: then UNAVAILABLE, the state set).  Changes
+ * are one at a time: a change that finds another under way waits for it
+ * to end first.  It blocks (a store write transaction and those waits),
+ * holding no lock meanwhile: not for the loop thread.  Returns NULL, or
+ * why it failed (static), with *code.
  */
 const char *shard_state_set(struct shard_state *ss,
     const Nddd__V1__ShardState *msg, Nddd__V1__Code *code);
