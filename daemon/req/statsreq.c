@@ -4,6 +4,7 @@
 #include "statsreq.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -267,187 +268,271 @@ render_namespaces(const struct req_services *svc, struct evbuffer *out)
 	free(dl);
 }
 
-/* The metrics of verified answers and of the sketch index. */
+/* The accelerator backend in use, as a label. */
 static void
-render_near(const struct daemon_stats *s, struct evbuffer *out)
+render_backend(const struct req_services *svc, const struct daemon_stats *s,
+    struct evbuffer *out)
 {
-	metrics_render_value(out, "nddd_doc_candidates_total", "counter",
-	    "Candidates verified answers looked at (a record read and "
-	    "compared each).", (double)s->docs.candidates);
-	metrics_render_value(out, "nddd_doc_verified_total", "counter",
-	    "Candidates kept as neighbours.", (double)s->docs.verified);
-	metrics_render_value(out, "nddd_doc_sketch_keys_skipped_total",
-	    "counter", "Sketch keys passed over by queries as held by too "
-	    "many documents.", (double)s->docs.keys_skipped);
-	metrics_render_value(out, "nddd_doc_sketch_keys", "gauge",
-	    "Keys in the sketch index (a document under each of its keys).",
-	    (double)s->docs.sketch_entries);
-	metrics_render_value(out, "nddd_doc_sketch_bytes", "gauge",
-	    "Memory of the sketch index.", (double)s->docs.sketch_bytes);
-	metrics_render_value(out, "nddd_docs_unsketched", "gauge",
-	    "Documents stored without a sketch (by nddd 0.4): found by "
-	    "distance alone.", (double)s->docs.unsketched);
-}
-
-void
-statsreq_render_gauges(const struct req_services *svc,
-    const struct daemon_stats *s, struct evbuffer *out)
-{
-	render_near(s, out);
-	metrics_render_value(out, "nddd_docs", "gauge", "Documents stored.",
-	    (double)s->docs.docs);
-	metrics_render_value(out, "nddd_docs_distinct_fingerprints", "gauge",
-	    "Distinct fingerprints among the stored documents.",
-	    (double)s->docs.distinct);
-	metrics_render_value(out, "nddd_tables_bytes", "gauge",
-	    "Memory of the near-duplicate tables.", (double)s->docs.table_bytes);
-	metrics_render_value(out, "nddd_tables", "gauge",
-	    "Near-duplicate tables.", (double)s->docs.tables);
-	metrics_render_value(out, "nddd_accel_batches_total", "counter",
-	    "Document batches given to the accelerator backend.",
-	    (double)s->accel.batches);
-	metrics_render_value(out, "nddd_accel_batches_failed_total", "counter",
-	    "Batches a plugin failed or refused (redone on the cpu).",
-	    (double)s->accel.batches_failed);
-	metrics_render_value(out, "nddd_accel_documents_total", "counter",
-	    "Documents fingerprinted.", (double)s->accel.docs);
-	metrics_render_value(out, "nddd_accel_bytes_total", "counter",
-	    "Bytes of documents fingerprinted.", (double)s->accel.bytes);
+	(void)svc;
 	evbuffer_add_printf(out, "# HELP nddd_accel_backend The accelerator "
 	    "backend in use (1), and whether it is a simulation.\n"
 	    "# TYPE nddd_accel_backend gauge\n"
 	    "nddd_accel_backend{backend=\"%s\",simulation=\"%s\"} 1\n",
 	    s->accel.backend, s->accel.simulation ? "yes" : "no");
-	metrics_render_value(out, "nddd_urls", "gauge", "URLs stored.",
-	    (double)s->urls.urls);
-	metrics_render_value(out, "nddd_filter_counters", "gauge",
-	    "Counters of the URL filter (m).", (double)s->filter_counters);
-	metrics_render_value(out, "nddd_filter_nonzero", "gauge",
-	    "Filter counters above zero.", (double)s->filter_nonzero);
-	metrics_render_value(out, "nddd_filter_saturated", "gauge",
-	    "Filter counters at 15.", (double)s->filter_saturated);
-	metrics_render_value(out, "nddd_filter_fill_ratio", "gauge",
-	    "Share of filter counters above zero.",
-	    (double)s->filter_nonzero / (double)s->filter_counters);
-	metrics_render_value(out, "nddd_filter_bytes", "gauge",
-	    "Memory of the URL filter.", (double)s->filter_bytes);
-	metrics_render_value(out, "nddd_url_checks_total", "counter",
-	    "URLs checked.", (double)s->urls.checks);
-	metrics_render_value(out, "nddd_urls_expired_total", "counter",
-	    "URLs reclaimed after their time to live.",
-	    (double)s->urls.expired);
-	metrics_render_value(out, "nddd_urls_dropping", "gauge",
-	    "URLs of dropped namespaces not yet forgotten.",
-	    (double)s->urls.dropping);
-	metrics_render_value(out, "nddd_docs_dropping", "gauge",
-	    "Documents of dropped namespaces not yet forgotten.",
-	    (double)s->docs.dropping);
+}
+
+static void
+render_namespace_rows(const struct req_services *svc,
+    const struct daemon_stats *s, struct evbuffer *out)
+{
+	(void)s;
 	render_namespaces(svc, out);
-	metrics_render_value(out, "nddd_url_checks_filter_only_total",
-	    "counter", "URL checks answered by the filter alone.",
-	    (double)s->urls.checks_filter_only);
-	metrics_render_value(out, "nddd_filter_false_positives_total",
-	    "counter", "URL checks the filter sent to the store in vain.",
-	    (double)s->urls.filter_false_positives);
-	metrics_render_value(out, "nddd_url_submits_new_total", "counter",
-	    "URL submits that were new.", (double)s->urls.submits_new);
-	metrics_render_value(out, "nddd_url_submits_duplicate_total",
-	    "counter", "URL submits that were duplicates.",
-	    (double)s->urls.submits_duplicate);
-	metrics_render_value(out, "nddd_url_deletes_total", "counter",
-	    "URL records deleted.", (double)s->urls.deletes);
-	metrics_render_value(out, "nddd_url_journal_entries", "gauge",
-	    "URLs changed since the last flush into the store.",
-	    (double)s->urls.journal_entries);
-	metrics_render_value(out, "nddd_url_journal_capacity", "gauge",
-	    "URLs changed between flushes, at most.",
-	    (double)s->urls.journal_capacity);
-	metrics_render_value(out, "nddd_url_journal_bytes", "gauge",
-	    "Bytes in the URL journal file now.", (double)s->urls.journal_bytes);
-	metrics_render_value(out, "nddd_url_journal_written_bytes_total",
-	    "counter", "Bytes written to the URL journal.",
-	    (double)s->urls.journal_bytes_written);
-	metrics_render_value(out, "nddd_url_journal_syncs_total", "counter",
-	    "fdatasyncs of the URL journal.", (double)s->urls.journal_syncs);
-	metrics_render_value(out, "nddd_url_host_runs", "gauge",
-	    "Runs of the host index that url_forget reads.",
-	    (double)s->urls.host_runs);
-	metrics_render_value(out, "nddd_url_host_keys", "gauge",
-	    "Keys in the host index's runs, dead ones not yet merged away "
-	    "included.", (double)s->urls.host_keys);
-	metrics_render_value(out, "nddd_url_group_commits_total", "counter",
-	    "Groups of URL submits and deletes committed to the journal.",
-	    (double)s->urls.groups);
-	metrics_render_value(out, "nddd_url_flushes_total", "counter",
-	    "Flushes of the journal into store segments.",
-	    (double)s->urls.flushes);
-	metrics_render_value(out, "nddd_url_merges_total", "counter",
-	    "Merges of small or sparse URL segments.", (double)s->urls.merges);
-	metrics_render_value(out, "nddd_url_merges_forced_total", "counter",
-	    "Merges that held URL writers back (back-pressure).",
-	    (double)s->urls.merges_forced);
-	metrics_render_value(out, "nddd_url_segments", "gauge",
-	    "URL segments in the store.", (double)s->urls.segments);
-	metrics_render_value(out, "nddd_url_small_segments", "gauge",
-	    "URL segments below half the segment size (merge backlog).",
-	    (double)s->urls.small_segments);
-	metrics_render_value(out, "nddd_url_dead_records", "gauge",
-	    "Replaced or deleted URL records not merged away yet (merge "
-	    "backlog).", (double)s->urls.dead_records);
-	metrics_render_value(out, "nddd_url_store_written_bytes_total",
-	    "counter", "Bytes of URL segments and bitmaps written.",
-	    (double)s->urls.store_bytes_written);
-	metrics_render_value(out, "nddd_url_writes_pending", "gauge",
-	    "URL submits and deletes queued for the URL writer.",
-	    (double)s->urls.pending);
-	metrics_render_value(out, "nddd_url_index_bytes", "gauge",
-	    "Memory of the URL index.", (double)s->urls.index_bytes);
-	metrics_render_value(out, "nddd_store_commits_total", "counter",
-	    "Store writer groups committed or journaled.",
-	    (double)s->writer.commits);
-	metrics_render_value(out, "nddd_doc_journal_bytes", "gauge",
-	    "Bytes in the store journal now.",
-	    (double)s->doc_store.journal_bytes);
-	metrics_render_value(out, "nddd_doc_journal_written_bytes_total",
-	    "counter", "Bytes written to the store journal.",
-	    (double)s->doc_store.journal_bytes_written);
-	metrics_render_value(out, "nddd_doc_journal_syncs_total", "counter",
-	    "fdatasyncs of the store journal.", (double)s->doc_store.syncs);
-	metrics_render_value(out, "nddd_doc_journal_groups_total", "counter",
-	    "Groups of document writes journaled.",
-	    (double)s->doc_store.frames);
-	metrics_render_value(out, "nddd_doc_checkpoints_total", "counter",
-	    "Commits of the store journal's groups into the store.",
-	    (double)s->doc_store.checkpoints);
-	metrics_render_value(out, "nddd_doc_journal_pending", "gauge",
-	    "Store keys changed since the last checkpoint.",
-	    (double)s->doc_store.pending);
-	metrics_render_value(out, "nddd_doc_journal_failures_total",
-	    "counter", "Groups or checkpoints that lost what the store writer "
-	    "held (built again from the journal).",
-	    (double)s->doc_store.failures);
-	metrics_render_value(out, "nddd_store_failed_transactions_total",
-	    "counter", "Store transactions that failed.",
-	    (double)s->writer.failed_txns);
-	metrics_render_value(out, "nddd_store_bytes", "gauge",
-	    "Bytes of the store in use.", (double)s->store_bytes);
-	metrics_render_value(out, "nddd_store_full", "gauge",
-	    "Whether writes are refused for want of room: 0 no, 1 the store "
-	    "reached map_size, 2 the disk is full.",
-	    s->store_full == STORE_NOSPACE ? 2.0 : s->store_full != 0 ? 1.0 :
-	    0.0);
-	metrics_render_value(out, "nddd_store_refused_full_total", "counter",
-	    "Store writes refused for want of room (disk or map_size).",
-	    (double)s->store_refused_full);
-	metrics_render_value(out, "nddd_connections", "gauge",
-	    "Client connections open.", (double)s->connections);
-	/* The loop's own count: gauges are rendered in the loop. */
+}
+
+/* The loop's own count (gauges are rendered in the loop), where there is
+ * a server. */
+static void
+render_buffered(const struct req_services *svc, const struct daemon_stats *s,
+    struct evbuffer *out)
+{
+	(void)s;
 	if (svc->srv != NULL)
 		metrics_render_value(out, "nddd_connection_buffer_bytes",
 		    "gauge", "Connections' buffers and the replies reserved "
 		    "for requests in flight ([server] buffer_memory bounds "
 		    "them).", (double)server_buffered(svc->srv));
-	metrics_render_value(out, "nddd_requests_pending", "gauge",
-	    "Requests accepted and not yet answered.",
-	    (double)statsreq_pending(svc));
+}
+
+static double
+get_tables(const struct req_services *svc, const struct daemon_stats *s)
+{
+	(void)svc;
+	return (double)s->docs.tables;
+}
+
+static double
+get_fill_ratio(const struct req_services *svc, const struct daemon_stats *s)
+{
+	(void)svc;
+	return (double)s->filter_nonzero / (double)s->filter_counters;
+}
+
+static double
+get_store_full(const struct req_services *svc, const struct daemon_stats *s)
+{
+	(void)svc;
+	return s->store_full == STORE_NOSPACE ? 2.0 : s->store_full != 0 ?
+	    1.0 : 0.0;
+}
+
+static double
+get_connections(const struct req_services *svc, const struct daemon_stats *s)
+{
+	(void)svc;
+	return (double)s->connections;
+}
+
+static double
+get_pending(const struct req_services *svc, const struct daemon_stats *s)
+{
+	(void)s;
+	return (double)statsreq_pending(svc);
+}
+
+/*
+ * A row of /metrics' gauges and counters: its name, type and help, and its
+ * value, one of a uint64_t of struct daemon_stats (stat, its offset: what
+ * STAT names, checked to be a uint64_t), a value computed (get), or, for
+ * a metric with labels or one that may be absent, the whole metric
+ * rendered (render).
+ */
+struct gauge_row {
+	const char *name;
+	const char *type;
+	const char *help;
+	size_t stat;
+	double (*get)(const struct req_services *svc,
+	    const struct daemon_stats *s);
+	void (*render)(const struct req_services *svc,
+	    const struct daemon_stats *s, struct evbuffer *out);
+};
+
+#define STAT(f)	.stat = offsetof(struct daemon_stats, f) + 0 * \
+	sizeof(_Generic(((struct daemon_stats *)0)->f, uint64_t: 0))
+#define GAUGE	"gauge"
+#define COUNTER	"counter"
+
+/* In the order /metrics has always listed them: adding a metric is adding
+ * a row. */
+static const struct gauge_row gauge_rows[] = {
+	{ "nddd_doc_candidates_total", COUNTER, "Candidates verified answers "
+	    "looked at (a record read and compared each).",
+	    STAT(docs.candidates) },
+	{ "nddd_doc_verified_total", COUNTER,
+	    "Candidates kept as neighbours.", STAT(docs.verified) },
+	{ "nddd_doc_sketch_keys_skipped_total", COUNTER, "Sketch keys passed "
+	    "over by queries as held by too many documents.",
+	    STAT(docs.keys_skipped) },
+	{ "nddd_doc_sketch_keys", GAUGE, "Keys in the sketch index (a "
+	    "document under each of its keys).", STAT(docs.sketch_entries) },
+	{ "nddd_doc_sketch_bytes", GAUGE, "Memory of the sketch index.",
+	    STAT(docs.sketch_bytes) },
+	{ "nddd_docs_unsketched", GAUGE, "Documents stored without a sketch "
+	    "(by nddd 0.4): found by distance alone.", STAT(docs.unsketched) },
+	{ "nddd_docs", GAUGE, "Documents stored.", STAT(docs.docs) },
+	{ "nddd_docs_distinct_fingerprints", GAUGE,
+	    "Distinct fingerprints among the stored documents.",
+	    STAT(docs.distinct) },
+	{ "nddd_tables_bytes", GAUGE, "Memory of the near-duplicate tables.",
+	    STAT(docs.table_bytes) },
+	{ "nddd_tables", GAUGE, "Near-duplicate tables.", .get = get_tables },
+	{ "nddd_accel_batches_total", COUNTER,
+	    "Document batches given to the accelerator backend.",
+	    STAT(accel.batches) },
+	{ "nddd_accel_batches_failed_total", COUNTER,
+	    "Batches a plugin failed or refused (redone on the cpu).",
+	    STAT(accel.batches_failed) },
+	{ "nddd_accel_documents_total", COUNTER, "Documents fingerprinted.",
+	    STAT(accel.docs) },
+	{ "nddd_accel_bytes_total", COUNTER,
+	    "Bytes of documents fingerprinted.", STAT(accel.bytes) },
+	{ "nddd_accel_backend", .render = render_backend },
+	{ "nddd_urls", GAUGE, "URLs stored.", STAT(urls.urls) },
+	{ "nddd_filter_counters", GAUGE, "Counters of the URL filter (m).",
+	    STAT(filter_counters) },
+	{ "nddd_filter_nonzero", GAUGE, "Filter counters above zero.",
+	    STAT(filter_nonzero) },
+	{ "nddd_filter_saturated", GAUGE, "Filter counters at 15.",
+	    STAT(filter_saturated) },
+	{ "nddd_filter_fill_ratio", GAUGE,
+	    "Share of filter counters above zero.", .get = get_fill_ratio },
+	{ "nddd_filter_bytes", GAUGE, "Memory of the URL filter.",
+	    STAT(filter_bytes) },
+	{ "nddd_url_checks_total", COUNTER, "URLs checked.",
+	    STAT(urls.checks) },
+	{ "nddd_urls_expired_total", COUNTER,
+	    "URLs reclaimed after their time to live.", STAT(urls.expired) },
+	{ "nddd_urls_dropping", GAUGE,
+	    "URLs of dropped namespaces not yet forgotten.",
+	    STAT(urls.dropping) },
+	{ "nddd_docs_dropping", GAUGE,
+	    "Documents of dropped namespaces not yet forgotten.",
+	    STAT(docs.dropping) },
+	{ "nddd_namespace_urls", .render = render_namespace_rows },
+	{ "nddd_url_checks_filter_only_total", COUNTER,
+	    "URL checks answered by the filter alone.",
+	    STAT(urls.checks_filter_only) },
+	{ "nddd_filter_false_positives_total", COUNTER,
+	    "URL checks the filter sent to the store in vain.",
+	    STAT(urls.filter_false_positives) },
+	{ "nddd_url_submits_new_total", COUNTER, "URL submits that were new.",
+	    STAT(urls.submits_new) },
+	{ "nddd_url_submits_duplicate_total", COUNTER,
+	    "URL submits that were duplicates.", STAT(urls.submits_duplicate) },
+	{ "nddd_url_deletes_total", COUNTER, "URL records deleted.",
+	    STAT(urls.deletes) },
+	{ "nddd_url_journal_entries", GAUGE,
+	    "URLs changed since the last flush into the store.",
+	    STAT(urls.journal_entries) },
+	{ "nddd_url_journal_capacity", GAUGE,
+	    "URLs changed between flushes, at most.",
+	    STAT(urls.journal_capacity) },
+	{ "nddd_url_journal_bytes", GAUGE, "Bytes in the URL journal file now.",
+	    STAT(urls.journal_bytes) },
+	{ "nddd_url_journal_written_bytes_total", COUNTER,
+	    "Bytes written to the URL journal.",
+	    STAT(urls.journal_bytes_written) },
+	{ "nddd_url_journal_syncs_total", COUNTER,
+	    "fdatasyncs of the URL journal.", STAT(urls.journal_syncs) },
+	{ "nddd_url_host_runs", GAUGE,
+	    "Runs of the host index that url_forget reads.",
+	    STAT(urls.host_runs) },
+	{ "nddd_url_host_keys", GAUGE, "Keys in the host index's runs, dead "
+	    "ones not yet merged away included.", STAT(urls.host_keys) },
+	{ "nddd_url_group_commits_total", COUNTER,
+	    "Groups of URL submits and deletes committed to the journal.",
+	    STAT(urls.groups) },
+	{ "nddd_url_flushes_total", COUNTER,
+	    "Flushes of the journal into store segments.",
+	    STAT(urls.flushes) },
+	{ "nddd_url_merges_total", COUNTER,
+	    "Merges of small or sparse URL segments.", STAT(urls.merges) },
+	{ "nddd_url_merges_forced_total", COUNTER,
+	    "Merges that held URL writers back (back-pressure).",
+	    STAT(urls.merges_forced) },
+	{ "nddd_url_segments", GAUGE, "URL segments in the store.",
+	    STAT(urls.segments) },
+	{ "nddd_url_small_segments", GAUGE,
+	    "URL segments below half the segment size (merge backlog).",
+	    STAT(urls.small_segments) },
+	{ "nddd_url_dead_records", GAUGE, "Replaced or deleted URL records "
+	    "not merged away yet (merge backlog).", STAT(urls.dead_records) },
+	{ "nddd_url_store_written_bytes_total", COUNTER,
+	    "Bytes of URL segments and bitmaps written.",
+	    STAT(urls.store_bytes_written) },
+	{ "nddd_url_writes_pending", GAUGE,
+	    "URL submits and deletes queued for the URL writer.",
+	    STAT(urls.pending) },
+	{ "nddd_url_index_bytes", GAUGE, "Memory of the URL index.",
+	    STAT(urls.index_bytes) },
+	{ "nddd_store_commits_total", COUNTER,
+	    "Store writer groups committed or journaled.",
+	    STAT(writer.commits) },
+	{ "nddd_doc_journal_bytes", GAUGE, "Bytes in the store journal now.",
+	    STAT(doc_store.journal_bytes) },
+	{ "nddd_doc_journal_written_bytes_total", COUNTER,
+	    "Bytes written to the store journal.",
+	    STAT(doc_store.journal_bytes_written) },
+	{ "nddd_doc_journal_syncs_total", COUNTER,
+	    "fdatasyncs of the store journal.", STAT(doc_store.syncs) },
+	{ "nddd_doc_journal_groups_total", COUNTER,
+	    "Groups of document writes journaled.", STAT(doc_store.frames) },
+	{ "nddd_doc_checkpoints_total", COUNTER,
+	    "Commits of the store journal's groups into the store.",
+	    STAT(doc_store.checkpoints) },
+	{ "nddd_doc_journal_pending", GAUGE,
+	    "Store keys changed since the last checkpoint.",
+	    STAT(doc_store.pending) },
+	{ "nddd_doc_journal_failures_total", COUNTER, "Groups or checkpoints "
+	    "that lost what the store writer held (built again from the "
+	    "journal).", STAT(doc_store.failures) },
+	{ "nddd_store_failed_transactions_total", COUNTER,
+	    "Store transactions that failed.", STAT(writer.failed_txns) },
+	{ "nddd_store_bytes", GAUGE, "Bytes of the store in use.",
+	    STAT(store_bytes) },
+	{ "nddd_store_full", GAUGE, "Whether writes are refused for want of "
+	    "room: 0 no, 1 the store reached map_size, 2 the disk is full.",
+	    .get = get_store_full },
+	{ "nddd_store_refused_full_total", COUNTER,
+	    "Store writes refused for want of room (disk or map_size).",
+	    STAT(store_refused_full) },
+	{ "nddd_connections", GAUGE, "Client connections open.",
+	    .get = get_connections },
+	{ "nddd_connection_buffer_bytes", .render = render_buffered },
+	{ "nddd_requests_pending", GAUGE,
+	    "Requests accepted and not yet answered.", .get = get_pending },
+};
+
+void
+statsreq_render_gauges(const struct req_services *svc,
+    const struct daemon_stats *s, struct evbuffer *out)
+{
+	for (size_t i = 0; i < sizeof(gauge_rows) / sizeof(gauge_rows[0]);
+	    i++) {
+		const struct gauge_row *g = &gauge_rows[i];
+		uint64_t v;
+
+		if (g->render != NULL) {
+			g->render(svc, s, out);
+			continue;
+		}
+		if (g->get != NULL) {
+			metrics_render_value(out, g->name, g->type, g->help,
+			    g->get(svc, s));
+			continue;
+		}
+		memcpy(&v, (const char *)s + g->stat, sizeof(v));
+		metrics_render_value(out, g->name, g->type, g->help,
+		    (double)v);
+	}
 }
