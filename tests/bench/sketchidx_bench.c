@@ -12,8 +12,8 @@
  * start-up; then CHURN (default 1,000,000) deletes of stored documents and
  * as many inserts of new ones, one at a time, as online writes do; then
  * QUERIES (default 100,000) candidate queries of 128 hashes, half of them
- * with two keys of a stored document among them.  Prints, after the load
- * and after the churn, the bytes each structure holds and their sum per
+ * with two keys of a stored document among their smallest (the probed
+ * ones).  Prints, after the load and after the churn, the bytes each structure holds and their sum per
  * document, and the rates.  Document namespaces' tags (4 bytes per
  * document, once a named namespace holds documents) are not counted.
  */
@@ -188,10 +188,21 @@ main(int argc, char **argv)
 		uint32_t keys[SKETCH_KEYS];
 		int64_t m;
 
-		for (int k = 0; k < SKETCH_K; k++)
-			sk.h[k] = (uint32_t)splitmix(&seed);
+		uint32_t floor = 0;
+
+		/*
+		 * A planted query's other hashes are above its two keys, so
+		 * that the keys are among the smallest, the probed ones, as a
+		 * copy's are.
+		 */
 		if (q % 2 == 0) {
 			keys_of(ids[pick], keys);
+			floor = keys[0] > keys[1] ? keys[0] : keys[1];
+		}
+		for (int k = 0; k < SKETCH_K; k++)
+			sk.h[k] = floor + (uint32_t)(splitmix(&seed) %
+			    ((uint64_t)UINT32_MAX - floor + 1));
+		if (q % 2 == 0) {
 			sk.h[0] = keys[0];
 			sk.h[1] = keys[1];
 		}
