@@ -444,9 +444,13 @@ urlset_check(struct urlset *us, struct urlset_reader *rd, uint32_t ns,
 		return STORE_OK;
 	memcpy(rd->which, rd->maybe, nmaybe * sizeof(*rd->which));
 	nw = nmaybe;
-	if ((rc = store_reader_begin(rd->txn)) != STORE_OK)
-		return rc;
+	/* Entered before the snapshot begins: segment ids freed since the
+	 * entry are not reused under it (urlsegs.c, free_id). */
 	urlset_enter(us, rd);
+	if ((rc = store_reader_begin(rd->txn)) != STORE_OK) {
+		urlset_leave(rd);
+		return rc;
+	}
 	for (;;) {
 		uint32_t gen = urlmem_generation(us->mem);
 		bool mem = urlmem_count(us->mem) > 0;

@@ -83,19 +83,79 @@ dir_grow(struct urlset *us, uint32_t id)
 	return 0;
 }
 
+/*
+ * Segment ids are reused, but not under a reader that may still see the
+ * old segment: a reader whose snapshot predates a merge holds the merged
+ * segments' old contents, and if their id named a new segment meanwhile,
+ * the index would send it to that id and it would find neither the old
+ * records nor a reason to read again (urlset_lookup_store retries only
+ * segments its snapshot lacks).  So an id freed by a committed merge
+ * carries the epoch it was freed at, and is taken again only once every
+ * reader inside urlset_enter entered at or after it (a reader enters
+ * before it begins its snapshot, so its snapshot holds the merge).
+ */
 static int
-free_id(struct urlset *us, uint32_t id)
+free_id(struct urlset *us, uint32_t id, uint64_t epoch)
 {
 	if (us->segs.nfree == us->segs.free_cap) {
 		size_t cap = us->segs.free_cap ? 2 * us->segs.free_cap : 64;
 		uint32_t *f = realloc(us->segs.free_ids, cap * sizeof(*f));
+		uint64_t *e;
 
 		if (f == NULL)
 			return -1;
 		us->segs.free_ids = f;
+		if ((e = realloc(us->segs.free_epoch, cap * sizeof(*e))) ==
+		    NULL)
+			return -1;
+		us->segs.free_epoch = e;
 		us->segs.free_cap = cap;
 	}
-	us->segs.free_ids[us->segs.nfree++] = id;
+	us->segs.free_ids[us->segs.nfree] = id;
+	us->segs.free_epoch[us->segs.nfree++] = epoch;
+	return 0;
+}
+
+/* The oldest epoch a reader inside urlset_enter entered at; UINT64_MAX
+ * when none is inside. */
+static uint64_t
+readers_floor(struct urlset *us)
+{
+	uint64_t floor = UINT64_MAX;
+	struct urlset_reader *rd;
+
+	pthread_mutex_lock(&us->rd.readers_lock);
+	for (rd = us->rd.readers; rd != NULL; rd = rd->next) {
+		uint64_t a = __atomic_load_n(&rd->active, __ATOMIC_SEQ_CST);
+
+		if (a != 0 && a < floor)
+			floor = a;
+	}
+	pthread_mutex_unlock(&us->rd.readers_lock);
+	return floor;
+}
+
+/* Takes a free id no reader may still see as another segment, if one is
+ * free; returns 0 when none is. */
+static uint32_t
+take_free_id(struct urlset *us)
+{
+	uint64_t floor = 0;
+	uint32_t id;
+
+	for (size_t i = 0; i < us->segs.nfree; i++) {
+		uint64_t e = us->segs.free_epoch[i];
+
+		if (e != 0 && floor == 0)
+			floor = readers_floor(us);
+		if (e != 0 && e > floor)
+			continue;
+		id = us->segs.free_ids[i];
+		us->segs.nfree--;
+		us->segs.free_ids[i] = us->segs.free_ids[us->segs.nfree];
+		us->segs.free_epoch[i] = us->segs.free_epoch[us->segs.nfree];
+		return id;
+	}
 	return 0;
 }
 
@@ -117,11 +177,17 @@ alloc_id(struct urlset *us, struct id_list *l, uint32_t *id)
 		l->ids = p;
 		l->cap = cap;
 	}
-	if (us->segs.nfree > 0)
-		*id = us->segs.free_ids[--us->segs.nfree];
+	if ((*id = take_free_id(us)) != 0)
+		;
 	else if (us->segs.next_id <= URLIDX_SEG_MAX)
 		*id = us->segs.next_id++;
-	else {
+	else if (us->segs.nfree > 0) {
+		/* Every id is in use or freed under a reader: wait for the
+		 * readers to move on. */
+		urlset_grace(us);
+		*id = take_free_id(us);
+	}
+	if (*id == 0) {
 		log_warnx("%s: every segment id is in use", __func__);
 		return -1;
 	}
@@ -132,8 +198,9 @@ alloc_id(struct urlset *us, struct id_list *l, uint32_t *id)
 static void
 give_back_ids(struct urlset *us, struct id_list *l)
 {
+	/* Never committed: no reader saw them. */
 	for (size_t i = 0; i < l->n; i++)
-		free_id(us, l->ids[i]);
+		free_id(us, l->ids[i], 0);
 	l->n = 0;
 }
 
@@ -466,7 +533,7 @@ urlset_merge_step(struct urlset *us, bool *did, bool forced)
 	struct id_list ids = { NULL, 0, 0 };
 	uint32_t *seg = NULL, *slot = NULL;
 	uint8_t *recs = NULL;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, freed_at;
 	struct store_txn *txn;
 	int rc;
 
@@ -561,10 +628,11 @@ urlset_merge_step(struct urlset *us, bool *did, bool forced)
 			fatalx("%s: the index lost a URL of segment %u",
 			    __func__, moved[i].from);
 	}
+	freed_at = __atomic_add_fetch(&us->rd.epoch, 1, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < nsrc; i++) {
 		dir_count(us, src[i], -1);
 		us->segs.dir[src[i]].nrec = us->segs.dir[src[i]].nlive = 0;
-		free_id(us, src[i]);
+		free_id(us, src[i], freed_at);
 		if (src[i] == us->sweep.next)
 			us->sweep.slot = us->sweep.min = 0;
 	}
@@ -809,7 +877,7 @@ urlset_rebuild(struct urlset *us, char **cause)
 			us->segs.next_id = id + 1;
 	for (uint32_t id = us->segs.next_id; id > 1; id--)
 		if (us->segs.dir[id - 1].nrec == 0 && id - 1 > 0 &&
-		    free_id(us, id - 1) == -1) {
+		    free_id(us, id - 1, 0) == -1) {
 			if (asprintf(cause, "out of memory") == -1)
 				*cause = NULL;
 			return -1;

@@ -367,6 +367,7 @@ urlset_free(struct urlset *us)
 	urlns_free(us->ns);
 	free(us->segs.dir);
 	free(us->segs.free_ids);
+	free(us->segs.free_epoch);
 	free(us->hosts.texts);
 	urlset_hosts_free(us);
 	pthread_cond_destroy(&us->q.cond);

@@ -166,6 +166,8 @@ struct urlset {
 		uint32_t dir_len;	/* ids below it have been used */
 		uint32_t next_id;	/* never used yet, and above */
 		uint32_t *free_ids;	/* ids below next_id no segment has */
+		uint64_t *free_epoch;	/* the epoch (rd.epoch) each was
+					   freed at; 0: no reader saw it */
 		size_t nfree, free_cap;
 		uint64_t count, small, sparse, records, dead;
 		int full;		/* why the last flush or merge was
@@ -360,8 +362,9 @@ void urlset_hosts_free(struct urlset *us);
 /* Writer: carries out a URLSET_FORGET job; a store status. */
 int urlset_forget(struct urlset *us, struct urlset_job *job);
 
-/* urlforget.c.  Records, durably, that the store holds URLs the index
- * never saw (an import without texts).  A store status. */
+/* urlhostidx.c.  Records, durably, that the store holds URLs the index
+ * never saw (an import without texts, or URLs submitted
+ * as digests).  A store status. */
 int urlset_hosts_mark_partial(struct urlset *us);
 
 /* urlmove.c: the export session and imports (urlset.h).  Writer: begins
