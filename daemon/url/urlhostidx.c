@@ -106,9 +106,9 @@ urlset_hosts_mark_partial(struct urlset *us)
 	}
 	if ((rc = store_commit(txn)) == STORE_OK) {
 		us->hosts.partial = true;
-		log_info("%s: URLs imported without their texts are not in "
-		    "the host index: url_forget answers incomplete from now "
-		    "on", __func__);
+		log_info("%s: URLs imported or submitted without their "
+		    "texts (as digests) are not in the host index: url_forget "
+		    "answers incomplete from now on", __func__);
 	}
 	return rc;
 }

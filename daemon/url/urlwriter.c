@@ -455,6 +455,16 @@ urlset_apply_group(struct urlset *us, struct urlset_job *list)
 			    URLSET_GROUP_MAX_JOBS);
 	if ((list = resolve_namespaces(us, list, ids, ttls)) == NULL)
 		return;
+	/* URLs submitted as digests carry no text for the host index: once
+	 * any is, a forget cannot promise to find every URL of a host.
+	 * Said in the store before the group can land. */
+	for (job = list; job != NULL && us->host_index && !us->hosts.partial;
+	    job = job->next)
+		if (job->op == URLSET_SUBMIT && job->texts == NULL &&
+		    (rc = urlset_hosts_mark_partial(us)) != STORE_OK) {
+			finish_all(us, list, rc);
+			return;
+		}
 	for (job = list; job != NULL; job = job->next) {
 		nkeys += job->n;
 		if (job->texts != NULL) {
