@@ -287,7 +287,7 @@ add_hash(struct pass *ps, uint32_t v)
 				ps->heap[i] = asc[SKETCH_K - 1 - i];
 			ps->nheap = SKETCH_K;
 			ps->overflow = true;
-		} else if (ps->set_used * 2 > sc->set_cap &&
+		} else if (ps->set_used * 2 >= sc->set_cap &&
 		    set_grow(ps) == -1)
 			return -1;
 		return 0;
