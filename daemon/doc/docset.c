@@ -4,6 +4,7 @@
 #include "docset.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1349,6 +1350,52 @@ load_one(const void *key, size_t klen, const void *val, size_t vlen,
 	return 0;
 }
 
+struct sketch_load {
+	struct sketchidx *x;
+	struct load *ld;
+	int rc;
+};
+
+static void *
+sketch_load_run(void *arg)
+{
+	struct sketch_load *sl = arg;
+
+	sl->rc = sketchidx_bulk_load(sl->x, sl->ld->entries, sl->ld->nkeys);
+	return NULL;
+}
+
+/*
+ * Fills the simhash tables and the sketch index from what the scan
+ * gathered, the sketch index in a thread of its own (they share nothing,
+ * and at start-up the sketch index takes twice the tables' time); in this
+ * thread alone if no thread can be started.
+ */
+static int
+load_tables(struct docset *ds, struct load *ld, char **cause)
+{
+	struct sketch_load sl = { ds->sketches, ld, -1 };
+	pthread_t t;
+	bool threaded;
+	int rc = 0;
+
+	threaded = pthread_create(&t, NULL, sketch_load_run, &sl) == 0;
+	if (ld->n > 0 && nearidx_bulk_load(ds->idx, ld->fps, ld->ids, ld->n,
+	    cause) == -1)
+		rc = -1;
+	if (threaded)
+		pthread_join(t, NULL);
+	else
+		sketch_load_run(&sl);
+	if (sl.rc == -1) {
+		if (rc == 0 && asprintf(cause, "the sketch index: out of "
+		    "memory") == -1)
+			*cause = NULL;
+		rc = -1;
+	}
+	return rc;
+}
+
 /* Records the namespaces that records name and the registry lacks as
  * dropped ones, in a transaction of their own. */
 static int
@@ -1476,10 +1523,7 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 		goto err;
 	if (ld.max_id >= ds->next_id)
 		ds->next_id = ld.max_id + 1;
-	if (ld.n > 0 && nearidx_bulk_load(ds->idx, ld.fps, ld.ids, ld.n,
-	    cause) == -1)
-		goto err;
-	if (sketchidx_bulk_load(ds->sketches, ld.entries, ld.nkeys) == -1)
+	if (load_tables(ds, &ld, cause) == -1)
 		goto err;
 	ds->unsketched = ld.unsketched;
 	log_info("%s: %zu documents in %u tables (k = %u, %u blocks, %s), "
