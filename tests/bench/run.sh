@@ -64,6 +64,11 @@
 # fourth shard added by nddctl reshard under a load of checks
 # (reshard_bench.py; BENCH_SHARDS=0 skips them).
 #
+# One URL per request (latency_bench.sh: nddd's durable submits and
+# checks, one in flight, against Redis appendfsync always) and restarts
+# (restart_bench.sh: BENCH_RESTART_URLS URLs, default 10,000,000, and the
+# Reuters bodies x 5, restarted warm and cold); BENCH_LATENCY=0 skips them.
+#
 # Near duplicates (BENCH_NEARDUP=0 skips them): the labelled cases of
 # neardup_bench.py (edited Reuters bodies, articles inside real page
 # templates, the Clough-Stevenson answers) answered by nddd and by
@@ -525,6 +530,14 @@ if [ "${BENCH_SHARDS:-1}" != 0 ]; then
 	NDDD_LIBRARY="$bin/../libnddd.so" PYTHONPATH="$root/clients/python" \
 		/usr/bin/python3 "$root/tests/bench/reshard_bench.py" \
 		--bin "$bin" --data "$data/text_corpora/reuters21578"
+fi
+
+if [ "${BENCH_LATENCY:-1}" != 0 ]; then
+	echo "== one URL per request against Redis (tests/bench/latency_bench.sh)"
+	"$root/tests/bench/latency_bench.sh" "$bin"
+	echo "== restarts, warm and cold (tests/bench/restart_bench.sh)"
+	URLS="${BENCH_RESTART_URLS:-10000000}" DATA="$data" \
+		"$root/tests/bench/restart_bench.sh" "$bin"
 fi
 
 if [ "${BENCH_NEARDUP:-1}" != 0 ]; then
