@@ -25,6 +25,7 @@
 #include "le.h"
 #include "store.h"
 #include "testutil.h"
+#include "urlfixture.h"
 #include "urlhostrun.h"
 #include "urlhosts.h"
 #include "urlset.h"
@@ -52,43 +53,6 @@ struct pool_url {
 
 static struct pool_url pool[POOL];
 
-struct fixture {
-	char *dir;
-	struct store *st;
-	struct urlset *us;
-	struct urlset_options opts;
-};
-
-static void
-fx_open(struct fixture *fx)
-{
-	struct store_options so = { .dir = fx->dir, .map_size = 128 << 20,
-	    .sync = STORE_SYNC_NONE };
-	char *cause = NULL;
-
-	fx->st = store_open(&so, &cause);
-	ck_assert_msg(fx->st != NULL, "%s", cause ? cause : "store_open");
-	fx->us = urlset_open(fx->st, fx->dir, &fx->opts, &cause);
-	ck_assert_msg(fx->us != NULL, "%s", cause ? cause : "urlset_open");
-}
-
-static void
-fx_drop(struct fixture *fx)
-{
-	urlset_free(fx->us);
-	store_close(fx->st);
-	fx->us = NULL;
-	fx->st = NULL;
-}
-
-static void
-fx_end(struct fixture *fx)
-{
-	fx_drop(fx);
-	tu_rmtree(fx->dir);
-	free(fx->dir);
-	urlset_crash_hook = NULL;
-}
 
 static void
 make_pool(struct urlset *us)
@@ -274,7 +238,7 @@ cmp_key_ref(const void *a, const void *b)
  * Returns the keys of the runs whose URL is no longer live.
  */
 static size_t
-assert_runs(struct fixture *fx, const struct model *m, const char *when)
+assert_runs(struct url_fixture *fx, const struct model *m, const char *when)
 {
 	static uint8_t keys[NNS * POOL][URLHOSTS_KEY_MAX];
 	static struct key_ref want[NNS * POOL];
@@ -339,7 +303,8 @@ model_matches(int u, const struct urlset_forget *f)
 }
 
 static void
-forget(struct fixture *fx, struct model *m, int nsi, struct urlset_forget *f,
+forget(struct url_fixture *fx, struct model *m, int nsi,
+    struct urlset_forget *f,
     const char *when)
 {
 	struct urlset_job job;
@@ -380,7 +345,7 @@ forget(struct fixture *fx, struct model *m, int nsi, struct urlset_forget *f,
 }
 
 static void
-random_forget(struct fixture *fx, struct model *m, uint64_t *seed,
+random_forget(struct url_fixture *fx, struct model *m, uint64_t *seed,
     const char *when)
 {
 	static char prefix[128];
@@ -407,7 +372,7 @@ random_forget(struct fixture *fx, struct model *m, uint64_t *seed,
 
 START_TEST(test_index_and_forgets_against_model)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct model *m = calloc(1, sizeof(*m));
 	uint64_t seed = 515, merges = 0, forgets = 0;
 	size_t max_runs = 0;
@@ -417,7 +382,7 @@ START_TEST(test_index_and_forgets_against_model)
 	fx.opts = (struct urlset_options){ .capacity = 20000,
 	    .journal_entries = 64, .segment_records = 64,
 	    .host_index = true };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_pool(fx.us);
 	for (int step = 0; step < 1400; step++) {
 		uint64_t r = tu_rand_below(&seed, 40);
@@ -450,8 +415,8 @@ START_TEST(test_index_and_forgets_against_model)
 		} else if (tu_rand_below(&seed, 4) == 0) {
 			/* A crash: the round's texts are in the journal,
 			 * a merge under way is lost. */
-			fx_drop(&fx);
-			fx_open(&fx);
+			url_fixture_drop(&fx);
+			url_fixture_open(&fx);
 			assert_runs(&fx, m, when);
 		}
 		if (fx.us->hosts.nruns > max_runs)
@@ -461,7 +426,7 @@ START_TEST(test_index_and_forgets_against_model)
 	ck_assert_uint_gt(forgets, 50);
 	ck_assert_uint_gt(max_runs, 8);
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -491,7 +456,7 @@ orphan_one(const void *key, size_t klen, const void *val, size_t vlen,
 }
 
 static struct orphan_scan
-scan_blocks(struct fixture *fx)
+scan_blocks(struct url_fixture *fx)
 {
 	struct orphan_scan o = { .us = fx->us };
 
@@ -508,7 +473,7 @@ scan_blocks(struct fixture *fx)
  */
 START_TEST(test_merges)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct model *m = calloc(1, sizeof(*m));
 	struct urlset_forget f;
 	struct orphan_scan o;
@@ -519,7 +484,7 @@ START_TEST(test_merges)
 	fx.opts = (struct urlset_options){ .capacity = 20000,
 	    .journal_entries = 64, .segment_records = 64,
 	    .host_index = true };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_pool(fx.us);
 	/* Eight runs of 40 URLs. */
 	for (int r = 0; r < 8; r++) {
@@ -542,8 +507,8 @@ START_TEST(test_merges)
 	/* A merge begun, then a crash. */
 	ck_assert(urlset_hosts_merge_step(fx.us, true));
 	ck_assert_ptr_nonnull(fx.us->hosts.merge);
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	ck_assert_uint_eq(fx.us->hosts.nruns, 8);
 	ck_assert_ptr_null(fx.us->hosts.merge);
 	o = scan_blocks(&fx);
@@ -573,8 +538,8 @@ START_TEST(test_merges)
 	ck_assert_uint_eq(o.orphans, 0);
 	ck_assert_uint_gt(o.rows, 1);
 	/* And after a reopen, the same. */
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	ck_assert_uint_eq(fx.us->hosts.nruns, 1);
 	ck_assert_uint_eq(assert_runs(&fx, m, "reopened"), dead);
 	f.host = "example.com";
@@ -582,7 +547,7 @@ START_TEST(test_merges)
 	f.subdomains = true;
 	forget(&fx, m, 0, &f, "after the merge");
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -590,7 +555,7 @@ END_TEST
  * were submitted in. */
 START_TEST(test_texts_survive_a_crash)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct model *m = calloc(1, sizeof(*m));
 	struct urlset_forget f;
 	int which[GROUP];
@@ -598,15 +563,15 @@ START_TEST(test_texts_survive_a_crash)
 	ck_assert_ptr_nonnull(m);
 	fx.opts = (struct urlset_options){ .capacity = 20000,
 	    .journal_entries = 512, .host_index = true };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_pool(fx.us);
 	for (int i = 0; i < GROUP; i++)
 		which[i] = i;
 	apply(fx.us, m, URLSET_SUBMIT, 1, which, GROUP, true);
 	ck_assert_uint_gt(fx.us->hosts.texts_len, 0);
 	ck_assert_uint_eq(fx.us->hosts.nruns, 0);
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	ck_assert_uint_eq(fx.us->hosts.nruns, 1);
 	assert_runs(&fx, m, "replayed");
 	memset(&f, 0, sizeof(f));
@@ -618,16 +583,33 @@ START_TEST(test_texts_survive_a_crash)
 	forget(&fx, m, 1, &f, "the named namespace");
 	ck_assert_uint_gt(f.forgotten, 0);
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
 /* URLs the index cannot hold, or stored while it was off: forgets say
  * they are incomplete, from then on, across reopens. */
+/* Forgets hosts[0]'s URLs: forgotten of them found, the answer incomplete. */
+static void
+forget_incomplete(struct url_fixture *fx, uint64_t forgotten)
+{
+	struct urlset_forget f;
+	struct urlset_job job;
+
+	memset(&f, 0, sizeof(f));
+	f.host = hosts[0];
+	f.hlen = strlen(f.host);
+	memset(&job, 0, sizeof(job));
+	job.op = URLSET_FORGET;
+	job.forget = &f;
+	ck_assert_int_eq(urlset_forget(fx->us, &job), STORE_OK);
+	ck_assert_uint_eq(f.forgotten, forgotten);
+	ck_assert(!f.complete);
+}
+
 START_TEST(test_incomplete)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
-	struct urlset_forget f;
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct urlset_job job;
 	struct url_keyer *k;
 	struct url_key key;
@@ -639,7 +621,7 @@ START_TEST(test_incomplete)
 
 	fx.opts = (struct urlset_options){ .capacity = 20000,
 	    .host_index = true };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_pool(fx.us);
 	apply(fx.us, NULL, URLSET_SUBMIT, 0, which, 1, true);
 	ck_assert(urlset_hosts_complete(fx.us));
@@ -663,62 +645,38 @@ START_TEST(test_incomplete)
 	urlset_apply_group(fx.us, &job);
 	urlset_keyer_free(k);
 	ck_assert_int_eq(job.status, STORE_OK);
-	memset(&f, 0, sizeof(f));
-	f.host = hosts[0];
-	f.hlen = strlen(f.host);
-	memset(&job, 0, sizeof(job));
-	job.op = URLSET_FORGET;
-	job.forget = &f;
-	ck_assert_int_eq(urlset_forget(fx.us, &job), STORE_OK);
-	ck_assert_uint_eq(f.forgotten, 1);
-	ck_assert(!f.complete);
+	forget_incomplete(&fx, 1);
 	ck_assert(!urlset_hosts_complete(fx.us));
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	ck_assert(!urlset_hosts_complete(fx.us));
-	fx_end(&fx);
+	url_fixture_end(&fx);
 
 	/* Stored while the index was off. */
 	fx.dir = tu_tmpdir();
 	fx.opts.host_index = false;
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	apply(fx.us, NULL, URLSET_SUBMIT, 0, which, 1, true);
 	ck_assert(!urlset_hosts_complete(fx.us));
 	ck_assert_int_eq(urlset_flush(fx.us, true), STORE_OK);
-	fx_drop(&fx);
+	url_fixture_drop(&fx);
 	fx.opts.host_index = true;
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	ck_assert(!urlset_hosts_complete(fx.us));
-	memset(&f, 0, sizeof(f));
-	f.host = hosts[0];
-	f.hlen = strlen(f.host);
-	memset(&job, 0, sizeof(job));
-	job.op = URLSET_FORGET;
-	job.forget = &f;
-	ck_assert_int_eq(urlset_forget(fx.us, &job), STORE_OK);
-	ck_assert_uint_eq(f.forgotten, 0);
-	ck_assert(!f.complete);
-	fx_end(&fx);
+	forget_incomplete(&fx, 0);
+	url_fixture_end(&fx);
 
 	/* Submitted as a digest, with the index on: no text to index. */
 	fx.dir = tu_tmpdir();
 	fx.opts.host_index = true;
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	apply(fx.us, NULL, URLSET_SUBMIT, 0, which, 1, false);
 	ck_assert(!urlset_hosts_complete(fx.us));
-	memset(&f, 0, sizeof(f));
-	f.host = hosts[0];
-	f.hlen = strlen(f.host);
-	memset(&job, 0, sizeof(job));
-	job.op = URLSET_FORGET;
-	job.forget = &f;
-	ck_assert_int_eq(urlset_forget(fx.us, &job), STORE_OK);
-	ck_assert_uint_eq(f.forgotten, 0);
-	ck_assert(!f.complete);
-	fx_drop(&fx);
-	fx_open(&fx);
+	forget_incomplete(&fx, 0);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	ck_assert(!urlset_hosts_complete(fx.us));
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "store.h"
 #include "testutil.h"
+#include "urlfixture.h"
 #include "urlset.h"
 #include "urlset_impl.h"
 
@@ -38,48 +39,6 @@ fake_clock(void)
 	return __atomic_load_n(&fake_now, __ATOMIC_RELAXED);
 }
 
-struct fixture {
-	char *dir;
-	struct store *st;
-	struct urlset *us;
-	struct urlset_reader *rd;
-	struct urlset_options opts;
-};
-
-static void
-fx_open(struct fixture *fx)
-{
-	struct store_options so = { .dir = fx->dir, .map_size = 128 << 20,
-	    .sync = STORE_SYNC_NONE };
-	char *cause = NULL;
-
-	fx->st = store_open(&so, &cause);
-	ck_assert_msg(fx->st != NULL, "%s", cause ? cause : "store_open");
-	fx->us = urlset_open(fx->st, fx->dir, &fx->opts, &cause);
-	ck_assert_msg(fx->us != NULL, "%s", cause ? cause : "urlset_open");
-	fx->rd = urlset_reader_new(fx->us);
-	ck_assert_ptr_nonnull(fx->rd);
-}
-
-static void
-fx_drop(struct fixture *fx)
-{
-	urlset_reader_free(fx->rd);
-	urlset_free(fx->us);
-	store_close(fx->st);
-	fx->rd = NULL;
-	fx->us = NULL;
-	fx->st = NULL;
-}
-
-static void
-fx_end(struct fixture *fx)
-{
-	fx_drop(fx);
-	tu_rmtree(fx->dir);
-	free(fx->dir);
-	clock_wall_source = NULL;
-}
 
 /* Keys of n URLs http://HOST/i in each namespace. */
 static void
@@ -153,7 +112,8 @@ same_answer(const struct url_state *a, const struct url_state *b)
 #define BATCH		700
 
 static void
-random_batch(struct fixture *fx, uint64_t *seed, struct url_key (*keys)[NNS],
+random_batch(struct url_fixture *fx, uint64_t *seed,
+    struct url_key (*keys)[NNS],
     struct url_key (*unseen)[NNS], struct url_state (*model)[NNS],
     const uint32_t *ids, const char *when)
 {
@@ -224,7 +184,7 @@ random_batch(struct fixture *fx, uint64_t *seed, struct url_key (*keys)[NNS],
 
 START_TEST(test_checks_against_model)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct url_key (*keys)[NNS] = calloc(POOL, sizeof(*keys));
 	struct url_key (*unseen)[NNS] = calloc(POOL, sizeof(*unseen));
 	struct url_state (*model)[NNS] = calloc(POOL, sizeof(*model));
@@ -240,7 +200,7 @@ START_TEST(test_checks_against_model)
 	fake_now = T0;
 	fx.opts = (struct urlset_options){ .capacity = 4000,
 	    .journal_entries = 256, .segment_records = 64 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(fx.us, "pool.example", POOL, keys);
 	make_keys(fx.us, "unseen.example", POOL, unseen);
 	/* Both namespaces exist from the start. */
@@ -308,8 +268,8 @@ START_TEST(test_checks_against_model)
 			random_batch(&fx, &seed, keys, unseen, model, ids,
 			    when);
 		if (step == 600) {
-			fx_drop(&fx);
-			fx_open(&fx);
+			url_fixture_drop(&fx);
+			url_fixture_open(&fx);
 		}
 	}
 	urlset_stats(fx.us, &st);
@@ -319,7 +279,7 @@ START_TEST(test_checks_against_model)
 	free(keys);
 	free(unseen);
 	free(model);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -350,7 +310,8 @@ read_record(struct store *st, uint32_t seg, uint32_t slot,
 
 /* urlset_lookup_store through a reader, as a check uses it. */
 static void
-lookup(struct fixture *fx, const struct url_key *keys, const uint32_t *which,
+lookup(struct url_fixture *fx, const struct url_key *keys,
+    const uint32_t *which,
     size_t n, struct url_found *found, uint32_t *retry, size_t *nretry,
     bool begin)
 {
@@ -376,7 +337,7 @@ lookup(struct fixture *fx, const struct url_key *keys, const uint32_t *which,
  */
 START_TEST(test_lookup_store)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct url_key (*keys)[NNS] = calloc(LPOOL, sizeof(*keys));
 	struct url_key *k0 = calloc(LPOOL, sizeof(*k0));
 	struct url_found *found = calloc(LPOOL, sizeof(*found));
@@ -395,7 +356,7 @@ START_TEST(test_lookup_store)
 	ck_assert_ptr_nonnull(stored);
 	fx.opts = (struct urlset_options){ .capacity = 4000,
 	    .journal_entries = 64, .segment_records = 32 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(fx.us, "lookup.example", LPOOL, keys);
 	for (size_t i = 0; i < LPOOL; i++)
 		k0[i] = keys[i][0];
@@ -499,7 +460,7 @@ START_TEST(test_lookup_store)
 	free(which);
 	free(retry);
 	free(stored);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -597,7 +558,7 @@ reader_main(void *arg)
 
 START_TEST(test_concurrent_readers)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct shared sh = { 0 };
 	struct reader_arg ra[READERS];
 	pthread_t th[READERS];
@@ -610,7 +571,7 @@ START_TEST(test_concurrent_readers)
 	/* A small capacity: the index is replaced while readers use it. */
 	fx.opts = (struct urlset_options){ .capacity = 512,
 	    .journal_entries = 128, .segment_records = 64 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	grown_from = urlidx_capacity(fx.us->rd.idx);
 	sh.us = fx.us;
 	pthread_mutex_init(&sh.lock, NULL);
@@ -696,7 +657,7 @@ START_TEST(test_concurrent_readers)
 	free(sh.gone);
 	free(sh.churn);
 	free(sh.unseen);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 

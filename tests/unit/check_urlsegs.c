@@ -19,88 +19,38 @@
 #include "clock.h"
 #include "store.h"
 #include "testutil.h"
+#include "urlfixture.h"
 #include "urlset.h"
 #include "urlset_impl.h"
 
 #define POOL		2000
 #define GROUP		64
 
-struct fixture {
-	char *dir;
-	struct store *st;
-	struct urlset *us;
-	struct urlset_reader *rd;
-	struct urlset_options opts;
-	struct url_key keys[POOL];
-};
-
-static struct urlset *
-try_open(struct fixture *fx, char **cause)
-{
-	struct store_options so = { .dir = fx->dir, .map_size = 128 << 20,
-	    .sync = STORE_SYNC_NONE };
-
-	*cause = NULL;
-	fx->st = store_open(&so, cause);
-	ck_assert_msg(fx->st != NULL, "%s", *cause ? *cause : "store_open");
-	fx->us = urlset_open(fx->st, fx->dir, &fx->opts, cause);
-	if (fx->us != NULL) {
-		fx->rd = urlset_reader_new(fx->us);
-		ck_assert_ptr_nonnull(fx->rd);
-	}
-	return fx->us;
-}
-
-static void
-fx_open(struct fixture *fx)
-{
-	char *cause;
-
-	ck_assert_msg(try_open(fx, &cause) != NULL, "%s", cause ? cause : "?");
-}
-
-static void
-fx_drop(struct fixture *fx)
-{
-	urlset_reader_free(fx->rd);
-	urlset_free(fx->us);
-	store_close(fx->st);
-	fx->rd = NULL;
-	fx->us = NULL;
-	fx->st = NULL;
-}
-
-static void
-fx_end(struct fixture *fx)
-{
-	fx_drop(fx);
-	tu_rmtree(fx->dir);
-	free(fx->dir);
-	urlset_crash_hook = NULL;
-}
+/* The keys of the test's URLs (make_keys). */
+static struct url_key pool_keys[POOL];
 
 /* Keys of digests drawn from seed: uniform fingerprints, as MD5s are. */
 static void
-make_keys(struct fixture *fx, uint64_t seed)
+make_keys(struct url_fixture *fx, uint64_t seed)
 {
 	for (int u = 0; u < POOL; u++) {
 		uint8_t d[CBF_FP_LEN];
 
 		for (int i = 0; i < CBF_FP_LEN; i++)
 			d[i] = (uint8_t)tu_rand(&seed);
-		urlset_key_digest(fx->us, d, &fx->keys[u]);
+		urlset_key_digest(fx->us, d, &pool_keys[u]);
 	}
 }
 
 static void
-apply(struct fixture *fx, enum urlset_op op, const int *which, size_t n)
+apply(struct url_fixture *fx, enum urlset_op op, const int *which, size_t n)
 {
 	struct url_key keys[GROUP];
 	struct url_state states[GROUP];
 	struct urlset_job job;
 
 	for (size_t i = 0; i < n; i++)
-		keys[i] = fx->keys[which[i]];
+		keys[i] = pool_keys[which[i]];
 	memset(&job, 0, sizeof(job));
 	job.op = op;
 	job.durability = URLSET_RELAXED;
@@ -183,7 +133,7 @@ cmp_record(const void *a, const void *b)
 }
 
 static void
-scan_store(struct fixture *fx, struct scan *sc)
+scan_store(struct url_fixture *fx, struct scan *sc)
 {
 	memset(sc, 0, sizeof(*sc));
 	sc->seg_records = fx->opts.segment_records;
@@ -215,7 +165,7 @@ cmp_model_key(const void *a, const void *b)
  * counters; the statistics count what it holds.
  */
 static void
-assert_store(struct fixture *fx, const uint32_t *model, const char *when)
+assert_store(struct url_fixture *fx, const uint32_t *model, const char *when)
 {
 	static struct model_key want[POOL];
 	const struct cbf *f = urlset_filter(fx->us);
@@ -226,7 +176,7 @@ assert_store(struct fixture *fx, const uint32_t *model, const char *when)
 	ck_assert_uint_eq(urlmem_count(fx->us->mem), 0);
 	for (int u = 0; u < POOL; u++)
 		if (model[u] > 0) {
-			memcpy(want[n].fp, fx->keys[u].fp, CBF_FP_LEN);
+			memcpy(want[n].fp, pool_keys[u].fp, CBF_FP_LEN);
 			want[n++].count = model[u];
 		}
 	qsort(want, n, sizeof(want[0]), cmp_model_key);
@@ -265,13 +215,13 @@ assert_store(struct fixture *fx, const uint32_t *model, const char *when)
 
 /* Every URL's count as a check answers it. */
 static void
-assert_checks(struct fixture *fx, const uint32_t *model, const char *when)
+assert_checks(struct url_fixture *fx, const uint32_t *model, const char *when)
 {
 	static struct url_state states[POOL];
 	struct urlset_tally tally = { 0 };
 
 	ck_assert_int_eq(urlset_check(fx->us, fx->rd, URLNS_DEFAULT,
-	    clock_wall_ms(), fx->keys, NULL, POOL, states, &tally), STORE_OK);
+	    clock_wall_ms(), pool_keys, NULL, POOL, states, &tally), STORE_OK);
 	for (int u = 0; u < POOL; u++)
 		if (states[u].count != model[u])
 			ck_abort_msg("%s: URL %d count %u, the model %u", when,
@@ -279,7 +229,7 @@ assert_checks(struct fixture *fx, const uint32_t *model, const char *when)
 }
 
 static void
-assert_verified(struct fixture *fx, const char *when)
+assert_verified(struct url_fixture *fx, const char *when)
 {
 	struct urlset_verify v;
 
@@ -291,7 +241,7 @@ assert_verified(struct fixture *fx, const char *when)
 /* Merges until none is due; then no segment is sparse and at most one is
  * small, and urlset_merge_due says so. */
 static void
-merge_all(struct fixture *fx, const char *when)
+merge_all(struct url_fixture *fx, const char *when)
 {
 	struct scan sc;
 	bool did, forced;
@@ -312,7 +262,7 @@ merge_all(struct fixture *fx, const char *when)
 
 START_TEST(test_flush_and_merge_against_model)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	static uint32_t model[POOL];
 	uint64_t seed = 606, merges = 0, flushes = 0;
 	struct urlset_stats st;
@@ -321,7 +271,7 @@ START_TEST(test_flush_and_merge_against_model)
 	memset(model, 0, sizeof(model));
 	fx.opts = (struct urlset_options){ .capacity = 4000,
 	    .journal_entries = 256, .segment_records = 48 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx, 1);
 	for (int step = 0; step < 1500; step++) {
 		uint64_t r = tu_rand_below(&seed, 20);
@@ -382,8 +332,8 @@ START_TEST(test_flush_and_merge_against_model)
 			urlset_stats(fx.us, &before);
 			merges += before.merges;
 			flushes += before.flushes;
-			fx_drop(&fx);
-			fx_open(&fx);
+			url_fixture_drop(&fx);
+			url_fixture_open(&fx);
 			urlset_stats(fx.us, &after);
 			ck_assert_uint_eq(after.segments, before.segments);
 			ck_assert_uint_eq(after.records, before.records);
@@ -403,7 +353,7 @@ START_TEST(test_flush_and_merge_against_model)
 	ck_assert_msg(merges > 50 && flushes > 100, "merges %llu, flushes "
 	    "%llu: too few", (unsigned long long)merges,
 	    (unsigned long long)flushes);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -411,7 +361,7 @@ END_TEST
  * flushes and at the rebuild, and nothing is lost. */
 START_TEST(test_index_grows)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	static uint32_t model[POOL];
 	uint64_t cap;
 	int which[GROUP];
@@ -419,7 +369,7 @@ START_TEST(test_index_grows)
 	memset(model, 0, sizeof(model));
 	fx.opts = (struct urlset_options){ .capacity = 100,
 	    .journal_entries = 512, .segment_records = 256 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx, 2);
 	cap = urlidx_capacity(fx.us->rd.idx);
 	for (int at = 0; at < POOL; at += GROUP) {
@@ -437,12 +387,12 @@ START_TEST(test_index_grows)
 	assert_checks(&fx, model, "grown");
 	assert_verified(&fx, "grown");
 	/* The rebuild starts from the configured capacity again. */
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	ck_assert_uint_ge(urlidx_capacity(fx.us->rd.idx), POOL);
 	assert_checks(&fx, model, "rebuilt");
 	assert_verified(&fx, "rebuilt");
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -484,7 +434,7 @@ get_raw(struct store *st, enum store_table t, uint32_t id, size_t *len)
  */
 START_TEST(test_verify_and_damage)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	static uint32_t model[POOL];
 	struct urlset_verify v;
 	struct url_record r;
@@ -497,7 +447,7 @@ START_TEST(test_verify_and_damage)
 	memset(model, 0, sizeof(model));
 	fx.opts = (struct urlset_options){ .capacity = 4000,
 	    .segment_records = 32 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx, 3);
 	for (int u = 0; u < GROUP; u++) {
 		which[u] = u;
@@ -513,7 +463,7 @@ START_TEST(test_verify_and_damage)
 	ck_assert_int_gt(urlseg_check(seg, slen), 3);
 	urlrec_decode(urlseg_record(seg, 3), &r);
 	for (int u = 0; u < GROUP; u++)
-		if (memcmp(fx.keys[u].fp, r.fp, CBF_FP_LEN) == 0)
+		if (memcmp(pool_keys[u].fp, r.fp, CBF_FP_LEN) == 0)
 			gone = u;
 	ck_assert_int_ge(gone, 0);
 	urlseg_set_bit(bits, 3, false);
@@ -525,13 +475,13 @@ START_TEST(test_verify_and_damage)
 	ck_assert(v.detail[0] != '\0');
 
 	/* The store is the truth: rebuilt from it, memory agrees. */
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	model[gone] = 0;
 	assert_store(&fx, model, "rebuilt");
 	assert_checks(&fx, model, "rebuilt");
 	assert_verified(&fx, "rebuilt");
-	fx_drop(&fx);
+	url_fixture_drop(&fx);
 
 	/* A damaged segment. */
 	fx.st = store_open(&(struct store_options){ .dir = fx.dir,
@@ -541,11 +491,11 @@ START_TEST(test_verify_and_damage)
 	put_raw(fx.st, STORE_URL_SEGS, 1, seg, slen);
 	store_close(fx.st);
 	fx.st = NULL;
-	ck_assert_ptr_null(try_open(&fx, &cause));
+	ck_assert_ptr_null(url_fixture_try_open(&fx, &cause));
 	ck_assert_msg(cause != NULL && strstr(cause, "damaged") != NULL, "%s",
 	    cause ? cause : "no cause");
 	free(cause);
-	fx_drop(&fx);
+	url_fixture_drop(&fx);
 
 	/* A segment without its bitmap. */
 	fx.st = store_open(&(struct store_options){ .dir = fx.dir,
@@ -564,13 +514,13 @@ START_TEST(test_verify_and_damage)
 	}
 	store_close(fx.st);
 	fx.st = NULL;
-	ck_assert_ptr_null(try_open(&fx, &cause));
+	ck_assert_ptr_null(url_fixture_try_open(&fx, &cause));
 	ck_assert_msg(cause != NULL && strstr(cause, "bitmap") != NULL, "%s",
 	    cause ? cause : "no cause");
 	free(cause);
 	free(seg);
 	free(bits);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -593,7 +543,7 @@ START_TEST(test_crashes_in_flush_and_merge)
 	static const int points[] = { URLSET_CRASH_FLUSH_WRITTEN,
 	    URLSET_CRASH_FLUSH_COMMITTED, URLSET_CRASH_MERGE_WRITTEN,
 	    URLSET_CRASH_MERGE_COMMITTED };
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	static uint32_t model[POOL];
 	uint64_t seed = 5;
 	char when[64];
@@ -601,7 +551,7 @@ START_TEST(test_crashes_in_flush_and_merge)
 	memset(model, 0, sizeof(model));
 	fx.opts = (struct urlset_options){ .capacity = 4000,
 	    .journal_entries = 128, .segment_records = 32 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx, 4);
 	urlset_crash_hook = crash_hook;
 	for (int round = 0; round < 40; round++) {
@@ -637,13 +587,13 @@ START_TEST(test_crashes_in_flush_and_merge)
 		    point);
 		ck_assert_msg(crash_armed == -1 && rc != STORE_OK, "%s: no "
 		    "crash", when);
-		fx_drop(&fx);
-		fx_open(&fx);
+		url_fixture_drop(&fx);
+		url_fixture_open(&fx);
 		assert_store(&fx, model, when);
 		assert_checks(&fx, model, when);
 		assert_verified(&fx, when);
 	}
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "store.h"
 #include "testutil.h"
+#include "urlfixture.h"
 #include "urlset.h"
 #include "urlset_impl.h"
 
@@ -40,53 +41,11 @@ fake_clock(void)
 	return fake_now;
 }
 
-struct fixture {
-	char *dir;
-	struct store *st;
-	struct urlset *us;
-	struct urlset_reader *rd;
-	struct urlset_options opts;
-	struct url_key keys[NNS][POOL];
-};
+/* The keys of the test's URLs (make_keys). */
+static struct url_key pool_keys[NNS][POOL];
 
 static void
-fx_open(struct fixture *fx)
-{
-	struct store_options so = { .dir = fx->dir, .map_size = 128 << 20,
-	    .sync = STORE_SYNC_NONE };
-	char *cause = NULL;
-
-	fx->st = store_open(&so, &cause);
-	ck_assert_msg(fx->st != NULL, "%s", cause ? cause : "store_open");
-	fx->us = urlset_open(fx->st, fx->dir, &fx->opts, &cause);
-	ck_assert_msg(fx->us != NULL, "%s", cause ? cause : "urlset_open");
-	fx->rd = urlset_reader_new(fx->us);
-	ck_assert_ptr_nonnull(fx->rd);
-}
-
-static void
-fx_drop(struct fixture *fx)
-{
-	urlset_reader_free(fx->rd);
-	urlset_free(fx->us);
-	store_close(fx->st);
-	fx->rd = NULL;
-	fx->us = NULL;
-	fx->st = NULL;
-}
-
-static void
-fx_end(struct fixture *fx)
-{
-	fx_drop(fx);
-	tu_rmtree(fx->dir);
-	free(fx->dir);
-	clock_wall_source = NULL;
-	urlset_crash_hook = NULL;
-}
-
-static void
-make_keys(struct fixture *fx, const char *host)
+make_keys(struct url_fixture *fx, const char *host)
 {
 	struct url_keyer *k = urlset_keyer_new(fx->us);
 	struct urlset_ns_mask mask;
@@ -98,15 +57,15 @@ make_keys(struct fixture *fx, const char *host)
 	for (int u = 0; u < POOL; u++) {
 		snprintf(url, sizeof(url), "http://%s/%d", host, u);
 		ck_assert_int_eq(urlset_key(k, url, strlen(url),
-		    &fx->keys[0][u], &why), 0);
-		fx->keys[1][u] = fx->keys[0][u];
-		urlset_key_masked(fx->us, &mask, &fx->keys[1][u]);
+		    &pool_keys[0][u], &why), 0);
+		pool_keys[1][u] = pool_keys[0][u];
+		urlset_key_masked(fx->us, &mask, &pool_keys[1][u]);
 	}
 	urlset_keyer_free(k);
 }
 
 static uint32_t
-ns_id(struct fixture *fx, int nsi)
+ns_id(struct url_fixture *fx, int nsi)
 {
 	return urlns_find(urlset_namespaces(fx->us), ns_names[nsi],
 	    strlen(ns_names[nsi]), NULL);
@@ -119,7 +78,7 @@ struct model {
 };
 
 static void
-apply(struct fixture *fx, struct model *m, enum urlset_op op, int nsi,
+apply(struct url_fixture *fx, struct model *m, enum urlset_op op, int nsi,
     uint64_t ttl, const int *which, size_t n)
 {
 	struct url_key keys[GROUP];
@@ -131,7 +90,7 @@ apply(struct fixture *fx, struct model *m, enum urlset_op op, int nsi,
 		bool seen = st->count > 0 && (st->expires_ms == 0 ||
 		    st->expires_ms > fake_now);
 
-		keys[i] = fx->keys[nsi][which[i]];
+		keys[i] = pool_keys[nsi][which[i]];
 		if (op == URLSET_DELETE)
 			memset(st, 0, sizeof(*st));
 		else if (seen) {
@@ -161,7 +120,7 @@ apply(struct fixture *fx, struct model *m, enum urlset_op op, int nsi,
  * its first record is, and this clock stands still.)  Returns the rounds.
  */
 static int
-sweep_all(struct fixture *fx)
+sweep_all(struct url_fixture *fx)
 {
 	uint64_t before = UINT64_MAX;
 	int rounds = 0;
@@ -235,7 +194,7 @@ count_one(const void *key, size_t klen, const void *val, size_t vlen,
 }
 
 static struct live_count
-count_store(struct fixture *fx, uint32_t ns)
+count_store(struct url_fixture *fx, uint32_t ns)
 {
 	struct live_count lc = { .ns = ns, .keep = fx->opts.keep_expired_ms,
 	    .now = fake_now };
@@ -250,7 +209,7 @@ count_store(struct fixture *fx, uint32_t ns)
 }
 
 static void
-assert_model(struct fixture *fx, const struct model *m, const char *when)
+assert_model(struct url_fixture *fx, const struct model *m, const char *when)
 {
 	struct url_state got[POOL];
 	struct urlset_tally tally = { 0 };
@@ -260,7 +219,7 @@ assert_model(struct fixture *fx, const struct model *m, const char *when)
 	for (int s = 0; s < NNS; s++) {
 		uint32_t id = ns_id(fx, s);
 
-		ck_assert_int_eq(urlset_current_states(fx->us, fx->keys[s],
+		ck_assert_int_eq(urlset_current_states(fx->us, pool_keys[s],
 		    POOL, got), STORE_OK);
 		for (int u = 0; u < POOL; u++) {
 			const struct url_state *w = &m->st[s][u];
@@ -281,7 +240,7 @@ assert_model(struct fixture *fx, const struct model *m, const char *when)
 		if (id == URLNS_NONE)
 			continue;
 		ck_assert_int_eq(urlset_check(fx->us, fx->rd, id, fake_now,
-		    fx->keys[s], NULL, POOL, got, &tally), STORE_OK);
+		    pool_keys[s], NULL, POOL, got, &tally), STORE_OK);
 		for (int u = 0; u < POOL; u++) {
 			const struct url_state *w = &m->st[s][u];
 			bool expired = w->count > 0 && w->expires_ms != 0 &&
@@ -352,7 +311,7 @@ END_TEST
 START_TEST(test_sweep_against_model)
 {
 	static const uint64_t ttls[] = { 0, 0, 200, 800, 3000, 20000 };
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct model *m = calloc(1, sizeof(*m));
 	uint64_t seed = 8080;
 	int sweeps = 0;
@@ -364,7 +323,7 @@ START_TEST(test_sweep_against_model)
 	fx.opts = (struct urlset_options){ .capacity = 6000,
 	    .journal_entries = 256, .segment_records = 40,
 	    .keep_expired_ms = 500 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx, "sweep.example");
 	for (int step = 0; step < 600; step++) {
 		uint64_t r = tu_rand_below(&seed, 30);
@@ -428,15 +387,15 @@ START_TEST(test_sweep_against_model)
 		}
 		if (step % 300 == 299) {
 			ck_assert_int_eq(urlset_flush(fx.us, true), STORE_OK);
-			fx_drop(&fx);
-			fx_open(&fx);
+			url_fixture_drop(&fx);
+			url_fixture_open(&fx);
 			m->expired = 0;
 			assert_model(&fx, m, "reopened");
 		}
 	}
 	ck_assert_int_gt(sweeps, 30);
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -448,7 +407,7 @@ END_TEST
  */
 START_TEST(test_dropped_namespace)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct model *m = calloc(1, sizeof(*m));
 	struct urlns *ns;
 	struct urlns_info info;
@@ -461,7 +420,7 @@ START_TEST(test_dropped_namespace)
 	fake_now = T0;
 	fx.opts = (struct urlset_options){ .capacity = 6000,
 	    .journal_entries = 256, .segment_records = 40 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx, "drop.example");
 	ns = urlset_namespaces(fx.us);
 	for (int at = 0; at < POOL; at += GROUP) {
@@ -497,21 +456,21 @@ START_TEST(test_dropped_namespace)
 	ck_assert_uint_eq(info.urls, GROUP);
 	assert_model(&fx, m, "after the drop");
 	/* Retired for good: a reopen does not bring it back. */
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	ns = urlset_namespaces(fx.us);
 	ck_assert(!urlns_info(ns, old_id, &info));
 	ck_assert_uint_eq(urlns_dropped(ns, NULL, 0), 0);
 	assert_model(&fx, m, "reopened after the drop");
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
 /* A busy writer (not idle) sweeps a step at most every 100 ms. */
 START_TEST(test_busy_writer_throttled)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct model *m = calloc(1, sizeof(*m));
 	struct timespec nap = { 0, 120 * 1000000 };
 	int which[GROUP];
@@ -521,7 +480,7 @@ START_TEST(test_busy_writer_throttled)
 	fake_now = T0;
 	fx.opts = (struct urlset_options){ .capacity = 6000,
 	    .journal_entries = 256, .segment_records = 16 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx, "busy.example");
 	for (int at = 0; at < 640; at += 32) {
 		for (int i = 0; i < 32; i++)
@@ -542,7 +501,7 @@ START_TEST(test_busy_writer_throttled)
 	model_sweep(m, 0);
 	assert_model(&fx, m, "swept");
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -561,7 +520,7 @@ crash_hook(enum urlset_crash_point point)
  * reopen; one journaled but not flushed is replayed. */
 START_TEST(test_sweep_after_crash)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct model *m = calloc(1, sizeof(*m));
 	struct live_count before, after;
 	int which[GROUP];
@@ -571,7 +530,7 @@ START_TEST(test_sweep_after_crash)
 	fake_now = T0;
 	fx.opts = (struct urlset_options){ .capacity = 6000,
 	    .journal_entries = 512, .segment_records = 32 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx, "crash.example");
 	for (int at = 0; at < 480; at += GROUP) {
 		for (int i = 0; i < GROUP; i++)
@@ -587,8 +546,8 @@ START_TEST(test_sweep_after_crash)
 	crash_armed = URLSET_CRASH_STAGED;
 	ck_assert(urlset_sweep_step(fx.us, true));
 	ck_assert_int_eq(crash_armed, -1);
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	assert_model(&fx, m, "after a lost sweep");
 
 	/* Journaled: replayed at the reopen (which flushes it). */
@@ -598,8 +557,8 @@ START_TEST(test_sweep_after_crash)
 	ck_assert(urlset_sweep_step(fx.us, true));
 	ck_assert_int_eq(crash_armed, -1);
 	ck_assert_uint_gt(urlmem_count(fx.us->mem), 0);
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	after = count_store(&fx, URLNS_NONE);
 	ck_assert_uint_lt(after.reclaimable, before.reclaimable);
 	ck_assert_uint_eq(before.live - after.live,
@@ -613,7 +572,7 @@ START_TEST(test_sweep_after_crash)
 	ck_assert_int_eq(urlset_flush(fx.us, true), STORE_OK);
 	ck_assert_uint_eq(count_store(&fx, URLNS_NONE).reclaimable, 0);
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 

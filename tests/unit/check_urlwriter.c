@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "store.h"
 #include "testutil.h"
+#include "urlfixture.h"
 #include "urlset.h"
 #include "urlset_impl.h"
 
@@ -46,66 +47,12 @@ fake_clock(void)
 	return __atomic_load_n(&fake_now, __ATOMIC_RELAXED);
 }
 
-struct fixture {
-	char *dir;
-	struct store *st;
-	struct urlset *us;
-	struct urlset_reader *rd;
-	struct urlset_options opts;
-	uint64_t map_size;
-	struct url_key keys[NNS][POOL];
-};
-
-static struct urlset *
-try_open(struct fixture *fx, char **cause)
-{
-	struct store_options so = { .dir = fx->dir, .map_size = fx->map_size ?
-	    fx->map_size : 64 << 20, .sync = STORE_SYNC_NONE };
-
-	*cause = NULL;
-	fx->st = store_open(&so, cause);
-	ck_assert_msg(fx->st != NULL, "%s", *cause ? *cause : "store_open");
-	fx->us = urlset_open(fx->st, fx->dir, &fx->opts, cause);
-	if (fx->us != NULL) {
-		fx->rd = urlset_reader_new(fx->us);
-		ck_assert_ptr_nonnull(fx->rd);
-	}
-	return fx->us;
-}
-
-static void
-fx_open(struct fixture *fx)
-{
-	char *cause;
-
-	ck_assert_msg(try_open(fx, &cause) != NULL, "urlset_open: %s",
-	    cause ? cause : "?");
-}
-
-/* Drops the set with nothing flushed: what a crash leaves. */
-static void
-fx_drop(struct fixture *fx)
-{
-	urlset_reader_free(fx->rd);
-	urlset_free(fx->us);
-	store_close(fx->st);
-	fx->rd = NULL;
-	fx->us = NULL;
-	fx->st = NULL;
-}
-
-static void
-fx_end(struct fixture *fx)
-{
-	fx_drop(fx);
-	tu_rmtree(fx->dir);
-	free(fx->dir);
-	clock_wall_source = NULL;
-}
+/* The keys of the test's URLs (make_keys). */
+static struct url_key pool_keys[NNS][POOL];
 
 /* http://w<u % 7>.example/page/<u> in each namespace. */
 static void
-make_keys(struct fixture *fx)
+make_keys(struct url_fixture *fx)
 {
 	struct url_keyer *k = urlset_keyer_new(fx->us);
 	struct urlset_ns_mask mask;
@@ -117,20 +64,20 @@ make_keys(struct fixture *fx)
 		snprintf(url, sizeof(url), "http://w%d.example/page/%d", u % 7,
 		    u);
 		ck_assert_int_eq(urlset_key(k, url, strlen(url),
-		    &fx->keys[0][u], &why), 0);
+		    &pool_keys[0][u], &why), 0);
 	}
 	for (int n = 1; n < NNS; n++) {
 		urlset_ns_mask(k, ns_names[n], strlen(ns_names[n]), &mask);
 		for (int u = 0; u < POOL; u++) {
-			fx->keys[n][u] = fx->keys[0][u];
-			urlset_key_masked(fx->us, &mask, &fx->keys[n][u]);
+			pool_keys[n][u] = pool_keys[0][u];
+			urlset_key_masked(fx->us, &mask, &pool_keys[n][u]);
 		}
 	}
 	urlset_keyer_free(k);
 }
 
 static uint32_t
-ns_id(struct fixture *fx, int nsi)
+ns_id(struct url_fixture *fx, int nsi)
 {
 	return urlns_find(urlset_namespaces(fx->us), ns_names[nsi],
 	    strlen(ns_names[nsi]), NULL);
@@ -215,7 +162,7 @@ assert_state(const struct url_state *got, const struct url_state *want,
 /* Every URL's stored state (urlset_current_states: expired records too)
  * and what a check of each namespace answers, against the model. */
 static void
-assert_model(struct fixture *fx, const struct model *m, const char *when)
+assert_model(struct url_fixture *fx, const struct model *m, const char *when)
 {
 	struct url_state got[POOL], want;
 	struct urlset_tally tally = { 0 };
@@ -225,7 +172,7 @@ assert_model(struct fixture *fx, const struct model *m, const char *when)
 		uint32_t id = ns_id(fx, s);
 
 		snprintf(what, sizeof(what), "%s, current state", when);
-		ck_assert_int_eq(urlset_current_states(fx->us, fx->keys[s],
+		ck_assert_int_eq(urlset_current_states(fx->us, pool_keys[s],
 		    POOL, got), STORE_OK);
 		for (int u = 0; u < POOL; u++) {
 			/* A dropped namespace's record the sweep has not
@@ -240,7 +187,7 @@ assert_model(struct fixture *fx, const struct model *m, const char *when)
 			continue;
 		snprintf(what, sizeof(what), "%s, check", when);
 		ck_assert_int_eq(urlset_check(fx->us, fx->rd, id,
-		    fake_clock(), fx->keys[s], NULL, POOL, got, &tally),
+		    fake_clock(), pool_keys[s], NULL, POOL, got, &tally),
 		    STORE_OK);
 		for (int u = 0; u < POOL; u++) {
 			want = m->st[s][u];
@@ -258,7 +205,7 @@ assert_model(struct fixture *fx, const struct model *m, const char *when)
 }
 
 static void
-assert_stats(struct fixture *fx, const struct model *m, const char *when)
+assert_stats(struct url_fixture *fx, const struct model *m, const char *when)
 {
 	struct urlset_stats st;
 
@@ -293,7 +240,7 @@ test_job_done(struct urlset_job *uj)
 }
 
 static void
-fill_job(struct fixture *fx, struct test_job *t, enum urlset_op op, int nsi,
+fill_job(struct test_job *t, enum urlset_op op, int nsi,
     enum urlset_durability dur, uint64_t ttl, const int *which, size_t n)
 {
 	memset(t, 0, sizeof(*t));
@@ -308,12 +255,13 @@ fill_job(struct fixture *fx, struct test_job *t, enum urlset_op op, int nsi,
 	t->nsi = nsi;
 	for (size_t i = 0; i < n; i++) {
 		t->which[i] = which[i];
-		t->keys[i] = fx->keys[nsi][which[i]];
+		t->keys[i] = pool_keys[nsi][which[i]];
 	}
 }
 
 static void
-assert_answers(struct fixture *fx, const struct test_job *t, const char *when)
+assert_answers(struct url_fixture *fx, const struct test_job *t,
+    const char *when)
 {
 	uint32_t id = ns_id(fx, t->nsi);
 	char what[96];
@@ -330,7 +278,7 @@ assert_answers(struct fixture *fx, const struct test_job *t, const char *when)
 START_TEST(test_groups_against_model)
 {
 	static const uint64_t ttls[] = { 0, 0, 0, 0, 25, 100, 1000 };
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct model *m = calloc(1, sizeof(*m));
 	struct test_job jobs[MAX_JOBS];
 	struct urlset_stats st;
@@ -343,7 +291,7 @@ START_TEST(test_groups_against_model)
 	fake_now = T0;
 	fx.opts = (struct urlset_options){ .capacity = 2000,
 	    .journal_entries = 128, .segment_records = 32 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx);
 	for (int step = 0; step < 700; step++) {
 		int njobs = 1 + (int)tu_rand_below(&seed, MAX_JOBS);
@@ -366,7 +314,7 @@ START_TEST(test_groups_against_model)
 			for (size_t i = 0; i < n; i++)
 				which[i] = (int)tu_rand_below(&seed,
 				    (uint64_t)range);
-			fill_job(&fx, &jobs[j], op, nsi, dur, ttl, which, n);
+			fill_job(&jobs[j], op, nsi, dur, ttl, which, n);
 			jobs[j].uj.next = NULL;
 			if (j > 0)
 				jobs[j - 1].uj.next = &jobs[j].uj;
@@ -390,8 +338,8 @@ START_TEST(test_groups_against_model)
 				ck_assert_int_eq(urlset_flush(fx.us, true),
 				    STORE_OK);
 			crashes += crash;
-			fx_drop(&fx);
-			fx_open(&fx);
+			url_fixture_drop(&fx);
+			url_fixture_open(&fx);
 			m->added = m->dup = m->deleted = 0;
 			snprintf(when, sizeof(when), "step %d, reopened%s",
 			    step, crash ? " after a crash" : "");
@@ -415,7 +363,7 @@ START_TEST(test_groups_against_model)
 		ck_assert_uint_eq(v.records, model_live(m));
 	}
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -423,7 +371,7 @@ END_TEST
  * flushed yet count, and more keys than a group takes are refused. */
 START_TEST(test_current_states)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct test_job t;
 	struct url_key keys[6];
 	struct url_state out[6];
@@ -433,22 +381,22 @@ START_TEST(test_current_states)
 	clock_wall_source = fake_clock;
 	fake_now = T0;
 	fx.opts = (struct urlset_options){ .capacity = 1000 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx);
-	fill_job(&fx, &t, URLSET_SUBMIT, 0, URLSET_RELAXED, 0, a, 3);
+	fill_job(&t, URLSET_SUBMIT, 0, URLSET_RELAXED, 0, a, 3);
 	urlset_apply_group(fx.us, &t.uj);
 	ck_assert_int_eq(urlset_flush(fx.us, true), STORE_OK);
 	fake_now += 10;
-	fill_job(&fx, &t, URLSET_SUBMIT, 0, URLSET_RELAXED, 0, a, 1);
+	fill_job(&t, URLSET_SUBMIT, 0, URLSET_RELAXED, 0, a, 1);
 	urlset_apply_group(fx.us, &t.uj);	/* URL 1: count 2, in memory */
-	fill_job(&fx, &t, URLSET_DELETE, 0, URLSET_RELAXED, 0, d, 1);
+	fill_job(&t, URLSET_DELETE, 0, URLSET_RELAXED, 0, d, 1);
 	urlset_apply_group(fx.us, &t.uj);	/* URL 2: deleted */
-	keys[0] = fx.keys[0][1];
-	keys[1] = fx.keys[0][2];
-	keys[2] = fx.keys[0][3];
-	keys[3] = fx.keys[0][1];
-	keys[4] = fx.keys[0][4];		/* never submitted */
-	keys[5] = fx.keys[1][1];		/* another namespace's */
+	keys[0] = pool_keys[0][1];
+	keys[1] = pool_keys[0][2];
+	keys[2] = pool_keys[0][3];
+	keys[3] = pool_keys[0][1];
+	keys[4] = pool_keys[0][4];		/* never submitted */
+	keys[5] = pool_keys[1][1];		/* another namespace's */
 	ck_assert_int_eq(urlset_current_states(fx.us, keys, 6, out), STORE_OK);
 	ck_assert_uint_eq(out[0].count, 2);
 	ck_assert_uint_eq(out[0].first_seen_ms, T0);
@@ -466,7 +414,7 @@ START_TEST(test_current_states)
 	ck_assert_int_eq(urlset_current_states(fx.us, big,
 	    URLSET_GROUP_MAX + 1, NULL), STORE_FAILED);
 	free(big);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -474,7 +422,7 @@ END_TEST
  * a group that changes nothing writes no frame. */
 START_TEST(test_durability)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct test_job t;
 	struct urlset_stats a, b;
 	int w1[] = { 1 }, w2[] = { 2 }, w3[] = { 3 }, none[] = { 9 };
@@ -482,39 +430,39 @@ START_TEST(test_durability)
 	clock_wall_source = fake_clock;
 	fake_now = T0;
 	fx.opts = (struct urlset_options){ .capacity = 1000, .sync = true };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx);
 	urlset_stats(fx.us, &a);
-	fill_job(&fx, &t, URLSET_SUBMIT, 0, URLSET_RELAXED, 0, w1, 1);
+	fill_job(&t, URLSET_SUBMIT, 0, URLSET_RELAXED, 0, w1, 1);
 	urlset_apply_group(fx.us, &t.uj);
 	urlset_stats(fx.us, &b);
 	ck_assert_uint_eq(b.journal_syncs, a.journal_syncs);
 	ck_assert_uint_gt(b.journal_bytes_written, a.journal_bytes_written);
-	fill_job(&fx, &t, URLSET_SUBMIT, 0, URLSET_DURABLE, 0, w2, 1);
+	fill_job(&t, URLSET_SUBMIT, 0, URLSET_DURABLE, 0, w2, 1);
 	urlset_apply_group(fx.us, &t.uj);
 	urlset_stats(fx.us, &a);
 	ck_assert_uint_eq(a.journal_syncs, b.journal_syncs + 1);
 	/* A delete of a URL never stored changes nothing. */
-	fill_job(&fx, &t, URLSET_DELETE, 0, URLSET_DURABLE, 0, none, 1);
+	fill_job(&t, URLSET_DELETE, 0, URLSET_DURABLE, 0, none, 1);
 	urlset_apply_group(fx.us, &t.uj);
 	ck_assert_int_eq(t.uj.status, STORE_OK);
 	ck_assert_uint_eq(t.states[0].count, 0);
 	urlset_stats(fx.us, &b);
 	ck_assert_uint_eq(b.journal_bytes_written, a.journal_bytes_written);
 	ck_assert_uint_eq(b.groups, a.groups + 1);
-	fx_drop(&fx);
+	url_fixture_drop(&fx);
 
 	/* Without sync, nothing is. */
 	fx.opts.sync = false;
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	urlset_stats(fx.us, &a);
-	fill_job(&fx, &t, URLSET_SUBMIT, 0, URLSET_DURABLE, 0, w3, 1);
+	fill_job(&t, URLSET_SUBMIT, 0, URLSET_DURABLE, 0, w3, 1);
 	urlset_apply_group(fx.us, &t.uj);
 	ck_assert_uint_eq(t.states[0].count, 1);
 	urlset_stats(fx.us, &b);
 	ck_assert_uint_eq(b.journal_syncs, a.journal_syncs);
 	ck_assert_uint_gt(b.journal_bytes_written, a.journal_bytes_written);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -526,7 +474,7 @@ END_TEST
  */
 START_TEST(test_full_store_refuses_groups)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct url_key *keys;
 	struct url_state *states;
 	struct urlset_tally tally = { 0 };
@@ -542,7 +490,7 @@ START_TEST(test_full_store_refuses_groups)
 	fx.map_size = 1 << 20;
 	fx.opts = (struct urlset_options){ .capacity = 50000,
 	    .journal_entries = 1024 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	keys = malloc(total * sizeof(*keys));
 	states = malloc(total * sizeof(*states));
 	ck_assert_ptr_nonnull(keys);
@@ -590,10 +538,10 @@ START_TEST(test_full_store_refuses_groups)
 			ck_abort_msg("URL %zu: count %u, %s", i,
 			    states[i].count, i < acked ? "acknowledged" :
 			    "refused");
-	fx_drop(&fx);
+	url_fixture_drop(&fx);
 	/* Room again: the journal replayed into a larger map. */
 	fx.map_size = 64 << 20;
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	ck_assert_uint_eq(urlmem_count(fx.us->mem), 0);
 	ck_assert_int_eq(urlset_check(fx.us, fx.rd, URLNS_DEFAULT, fake_now,
 	    keys, NULL, acked + group, states, &tally), STORE_OK);
@@ -604,7 +552,7 @@ START_TEST(test_full_store_refuses_groups)
 			    "refused");
 	free(keys);
 	free(states);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
@@ -634,7 +582,7 @@ thread_job_done(struct urlset_job *uj)
 
 START_TEST(test_writer_thread)
 {
-	struct fixture fx = { .dir = tu_tmpdir() };
+	struct url_fixture fx = { .dir = tu_tmpdir() };
 	struct thread_job *jobs = calloc(TJOBS, sizeof(*jobs));
 	struct model *m = calloc(1, sizeof(*m));
 	struct event_base *base;
@@ -648,7 +596,7 @@ START_TEST(test_writer_thread)
 	fake_now = T0;
 	fx.opts = (struct urlset_options){ .capacity = 2000,
 	    .journal_entries = 64, .segment_records = 16 };
-	fx_open(&fx);
+	url_fixture_open(&fx);
 	make_keys(&fx);
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
@@ -696,7 +644,7 @@ START_TEST(test_writer_thread)
 			ttl = nsi == 2 ? beta_ttl : 0;
 			for (size_t k = 0; k < n; k++)
 				which[k] = (int)tu_rand_below(&seed, 60);
-			fill_job(&fx, &j->t, op, nsi, tu_rand_below(&seed, 4) ?
+			fill_job(&j->t, op, nsi, tu_rand_below(&seed, 4) ?
 			    URLSET_RELAXED : URLSET_DURABLE, 0, which, n);
 			model_job(m, op, nsi, ttl, fake_now, which, n,
 			    j->t.want);
@@ -752,13 +700,13 @@ START_TEST(test_writer_thread)
 	}
 	/* urlset_stop flushed: nothing is left to replay. */
 	ck_assert_uint_eq(urlmem_count(fx.us->mem), 0);
-	fx_drop(&fx);
-	fx_open(&fx);
+	url_fixture_drop(&fx);
+	url_fixture_open(&fx);
 	ck_assert_uint_eq(urlmem_count(fx.us->mem), 0);
 	assert_model(&fx, m, "after the writer stopped");
 	free(jobs);
 	free(m);
-	fx_end(&fx);
+	url_fixture_end(&fx);
 }
 END_TEST
 
