@@ -95,7 +95,9 @@
  * neither of host and prefix, subdomains with a prefix, a host that is
  * not all host, a prefix that is no URL or longer than the host index
  * keeps of its host's URLs).  The stack keeps the host index and every
- * URL the fuzzer makes fits it, so a forget answers complete.  It deletes,
+ * URL the fuzzer makes fits it, so a forget answers complete until a
+ * submit of digests reaches the store (their texts are not in the
+ * index: from then on it answers incomplete).  It deletes,
  * in its namespace, the URLs whose canonical host is the host (or ends
  * with "." and the host, with subdomains), or whose canonical form begins
  * with the canonical prefix, of those the index holds: the model knows,
@@ -611,6 +613,11 @@ fx_open(void)
 	fx_set("server", "max_inflight", "4");
 	fx_set("server", "workers", "2");
 	fx_set("server", "idle_timeout", "0");
+	/* The model predicts the paper's answer (every document within k,
+	 * nearest first); the verified answer is checked against a model of
+	 * its rule in tests/unit/check_docset.c and against brute force in
+	 * tests/integration/check_docs.c. */
+	fx_set("near", "answer", "hamming");
 	fx_set("server", "frame_timeout", "0");
 	fx_set("auth", "tokens_file", path);
 	snprintf(path, sizeof(path), "%s/data", fx.dir);
@@ -2752,14 +2759,28 @@ check_docs(struct fz_req *q)
 }
 
 /*
- * A url_forget's answer: complete; at least the URLs the model knows
- * visible and in the index, and, when all it may take are of the
- * execution's own hosts, at most those and the ones the model does not
- * know or is unsure of; none in a namespace that does not exist.  Then
+ * A url_forget's answer: complete (unless digests may have landed); at
+ * least the URLs the model knows visible and in the index, and, when all
+ * it may take are of the execution's own hosts, at most those and the
+ * ones the model does not know or is unsure of; none in a namespace that does not exist.  Then
  * what it surely found is deleted, what it may have found unknown, unless
  * another request of the group names it (end_group), or a drop of its
  * namespace comes (end_group_namespaces).
  */
+/*
+ * Whether a submit of digests (or a raw frame's request) may have reached
+ * the store since it was opened, in any namespace: the first marks the
+ * host index partial for good, and forgets answer incomplete from then on.
+ */
+static bool
+digests_may_have_landed(void)
+{
+	for (size_t s = 0; s < FX_NNS; s++)
+		if (fx.digests_seen[s] || fx.exec_digests[s])
+			return true;
+	return false;
+}
+
 static void
 check_forget(struct fz_req *q)
 {
@@ -2772,9 +2793,9 @@ check_forget(struct fz_req *q)
 	    res == NULL)
 		fx_fail("request %llu: url_forget without its result",
 		    (unsigned long long)q->id);
-	if (!res->complete)
+	if (!res->complete && !digests_may_have_landed())
 		fx_fail("request %llu: url_forget incomplete, though every URL "
-		    "went in with the host index on",
+		    "went in with the host index on and its text",
 		    (unsigned long long)q->id);
 	fg->done = true;
 	if (g->drops > 0)
