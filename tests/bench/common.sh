@@ -25,3 +25,13 @@ free_port() {
 	echo "$0: no free port" >&2
 	exit 1
 }
+
+# Waits, up to 60 s, until something accepts connections on port $1.
+wait_listening() {
+	local i
+	for i in $(seq 6000); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.01
+	done
+	return 1
+}

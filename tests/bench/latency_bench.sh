@@ -27,10 +27,7 @@ CONF
 "$bin/nddd" -c "$tmp/c.conf" --allow-root 2>"$tmp/log" &
 pid=$!
 pids+=("$pid")
-for i in $(seq 500); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
-	sleep 0.02
-done
+wait_listening "$p"
 "$bin/url_bench" -H "127.0.0.1:$p" -n "$n" -c 1 -w 1 -b 1 --phase all |
 	grep phase= | sed 's/^/nddd /'
 kill -TERM "$pid"

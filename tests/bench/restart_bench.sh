@@ -36,15 +36,12 @@ CONF
 
 # Starts nddd; sets secs to the seconds until it accepts a connection.
 start() {
-	local t0 i
+	local t0
 	t0=$(date +%s.%N)
 	"$bin/nddd" -c "$tmp/c.conf" --allow-root 2>>"$tmp/log" &
 	pid=$!
 	pids+=("$pid")
-	for i in $(seq 6000); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
-		sleep 0.01
-	done
+	wait_listening "$p"
 	secs=$(echo "$(date +%s.%N) - $t0" | bc)
 }
 stop() { kill -TERM "$pid"; wait "$pid" || true; }
