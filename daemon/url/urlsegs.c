@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "log.h"
 #include "urlset_impl.h"
@@ -660,22 +661,28 @@ out:
 	return rc;
 }
 
-/* The rebuild's and the verification's walk over every segment. */
-struct seg_walk {
-	struct urlset *us;
-	struct store_txn *txn;
-	/* rebuild */
-	const char *bad;
-	struct urlidx *idx;		/* the index being filled */
-	bool index_only;		/* fill idx, nothing else */
-	bool index_full;		/* idx ran out of room */
-	struct unknown_ns *unknown;	/* namespace ids the registry lacks */
-	size_t nunknown;
-	/* verify */
-	struct cbf *fresh;
-	struct urlset_verify *out;
-	struct group_rec *groups;
-	size_t ngroups, groups_cap;
+/*
+ * The rebuild of memory from the store at start-up (and of a larger index
+ * when it fills).  Two passes: the segments' table first, which reads only
+ * its B-tree, giving where each segment's value lies in the store's map;
+ * then the segments themselves, in the order they lie in the file, asking
+ * the kernel for the next REBUILD_AHEAD bytes of them before they are
+ * needed (the store is mapped for random reads: left to page faults, a
+ * cold store would be read 4 KiB at a time).  The index is filled by a
+ * thread of its own while the caller fills the filter and the segment
+ * directory: each is a table of random cache misses, prefetched a few
+ * records ahead.
+ */
+#define REBUILD_AHEAD		(32u << 20)
+#define REBUILD_PREFETCH	16
+#define REBUILD_PAGE		4096
+
+/* A segment of the rebuild's walk, as its snapshot holds it. */
+struct rebuild_seg {
+	const uint8_t *data;
+	const uint8_t *live;		/* its bitmap */
+	size_t len, live_len;
+	uint32_t id;
 };
 
 /* Records of a namespace id the registry lacks, counted by the rebuild. */
@@ -684,6 +691,364 @@ struct unknown_ns {
 	uint64_t urls;
 };
 #define UNKNOWN_NS_MAX		64
+
+struct rebuild {
+	struct urlset *us;
+	struct store_txn *txn;
+	struct rebuild_seg *segs;	/* in the order they lie in the file */
+	size_t nsegs, segs_cap;
+	const char *bad;		/* why the walk stopped */
+	/* the index's part */
+	struct urlidx *idx;
+	bool index_full;		/* idx ran out of room */
+	bool index_damaged;		/* it met a damaged segment */
+	/* the filter's part */
+	struct unknown_ns *unknown;	/* namespace ids the registry lacks */
+	size_t nunknown;
+};
+
+/* Reads ahead: the file's pages of segments from *next on, up to
+ * REBUILD_AHEAD bytes beyond segment i. */
+static void
+rebuild_read_ahead(const struct rebuild *rb, size_t i, size_t *next)
+{
+	uintptr_t until = (uintptr_t)rb->segs[i].data + REBUILD_AHEAD;
+
+	for (; *next < rb->nsegs && (*next <= i ||
+	    (uintptr_t)rb->segs[*next].data < until); (*next)++) {
+		uintptr_t a = (uintptr_t)rb->segs[*next].data &
+		    ~(uintptr_t)(REBUILD_PAGE - 1);
+		uintptr_t b = (uintptr_t)rb->segs[*next].data +
+		    rb->segs[*next].len;
+
+		madvise((void *)a, b - a, MADV_WILLNEED);
+	}
+}
+
+static int
+rebuild_collect(const void *key, size_t klen, const void *val, size_t vlen,
+    void *arg)
+{
+	struct rebuild *rb = arg;
+	struct rebuild_seg *s;
+	struct store_val b;
+	uint32_t id;
+
+	if (klen != sizeof(id)) {
+		rb->bad = "a URL segment is damaged";
+		return -1;
+	}
+	memcpy(&id, key, sizeof(id));
+	if (id == 0 || id > URLIDX_SEG_MAX) {
+		rb->bad = "a URL segment has an id out of range";
+		return -1;
+	}
+	if (store_get(rb->txn, STORE_URL_LIVE, &id, sizeof(id), &b) !=
+	    STORE_OK) {
+		rb->bad = "a URL segment has no live bitmap";
+		return -1;
+	}
+	if (rb->nsegs == rb->segs_cap) {
+		size_t cap = rb->segs_cap ? 2 * rb->segs_cap : 1024;
+
+		if ((s = realloc(rb->segs, cap * sizeof(*s))) == NULL) {
+			rb->bad = "out of memory";
+			return -1;
+		}
+		rb->segs = s;
+		rb->segs_cap = cap;
+	}
+	rb->segs[rb->nsegs++] = (struct rebuild_seg){ .data = val,
+	    .len = vlen, .live = b.data, .live_len = b.len, .id = id };
+	return 0;
+}
+
+static int
+cmp_seg_place(const void *a, const void *b)
+{
+	const struct rebuild_seg *x = a, *y = b;
+
+	return x->data < y->data ? -1 : x->data > y->data;
+}
+
+/* The first pass, in rb->txn begun by the caller. */
+static int
+rebuild_segments(struct rebuild *rb)
+{
+	int rc;
+
+	rb->nsegs = 0;
+	rc = store_scan_txn(rb->txn, STORE_URL_SEGS, rebuild_collect, rb);
+	if (rc == STORE_OK && rb->nsegs > 1)
+		qsort(rb->segs, rb->nsegs, sizeof(*rb->segs), cmp_seg_place);
+	return rc;
+}
+
+/* Segment s's records, or -1 when it is damaged. */
+static int64_t
+rebuild_nrec(const struct rebuild_seg *s)
+{
+	int64_t nrec = urlseg_check(s->data, s->len);
+
+	return nrec >= 0 && s->live_len >= URLSEG_BITMAP_LEN(nrec) ? nrec : -1;
+}
+
+/* The index's part: every live record's entry.  Stops at the first that
+ * does not fit (index_full), or at a damaged segment (index_damaged; the
+ * filter's part says which). */
+static void *
+rebuild_index(void *arg)
+{
+	struct rebuild *rb = arg;
+	size_t next = 0;
+
+	for (size_t i = 0; i < rb->nsegs; i++) {
+		const struct rebuild_seg *s = &rb->segs[i];
+		int64_t nrec = rebuild_nrec(s);
+
+		if (nrec < 0) {
+			rb->index_damaged = true;
+			break;
+		}
+		rebuild_read_ahead(rb, i, &next);
+		for (uint32_t r = 0; r < (uint32_t)nrec; r++) {
+			if (r + REBUILD_PREFETCH < (uint32_t)nrec)
+				urlidx_prefetch(rb->idx, urlseg_record(s->data,
+				    r + REBUILD_PREFETCH));
+			if (urlseg_bit(s->live, r) && urlidx_insert(rb->idx,
+			    urlseg_record(s->data, r), s->id) == -1) {
+				rb->index_full = true;
+				return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* A record of a namespace id the registry lacks (its creation was lost
+ * with [store] sync = none): counted, to be adopted after the walk. */
+static int
+count_unknown(struct rebuild *rb, uint32_t ns)
+{
+	size_t i;
+
+	for (i = 0; i < rb->nunknown && rb->unknown[i].id != ns; i++)
+		;
+	if (i == rb->nunknown) {
+		if (i == UNKNOWN_NS_MAX) {
+			rb->bad = "too many URL namespaces are missing from "
+			    "the store's metadata";
+			return -1;
+		}
+		rb->unknown[rb->nunknown++] = (struct unknown_ns){ ns, 0 };
+	}
+	rb->unknown[i].urls++;
+	return 0;
+}
+
+static void
+decode_ahead(const struct urlset *us, const struct rebuild_seg *s, uint32_t r,
+    struct url_record *out)
+{
+	urlrec_decode(urlseg_record(s->data, r), out);
+	cbf_prefetch(us->filter, out->idx);
+}
+
+/* The filter's part for one segment: its live records' counters, its
+ * namespaces' counts, its directory entry. */
+static int
+rebuild_filter_segment(struct rebuild *rb, const struct rebuild_seg *s)
+{
+	struct urlset *us = rb->us;
+	struct url_record ahead[REBUILD_PREFETCH];
+	uint64_t min_expiry = 0;
+	uint32_t live = 0;
+	int64_t nrec;
+
+	if ((nrec = rebuild_nrec(s)) < 0) {
+		rb->bad = "a URL segment is damaged";
+		return -1;
+	}
+	if (dir_grow(us, s->id) == -1) {
+		rb->bad = "out of memory";
+		return -1;
+	}
+	/* Record r is decoded, and its counters' line fetched,
+	 * REBUILD_PREFETCH records before it is added. */
+	for (uint32_t r = 0; r < (uint32_t)nrec && r < REBUILD_PREFETCH; r++)
+		decode_ahead(us, s, r, &ahead[r]);
+	for (uint32_t r = 0; r < (uint32_t)nrec; r++) {
+		struct url_record now = ahead[r % REBUILD_PREFETCH];
+		const struct url_record *rec = &now;
+
+		if (r + REBUILD_PREFETCH < (uint32_t)nrec)
+			decode_ahead(us, s, r + REBUILD_PREFETCH,
+			    &ahead[r % REBUILD_PREFETCH]);
+		if (!urlseg_bit(s->live, r))
+			continue;
+		for (int k = 0; k < CBF_K; k++)
+			if (rec->idx[k] >= us->m) {
+				rb->bad = "a URL record names a counter "
+				    "beyond the filter";
+				return -1;
+			}
+		live++;
+		if (rec->st.expires_ms != 0 && (min_expiry == 0 ||
+		    rec->st.expires_ms < min_expiry))
+			min_expiry = rec->st.expires_ms;
+		cbf_add(us->filter, rec->idx);
+		if (!urlns_count(us->ns, rec->st.ns, 1) &&
+		    count_unknown(rb, rec->st.ns) == -1)
+			return -1;
+	}
+	us->segs.dir[s->id].nrec = (uint16_t)nrec;
+	us->segs.dir[s->id].nlive = (uint16_t)live;
+	us->segs.dir[s->id].expires_s = urlset_expires_s_of(min_expiry);
+	dir_count(us, s->id, 1);
+	us->stats.live += live;
+	return 0;
+}
+
+/*
+ * Writer: a larger index, filled from the store's live records, replaces
+ * the current one once no reader uses it.
+ */
+int
+urlset_index_grow(struct urlset *us)
+{
+	uint64_t cap = 2 * urlidx_capacity(us->rd.idx);
+	struct urlidx *old = us->rd.idx;
+	struct rebuild rb = { .us = us };
+	int rc;
+
+	if (cap < us->stats.live + us->stats.live / 4)
+		cap = us->stats.live + us->stats.live / 4;
+	if ((rb.txn = store_reader_new(us->st)) == NULL)
+		return -1;
+	for (;; cap *= 2) {
+		if ((rb.idx = urlidx_new(cap)) == NULL ||
+		    (rc = store_reader_begin(rb.txn)) != STORE_OK) {
+			urlidx_free(rb.idx);
+			break;
+		}
+		rb.index_full = false;
+		if ((rc = rebuild_segments(&rb)) == STORE_OK) {
+			rebuild_index(&rb);
+			if (rb.index_damaged) {
+				rb.bad = "a URL segment is damaged";
+				rc = STORE_FAILED;
+			}
+		}
+		store_reader_end(rb.txn);
+		if (rc == STORE_OK && !rb.index_full)
+			break;
+		urlidx_free(rb.idx);
+		rb.idx = NULL;
+		if (rc != STORE_OK) {
+			log_warnx("%s: %s", __func__,
+			    rb.bad ? rb.bad : store_strstatus(rc));
+			break;
+		}
+	}
+	store_reader_free(rb.txn);
+	free(rb.segs);
+	if (rb.idx == NULL)
+		return -1;
+	__atomic_store_n(&us->rd.idx, rb.idx, __ATOMIC_SEQ_CST);
+	urlset_grace(us);
+	urlidx_free(old);
+	log_info("%s: the URL index now holds %" PRIu64 " URLs at most (%"
+	    PRIu64 " stored)", __func__, cap, us->stats.live);
+	return 0;
+}
+
+/* The walk of urlset_rebuild, in rb->txn: the index's part in a thread,
+ * the filter's here. */
+static int
+rebuild_walk(struct rebuild *rb)
+{
+	pthread_t t;
+	bool threaded;
+	size_t next = 0;
+	int rc;
+
+	if ((rc = rebuild_segments(rb)) != STORE_OK)
+		return rc;
+	threaded = pthread_create(&t, NULL, rebuild_index, rb) == 0;
+	if (!threaded)
+		rebuild_index(rb);
+	for (size_t i = 0; i < rb->nsegs && rc == STORE_OK; i++) {
+		rebuild_read_ahead(rb, i, &next);
+		if (rebuild_filter_segment(rb, &rb->segs[i]) == -1)
+			rc = STORE_FAILED;
+	}
+	if (threaded)
+		pthread_join(t, NULL);
+	return rc;
+}
+
+int
+urlset_rebuild(struct urlset *us, char **cause)
+{
+	struct unknown_ns unknown[UNKNOWN_NS_MAX];
+	struct rebuild rb = { .us = us, .idx = us->rd.idx, .unknown = unknown };
+	int rc;
+
+	if ((rb.txn = store_reader_new(us->st)) == NULL ||
+	    store_reader_begin(rb.txn) != STORE_OK) {
+		store_reader_free(rb.txn);
+		if (asprintf(cause, "cannot read the URL store") == -1)
+			*cause = NULL;
+		return -1;
+	}
+	rc = rebuild_walk(&rb);
+	store_reader_end(rb.txn);
+	store_reader_free(rb.txn);
+	free(rb.segs);
+	/* A full index is grown (read again, larger) once the rest is
+	 * known. */
+	if (rc != STORE_OK || (rb.index_full && urlset_index_grow(us) == -1)) {
+		if (asprintf(cause, "rebuilding the URL filter and index: %s",
+		    rb.bad ? rb.bad : rc != STORE_OK ? store_strstatus(rc) :
+		    "out of memory") == -1)
+			*cause = NULL;
+		return -1;
+	}
+	for (size_t i = 0; i < rb.nunknown; i++) {
+		if ((rc = urlns_adopt(us->ns, unknown[i].id)) != STORE_OK) {
+			if (asprintf(cause, "adopting URL namespace id %u: %s",
+			    unknown[i].id, store_strstatus(rc)) == -1)
+				*cause = NULL;
+			return -1;
+		}
+		urlns_count(us->ns, unknown[i].id, (int64_t)unknown[i].urls);
+	}
+	/* Ids below the highest in use that no segment has are free. */
+	us->segs.next_id = 1;
+	for (uint32_t id = 1; id < us->segs.dir_len; id++)
+		if (us->segs.dir[id].nrec != 0)
+			us->segs.next_id = id + 1;
+	for (uint32_t id = us->segs.next_id; id > 1; id--)
+		if (us->segs.dir[id - 1].nrec == 0 && id - 1 > 0 &&
+		    free_id(us, id - 1, 0) == -1) {
+			if (asprintf(cause, "out of memory") == -1)
+				*cause = NULL;
+			return -1;
+		}
+	urlset_publish_seg_stats(us);
+	return 0;
+}
+
+/* The verification's walk over every segment. */
+struct seg_walk {
+	struct urlset *us;
+	struct store_txn *txn;
+	const char *bad;
+	struct cbf *fresh;
+	struct urlset_verify *out;
+	struct group_rec *groups;
+	size_t ngroups, groups_cap;
+};
 
 struct group_rec {
 	uint64_t pair;
@@ -716,174 +1081,6 @@ walked_segment(struct seg_walk *w, const void *key, size_t klen,
 		return -1;
 	}
 	return nrec;
-}
-
-/* A record of a namespace id the registry lacks (its creation was lost
- * with [store] sync = none): counted, to be adopted after the walk. */
-static int
-count_unknown(struct seg_walk *w, uint32_t ns)
-{
-	size_t i;
-
-	for (i = 0; i < w->nunknown && w->unknown[i].id != ns; i++)
-		;
-	if (i == w->nunknown) {
-		if (i == UNKNOWN_NS_MAX) {
-			w->bad = "too many URL namespaces are missing from "
-			    "the store's metadata";
-			return -1;
-		}
-		w->unknown[w->nunknown++] = (struct unknown_ns){ ns, 0 };
-	}
-	w->unknown[i].urls++;
-	return 0;
-}
-
-static int
-rebuild_one(const void *key, size_t klen, const void *val, size_t vlen,
-    void *arg)
-{
-	struct seg_walk *w = arg;
-	struct urlset *us = w->us;
-	struct store_val b;
-	uint32_t id, live = 0;
-	uint64_t min_expiry = 0;
-	int64_t nrec;
-
-	if ((nrec = walked_segment(w, key, klen, val, vlen, &id, &b)) < 0)
-		return -1;
-	if (!w->index_only && dir_grow(us, id) == -1) {
-		w->bad = "out of memory";
-		return -1;
-	}
-	for (uint32_t i = 0; i < (uint32_t)nrec; i++) {
-		struct url_record r;
-
-		if (!urlseg_bit(b.data, i))
-			continue;
-		urlrec_decode(urlseg_record(val, i), &r);
-		live++;
-		if (r.st.expires_ms != 0 && (min_expiry == 0 ||
-		    r.st.expires_ms < min_expiry))
-			min_expiry = r.st.expires_ms;
-		if (!w->index_full && urlidx_insert(w->idx, r.fp, id) == -1) {
-			if (w->index_only)
-				return -1;
-			w->index_full = true;	/* grown at the end */
-		}
-		if (w->index_only)
-			continue;
-		for (int k = 0; k < CBF_K; k++)
-			if (r.idx[k] >= us->m) {
-				w->bad = "a URL record names a counter beyond "
-				    "the filter";
-				return -1;
-			}
-		cbf_add(us->filter, r.idx);
-		if (!urlns_count(us->ns, r.st.ns, 1) &&
-		    count_unknown(w, r.st.ns) == -1)
-			return -1;
-	}
-	if (w->index_only)
-		return 0;
-	us->segs.dir[id].nrec = (uint16_t)nrec;
-	us->segs.dir[id].nlive = (uint16_t)live;
-	us->segs.dir[id].expires_s = urlset_expires_s_of(min_expiry);
-	dir_count(us, id, 1);
-	us->stats.live += live;
-	return 0;
-}
-
-/*
- * Writer: a larger index, filled from the store's live records, replaces
- * the current one once no reader uses it.
- */
-int
-urlset_index_grow(struct urlset *us)
-{
-	uint64_t cap = 2 * urlidx_capacity(us->rd.idx);
-	struct urlidx *old = us->rd.idx;
-	struct seg_walk w = { .us = us, .index_only = true };
-	int rc;
-
-	if (cap < us->stats.live + us->stats.live / 4)
-		cap = us->stats.live + us->stats.live / 4;
-	if ((w.txn = store_reader_new(us->st)) == NULL)
-		return -1;
-	for (;; cap *= 2) {
-		if ((w.idx = urlidx_new(cap)) == NULL ||
-		    (rc = store_reader_begin(w.txn)) != STORE_OK) {
-			urlidx_free(w.idx);
-			store_reader_free(w.txn);
-			return -1;
-		}
-		rc = store_scan_txn(w.txn, STORE_URL_SEGS, rebuild_one, &w);
-		store_reader_end(w.txn);
-		if (rc == STORE_OK)
-			break;
-		urlidx_free(w.idx);
-		if (w.bad != NULL) {
-			log_warnx("%s: %s", __func__, w.bad);
-			store_reader_free(w.txn);
-			return -1;
-		}
-	}
-	store_reader_free(w.txn);
-	__atomic_store_n(&us->rd.idx, w.idx, __ATOMIC_SEQ_CST);
-	urlset_grace(us);
-	urlidx_free(old);
-	log_info("%s: the URL index now holds %" PRIu64 " URLs at most (%"
-	    PRIu64 " stored)", __func__, cap, us->stats.live);
-	return 0;
-}
-
-int
-urlset_rebuild(struct urlset *us, char **cause)
-{
-	struct unknown_ns unknown[UNKNOWN_NS_MAX];
-	struct seg_walk w = { .us = us, .idx = us->rd.idx, .unknown = unknown };
-	int rc;
-
-	if ((w.txn = store_reader_new(us->st)) == NULL ||
-	    store_reader_begin(w.txn) != STORE_OK) {
-		store_reader_free(w.txn);
-		if (asprintf(cause, "cannot read the URL store") == -1)
-			*cause = NULL;
-		return -1;
-	}
-	rc = store_scan_txn(w.txn, STORE_URL_SEGS, rebuild_one, &w);
-	store_reader_end(w.txn);
-	store_reader_free(w.txn);
-	if (rc != STORE_OK || (w.index_full && urlset_index_grow(us) == -1)) {
-		if (asprintf(cause, "rebuilding the URL filter and index: %s",
-		    w.bad ? w.bad : rc != STORE_OK ? store_strstatus(rc) :
-		    "out of memory") == -1)
-			*cause = NULL;
-		return -1;
-	}
-	for (size_t i = 0; i < w.nunknown; i++) {
-		if ((rc = urlns_adopt(us->ns, unknown[i].id)) != STORE_OK) {
-			if (asprintf(cause, "adopting URL namespace id %u: %s",
-			    unknown[i].id, store_strstatus(rc)) == -1)
-				*cause = NULL;
-			return -1;
-		}
-		urlns_count(us->ns, unknown[i].id, (int64_t)unknown[i].urls);
-	}
-	/* Ids below the highest in use that no segment has are free. */
-	us->segs.next_id = 1;
-	for (uint32_t id = 1; id < us->segs.dir_len; id++)
-		if (us->segs.dir[id].nrec != 0)
-			us->segs.next_id = id + 1;
-	for (uint32_t id = us->segs.next_id; id > 1; id--)
-		if (us->segs.dir[id - 1].nrec == 0 && id - 1 > 0 &&
-		    free_id(us, id - 1, 0) == -1) {
-			if (asprintf(cause, "out of memory") == -1)
-				*cause = NULL;
-			return -1;
-		}
-	urlset_publish_seg_stats(us);
-	return 0;
 }
 
 static void
