@@ -40,8 +40,36 @@
  */
 #define WORKER_ARENA_KEEP (4u << 20)
 
+/*
+ * Small URL requests run in the loop.  A url_check, url_submit or
+ * url_delete of at most INLINE_ITEMS URLs is carried out where its frame
+ * arrives, in the event loop: the hand-off to a worker and back would cost
+ * a client asking about one URL at a time more than the work itself.  A
+ * submit or delete only derives its keys there and queues its job for the
+ * URL writer (which answers it, as always); a check reads with a URL
+ * reader that may not wait: if it would read a page that is not in memory,
+ * or wait for the URL writer, it stops having answered nothing and goes to
+ * a worker like any other request, so the loop never waits for the disk.
+ * Larger batches go to the workers, which run them in parallel.
+ */
+#define INLINE_ITEMS		16
+
+static bool
+runs_inline(Nddd__V1__Request__OpCase op_case, size_t items)
+{
+	switch (op_case) {
+	case NDDD__V1__REQUEST__OP_URL_CHECK:
+	case NDDD__V1__REQUEST__OP_URL_SUBMIT:
+	case NDDD__V1__REQUEST__OP_URL_DELETE:
+		return items <= INLINE_ITEMS;
+	default:
+		return false;
+	}
+}
+
 struct dispatch {
 	struct req_services svc;
+	struct worker_ctx *loop_ctx;	/* small URL requests in the loop */
 	struct docreq_env docs;
 	struct metrics *metrics;
 	pthread_rwlock_t auth_lock;
@@ -55,6 +83,7 @@ struct req_task {
 	struct reply reply;
 	bool buffers_full;		/* refuse it: [server] buffer_memory */
 	bool close;			/* undecodable: close the connection */
+	bool would_block;		/* run in the loop, it would wait */
 	Nddd__V1__Code close_code;
 	const char *close_why;
 	void (*then_in_loop)(void *arg);
@@ -197,6 +226,7 @@ run_request(struct req_task *t, struct worker_ctx *ctx)
 		return;
 	}
 	op->run(&call);
+	t->would_block = call.would_block;
 	t->then_in_loop = call.then_in_loop;
 	t->then_arg = call.then_arg;
 }
@@ -269,8 +299,9 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 	pthread_rwlock_init(&d->auth_lock, NULL);
 	d->svc.workers = workers_new((unsigned)cfg->workers, base,
 	    worker_ctx_new, worker_ctx_free, d);
-	if (d->svc.workers == NULL)
+	if (d->svc.workers == NULL || (d->loop_ctx = worker_ctx_new(d)) == NULL)
 		goto err;
+	urlset_reader_nowait(d->loop_ctx->urls);
 	d->docs.ds = d->svc.ds;
 	d->docs.w = d->svc.w;
 	d->docs.acc = d->svc.acc;
@@ -285,6 +316,8 @@ dispatch_new(const struct config *cfg, struct event_base *base,
 	return d;
 err:
 	docreq_env_clear(&d->docs);
+	if (d->loop_ctx != NULL)
+		worker_ctx_free(d->loop_ctx);
 	if (d->svc.workers != NULL)
 		workers_free(d->svc.workers);
 	shard_state_free(d->svc.shard);
@@ -299,6 +332,7 @@ dispatch_free(struct dispatch *d)
 	if (d == NULL)
 		return;
 	workers_free(d->svc.workers);
+	worker_ctx_free(d->loop_ctx);
 	docdrop_free(d->docs.drop);
 	docreq_env_clear(&d->docs);
 	shard_state_free(d->svc.shard);
@@ -338,8 +372,8 @@ dispatch_frame(void *arg, struct conn *c, struct evbuffer *in, uint32_t len)
 {
 	struct dispatch *d = arg;
 	struct req_task *t = malloc(sizeof(*t) + len);
-	Nddd__V1__Request__OpCase op_case;
-	size_t items, bound;
+	Nddd__V1__Request__OpCase op_case = NDDD__V1__REQUEST__OP__NOT_SET;
+	size_t items = 0, bound;
 
 	if (t == NULL) {
 		/* Its id is unknown: only closing tells the client. */
@@ -365,6 +399,16 @@ dispatch_frame(void *arg, struct conn *c, struct evbuffer *in, uint32_t len)
 	reply_start(&t->reply, c, d->metrics,
 	    operation_index(operation_invalid()), d->svc.cfg->max_frame,
 	    bound);
+	/* (op_case is known only when the frame could be peeked at.) */
+	if (!t->buffers_full && runs_inline(op_case, items)) {
+		run_request(t, d->loop_ctx);
+		arena_reset(&d->loop_ctx->arena);
+		if (!t->would_block) {
+			req_done(&t->wt);
+			return;
+		}
+		t->would_block = false;
+	}
 	workers_submit(d->svc.workers, &t->wt);
 }
 

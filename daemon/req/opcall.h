@@ -8,6 +8,7 @@
 #ifndef NDDD_OPCALL_H
 #define NDDD_OPCALL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -82,6 +83,10 @@ struct op_call {
 	struct reply *reply;
 	void (*then_in_loop)(void *arg);
 	void *then_arg;
+	/* Set by a handler run in the loop (dispatch.c, "Checks answered in
+	 * the loop") that would have waited: it did nothing and answered
+	 * nothing, and the request goes to a worker. */
+	bool would_block;
 };
 
 #endif

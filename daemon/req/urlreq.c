@@ -351,6 +351,10 @@ urlreq_check(struct op_call *call)
 	rc = urlset_check(us, call->ctx->urls, urlns_find(urlset_namespaces(us),
 	    ns, strlen(ns), NULL), clock_wall_ms(), bk.keys, NULL, bk.nkeys,
 	    states, &tally);
+	if (rc == STORE_WOULD_BLOCK) {
+		call->would_block = true;	/* counted where it is run */
+		return;
+	}
 	urlset_add_tally(us, &tally);
 	if (rc != STORE_OK) {
 		reply_store_error(r, rc);

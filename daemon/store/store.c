@@ -64,6 +64,7 @@ store_strstatus(int status)
 	    "directory's file system (writes resume once there is room)";
 	case STORE_JOURNAL_FULL: return "the store journal cannot take the "
 	    "group";
+	case STORE_WOULD_BLOCK: return "the read would wait";
 	}
 	return "unknown store status";
 }

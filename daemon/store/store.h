@@ -68,6 +68,8 @@ enum store_status {
 	STORE_FAILED,		/* I/O or internal error; see the log */
 	STORE_NOSPACE,		/* the disk is full (ENOSPC, EDQUOT) */
 	STORE_JOURNAL_FULL,	/* a deferred group does not fit (defer.h) */
+	STORE_WOULD_BLOCK,	/* a read that may not wait needs the disk
+				   or another thread (urlset_reader_nowait) */
 };
 
 /* Whether status refused a write for want of room: the map or the disk. */

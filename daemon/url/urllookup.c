@@ -97,6 +97,12 @@ urlset_reader_new(struct urlset *us)
 }
 
 void
+urlset_reader_nowait(struct urlset_reader *rd)
+{
+	rd->nowait = true;
+}
+
+void
 urlset_reader_free(struct urlset_reader *rd)
 {
 	struct urlset_reader **p;
@@ -215,6 +221,18 @@ reserve_cands(struct urlset_reader *rd, size_t n)
 	return 0;
 }
 
+bool (*urlset_resident_hook)(const void *page);
+
+static bool
+resident(const void *page)
+{
+	unsigned char vec;
+
+	if (urlset_resident_hook != NULL)
+		return urlset_resident_hook(page);
+	return mincore((void *)page, PAGE, &vec) != 0 || (vec & 1);
+}
+
 static const void *
 page_of(const void *p)
 {
@@ -223,23 +241,27 @@ page_of(const void *p)
 
 /*
  * If a sample of the pages is not in memory, asks the kernel to read all of
- * them now, in parallel.  In memory, this costs a few system calls per
- * batch.
+ * them now, in parallel, and returns STORE_OK.  A reader that may not wait
+ * asks about every page, and gets STORE_WOULD_BLOCK, the kernel asked for
+ * nothing, if one is missing.  In memory, this costs a few system calls
+ * per batch.
  */
-static void
-pages_willneed(const void **pages, size_t n)
+static int
+pages_willneed(const struct urlset_reader *rd, const void **pages, size_t n)
 {
-	size_t step = n / LOOKUP_SAMPLE + 1, missing = 0;
-	unsigned char vec;
+	size_t step = rd->nowait ? 1 : n / LOOKUP_SAMPLE + 1, missing = 0;
 
 	for (size_t i = 0; i < n; i += step)
-		if (mincore((void *)pages[i], PAGE, &vec) == 0 && !(vec & 1))
+		if (!resident(pages[i]))
 			missing++;
 	if (missing == 0)
-		return;
+		return STORE_OK;
+	if (rd->nowait)
+		return STORE_WOULD_BLOCK;
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || pages[i] != pages[i - 1])
 			madvise((void *)pages[i], PAGE, MADV_WILLNEED);
+	return STORE_OK;
 }
 
 /*
@@ -352,7 +374,8 @@ urlset_lookup_store(struct urlset_reader *rd,
 			pages[npages++] = page_of(k->data);
 		}
 	}
-	pages_willneed(pages, npages);
+	if ((rc = pages_willneed(rd, pages, npages)) != STORE_OK)
+		return rc;
 	npages = 0;
 	for (size_t c = 0; c < nc; c++) {
 		struct lookup_cand *k = &rd->cands[c];
@@ -369,7 +392,8 @@ urlset_lookup_store(struct urlset_reader *rd,
 			pages[npages++] = page_of(r);
 		}
 	}
-	pages_willneed(pages, npages);
+	if ((rc = pages_willneed(rd, pages, npages)) != STORE_OK)
+		return rc;
 	/* The records. */
 	for (size_t c = 0; c < nc; c++) {
 		struct lookup_cand *k = &rd->cands[c];
@@ -506,6 +530,11 @@ urlset_check(struct urlset *us, struct urlset_reader *rd, uint32_t ns,
 			memcpy(rd->which, rd->retry, nretry *
 			    sizeof(*rd->which));
 			nw = nretry;
+		}
+		if (rd->nowait) {
+			/* Another pass may wait for the writer. */
+			rc = STORE_WOULD_BLOCK;
+			break;
 		}
 		if (++tries == LOOKUP_STARVING)
 			__atomic_fetch_add(&us->starving, 1, __ATOMIC_SEQ_CST);

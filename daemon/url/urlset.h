@@ -228,6 +228,13 @@ void urlset_prefetch(const struct urlset *us, const struct url_key *key);
 /* What one thread needs to check: a store reader and scratch memory. */
 struct urlset_reader *urlset_reader_new(struct urlset *us);
 void urlset_reader_free(struct urlset_reader *rd);
+/*
+ * A reader that may not wait (the event loop's): its checks return
+ * STORE_WOULD_BLOCK, having answered nothing, when they would read a page
+ * that is not in memory or wait for the URL writer; the caller then hands
+ * the batch to a reader that may.
+ */
+void urlset_reader_nowait(struct urlset_reader *rd);
 
 /*
  * Sets states[i] to the stored state of keys[i] in namespace ns (an id, or

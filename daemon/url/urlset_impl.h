@@ -236,6 +236,7 @@ struct urlset_reader {
 	uint64_t active;		/* the epoch entered at, 0: outside */
 	struct urlidx *idx;		/* the index while inside */
 	struct store_txn *txn;
+	bool nowait;			/* urlset_reader_nowait */
 	/* Scratch, grown as batches need. */
 	struct lookup_cand *cands;
 	const void **pages;		/* as many as cands */
@@ -265,6 +266,10 @@ enum urlset_crash_point {
 	URLSET_CRASH_MIGRATED_BATCH,	/* a format 1 batch moved, more left */
 };
 extern bool (*urlset_crash_hook)(enum urlset_crash_point point);
+
+/* For the tests too: when set, whether a page of the store is in memory,
+ * asked instead of mincore (so that a test can make pages missing). */
+extern bool (*urlset_resident_hook)(const void *page);
 #define URLSET_CRASH(point) \
 	(urlset_crash_hook != NULL && urlset_crash_hook(point))
 

@@ -4,19 +4,29 @@
 # host index on) through libnddd (url_bench -c 1 -w 1 -b 1) against Redis
 # with appendfsync always through hiredis (redis_bench, SADD and
 # SISMEMBER), N URLs each, in the same run.  With one request in flight,
-# a rate is the inverse of the mean latency; url_bench also prints each
-# request's p50 and p99.
+# a rate is the inverse of the mean latency; both benches print each
+# request's p50 and p99 too.
+#
+# ROUNDS rounds (default 3), each on fresh stores (a submit of a URL Redis
+# already holds writes nothing to its log), nddd first in odd rounds and
+# Redis first in even ones: on a shared machine the speed of both drifts
+# from minute to minute, and a ratio is only worth the pair measured
+# together.
 #
 #   tests/bench/latency_bench.sh [BIN]     (default build/release/bin)
-#   N=20000 tests/bench/latency_bench.sh
+#   N=20000 ROUNDS=3 tests/bench/latency_bench.sh
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "${1:-$root/build/release/bin}" && pwd)
 n=${N:-20000}
+rounds=${ROUNDS:-3}
 . "$root/tests/bench/common.sh"
 
-p=$(free_port)
-cat > "$tmp/c.conf" <<CONF
+run_nddd() {
+	local p pid
+	p=$(free_port)
+	rm -rf "$tmp/data"
+	cat > "$tmp/c.conf" <<CONF
 [server]
 listen = 127.0.0.1:$p
 [store]
@@ -24,27 +34,47 @@ data_dir = $tmp/data
 [simhash]
 stopwords = $root/conf/stopwords.txt
 CONF
-"$bin/nddd" -c "$tmp/c.conf" --allow-root 2>"$tmp/log" &
-pid=$!
-pids+=("$pid")
-wait_listening "$p"
-"$bin/url_bench" -H "127.0.0.1:$p" -n "$n" -c 1 -w 1 -b 1 --phase all |
-	grep phase= | sed 's/^/nddd /'
-kill -TERM "$pid"
-wait "$pid" || true
+	"$bin/nddd" -c "$tmp/c.conf" --allow-root 2>"$tmp/log" &
+	pid=$!
+	pids+=("$pid")
+	wait_listening "$p"
+	"$bin/url_bench" -H "127.0.0.1:$p" -n "$n" -c 1 -w 1 -b 1 \
+	    --phase all | grep phase= | sed "s/^/round $1 nddd /"
+	kill -TERM "$pid"
+	wait "$pid" || true
+}
+
+run_redis() {
+	local rp pid i
+	rp=$(free_port)
+	rm -rf "$tmp/redis"
+	mkdir "$tmp/redis"
+	redis-server --port "$rp" --dir "$tmp/redis" \
+	    --logfile "$tmp/redis.log" --appendonly yes \
+	    --appendfsync always --save "" &
+	pid=$!
+	pids+=("$pid")
+	for i in $(seq 500); do
+		redis-cli -p "$rp" ping > /dev/null 2>&1 && break
+		sleep 0.02
+	done
+	"$bin/redis_bench" -p "$rp" -n "$n" -c 1 -w 1 -b 1 | grep phase= |
+	    sed "s/^/round $1 redis /"
+	kill -TERM "$pid"
+	wait "$pid" || true
+}
 
 if ! command -v redis-server > /dev/null; then
 	echo "redis: skipped (no redis-server)"
+	run_nddd 1
 	exit 0
 fi
-rp=$(free_port)
-mkdir "$tmp/redis"
-redis-server --port "$rp" --dir "$tmp/redis" --logfile "$tmp/redis.log" \
-	--appendonly yes --appendfsync always --save "" &
-pids+=($!)
-for i in $(seq 500); do
-	redis-cli -p "$rp" ping > /dev/null 2>&1 && break
-	sleep 0.02
+for r in $(seq "$rounds"); do
+	if [ $((r % 2)) -eq 1 ]; then
+		run_nddd "$r"
+		run_redis "$r"
+	else
+		run_redis "$r"
+		run_nddd "$r"
+	fi
 done
-"$bin/redis_bench" -p "$rp" -n "$n" -c 1 -w 1 -b 1 | grep phase= |
-	sed 's/^/redis /'

@@ -8,7 +8,8 @@
  *               [--file PATH]...
  *
  * Uses the same URLs as url_bench (same generator, same files) and prints
- * the same kind of lines, plus the set's memory per URL.  As in url_bench,
+ * the same kind of lines (each command's round trip as p50_ms, p99_ms and
+ * max_ms), plus the set's memory per URL.  As in url_bench,
  * the commands (digests included) are formatted before the clock starts:
  * the figure is the server's.  Note what that leaves out: a crawler using
  * Redis pays for canonicalizing and hashing in its own process, which
@@ -38,6 +39,7 @@ struct work {
 	char **cmds;		/* pre-formatted, one per batch */
 	size_t *cmd_len;
 	size_t ncmds;
+	double *latency;	/* per command: its reply's time since sent */
 	size_t hits;
 	int error;
 };
@@ -56,6 +58,7 @@ format_commands(struct work *w)
 	w->ncmds = (n + w->batch - 1) / w->batch;
 	w->cmds = calloc(w->ncmds + 1, sizeof(*w->cmds));
 	w->cmd_len = calloc(w->ncmds + 1, sizeof(*w->cmd_len));
+	w->latency = calloc(w->ncmds + 1, sizeof(*w->latency));
 	for (size_t c = 0; c < w->ncmds; c++) {
 		size_t from = w->begin + c * w->batch;
 		size_t m = w->end - from < w->batch ? w->end - from : w->batch;
@@ -103,6 +106,8 @@ client_main(void *arg)
 		while (sent < w->ncmds && sent - answered < w->window) {
 			redisAppendFormattedCommand(rc, w->cmds[sent],
 			    w->cmd_len[sent]);
+			w->latency[sent] = bench_now();	/* sent, nearly:
+							   written below */
 			sent++;
 		}
 		if (redisGetReply(rc, (void **)&r) != REDIS_OK) {
@@ -110,6 +115,7 @@ client_main(void *arg)
 			w->error = 1;
 			break;
 		}
+		w->latency[answered] = bench_now() - w->latency[answered];
 		if (r->type == REDIS_REPLY_INTEGER)
 			w->hits += (size_t)r->integer;
 		else if (r->type == REDIS_REPLY_ARRAY)
@@ -132,7 +138,8 @@ run_phase(const char *name, const char *cmd, int port, char **urls, size_t n,
 {
 	pthread_t th[64];
 	struct work w[64];
-	size_t hits = 0;
+	double *lat;
+	size_t hits = 0, nlat = 0;
 	double t0, secs;
 	int error = 0;
 
@@ -151,17 +158,31 @@ run_phase(const char *name, const char *cmd, int port, char **urls, size_t n,
 		error |= w[i].error;
 	}
 	secs = bench_now() - t0;
+	for (unsigned i = 0; i < clients; i++)
+		nlat += w[i].ncmds;
+	lat = calloc(nlat + 1, sizeof(*lat));
+	nlat = 0;
 	for (unsigned i = 0; i < clients; i++) {
-		for (size_t c = 0; c < w[i].ncmds; c++)
+		for (size_t c = 0; c < w[i].ncmds; c++) {
 			redisFreeCommand(w[i].cmds[c]);
+			if (lat != NULL)
+				lat[nlat++] = w[i].latency[c];
+		}
 		free(w[i].cmds);
 		free(w[i].cmd_len);
+		free(w[i].latency);
 	}
 	/* A phase that lost a connection has no figure to give. */
-	if (error)
+	if (error || lat == NULL) {
+		free(lat);
 		return -1;
-	printf("phase=%s urls=%zu seconds=%.3f urls_per_s=%.0f hits=%zu\n",
-	    name, n, secs, (double)n / secs, hits);
+	}
+	printf("phase=%s urls=%zu seconds=%.3f urls_per_s=%.0f hits=%zu "
+	    "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", name, n, secs,
+	    (double)n / secs, hits, 1e3 * bench_percentile(lat, nlat, 50),
+	    1e3 * bench_percentile(lat, nlat, 99),
+	    1e3 * bench_percentile(lat, nlat, 100));
+	free(lat);
 	fflush(stdout);
 	return 0;
 }

@@ -6,9 +6,11 @@
  * end, with duplicates and invalid items in the batches; the tally it
  * counts; urlset_lookup_store's places, read back from the store, and its
  * retries when a merge moved a key's segment after the snapshot began;
- * and checks from reader threads while the writer applies groups, flushes,
+ * checks from reader threads while the writer applies groups, flushes,
  * merges and grows the index, which must never miss an acknowledged
- * submit or see an acknowledged delete.
+ * submit or see an acknowledged delete; and a reader that may not wait
+ * (the event loop's), which answers what is in memory as any reader does
+ * and refuses, having answered nothing, what would need the disk.
  */
 #include <check.h>
 #include <pthread.h>
@@ -661,6 +663,111 @@ START_TEST(test_concurrent_readers)
 }
 END_TEST
 
+static bool
+never_resident(const void *page)
+{
+	(void)page;
+	return false;
+}
+
+/* Checks keys[from, from + n) in the default namespace with rd. */
+static int
+check_range(struct url_fixture *fx, struct urlset_reader *rd,
+    const struct url_key (*keys)[NNS], size_t from, size_t n,
+    struct url_state *got, struct urlset_tally *tally)
+{
+	struct url_key batch[16];
+
+	ck_assert_uint_le(n, 16);
+	for (size_t i = 0; i < n; i++)
+		batch[i] = keys[from + i][0];
+	memset(got, 0xa5, n * sizeof(*got));
+	return urlset_check(fx->us, rd, urlns_find(urlset_namespaces(fx->us),
+	    "", 0, NULL), T0, batch, NULL, n, got, tally);
+}
+
+START_TEST(test_nowait_reader)
+{
+	struct url_fixture fx = { .dir = tu_tmpdir() };
+	struct url_key (*keys)[NNS] = calloc(POOL, sizeof(*keys));
+	struct url_key (*unseen)[NNS] = calloc(POOL, sizeof(*unseen));
+	struct urlset_reader *nw;
+	struct url_state got[16], want[16];
+	struct urlset_tally tally = { 0 };
+	const size_t stored = 480, journaled = 32;
+
+	ck_assert_ptr_nonnull(keys);
+	ck_assert_ptr_nonnull(unseen);
+	clock_wall_source = fake_clock;
+	fake_now = T0;
+	fx.opts = (struct urlset_options){ .capacity = 4000,
+	    .journal_entries = 1024, .segment_records = 64 };
+	url_fixture_open(&fx);
+	make_keys(fx.us, "pool.example", POOL, keys);
+	make_keys(fx.us, "unseen.example", POOL, unseen);
+	/* Keys [0, stored) in segments, [stored, stored + journaled) only in
+	 * the journal's table. */
+	for (size_t i = 0; i < stored + journaled; i += GROUP) {
+		struct url_key batch[GROUP];
+		size_t n = i < stored ? GROUP : journaled;
+
+		for (size_t j = 0; j < n; j++)
+			batch[j] = keys[i + j][0];
+		apply(fx.us, URLSET_SUBMIT, 0, 0, batch, n);
+		if (i + n == stored)
+			ck_assert_int_eq(urlset_flush(fx.us, true), STORE_OK);
+	}
+	ck_assert_ptr_nonnull(nw = urlset_reader_new(fx.us));
+	urlset_reader_nowait(nw);
+
+	/* In memory, it answers as the reader that may wait. */
+	for (size_t i = 0; i + 16 <= stored + journaled; i += 16) {
+		ck_assert_int_eq(check_range(&fx, fx.rd, keys, i, 16, want,
+		    &tally), STORE_OK);
+		ck_assert_int_eq(check_range(&fx, nw, keys, i, 16, got,
+		    &tally), STORE_OK);
+		for (size_t j = 0; j < 16; j++) {
+			ck_assert_uint_eq(want[j].count, 1);
+			ck_assert_msg(same_answer(&got[j], &want[j]),
+			    "key %zu", i + j);
+		}
+	}
+	/* With the segments' pages out of memory: URLs in segments would
+	 * need the disk, and it refuses them; the reader that may wait
+	 * reads them.  What the filter or the journal's table settles it
+	 * still answers. */
+	urlset_resident_hook = never_resident;
+	for (size_t i = 0; i + 16 <= stored; i += 16) {
+		struct urlset_tally t = { 0 };
+
+		ck_assert_int_eq(check_range(&fx, nw, keys, i, 16, got, &t),
+		    STORE_WOULD_BLOCK);
+		ck_assert_int_eq(check_range(&fx, fx.rd, keys, i, 16, want,
+		    &t), STORE_OK);
+		for (size_t j = 0; j < 16; j++)
+			ck_assert_uint_eq(want[j].count, 1);
+	}
+	ck_assert_int_eq(check_range(&fx, nw, keys, stored, 16, got, &tally),
+	    STORE_OK);
+	for (size_t j = 0; j < 16; j++)
+		ck_assert_uint_eq(got[j].count, 1);
+	for (size_t i = 0; i + 16 <= POOL; i += 16) {
+		int rc = check_range(&fx, nw, unseen, i, 16, got, &tally);
+
+		/* A filter false positive may need a page: then it waits
+		 * for none either. */
+		ck_assert(rc == STORE_OK || rc == STORE_WOULD_BLOCK);
+		for (size_t j = 0; rc == STORE_OK && j < 16; j++)
+			ck_assert_uint_eq(got[j].count, 0);
+	}
+	urlset_resident_hook = NULL;
+	urlset_reader_free(nw);
+	free(keys);
+	free(unseen);
+	url_fixture_end(&fx);
+}
+END_TEST
+
 Suite *urllookup_suite(void);
 
 Suite *
@@ -673,6 +780,7 @@ urllookup_suite(void)
 	tcase_add_test(tc, test_checks_against_model);
 	tcase_add_test(tc, test_lookup_store);
 	tcase_add_test(tc, test_concurrent_readers);
+	tcase_add_test(tc, test_nowait_reader);
 	suite_add_tcase(s, tc);
 	return s;
 }
