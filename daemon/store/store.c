@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -327,6 +328,126 @@ err:
 	return -1;
 }
 
+/*
+ * Warming.  At start-up every URL segment and every document record is
+ * read (the filter, the index and the documents' tables are rebuilt from
+ * them), and after a reboot none of them is in the page cache.  Read at
+ * random, as the map is (MDB_NORDAHEAD), the tables lie scattered in the
+ * file and come in 4 KiB at a time; read in the file's order they come at
+ * the disk's sequential speed.  So when the data file fits in half the
+ * memory available, a thread reads it, WARM_CHUNK bytes at a time from the
+ * start, while the rebuilds run: they find most pages there already, or
+ * read them sooner than their turn.  (Reads, not POSIX_FADV_WILLNEED: the
+ * kernel caps what one such advice reads at the device's readahead size.)
+ * A chunk whose pages are all in memory (a restart without a reboot) is
+ * not read again.  A file larger than that is left alone: reading it
+ * would only push out what is in use.
+ */
+#define WARM_CHUNK	(1u << 20)
+#define WARM_PAGE	4096
+#define WARM_LOG_BYTES	(256u << 20)	/* below this, warming is not told */
+
+/* Bytes of memory available (MemAvailable), or 0 if unknown. */
+static uint64_t
+mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* Whether the len bytes of the file at at are all in memory (map: the
+ * file, mapped for mincore). */
+static bool
+warm_resident(const uint8_t *map, off_t at, size_t len, unsigned char *vec)
+{
+	size_t pages = (len + WARM_PAGE - 1) / WARM_PAGE;
+
+	if (map == NULL || mincore((void *)(map + at), len, vec) == -1)
+		return false;
+	for (size_t i = 0; i < pages; i++)
+		if (!(vec[i] & 1))
+			return false;
+	return true;
+}
+
+static void *
+warm_run(void *arg)
+{
+	struct store *st = arg;
+	unsigned char vec[WARM_CHUNK / WARM_PAGE];
+	struct stat sb;
+	mdb_filehandle_t fd;
+	uint64_t t0 = clock_mono_ms(), read = 0;
+	const uint8_t *map;
+	char *buf;
+	off_t at;
+
+	if (mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) == -1 ||
+	    (buf = malloc(WARM_CHUNK)) == NULL)
+		return NULL;
+	/* A mapping of its own, only to ask which pages are in memory
+	 * (LMDB does not tell where its map is). */
+	if ((map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd,
+	    0)) == MAP_FAILED)
+		map = NULL;
+	for (at = 0; at < sb.st_size &&
+	    !__atomic_load_n(&st->warm_stop, __ATOMIC_RELAXED);
+	    at += WARM_CHUNK) {
+		size_t len = (size_t)(sb.st_size - at) < WARM_CHUNK ?
+		    (size_t)(sb.st_size - at) : WARM_CHUNK;
+		ssize_t n;
+
+		if (warm_resident(map, at, len, vec))
+			continue;
+		while ((n = pread(fd, buf, len, at)) == -1 && errno == EINTR)
+			;
+		if (n <= 0)
+			break;
+		read += (uint64_t)n;
+	}
+	free(buf);
+	if (map != NULL)
+		munmap((void *)map, (size_t)sb.st_size);
+	if (sb.st_size >= WARM_LOG_BYTES)
+		log_info("store: %" PRIu64 " MB of the data file's %lld read "
+		    "into memory in %.1f s (the rest was there)", read >> 20,
+		    (long long)(sb.st_size >> 20),
+		    (double)(clock_mono_ms() - t0) / 1000);
+	return NULL;
+}
+
+/* Starts warming st's data file if it fits in half the memory available. */
+static void
+warm_start(struct store *st)
+{
+	struct stat sb;
+	mdb_filehandle_t fd;
+	uint64_t avail = mem_available();
+
+	if (mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) == -1 ||
+	    sb.st_size == 0)
+		return;
+	if (avail == 0 || (uint64_t)sb.st_size > avail / 2) {
+		if ((uint64_t)sb.st_size >= WARM_LOG_BYTES)
+			log_info("store: the data file (%lld MB) is larger "
+			    "than half the memory available (%llu MB): read "
+			    "as needed", (long long)(sb.st_size >> 20),
+			    (unsigned long long)(avail >> 20));
+		return;
+	}
+	st->warming = pthread_create(&st->warm_thread, NULL, warm_run, st) ==
+	    0;
+}
+
 struct store *
 store_open(const struct store_options *opts, char **cause)
 {
@@ -386,6 +507,7 @@ store_open(const struct store_options *opts, char **cause)
 	if (opts->journal_size > 0 && defer_open(st, opts->dir,
 	    opts->journal_size, opts->sync == STORE_SYNC_FULL, cause) == -1)
 		goto err;
+	warm_start(st);
 	return st;
 lmdb_err:
 	if (asprintf(cause, "data directory %s: %s", opts->dir,
@@ -411,6 +533,10 @@ store_close(struct store *st)
 {
 	if (st == NULL)
 		return;
+	if (st->warming) {
+		__atomic_store_n(&st->warm_stop, true, __ATOMIC_RELAXED);
+		pthread_join(st->warm_thread, NULL);
+	}
 	defer_close(st);
 	if (st->env != NULL)
 		mdb_env_close(st->env);

@@ -35,6 +35,12 @@ struct store {
 
 	struct defer *defer;		/* the store writer's deferred
 					   commits, or NULL (defer.h) */
+
+	/* The data file read into the page cache at open (store.c,
+	 * "Warming"): the thread, and whether it must stop. */
+	pthread_t warm_thread;
+	bool warming;
+	bool warm_stop;			/* atomic */
 };
 
 struct store_txn {

@@ -1,7 +1,8 @@
 /*
  * Tests for store: records, counts, deletes, metadata, scans, reopening,
- * the data directory's lock, and reader slots for the most workers the
- * configuration allows, on real LMDB files in a temporary directory.
+ * the data directory's lock, reader slots for the most workers the
+ * configuration allows, and the data file read into memory at open, on
+ * real LMDB files in a temporary directory.
  */
 #include <check.h>
 #include <pthread.h>
@@ -9,7 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -409,6 +414,77 @@ START_TEST(test_writer_abort_order_and_retries)
 }
 END_TEST
 
+/* The fraction of path's pages in the page cache. */
+static double
+resident(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat sb;
+	unsigned char *vec;
+	size_t pages, in = 0;
+	void *m;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	pages = ((size_t)sb.st_size + 4095) / 4096;
+	m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_ptr_nonnull(vec = malloc(pages));
+	ck_assert_int_eq(mincore(m, (size_t)sb.st_size, vec), 0);
+	for (size_t i = 0; i < pages; i++)
+		in += vec[i] & 1;
+	free(vec);
+	munmap(m, (size_t)sb.st_size);
+	close(fd);
+	return (double)in / (double)pages;
+}
+
+/* A store reopened with its file out of the page cache (as after a
+ * reboot) has it read back in, whole, without a single lookup. */
+START_TEST(test_warmed_at_open)
+{
+	char *dir = tu_tmpdir(), *path;
+	struct store *st = open_store(dir);
+	struct store_txn *txn;
+	char val[2000];
+	double before, after = 0;
+	int fd;
+
+	memset(val, 'v', sizeof(val));
+	ck_assert_int_eq(store_write_begin(st, &txn), STORE_OK);
+	for (uint32_t i = 0; i < 8000; i++)
+		ck_assert_int_eq(store_put(txn, STORE_DOCS, &i, sizeof(i), val,
+		    sizeof(val), 0, NULL), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	store_close(st);
+	ck_assert_int_ne(asprintf(&path, "%s/data.mdb", dir), -1);
+	ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
+	ck_assert_int_eq(fdatasync(fd), 0);
+	ck_assert_int_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	close(fd);
+	before = resident(path);
+	if (before > 0.5) {
+		/* A file system that keeps its pages (tmpfs): nothing to
+		 * see. */
+		fprintf(stderr, "test_warmed_at_open: skipped: %.0f%% of the "
+		    "file stays in memory\n", 100 * before);
+	} else {
+		st = open_store(dir);
+		for (int i = 0; i < 500 && (after = resident(path)) < 0.99;
+		    i++)
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 },
+			    NULL);
+		ck_assert_msg(after >= 0.99, "%.0f%% of the data file in memory "
+		    "before the open, %.0f%% 5 s after", 100 * before,
+		    100 * after);
+		store_close(st);
+	}
+	tu_rmtree(dir);
+	free(path);
+	free(dir);
+}
+END_TEST
+
 Suite *store_suite(void);
 
 Suite *
@@ -416,6 +492,9 @@ store_suite(void)
 {
 	Suite *s = suite_create("store");
 	TCase *tc = tcase_create("store");
+
+	/* (test_warmed_at_open waits up to 5 s, under a sanitizer too.) */
+	tcase_set_timeout(tc, 30);
 
 	tcase_add_test(tc, test_records_and_reopen);
 	tcase_add_test(tc, test_one_daemon_per_directory);
@@ -425,6 +504,7 @@ store_suite(void)
 	tcase_add_test(tc, test_lock_file_allocated);
 	tcase_add_test(tc, test_full_episode);
 	tcase_add_test(tc, test_writer_abort_order_and_retries);
+	tcase_add_test(tc, test_warmed_at_open);
 	suite_add_tcase(s, tc);
 	return s;
 }
