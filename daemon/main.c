@@ -411,6 +411,10 @@ open_everything(struct daemon *d)
 	check_exposure(&d->cfg, tokens != NULL);
 	if ((d->store = store_open(&so, &cause)) == NULL)
 		fatalx("%s", cause ? cause : "cannot open the store");
+	/* Before the documents open beside the URL set (their opening may
+	 * write): a refused start changes nothing. */
+	if (urlset_refuses(d->store, &uo, &cause))
+		fatalx("%s", cause ? cause : "cannot open the URL set");
 	docs_open_start(d, &docs);
 	if ((d->urls = urlset_open(d->store, d->cfg.data_dir, &uo, &cause)) ==
 	    NULL)

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "defer.h"
 #include "log.h"
+#include "memroom.h"
 
 static const char *const store_table_names[STORE_NTABLES] = {
 	[STORE_META] = "meta",
@@ -335,7 +336,8 @@ err:
  * random, as the map is (MDB_NORDAHEAD), the tables lie scattered in the
  * file and come in 4 KiB at a time; read in the file's order they come at
  * the disk's sequential speed.  So when the data file fits in half the
- * memory available, a thread reads it, WARM_CHUNK bytes at a time from the
+ * memory available (memroom.h: under a memory cgroup's limit too, as when
+ * the daemon runs with less memory than its store), a thread reads it, WARM_CHUNK bytes at a time from the
  * start, while the rebuilds run: they find most pages there already, or
  * read them sooner than their turn.  (Reads, not POSIX_FADV_WILLNEED: the
  * kernel caps what one such advice reads at the device's readahead size.)
@@ -346,23 +348,6 @@ err:
 #define WARM_CHUNK	(1u << 20)
 #define WARM_PAGE	4096
 #define WARM_LOG_BYTES	(256u << 20)	/* below this, warming is not told */
-
-/* Bytes of memory available (MemAvailable), or 0 if unknown. */
-static uint64_t
-mem_available(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	unsigned long long kb = 0;
-
-	if (f == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
-}
 
 /* Whether the len bytes of the file at at are all in memory (map: the
  * file, mapped for mincore). */
@@ -431,7 +416,7 @@ warm_start(struct store *st)
 {
 	struct stat sb;
 	mdb_filehandle_t fd;
-	uint64_t avail = mem_available();
+	uint64_t avail = memroom();
 
 	if (mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) == -1 ||
 	    sb.st_size == 0)

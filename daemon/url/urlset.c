@@ -47,15 +47,36 @@ set_cause(char **cause, int rc, const char *what)
 	return -1;
 }
 
+/* Ends urlset_metadata's transaction, nothing written. */
+static void
+metadata_end(struct store_txn *txn, bool check_only)
+{
+	if (check_only) {
+		store_reader_end(txn);
+		store_reader_free(txn);
+	} else
+		store_abort(txn);
+}
+
+/* The filter's counters for a capacity: whole blocks, rounded up. */
+static uint64_t
+counters_for(uint64_t capacity)
+{
+	return (capacity * URLSET_COUNTERS_PER_URL + CBF_BLOCK - 1) /
+	    CBF_BLOCK * CBF_BLOCK;
+}
+
 /*
  * Checks (or, in a new store, records) the settings fixed per data
  * directory and the format.  *format is the store's format (0: new).  A
  * store of a newer format, or other settings, is refused before anything
- * is written.
+ * is written.  With check_only, nothing is recorded: the refusals alone,
+ * in a read transaction (urlset_refuses).
  */
 static int
-urlset_metadata(struct urlset *us, const struct urlset_options *opts,
-    int *format, char **cause)
+urlset_metadata(struct store *st, uint64_t m,
+    const struct urlset_options *opts, bool check_only, int *format,
+    char **cause)
 {
 	struct fixed fixed[] = {
 		{ "urls.cbf_m", "" },
@@ -70,7 +91,7 @@ urlset_metadata(struct urlset *us, const struct urlset_options *opts,
 	int rc, created = 0;
 	long f;
 
-	snprintf(fixed[0].value, sizeof(fixed[0].value), "%" PRIu64, us->m);
+	snprintf(fixed[0].value, sizeof(fixed[0].value), "%" PRIu64, m);
 	snprintf(fixed[1].value, sizeof(fixed[1].value), "%d", CBF_K);
 	snprintf(fixed[3].value, sizeof(fixed[3].value), "%s",
 	    opts->canon.strip_session_ids ? "yes" : "no");
@@ -79,7 +100,14 @@ urlset_metadata(struct urlset *us, const struct urlset_options *opts,
 	snprintf(fixed[5].value, sizeof(fixed[5].value), "%s",
 	    opts->canon.sort_query ? "yes" : "no");
 
-	if ((rc = store_write_begin(us->st, &txn)) != STORE_OK)
+	if (check_only) {
+		if ((txn = store_reader_new(st)) == NULL)
+			return set_cause(cause, STORE_FAILED, "metadata");
+		if ((rc = store_reader_begin(txn)) != STORE_OK) {
+			store_reader_free(txn);
+			return set_cause(cause, rc, "metadata");
+		}
+	} else if ((rc = store_write_begin(st, &txn)) != STORE_OK)
 		return set_cause(cause, rc, "metadata");
 	rc = store_meta_get(txn, "urls.format", buf, sizeof(buf));
 	if (rc == STORE_NOTFOUND)
@@ -89,7 +117,7 @@ urlset_metadata(struct urlset *us, const struct urlset_options *opts,
 	else {
 		f = strtol(buf, &end, 10);
 		if (*end != '\0' || f < 1 || f > URLSET_FORMAT) {
-			store_abort(txn);
+			metadata_end(txn, check_only);
 			if (asprintf(cause, "the data directory holds a URL "
 			    "store of format %s, which this nddd cannot read "
 			    "(it reads formats 1 to %d): use the nddd that "
@@ -102,6 +130,8 @@ urlset_metadata(struct urlset *us, const struct urlset_options *opts,
 	}
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		rc = store_meta_get(txn, fixed[i].key, buf, sizeof(buf));
+		if (rc == STORE_NOTFOUND && check_only)
+			continue;
 		if (rc == STORE_NOTFOUND) {
 			if ((rc = store_meta_put(txn, fixed[i].key,
 			    fixed[i].value)) != STORE_OK)
@@ -112,7 +142,7 @@ urlset_metadata(struct urlset *us, const struct urlset_options *opts,
 		if (rc != STORE_OK)
 			goto store_err;
 		if (strcmp(buf, fixed[i].value) != 0) {
-			store_abort(txn);
+			metadata_end(txn, check_only);
 			if (asprintf(cause, "the data directory was created "
 			    "with %s = %s, but the configuration gives %s; "
 			    "this is fixed per data directory: restore the "
@@ -121,6 +151,10 @@ urlset_metadata(struct urlset *us, const struct urlset_options *opts,
 				*cause = NULL;
 			return -1;
 		}
+	}
+	if (check_only) {
+		metadata_end(txn, true);
+		return 0;
 	}
 	/* Format 4 added only the host index (urlhosts.h): a store of
 	 * format 3 is one already, whose URLs the index lacks. */
@@ -133,11 +167,22 @@ urlset_metadata(struct urlset *us, const struct urlset_options *opts,
 		return set_cause(cause, rc, "metadata");
 	if (created && *format == 0)
 		log_info("%s: new URL store: %" PRIu64 " filter counters",
-		    __func__, us->m);
+		    __func__, m);
 	return 0;
 store_err:
-	store_abort(txn);
+	metadata_end(txn, check_only);
 	return set_cause(cause, rc, "metadata");
+}
+
+bool
+urlset_refuses(struct store *st, const struct urlset_options *opts,
+    char **cause)
+{
+	int format;
+
+	*cause = NULL;
+	return urlset_metadata(st, counters_for(opts->capacity), opts, true,
+	    &format, cause) == -1;
 }
 
 /* The store's last journal frame (0: none). */
@@ -298,10 +343,8 @@ urlset_open(struct store *st, const char *dir,
 	pthread_mutex_init(&us->move_lock, NULL);
 	us->rd.epoch = 1;
 	urlcanon_id(&us->canon, us->canon_id);
-	/* Whole blocks of counters: round up. */
-	us->m = (opts->capacity * URLSET_COUNTERS_PER_URL + CBF_BLOCK - 1) /
-	    CBF_BLOCK * CBF_BLOCK;
-	if (urlset_metadata(us, opts, &format, cause) == -1 ||
+	us->m = counters_for(opts->capacity);
+	if (urlset_metadata(st, us->m, opts, false, &format, cause) == -1 ||
 	    (us->ns = urlns_open(st, cause)) == NULL)
 		goto err;
 	if ((us->filter = cbf_new(us->m)) == NULL ||

@@ -142,6 +142,15 @@ struct url_keyer;
 struct urlset_reader;
 
 /*
+ * Whether urlset_open would refuse st at once (a newer format, settings
+ * fixed per data directory that the options contradict), with *cause
+ * (caller frees), asking only: nothing is written.  The daemon asks before
+ * it opens anything else, so that a refused start changes nothing.
+ */
+bool urlset_refuses(struct store *st, const struct urlset_options *opts,
+    char **cause);
+
+/*
  * Opens the URL set on st: records the filter's size and the
  * canonicalization options in a new store, or checks them against an
  * existing one (they are fixed per data directory); upgrades a store of
