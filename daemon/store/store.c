@@ -337,9 +337,9 @@ err:
  * file and come in 4 KiB at a time; read in the file's order they come at
  * the disk's sequential speed.  So when the data file fits in half the
  * memory available (memroom.h: under a memory cgroup's limit too, as when
- * the daemon runs with less memory than its store), a thread reads it, WARM_CHUNK bytes at a time from the
- * start, while the rebuilds run: they find most pages there already, or
- * read them sooner than their turn.  (Reads, not POSIX_FADV_WILLNEED: the
+ * the daemon runs with less memory than its store), a thread reads it,
+ * WARM_CHUNK bytes at a time from the start, while the rebuilds run: they
+ * find most pages there already, or read them sooner than their turn.  (Reads, not POSIX_FADV_WILLNEED: the
  * kernel caps what one such advice reads at the device's readahead size.)
  * A chunk whose pages are all in memory (a restart without a reboot) is
  * not read again.  A file larger than that is left alone: reading it
@@ -369,26 +369,26 @@ warm_run(void *arg)
 {
 	struct store *st = arg;
 	unsigned char vec[WARM_CHUNK / WARM_PAGE];
-	struct stat sb;
+	off_t size = st->warm_size;
 	mdb_filehandle_t fd;
 	uint64_t t0 = clock_mono_ms(), read = 0;
 	const uint8_t *map;
 	char *buf;
 	off_t at;
 
-	if (mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) == -1 ||
+	if (mdb_env_get_fd(st->env, &fd) != 0 ||
 	    (buf = malloc(WARM_CHUNK)) == NULL)
 		return NULL;
 	/* A mapping of its own, only to ask which pages are in memory
 	 * (LMDB does not tell where its map is). */
-	if ((map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd,
-	    0)) == MAP_FAILED)
+	if ((map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0)) ==
+	    MAP_FAILED)
 		map = NULL;
-	for (at = 0; at < sb.st_size &&
+	for (at = 0; at < size &&
 	    !__atomic_load_n(&st->warm_stop, __ATOMIC_RELAXED);
 	    at += WARM_CHUNK) {
-		size_t len = (size_t)(sb.st_size - at) < WARM_CHUNK ?
-		    (size_t)(sb.st_size - at) : WARM_CHUNK;
+		size_t len = (size_t)(size - at) < WARM_CHUNK ?
+		    (size_t)(size - at) : WARM_CHUNK;
 		ssize_t n;
 
 		if (warm_resident(map, at, len, vec))
@@ -401,11 +401,11 @@ warm_run(void *arg)
 	}
 	free(buf);
 	if (map != NULL)
-		munmap((void *)map, (size_t)sb.st_size);
-	if (sb.st_size >= WARM_LOG_BYTES)
+		munmap((void *)map, (size_t)size);
+	if (size >= WARM_LOG_BYTES)
 		log_info("store: %" PRIu64 " MB of the data file's %lld read "
 		    "into memory in %.1f s (the rest was there)", read >> 20,
-		    (long long)(sb.st_size >> 20),
+		    (long long)(size >> 20),
 		    (double)(clock_mono_ms() - t0) / 1000);
 	return NULL;
 }
@@ -429,6 +429,7 @@ warm_start(struct store *st)
 			    (unsigned long long)(avail >> 20));
 		return;
 	}
+	st->warm_size = sb.st_size;
 	st->warming = pthread_create(&st->warm_thread, NULL, warm_run, st) ==
 	    0;
 }

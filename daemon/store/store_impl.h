@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <lmdb.h>
 
@@ -39,6 +40,7 @@ struct store {
 	/* The data file read into the page cache at open (store.c,
 	 * "Warming"): the thread, and whether it must stop. */
 	pthread_t warm_thread;
+	off_t warm_size;		/* the file's bytes at open */
 	bool warming;
 	bool warm_stop;			/* atomic */
 };
