@@ -597,12 +597,27 @@ nddctl_namespace_ok(const char *name)
 	return false;
 }
 
+/* Whether nddctl_put_field writes byte b as an escape. */
+static bool
+field_escaped(unsigned char b)
+{
+	return b < 0x20 || b == 0x7f || b == '\\';
+}
+
 void
 nddctl_put_field(const char *s, size_t len)
 {
-	for (size_t i = 0; i < len; i++) {
-		unsigned char b = (unsigned char)s[i];
+	for (size_t i = 0; i < len;) {
+		unsigned char b;
+		size_t run = i;
 
+		/* The bytes that need no escape go out together. */
+		while (run < len && !field_escaped((unsigned char)s[run]))
+			run++;
+		fwrite(s + i, 1, run - i, stdout);
+		if (run == len)
+			break;
+		b = (unsigned char)s[run];
 		switch (b) {
 		case '\\':
 			fputs("\\\\", stdout);
@@ -617,11 +632,9 @@ nddctl_put_field(const char *s, size_t len)
 			fputs("\\n", stdout);
 			break;
 		default:
-			if (b < 0x20 || b == 0x7f)
-				printf("\\x%02x", b);
-			else
-				putchar(b);
+			printf("\\x%02x", b);
 		}
+		i = run + 1;
 	}
 }
 
@@ -698,8 +711,8 @@ nddctl_json_string(const char *s, size_t len)
 	return j ? j : json_string("");
 }
 
-static double
-now_seconds(void)
+double
+nddctl_now(void)
 {
 	struct timespec ts;
 
@@ -712,7 +725,7 @@ progress_start(struct progress *p, bool enabled, const char *what)
 {
 	p->enabled = enabled;
 	p->done = 0;
-	p->started = p->last_drawn = now_seconds();
+	p->started = p->last_drawn = nddctl_now();
 	p->what = what;
 }
 
@@ -735,7 +748,7 @@ progress_update(struct progress *p, size_t done)
 	p->done = done;
 	if (!p->enabled)
 		return;
-	now = now_seconds();
+	now = nddctl_now();
 	/* Small inputs finish before the first redraw and never show one. */
 	if (now - p->last_drawn >= 0.1 && now - p->started >= 0.5)
 		progress_draw(p, now);
@@ -744,7 +757,7 @@ progress_update(struct progress *p, size_t done)
 void
 progress_finish(struct progress *p)
 {
-	double now = now_seconds();
+	double now = nddctl_now();
 
 	if (!p->enabled || now - p->started < 0.5)
 		return;

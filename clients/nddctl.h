@@ -41,6 +41,24 @@ int nddctl_url_submit(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_url_check(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_url_delete(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_stats(const struct nddctl_common *co, int argc, char **argv);
+
+/* The options of a URL command's --bulk (nddctl_urlbulk.c). */
+struct nddctl_bulk {
+	const char *path;	/* --bulk FILE, or "-" */
+	size_t memory;		/* --bulk-memory BYTES; 0: libnddd's */
+	const char *dir;	/* --spill-dir DIR; NULL: libnddd's */
+	bool summary;		/* --summary: the phases' times on stderr */
+};
+int nddctl_url_bulk(const struct nddctl_common *co, enum nddd_url_op op,
+    const struct nddd_url_opts *opts, const struct nddctl_bulk *bulk);
+/*
+ * A URL's result as url-check, url-submit and url-delete print it: the
+ * text line "STATUS<TAB>COUNT<TAB>[times<TAB>]URL", or its JSON object,
+ * or its failure (nddctl_print_failure).
+ */
+void nddctl_print_url_result(const struct nddctl_common *co,
+    enum nddd_url_op op, bool times, const char *url, size_t len,
+    const struct nddd_url_result *res);
 int nddctl_verify(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_doc_submit(const struct nddctl_common *co, int argc, char **argv);
 int nddctl_doc_query(const struct nddctl_common *co, int argc, char **argv);
@@ -136,6 +154,8 @@ struct progress {
 	const char *what;
 };
 void progress_start(struct progress *p, bool enabled, const char *what);
+/* Seconds on the monotonic clock. */
+double nddctl_now(void);
 void progress_update(struct progress *p, size_t done);
 void progress_finish(struct progress *p);
 

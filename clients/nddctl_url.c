@@ -18,6 +18,8 @@
  * submits, and --times asks for the times each URL was seen, printed
  * between its count and the URL.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -149,8 +151,8 @@ print_times(json_t *o, const struct nddd_url_result *res)
 	}
 }
 
-static void
-print_result(const struct nddctl_common *co, enum nddd_url_op op,
+void
+nddctl_print_url_result(const struct nddctl_common *co, enum nddd_url_op op,
     bool times, const char *url, size_t len,
     const struct nddd_url_result *res)
 {
@@ -175,7 +177,17 @@ print_result(const struct nddctl_common *co, enum nddd_url_op op,
 		break;
 	}
 	if (!co->json) {
-		printf("%s\t%llu\t", status, (unsigned long long)count);
+		/* Without printf: a bulk request prints millions of these. */
+		char num[24], *d = num + sizeof(num);
+
+		do
+			*--d = (char)('0' + count % 10);
+		while ((count /= 10) != 0);
+		fputs(status, stdout);
+		putchar('\t');
+		fwrite(d, 1, (size_t)(num + sizeof(num) - d), stdout);
+		putchar('\t');
+		count = res->count;
 		if (times)
 			print_times(NULL, res);
 		nddctl_put_field(url, len);
@@ -218,7 +230,7 @@ print_batch(const struct nddctl_common *co, enum nddd_url_op op,
 			failure.message = r->message;
 		} else
 			failure.message = "reply has too few results";
-		print_result(co, op, times, b->urls[i], b->lens[i], res);
+		nddctl_print_url_result(co, op, times, b->urls[i], b->lens[i], res);
 		failed |= res->code != NDDD_OK;
 	}
 	fflush(stdout);
@@ -345,7 +357,7 @@ run_shards(const struct nddctl_common *co, enum nddd_url_op op,
 			break;
 		}
 		for (size_t i = 0; i < chunk.n; i++) {
-			print_result(co, op, opts->with_times, chunk.urls[i],
+			nddctl_print_url_result(co, op, opts->with_times, chunk.urls[i],
 			    chunk.lens[i], &results[i]);
 			failed |= results[i].code != NDDD_OK;
 		}
@@ -368,21 +380,41 @@ out:
 	return status;
 }
 
+static int
+usage(enum nddd_url_op op, char **argv)
+{
+	const char *ttl = op == NDDD_URL_SUBMIT ? " [--ttl SECONDS]" : "";
+
+	fprintf(stderr, "usage: nddctl %s [-n NAMESPACE]%s [--times] "
+	    "URL...|-\n"
+	    "       nddctl %s [-n NAMESPACE]%s --bulk FILE|- "
+	    "[--bulk-memory MIB] [--spill-dir DIR] [--summary]\n", argv[0],
+	    ttl, argv[0], ttl);
+	return NDDCTL_EXIT_USAGE;
+}
+
 /*
- * The options and URLs of a URL command into opts and src.  Returns -1
+ * The options and URLs of a URL command into opts and src, or a --bulk
+ * request's into bulk.  Returns -1
  * when the command is to run, or the status to exit with (a usage error,
  * said).
  */
 static int
 parse_args(enum nddd_url_op op, int argc, char **argv,
-    struct nddd_url_opts *opts, struct source *src)
+    struct nddd_url_opts *opts, struct source *src, struct nddctl_bulk *bulk)
 {
 	static const struct option longopts[] = {
 		{ "namespace", required_argument, NULL, 'n' },
 		{ "ttl", required_argument, NULL, 't' },
 		{ "times", no_argument, NULL, 'T' },
+		{ "bulk", required_argument, NULL, 'B' },
+		{ "bulk-memory", required_argument, NULL, 'M' },
+		{ "spill-dir", required_argument, NULL, 'D' },
+		{ "summary", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
+	unsigned long long mib;
+	char *end;
 	int ch, nargs;
 
 	while ((ch = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
@@ -403,11 +435,36 @@ parse_args(enum nddd_url_op op, int argc, char **argv,
 		case 'T':
 			opts->with_times = 1;
 			break;
+		case 'B':
+			bulk->path = optarg;
+			break;
+		case 'M':
+			errno = 0;
+			mib = strtoull(optarg, &end, 10);
+			if (!isdigit((unsigned char)*optarg) || *end != '\0' ||
+			    errno != 0 || mib == 0 || mib > SIZE_MAX >> 20) {
+				fprintf(stderr, "nddctl: --bulk-memory: a "
+				    "number of MiB, not '%s'\n", optarg);
+				return NDDCTL_EXIT_USAGE;
+			}
+			bulk->memory = (size_t)mib << 20;
+			break;
+		case 'D':
+			bulk->dir = optarg;
+			break;
+		case 'S':
+			bulk->summary = true;
+			break;
 		default:
 			goto usage;
 		}
 	}
 	nargs = argc - optind;
+	/* A bulk request answers counts, in the input's order. */
+	if (bulk->path != NULL)
+		return nargs == 0 && !opts->with_times ? -1 : usage(op, argv);
+	if (bulk->memory != 0 || bulk->dir != NULL || bulk->summary)
+		return usage(op, argv);
 	if (nargs < 1 || (nargs > 1 && strcmp(argv[optind], "-") == 0))
 		goto usage;
 	if (nargs == 1 && strcmp(argv[optind], "-") == 0)
@@ -418,10 +475,7 @@ parse_args(enum nddd_url_op op, int argc, char **argv,
 	}
 	return -1;
 usage:
-	fprintf(stderr, "usage: nddctl %s [-n NAMESPACE]%s [--times] "
-	    "URL...|-\n", argv[0], op == NDDD_URL_SUBMIT ?
-	    " [--ttl SECONDS]" : "");
-	return NDDCTL_EXIT_USAGE;
+	return usage(op, argv);
 }
 
 static void
@@ -596,13 +650,16 @@ run(const struct nddctl_common *co, enum nddd_url_op op, int argc,
     char **argv)
 {
 	struct nddd_url_opts opts = { 0 };
+	struct nddctl_bulk bulk = { 0 };
 	struct source src = { 0 };
 	struct url_run u = { .co = co, .op = op, .src = &src,
 	    .window = co->window };
 	int status;
 
-	if ((status = parse_args(op, argc, argv, &opts, &src)) != -1)
+	if ((status = parse_args(op, argc, argv, &opts, &src, &bulk)) != -1)
 		return status;
+	if (bulk.path != NULL)
+		return nddctl_url_bulk(co, op, &opts, &bulk);
 	if (nddctl_sharded(co))
 		return run_shards(co, op, &opts, &src);
 	u.times = opts.with_times;

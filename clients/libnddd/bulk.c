@@ -2,8 +2,8 @@
  * bulk: libnddd's pipelined loops, nddd_urls, nddd_digests and nddd_docs:
  * a call's items cut into batches, up to a window of them in flight on
  * one connection, each reply's results moved to the items' places.  One
- * loop (pipeline_run) serves both kinds of item, each kind saying how it
- * fills and sends a batch and takes its results.  The requests are
+ * loop (pipeline_run) serves every kind of item, each kind saying how it
+ * fills and sends a batch and takes its results (urlbulk.c's is another).  The requests are
  * request.c's, the replies reader.c's (by nddd_recv); the other files are
  * listed in nddd_impl.h.
  */
@@ -14,21 +14,8 @@
 #include "nddd.h"
 #include "nddd_impl.h"
 
-/*
- * A batch in flight: items [base, base + n) of the call's input, of which
- * nsent were sent, those at pos[0..nsent) (positions in the batch), or
- * the first nsent without pos; the others were answered already (URLs the
- * client refused with digests, documents too large for a frame).
- */
-struct inflight {
-	uint64_t id;
-	size_t base, n;
-	size_t *pos;
-	size_t nsent;
-};
-
 /* The place in the call's input of the j-th item f sent. */
-static size_t
+size_t
 inflight_place(const struct inflight *f, size_t j)
 {
 	return f->base + (f->pos != NULL ? f->pos[j] : j);
@@ -76,42 +63,11 @@ recv_inflight(nddd_client *c, const struct inflight *fl, size_t nfl,
 	return (size_t)-1;
 }
 
-/* What a kind's batch function returns. */
-enum {
-	BATCH_SENT = 0,		/* sent, or every item answered here */
-	BATCH_LOST = -1,	/* sending it failed: the connection */
-	BATCH_FAILED = -2,	/* out of memory, with c's error */
-};
-
-/* A call's loop: its items and batches in flight, and its kind's. */
-struct pipeline {
-	nddd_client *c;
-	size_t n, sent, done;	/* items: all, sent (or answered here),
-				   answered */
-	struct inflight *fl;	/* window slots, fl[0..nfl) in flight */
-	size_t nfl;
-	unsigned window;
-	size_t *pos;		/* the slots' positions, or NULL */
-	void (*progress)(size_t done, void *arg);
-	void *arg;
-	void *ctx;		/* the kind's */
-	/*
-	 * Fills batch f with items from sent on (f->base; f->n, f->nsent
-	 * and the positions set here), and sends it unless f->nsent is 0.
-	 */
-	int (*batch)(struct pipeline *p, struct inflight *f);
-	/* Moves r's results to f's items' places; -1 if any failed. */
-	int (*take)(struct pipeline *p, const struct inflight *f,
-	    struct nddd_reply *r);
-	/* Item i is lost with the connection (c's error). */
-	void (*unavailable)(struct pipeline *p, size_t i);
-};
-
 /*
  * Slots for the window of p, each with room for the positions of batch
  * items when with_pos.  Returns -1 with c's error when out of memory.
  */
-static int
+int
 pipeline_init(struct pipeline *p, size_t batch, int with_pos)
 {
 	if ((p->fl = calloc(p->window, sizeof(*p->fl))) == NULL)
@@ -127,7 +83,7 @@ pipeline_init(struct pipeline *p, size_t batch, int with_pos)
 	return 0;
 }
 
-static void
+void
 pipeline_free(struct pipeline *p)
 {
 	free(p->fl);
@@ -161,7 +117,7 @@ pipeline_lost(struct pipeline *p, size_t nfl)
  * some item failed (its result says why) or the connection did (every
  * item without an answer is then NDDD_UNAVAILABLE).
  */
-static int
+int
 pipeline_run(struct pipeline *p)
 {
 	int rc = 0;

@@ -677,6 +677,80 @@ int nddd_digests(nddd_client *c, enum nddd_url_op op, const char *canon_id,
     size_t batch, unsigned window);
 
 /*
+ * Bulk URL requests: a set of URLs too large to ask about at random (a
+ * frontier file, a crawl's links of the last hour), sent in the store's
+ * key order so that the daemon reads each page of its store once, in large
+ * reads, however much larger than its memory the store is
+ * (docs/urlstore.md, "Bulk checks").  Each answer is exactly the one the
+ * online request would give at the moment it is sent.
+ *
+ * nddd_bulk_new asks the daemon its canonicalization (a stats request;
+ * call it with no request outstanding).  nddd_bulk_add hashes each URL
+ * here and keeps it, spilling to a file in dir past memory bytes;
+ * nddd_bulk_run sends them all (checks as digests, submits and deletes as
+ * their text, with the client's URL options and durability: namespace,
+ * time to live), batch URLs a request, window requests in flight, and
+ * nddd_bulk_result gives each URL's answer by its place in the input.
+ * Memory: the memory setting, plus one of 256 key ranges of the records
+ * (32 bytes a URL, and the text of submits and deletes), plus the
+ * results, 4 bytes a URL in a file of dir that the kernel caches.
+ * Shard lists are not served: one nddd_bulk per daemon.
+ */
+typedef struct nddd_bulk nddd_bulk;
+
+struct nddd_bulk_opts {
+	size_t memory;		/* bytes of URLs held before spilling;
+				   0: 256 MiB */
+	const char *dir;	/* for the spill and results files (unlinked
+				   at once); NULL: $TMPDIR, or /tmp */
+	size_t batch;		/* URLs a request; 0: 4096 */
+	unsigned window;	/* requests in flight; 0: 8 */
+};
+
+/*
+ * A bulk request of op on c (o may be NULL).  Returns NULL with *err set
+ * (caller frees; NULL when out of memory) when the daemon cannot be asked
+ * its canonicalization or this library cannot reproduce it.
+ */
+nddd_bulk *nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
+    const struct nddd_bulk_opts *o, char **err);
+/*
+ * Adds url[0..len), the next in the input.  A URL the daemon would refuse
+ * is answered here (its result says why).  Returns 0, or -1 when the
+ * spill file cannot be written or memory is short (nddd_bulk_errstr).
+ */
+int nddd_bulk_add(nddd_bulk *b, const char *url, size_t len);
+/*
+ * nddd_bulk_add of urls[0..n) (lens[i] bytes each), the next n in the
+ * input, hashed on as many threads as there are processors (up to 4)
+ * when n is large: the way to add millions.
+ */
+int nddd_bulk_add_many(nddd_bulk *b, const char *const *urls,
+    const size_t *lens, size_t n);
+/* URLs added, and the bytes of them spilled so far. */
+uint64_t nddd_bulk_count(const nddd_bulk *b);
+uint64_t nddd_bulk_spilled(const nddd_bulk *b);
+/*
+ * Sends every URL added and takes the answers; progress, if not NULL, is
+ * called with the URLs answered so far and their total.  Returns 0 when
+ * every URL was answered (a URL's failure, or its batch's refusal, is its
+ * result), or -1 (nddd_bulk_errstr) when the connection failed (every URL
+ * not answered then says NDDD_UNAVAILABLE) or the files in dir did.
+ */
+int nddd_bulk_run(nddd_bulk *b,
+    void (*progress)(uint64_t done, uint64_t total, void *arg), void *arg);
+/*
+ * The answer to the i-th URL added, after nddd_bulk_run: NDDD_OK with its
+ * count in *count (as enum nddd_url_op says), or the code of its failure
+ * with *message (owned by b) saying why.
+ */
+enum nddd_code nddd_bulk_result(const nddd_bulk *b, uint64_t i,
+    uint64_t *count, const char **message);
+/* Why the last call failed. */
+const char *nddd_bulk_errstr(const nddd_bulk *b);
+void nddd_bulk_free(nddd_bulk *b);
+
+/*
  * Stores (or, for those with query_only, only looks up) docs[0..n) in doc
  * batches of at most batch documents (0: 256; always within
  * nddd_doc_batch_limit, by count and by bytes) with up to window batches

@@ -9,6 +9,8 @@
  *   request.c      the request encoders (nddd_send_*) and the settings
  *                  the requests carry (namespaces, durability, match)
  *   bulk.c         the pipelined loops: nddd_urls, nddd_digests, nddd_docs
+ *   urlbulk.c      bulk URL checks and submits in the store's key order
+ *                  (nddd_bulk_*)
  *   call.c         the synchronous calls: nddd_call, nddd_stats,
  *                  nddd_verify, nddd_url_forget_*
  *   canon.c        canonicalization and digests (nddd_canon_*,
@@ -126,6 +128,67 @@ int client_queue(nddd_client *c, Nddd__V1__Request *req, uint64_t *id);
 size_t request_doc_ns_bytes(const nddd_client *c);
 /* The most bytes of documents one frame of c can carry. */
 size_t request_doc_room(const nddd_client *c);
+
+/* bulk.c: the pipelined loop, for each kind of item. */
+/*
+ * A batch in flight: items [base, base + n) of the call's input, of which
+ * nsent were sent, those at pos[0..nsent) (positions in the batch), or
+ * the first nsent without pos; the others were answered already (URLs the
+ * client refused with digests, documents too large for a frame).
+ */
+struct inflight {
+	uint64_t id;
+	size_t base, n;
+	size_t *pos;
+	size_t nsent;
+};
+
+/* The place in the call's input of the j-th item f sent. */
+size_t inflight_place(const struct inflight *f, size_t j);
+
+/* What a kind's batch function returns. */
+enum {
+	BATCH_SENT = 0,		/* sent, or every item answered here */
+	BATCH_LOST = -1,	/* sending it failed: the connection */
+	BATCH_FAILED = -2,	/* out of memory, with c's error */
+};
+
+/* A call's loop: its items and batches in flight, and its kind's. */
+struct pipeline {
+	nddd_client *c;
+	size_t n, sent, done;	/* items: all, sent (or answered here),
+				   answered */
+	struct inflight *fl;	/* window slots, fl[0..nfl) in flight */
+	size_t nfl;
+	unsigned window;
+	size_t *pos;		/* the slots' positions, or NULL */
+	void (*progress)(size_t done, void *arg);
+	void *arg;
+	void *ctx;		/* the kind's */
+	/*
+	 * Fills batch f with items from sent on (f->base; f->n, f->nsent
+	 * and the positions set here), and sends it unless f->nsent is 0.
+	 */
+	int (*batch)(struct pipeline *p, struct inflight *f);
+	/* Moves r's results to f's items' places; -1 if any failed. */
+	int (*take)(struct pipeline *p, const struct inflight *f,
+	    struct nddd_reply *r);
+	/* Item i is lost with the connection (c's error). */
+	void (*unavailable)(struct pipeline *p, size_t i);
+};
+
+/*
+ * Slots for the window of p, each with room for the positions of batch
+ * items when with_pos.  Returns -1 with c's error when out of memory.
+ */
+int pipeline_init(struct pipeline *p, size_t batch, int with_pos);
+void pipeline_free(struct pipeline *p);
+/*
+ * Runs p until every item is answered.  Returns -1, with c's error, when
+ * some item failed (its result says why) or the connection did (every
+ * item without an answer is then NDDD_UNAVAILABLE).
+ */
+int pipeline_run(struct pipeline *p);
 
 /* call.c */
 /*

@@ -8,7 +8,9 @@
  * records.  When the segments are not in memory, a sample of the pages a
  * stage needs is checked (mincore); if some are missing, the kernel is
  * asked for all of them at once (MADV_WILLNEED), so the disk serves the
- * batch's reads in parallel rather than one page fault at a time.
+ * batch's reads in parallel rather than one page fault at a time.  A batch
+ * in key order (a bulk check's) asks for each missing record page with
+ * those after it in its segment, which the batches that follow will read.
  *
  * Consistency with the URL writer.  A reader begins its store snapshot
  * before it reads the journal's table or the index, and the snapshot must
@@ -54,6 +56,9 @@
  * back could otherwise outrun it. */
 #define LOOKUP_STARVING		16
 #define PAGE			4096
+/* A batch of at least this many keys, in key order, is read ahead
+ * (urlset_lookup_store): a bulk check's (docs/urlstore.md, "Bulk checks"). */
+#define LOOKUP_SORTED_MIN	64
 
 struct lookup_cand {
 	uint32_t key;			/* index into the batch */
@@ -74,6 +79,10 @@ struct lookup_seg {
 	uint64_t txnid;			/* 0: not known */
 	const uint8_t *data;		/* NULL: not in that snapshot */
 	const uint8_t *live;		/* its bitmap */
+	const uint8_t *end;		/* the end of its data */
+	/* Batches in key order: the pages before seen were in memory when
+	 * last asked about; those before asked were asked for. */
+	const uint8_t *seen, *asked;
 	uint32_t nrec;
 };
 
@@ -265,6 +274,55 @@ pages_willneed(const struct urlset_reader *rd, const void **pages, size_t n)
 }
 
 /*
+ * The record pages of a batch in key order: each segment's are used in
+ * their order, so a missing one is asked for with those that follow it, up
+ * to URLSET_READ_AHEAD, and the disk serves the store in large reads, each
+ * page once.  Every page is asked about once, when the batches reach it: one
+ * asked for but gone again (the memory is short) or not read yet is asked
+ * for alone, with the batch's others, rather than read when touched.
+ */
+static void
+pages_read_ahead(struct urlset_reader *rd, const struct lookup_cand *cands,
+    size_t nc)
+{
+	for (size_t c = 0; c < nc; c++) {
+		const struct lookup_cand *k = &cands[c];
+		struct lookup_seg *s = &rd->segs[k->seg];
+		const uint8_t *page;
+
+		if (k->data == NULL || k->hi <= k->lo)
+			continue;
+		page = page_of(urlseg_record(k->data, k->guess));
+		if (page < s->seen)
+			continue;
+		if (resident(page)) {
+			s->seen = page + PAGE;
+			continue;
+		}
+		if (page < s->asked) {
+			madvise((void *)page, PAGE, MADV_WILLNEED);
+			continue;
+		}
+		s->asked = page + URLSET_READ_AHEAD < s->end ?
+		    page + URLSET_READ_AHEAD : s->end;
+		madvise((void *)page, (size_t)(s->asked - page), MADV_WILLNEED);
+		rd->read_ahead++;
+	}
+}
+
+/* Whether keys[which[0..n)] are in key order, and enough to read ahead. */
+static bool
+keys_sorted(const struct url_key *keys, const uint32_t *which, size_t n)
+{
+	if (n < LOOKUP_SORTED_MIN)
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (urlrec_cmp_fp(keys[which[i - 1]].fp, keys[which[i]].fp) > 0)
+			return false;
+	return true;
+}
+
+/*
  * Segment seg as rd's snapshot (txnid) holds it, from the reader's table
  * or the store.  Returns a store status (STORE_OK also when it is absent:
  * then its data is NULL).
@@ -310,6 +368,8 @@ seg_resolve(struct urlset_reader *rd, uint64_t txnid, uint32_t seg,
 	}
 	s->data = v.data;
 	s->live = b.data;
+	s->end = (const uint8_t *)v.data + v.len;
+	s->seen = s->asked = s->data;
 	s->nrec = (uint32_t)nrec;
 	s->txnid = txnid;
 	return STORE_OK;
@@ -323,6 +383,7 @@ urlset_lookup_store(struct urlset_reader *rd,
 	size_t nc = 0, npages = 0;
 	uint64_t txnid = store_txn_id(rd->txn);
 	const void **pages;
+	bool sorted;
 	int rc;
 
 	*nretry = 0;
@@ -376,6 +437,7 @@ urlset_lookup_store(struct urlset_reader *rd,
 	}
 	if ((rc = pages_willneed(rd, pages, npages)) != STORE_OK)
 		return rc;
+	sorted = !rd->nowait && keys_sorted(keys, which, n);
 	npages = 0;
 	for (size_t c = 0; c < nc; c++) {
 		struct lookup_cand *k = &rd->cands[c];
@@ -392,7 +454,9 @@ urlset_lookup_store(struct urlset_reader *rd,
 			pages[npages++] = page_of(r);
 		}
 	}
-	if ((rc = pages_willneed(rd, pages, npages)) != STORE_OK)
+	if (sorted)
+		pages_read_ahead(rd, rd->cands, nc);
+	else if ((rc = pages_willneed(rd, pages, npages)) != STORE_OK)
 		return rc;
 	/* The records. */
 	for (size_t c = 0; c < nc; c++) {

@@ -35,3 +35,6 @@ wait_listening() {
 	done
 	return 1
 }
+
+# $1 / $2, to two decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }

@@ -69,6 +69,12 @@
 # (restart_bench.sh: BENCH_RESTART_URLS URLs, default 10,000,000, and the
 # Reuters bodies x 5, restarted warm and cold); BENCH_LATENCY=0 skips them.
 #
+# Bulk checks past RAM (bulk_bench.sh): BENCH_BULK_URLS URLs (default
+# 50,000,000) submitted with nddctl url-submit --bulk, then all checked
+# with url-check --bulk by the daemon in a memory cgroup a fifth of its
+# store, against fio's sequential and random reads (root only; 14 GB of
+# disk and about 8 minutes; BENCH_BULK=0 skips it).
+#
 # Near duplicates (BENCH_NEARDUP=0 skips them): the labelled cases of
 # neardup_bench.py (edited Reuters bodies, articles inside real page
 # templates, the Clough-Stevenson answers) answered by nddd and by
@@ -118,7 +124,6 @@ wait_port() {
 	exit 1
 }
 field() { sed -n "s/.*phase=$2 .*$3=\([0-9.]*\).*/\1/p" <<<"$1"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "== url service: $urls synthetic URLs + real lists, $clients clients x $window batches of 1000 in flight"
@@ -538,6 +543,11 @@ if [ "${BENCH_LATENCY:-1}" != 0 ]; then
 	echo "== restarts, warm and cold (tests/bench/restart_bench.sh)"
 	URLS="${BENCH_RESTART_URLS:-10000000}" DATA="$data" \
 		"$root/tests/bench/restart_bench.sh" "$bin"
+fi
+
+if [ "${BENCH_BULK:-1}" != 0 ]; then
+	echo "== bulk checks past RAM (tests/bench/bulk_bench.sh)"
+	URLS="${BENCH_BULK_URLS:-50000000}" "$root/tests/bench/bulk_bench.sh" "$bin"
 fi
 
 if [ "${BENCH_NEARDUP:-1}" != 0 ]; then

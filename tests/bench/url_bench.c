@@ -2,7 +2,7 @@
  * url_bench: URL throughput of a running nddd, over loopback.
  *
  *   url_bench -H HOST:PORT -n URLS [-c CLIENTS] [-w WINDOW] [-b BATCH]
- *             [--file PATH]... [--phase submit|check|check-new|all]
+ *             [--file PATH]... [--phase submit|check|check-new|all|print]
  *             [--relaxed] [--first N] [--namespace NAME]
  *
  * Synthetic URLs are "http://www.site<i % 50000>.example/<section>/<i>.html?
@@ -17,7 +17,9 @@
  * written to the OS, not yet on disk); --first N numbers the synthetic
  * URLs from N (to add more to a store in steps); --digests sends the MD5s
  * of the canonical URLs, computed with libnddd (the daemon's rules, as its
- * stats name them) before the clock starts, as redis_bench does for Redis.  Prints one line per
+ * stats name them) before the clock starts, as redis_bench does for Redis.
+ * --phase print writes the synthetic URLs to stdout, a line each, and
+ * asks nothing (bulk_bench.sh's input).  Otherwise prints one line per
  * phase, with each batch's round trip (send to reply, queueing in the
  * window included) at the 50th and 99th percentiles and the worst:
  *   phase=submit urls=N seconds=S urls_per_s=R ... p50_ms=A p99_ms=B
@@ -277,6 +279,18 @@ main(int argc, char **argv)
 	}
 	if (clients < 1 || clients > 64)
 		clients = 2;
+	if (!strcmp(phase, "print")) {
+		/* The synthetic URLs, a line each, for other programs. */
+		for (size_t off = 0; off < n; off += 1000000) {
+			size_t m = n - off < 1000000 ? n - off : 1000000;
+
+			urlgen_synthetic(&urls, m, first + off);
+			for (size_t i = 0; i < urls.n; i++)
+				printf("%s\n", urls.urls[i]);
+			urlgen_free(&urls);
+		}
+		return fflush(stdout) == 0 ? 0 : 1;
+	}
 	if (digests && (canon = server_canon(address)) == NULL)
 		return 1;
 	urlgen_synthetic(&urls, n, first);

@@ -404,6 +404,67 @@ START_TEST(test_url_options_same_output)
 }
 END_TEST
 
+/*
+ * --bulk prints what the streamed commands print, in the input's order:
+ * blank lines skipped, URLs no daemon takes answered on their line, a URL
+ * given twice new and then a duplicate; also with its records spilled.
+ */
+START_TEST(test_bulk_same_output)
+{
+	static const char input[] =
+	    "http://o.example/a\nHTTP://O.EXAMPLE:80/a#x\n\n"
+	    "nope\nmailto:x@o.example\n"
+	    "http://o.example/b\nhttp:///nohost\n"
+	    "data:,x\nhttp://o.example/c?utm_source=z\n"
+	    "http://o.example/%7Ea\nhttp://o.example/~a\n"
+	    "http://p.example/1\nhttp://p.example/2\n";
+	static const char *const cmds[] = {
+		"url-check", "url-submit", "url-submit -n crawl", "url-check",
+		"url-delete", "url-check -n crawl", "url-check",
+	};
+	struct harness a, b;
+	char *args, *want, *got, *dir = tu_tmpdir();
+	int wrc, grc;
+
+	harness_init(&a, NULL);
+	harness_start(&a);
+	harness_init(&b, NULL);
+	harness_start(&b);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+		ck_assert_int_ne(asprintf(&args, "-H %s --window 1 %s -",
+		    a.address, cmds[i]), -1);
+		wrc = run(args, input, &want);
+		free(args);
+		ck_assert_int_ne(asprintf(&args, "-H %s --batch 3 --window 1 %s "
+		    "--bulk - %s %s", b.address, cmds[i], i % 2 ? "" :
+		    "--bulk-memory 1 --spill-dir", i % 2 ? "" : dir), -1);
+		grc = run(args, input, &got);
+		ck_assert_msg(grc == wrc && strcmp(got, want) == 0,
+		    "nddctl %s: exit %d:\n%s\nstreamed: exit %d:\n%s", args,
+		    grc, got, wrc, want);
+		ck_assert_int_eq(wrc, 1);	/* invalid URLs in it */
+		free(args);
+		free(want);
+		free(got);
+	}
+	/* A bulk request answers counts only, and asks one daemon. */
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check --bulk - --times",
+	    b.address), -1);
+	ck_assert_int_eq(run(args, input, &got), 2);
+	free(args);
+	free(got);
+	ck_assert_int_ne(asprintf(&args, "-H %s,%s url-check --bulk -",
+	    a.address, b.address), -1);
+	ck_assert_int_eq(run(args, input, &got), 2);
+	free(args);
+	free(got);
+	harness_cleanup(&a);
+	harness_cleanup(&b);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_stats_url_store_and_verify)
 {
 	static const char *const url_store_keys[] = {
@@ -1516,6 +1577,7 @@ nddctl_suite(void)
 	tcase_add_test(tc, test_doc_commands);
 	tcase_add_test(tc, test_doc_namespaces);
 	tcase_add_test(tc, test_url_options_same_output);
+	tcase_add_test(tc, test_bulk_same_output);
 	tcase_add_test(tc, test_stats_url_store_and_verify);
 	tcase_add_test(tc, test_option_usage);
 	tcase_add_test(tc, test_token_file);

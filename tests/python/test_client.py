@@ -3,6 +3,7 @@ daemon does not send on demand, a scripted server)."""
 
 import dataclasses
 import os
+import random
 import re
 import shutil
 import socket
@@ -504,6 +505,67 @@ class TestForgetWithoutIndex(DaemonTest):
                 forget()
             self.assertEqual(cm.exception.code, Code.FAILED_PRECONDITION)
         self.assertTrue(c.check_url(url).seen)
+
+
+class TestBulk(DaemonTest):
+    """Bulk requests (libnddd's, through ctypes) answer as the online
+    calls do, in input order, also spilled and in a namespace; a lost
+    daemon is a connection error carrying what was answered."""
+
+    def test_same_as_online(self):
+        urls = real_urls()[:20000] + INVALID_URLS
+        rng = random.Random(7)
+        c = nddd.Client(self.daemon.address, batch_size=500, window=4)
+        self.addCleanup(c.close)
+        half = urls[::2]
+        # Submits: as a second daemon's online ones, one batch after the
+        # other (a URL given twice: new, then a duplicate).
+        ref_daemon = harness.Daemon()
+        self.addCleanup(ref_daemon.cleanup)
+        ref_daemon.start()
+        ref = nddd.Client(ref_daemon.address, batch_size=500, window=1)
+        self.addCleanup(ref.close)
+        one = nddd.Client(self.daemon.address, batch_size=500, window=1)
+        self.addCleanup(one.close)
+        subs = one.submit_urls_bulk(half + half[:100], memory=1 << 16)
+        self.assertGreater(subs.spilled, 0)
+        self.assertEqual([(r.count, r.error) for r in subs],
+                         [(r.count, r.error) for r in
+                          ref.submit_urls(half + half[:100])])
+        self.assertTrue(all(isinstance(r, nddd.SubmitResult) for r in subs))
+        self.assertEqual(sum(1 for r in subs if r.new), len(
+            [r for r in ref.check_urls(half) if r.seen]))
+        asked = urls + ["http://bulk.example/never"]
+        rng.shuffle(asked)
+        for ns in ("", "crawl"):
+            online = c.check_urls(asked, namespace=ns)
+            bulk = c.check_urls_bulk(asked, namespace=ns, memory=1 << 16)
+            self.assertEqual(len(bulk), len(online))
+            self.assertEqual([(r.count, r.error) for r in bulk],
+                             [(r.count, r.error) for r in online])
+            self.assertTrue(all(isinstance(r, nddd.CheckResult)
+                                for r in bulk))
+            bulk.close()
+        gone = c.delete_urls_bulk(half[:10])
+        self.assertEqual([r.deleted for r in gone],
+                         [r.error is None for r in subs[:10]])
+
+    def test_connection_lost(self):
+        c = nddd.Client(self.daemon.address, batch_size=100, window=1)
+        self.addCleanup(c.close)
+        urls = ["http://lost.example/%d" % i for i in range(50000)]
+
+        def stop(done, total):
+            if done >= 1000:
+                self.daemon.kill()  # at once; later calls do nothing
+        with self.assertRaises(nddd.NdddConnectionError) as e:
+            c.submit_urls_bulk(urls, progress=stop)
+        self.assertTrue(e.exception.sent)
+        results = e.exception.results
+        self.assertEqual(len(results), len(urls))
+        codes = set(r.error.code if r.error else 0 for r in results)
+        self.assertIn(0, codes)
+        self.assertIn(nddd.Code.UNAVAILABLE, codes)
 
 
 class TestDigests(DaemonTest):

@@ -768,6 +768,107 @@ START_TEST(test_nowait_reader)
 }
 END_TEST
 
+/* A key of the read-ahead test, and whether it was stored. */
+struct sorted_key {
+	struct url_key key;
+	bool stored;
+};
+
+static int
+cmp_sorted_key(const void *a, const void *b)
+{
+	return memcmp(((const struct sorted_key *)a)->key.fp,
+	    ((const struct sorted_key *)b)->key.fp, CBF_FP_LEN);
+}
+
+#define AHEAD_KEYS	16384
+#define AHEAD_STORED	12000
+#define AHEAD_BATCH	1024
+
+/* Checks sk[0..n) in batches of AHEAD_BATCH, asserting each answer. */
+static void
+check_sorted_keys(struct url_fixture *fx, const struct sorted_key *sk,
+    size_t n)
+{
+	struct url_key batch[AHEAD_BATCH];
+	struct url_state got[AHEAD_BATCH];
+	struct urlset_tally tally = { 0 };
+	uint32_t ns = urlns_find(urlset_namespaces(fx->us), "", 0, NULL);
+
+	for (size_t i = 0; i < n; i += AHEAD_BATCH) {
+		size_t m = n - i < AHEAD_BATCH ? n - i : AHEAD_BATCH;
+
+		for (size_t j = 0; j < m; j++)
+			batch[j] = sk[i + j].key;
+		ck_assert_int_eq(urlset_check(fx->us, fx->rd, ns, T0, batch,
+		    NULL, m, got, &tally), STORE_OK);
+		for (size_t j = 0; j < m; j++)
+			ck_assert_msg(got[j].count == (sk[i + j].stored ? 1 : 0),
+			    "key %zu: count %u", i + j, got[j].count);
+	}
+}
+
+/*
+ * Batches in key order (a bulk check's) read each segment ahead in
+ * windows when its pages are not in memory, and answer as any batch; a
+ * batch in another order asks for no window.
+ */
+START_TEST(test_sorted_batches_read_ahead)
+{
+	struct url_fixture fx = { .dir = tu_tmpdir() };
+	struct url_key (*keys)[NNS] = calloc(AHEAD_KEYS, sizeof(*keys));
+	struct sorted_key *sk = calloc(AHEAD_KEYS, sizeof(*sk));
+	struct urlset_stats st;
+	uint64_t windows;
+
+	ck_assert_ptr_nonnull(keys);
+	ck_assert_ptr_nonnull(sk);
+	clock_wall_source = fake_clock;
+	fake_now = T0;
+	fx.opts = (struct urlset_options){ .capacity = 40000,
+	    .journal_entries = AHEAD_KEYS, .segment_records = 4096 };
+	url_fixture_open(&fx);
+	make_keys(fx.us, "ahead.example", AHEAD_KEYS, keys);
+	for (size_t i = 0; i < AHEAD_STORED; i += GROUP) {
+		size_t n = AHEAD_STORED - i < GROUP ? AHEAD_STORED - i : GROUP;
+		struct url_key batch[GROUP];
+
+		for (size_t j = 0; j < n; j++)
+			batch[j] = keys[i + j][0];
+		apply(fx.us, URLSET_SUBMIT, 0, 0, batch, n);
+	}
+	ck_assert_int_eq(urlset_flush(fx.us, true), STORE_OK);
+	urlset_stats(fx.us, &st);
+	ck_assert_uint_ge(st.segments, 3);
+	for (size_t i = 0; i < AHEAD_KEYS; i++)
+		sk[i] = (struct sorted_key){ keys[i][0], i < AHEAD_STORED };
+
+	/* Out of memory and in input order: no window. */
+	urlset_resident_hook = never_resident;
+	check_sorted_keys(&fx, sk, AHEAD_KEYS);
+	ck_assert_uint_eq(fx.rd->read_ahead, 0);
+
+	/* In key order: windows, each asked once, however many batches
+	 * read in it: at most one per window of a segment of 64 pages (and
+	 * one more, the last window cut short). */
+	qsort(sk, AHEAD_KEYS, sizeof(*sk), cmp_sorted_key);
+	check_sorted_keys(&fx, sk, AHEAD_KEYS);
+	windows = fx.rd->read_ahead;
+	ck_assert_uint_gt(windows, 0);
+	ck_assert_uint_le(windows, st.segments * (64 * 4096 /
+	    URLSET_READ_AHEAD + 1));
+
+	/* In memory, a page seen there is not asked about again, and no
+	 * window is asked for. */
+	urlset_resident_hook = NULL;
+	check_sorted_keys(&fx, sk, AHEAD_KEYS);
+	ck_assert_uint_eq(fx.rd->read_ahead, windows);
+	free(keys);
+	free(sk);
+	url_fixture_end(&fx);
+}
+END_TEST
+
 Suite *urllookup_suite(void);
 
 Suite *
@@ -781,6 +882,7 @@ urllookup_suite(void)
 	tcase_add_test(tc, test_lookup_store);
 	tcase_add_test(tc, test_concurrent_readers);
 	tcase_add_test(tc, test_nowait_reader);
+	tcase_add_test(tc, test_sorted_batches_read_ahead);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -96,7 +96,7 @@ from typing import Callable, Iterable, Iterator, List, Optional, Tuple, Union
 from google.protobuf.message import DecodeError
 
 from ._proto import pb
-from . import _canon
+from . import _bulk, _canon
 from .errors import (NdddConnectionError, NdddError, NdddProtocolError,
                      NdddRequestError, NdddTimeoutError)
 from .results import (CheckResult, Code, DeleteResult, DocResult, Namespace,
@@ -431,6 +431,9 @@ class Client:
             _canon.load_library()
         self._ssl_context = _tls_context(tls, ssl_context, ca_file,
                                          cert_file, key_file, server_hostname)
+        # The same as files, for the connections of bulk requests.
+        self._tls_files = (ca_file, cert_file, key_file)
+        self._ssl_context_given = ssl_context is not None
         self.tls = self._ssl_context is not None
         # Against what the daemon's certificate is verified, for errors.
         self._tls_cas = ca_file or ("the ssl_context's CAs" if ssl_context
@@ -535,6 +538,66 @@ class Client:
         """delete_urls for one URL."""
         return self._url_op("url_delete", (url,), DeleteResult, durability,
                             namespace, None, with_times)[0]
+
+    def check_urls_bulk(self, urls: Iterable[Url], *,
+                        namespace: Optional[str] = None,
+                        memory: Optional[int] = None,
+                        spill_dir: Optional[str] = None,
+                        progress: Optional[Callable[[int, int], None]] = None
+                        ) -> "_bulk.BulkResults":
+        """check_urls for a set of URLs too large to ask about at random
+        (a frontier file, a crawl's links of the last hour): every URL is
+        hashed here, kept (past ``memory`` bytes, 256 MiB by default, in a
+        file in ``spill_dir``, $TMPDIR by default) and sent in the store's
+        key order, so that the daemon reads each page of its store once
+        (docs/urlstore.md, "Bulk checks").  Each answer is the one
+        check_urls gives.  Returns a sequence of CheckResult by the URLs'
+        places in the input (their ``url`` is None); ``progress(done,
+        total)`` is called as answers come.  Needs libnddd.so, like
+        ``digests=True``; the request runs on a connection of its own.
+        Raises NdddConnectionError (its ``results`` holding the answers
+        received) when the connection fails midway."""
+        return self._bulk("check", urls, None, namespace, None, memory,
+                          spill_dir, progress)
+
+    def submit_urls_bulk(self, urls: Iterable[Url], *,
+                         durability: Optional[str] = None,
+                         namespace: Optional[str] = None,
+                         ttl: Optional[int] = None,
+                         memory: Optional[int] = None,
+                         spill_dir: Optional[str] = None,
+                         progress: Optional[Callable[[int, int], None]] = None
+                         ) -> "_bulk.BulkResults":
+        """submit_urls as check_urls_bulk checks: SubmitResults by place;
+        a URL given twice is new, then a duplicate, as one submit after
+        the other.  A request cut short (a lost connection, a killed
+        process) leaves whole batches recorded; run again, it answers
+        those URLs as duplicates."""
+        return self._bulk("submit", urls, durability, namespace, ttl, memory,
+                          spill_dir, progress)
+
+    def delete_urls_bulk(self, urls: Iterable[Url], *,
+                         durability: Optional[str] = None,
+                         namespace: Optional[str] = None,
+                         memory: Optional[int] = None,
+                         spill_dir: Optional[str] = None,
+                         progress: Optional[Callable[[int, int], None]] = None
+                         ) -> "_bulk.BulkResults":
+        """delete_urls as check_urls_bulk checks: DeleteResults by
+        place."""
+        return self._bulk("delete", urls, durability, namespace, None,
+                          memory, spill_dir, progress)
+
+    def _bulk(self, op, urls, durability, namespace, ttl, memory, spill_dir,
+              progress) -> "_bulk.BulkResults":
+        return _bulk.run(
+            self, op, urls,
+            namespace=(self.namespace if namespace is None
+                       else _namespace(namespace)),
+            durability=(self._durability if durability is None
+                        else _durability(durability)),
+            ttl=_ttl(ttl, "ttl"),
+            memory=memory, spill_dir=spill_dir, progress=progress)
 
     # Namespaces (admin).
 
