@@ -38,6 +38,29 @@ pool_url(size_t i, char *buf, size_t size)
 		    i);
 }
 
+/* The pool's URLs, and their end. */
+static char **
+pool_new(void)
+{
+	char **pool = calloc(POOL, sizeof(*pool));
+	char url[128];
+
+	ck_assert_ptr_nonnull(pool);
+	for (size_t i = 0; i < POOL; i++) {
+		pool_url(i, url, sizeof(url));
+		ck_assert_ptr_nonnull(pool[i] = strdup(url));
+	}
+	return pool;
+}
+
+static void
+pool_free(char **pool)
+{
+	for (size_t i = 0; i < POOL; i++)
+		free(pool[i]);
+	free(pool);
+}
+
 /* The number of a pool URL. */
 static size_t
 pool_index(const char *u)
@@ -93,25 +116,19 @@ START_TEST(test_bulk_checks_equal_online_checks)
 {
 	struct harness h;
 	nddd_client *c;
-	char **pool = calloc(POOL, sizeof(*pool));
+	char **pool = pool_new();
 	const char **ask = calloc(2 * POOL, sizeof(*ask));
 	/* The model: each pool URL's count in each namespace. */
 	uint64_t (*count)[2] = calloc(POOL, sizeof(*count));
 	uint64_t rng = 0x5eed2026;
 	struct nddd_bulk_opts small = { .memory = 4096, .batch = 100,
 	    .window = 3 };
-	char url[128];
 
-	ck_assert_ptr_nonnull(pool);
 	ck_assert_ptr_nonnull(ask);
 	ck_assert_ptr_nonnull(count);
 	harness_init(&h, NULL);
 	harness_start(&h);
 	c = harness_client(&h);
-	for (size_t i = 0; i < POOL; i++) {
-		pool_url(i, url, sizeof(url));
-		ck_assert_ptr_nonnull(pool[i] = strdup(url));
-	}
 	/* Random submits and deletes, one URL at a time, in both
 	 * namespaces; a few URLs live one second. */
 	for (size_t step = 0; step < 3 * POOL; step++) {
@@ -183,9 +200,7 @@ START_TEST(test_bulk_checks_equal_online_checks)
 	}
 	nddd_close(c);
 	harness_cleanup(&h);
-	for (size_t i = 0; i < POOL; i++)
-		free(pool[i]);
-	free(pool);
+	pool_free(pool);
 	free(ask);
 	free(count);
 }
@@ -196,10 +211,9 @@ START_TEST(test_bulk_submits_count_and_reach_the_host_index)
 	struct harness h;
 	nddd_client *c;
 	const char **urls = calloc(2 * POOL, sizeof(*urls));
-	char **pool = calloc(POOL, sizeof(*pool));
+	char **pool = pool_new();
 	size_t *first = calloc(POOL, sizeof(*first));
 	uint64_t rng = 42, forgotten;
-	char url[128];
 	nddd_bulk *b;
 	size_t valid = 0, of_h3 = 0;
 
@@ -207,8 +221,6 @@ START_TEST(test_bulk_submits_count_and_reach_the_host_index)
 	harness_start(&h);
 	c = harness_client(&h);
 	for (size_t i = 0; i < POOL; i++) {
-		pool_url(i, url, sizeof(url));
-		ck_assert_ptr_nonnull(pool[i] = strdup(url));
 		first[i] = SIZE_MAX;
 		if (i % 97 != 0) {
 			valid++;
@@ -267,9 +279,7 @@ START_TEST(test_bulk_submits_count_and_reach_the_host_index)
 	ck_assert_uint_gt(valid, of_h3);
 	nddd_close(c);
 	harness_cleanup(&h);
-	for (size_t i = 0; i < POOL; i++)
-		free(pool[i]);
-	free(pool);
+	pool_free(pool);
 	free(urls);
 	free(first);
 }
