@@ -120,6 +120,18 @@ bulk_fail(struct nddd_bulk *b, const char *fmt, ...)
 	return -1;
 }
 
+/* nddd_bulk_new's *err, allocated (NULL when memory is short). */
+static void
+new_fail(char **err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(err, fmt, ap) == -1)
+		*err = NULL;
+	va_end(ap);
+}
+
 /* The key mask of namespace ns (NULL or "": none). */
 static int
 ns_mask(const char *ns, unsigned char mask[NDDD_DIGEST_LEN])
@@ -182,6 +194,7 @@ nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
 	struct nddd_bulk *b;
 	struct nddd_stats st;
 	const char *dir;
+	long cpus;
 
 	*err = NULL;
 	if (o == NULL)
@@ -200,26 +213,22 @@ nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
 	    dir : "/tmp");
 	/* The daemon's canonicalization makes the keys it will look up. */
 	if (nddd_stats(c, &st) == -1) {
-		if (asprintf(err, "%s", nddd_errstr(c)) == -1)
-			*err = NULL;
+		new_fail(err, "%s", nddd_errstr(c));
 		goto fail;
 	}
 	if (st.canon[0] == '\0') {
-		if (asprintf(err, "the daemon states no canonicalization (it "
-		    "is too old for bulk requests)") == -1)
-			*err = NULL;
+		new_fail(err, "the daemon states no canonicalization (it is too "
+		    "old for bulk requests)");
 		goto fail;
 	}
-	b->hashers = 1;
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-		b->hashers = sysconf(_SC_NPROCESSORS_ONLN) < BULK_HASHERS_MAX ?
-		    (unsigned)sysconf(_SC_NPROCESSORS_ONLN) : BULK_HASHERS_MAX;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	b->hashers = cpus < 1 ? 1 : cpus < BULK_HASHERS_MAX ? (unsigned)cpus :
+	    BULK_HASHERS_MAX;
 	for (unsigned t = 0; t < b->hashers; t++)
 		if ((b->canon[t] = nddd_canon_new(st.canon, err)) == NULL)
 			goto fail;
 	if (ns_mask(c->url_opts.ns, b->mask) == -1) {
-		if (asprintf(err, "cannot make the namespace's key mask") == -1)
-			*err = NULL;
+		new_fail(err, "cannot make the namespace's key mask");
 		goto fail;
 	}
 	if ((b->digests = calloc(b->batch, NDDD_DIGEST_LEN)) == NULL ||
