@@ -109,6 +109,9 @@ struct nddd_bulk {
 	char err[256];
 };
 
+static int bulk_fail(struct nddd_bulk *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static int
 bulk_fail(struct nddd_bulk *b, const char *fmt, ...)
 {
@@ -121,6 +124,9 @@ bulk_fail(struct nddd_bulk *b, const char *fmt, ...)
 }
 
 /* nddd_bulk_new's *err, allocated (NULL when memory is short). */
+static void new_fail(char **err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void
 new_fail(char **err, const char *fmt, ...)
 {
