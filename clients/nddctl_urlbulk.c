@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nddctl.h"
 
@@ -170,6 +171,11 @@ nddctl_url_bulk(const struct nddctl_common *co, enum nddd_url_op op,
 	if (nddctl_sharded(co)) {
 		fprintf(stderr, "nddctl: --bulk asks one daemon: run it on "
 		    "each shard\n");
+		return NDDCTL_EXIT_USAGE;
+	}
+	if (bulk->dir != NULL && access(bulk->dir, W_OK | X_OK) == -1) {
+		fprintf(stderr, "nddctl: --spill-dir %s: %s\n", bulk->dir,
+		    strerror(errno));
 		return NDDCTL_EXIT_USAGE;
 	}
 	if ((c = nddctl_connect(co)) == NULL)

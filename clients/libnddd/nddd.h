@@ -710,7 +710,8 @@ struct nddd_bulk_opts {
 /*
  * A bulk request of op on c (o may be NULL).  Returns NULL with *err set
  * (caller frees; NULL when out of memory) when the daemon cannot be asked
- * its canonicalization or this library cannot reproduce it.
+ * its canonicalization, this library cannot reproduce it, or dir cannot
+ * be written.
  */
 nddd_bulk *nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
     const struct nddd_bulk_opts *o, char **err);

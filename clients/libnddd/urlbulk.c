@@ -217,6 +217,11 @@ nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
 	dir = o->dir != NULL ? o->dir : getenv("TMPDIR");
 	snprintf(b->dir, sizeof(b->dir), "%s", dir != NULL && dir[0] != '\0' ?
 	    dir : "/tmp");
+	/* Said now, not after every URL was read. */
+	if (access(b->dir, W_OK | X_OK) == -1) {
+		new_fail(err, "%s: %s", b->dir, strerror(errno));
+		goto fail;
+	}
 	/* The daemon's canonicalization makes the keys it will look up. */
 	if (nddd_stats(c, &st) == -1) {
 		new_fail(err, "%s", nddd_errstr(c));
@@ -773,9 +778,14 @@ nddd_bulk_result(const nddd_bulk *b, uint64_t i, uint64_t *count,
 
 	*count = 0;
 	*message = NULL;
-	if (b->results == NULL || i >= b->n) {
+	if (i >= b->n) {
 		*message = "no such result";
 		return NDDD_INVALID_ARGUMENT;
+	}
+	if (b->results == NULL) {
+		/* The run failed before any answer: its error says why. */
+		*message = b->err[0] != '\0' ? b->err : "not run";
+		return NDDD_UNAVAILABLE;
 	}
 	r = b->results[i];
 	if (r < RESULT_ERROR) {

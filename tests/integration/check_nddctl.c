@@ -458,6 +458,13 @@ START_TEST(test_bulk_same_output)
 	ck_assert_int_eq(run(args, input, &got), 2);
 	free(args);
 	free(got);
+	/* A spill directory it cannot write: said before any URL is read. */
+	ck_assert_int_ne(asprintf(&args, "-H %s url-check --bulk - "
+	    "--spill-dir %s/none", b.address, dir), -1);
+	ck_assert_int_eq(run(args, input, &got), 2);
+	ck_assert_str_eq(got, "");
+	free(args);
+	free(got);
 	harness_cleanup(&a);
 	harness_cleanup(&b);
 	tu_rmtree(dir);

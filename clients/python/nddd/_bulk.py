@@ -10,6 +10,7 @@ connection of its own made with the Client's settings.
 """
 
 import ctypes
+import os
 from typing import Callable, Iterable, Optional
 
 from . import _canon
@@ -176,9 +177,14 @@ def run(client, op: str, urls: Iterable, *, namespace: str, durability: int,
     bytes), on a connection of libnddd's made with client's settings.
     Raises NdddConnectionError when the daemon cannot be reached or the
     connection fails midway, NdddRequestError when the request cannot be
-    made (memory, the spill directory)."""
+    made (memory, a full spill directory), ValueError for a spill_dir this
+    process cannot write."""
     lib = _library()
     number, result_cls = OPS[op]
+    if spill_dir is not None and not os.access(spill_dir,
+                                               os.W_OK | os.X_OK):
+        raise ValueError("spill_dir %s: not a directory this process can "
+                         "write" % spill_dir)
     opts = _Options(
         timeout_ms=int(client.timeout * 1000) if client.timeout else 0,
         token=client.token.encode() if client.token else None,
