@@ -7,6 +7,7 @@
  * nddctl and the daemon cannot drift apart.
  */
 #include "nddd.h"
+#include "nddd_impl.h"
 #include "engine.h"
 
 #include <dlfcn.h>
@@ -14,7 +15,6 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,19 +105,7 @@ nddd_engine_default_stopwords(void)
 	return NULL;
 }
 
-/* Sets *err to a message; NULL when out of memory. */
-static void engine_fail(char **err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void
-engine_fail(char **err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(err, fmt, ap) == -1)
-		*err = NULL;
-	va_end(ap);
-}
+#define engine_fail errmsg_new
 
 nddd_engine *
 nddd_engine_new(const struct nddd_engine_opts *opts, char **err)

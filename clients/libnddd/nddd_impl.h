@@ -78,6 +78,12 @@ void reader_doc_release(struct nddd_doc *d);
 int errbuf_set(char *err, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /*
+ * Sets *err to a message the caller frees (NULL when out of memory) and
+ * returns -1: the errors of calls that make an object.  In reader.c.
+ */
+int errmsg_new(char **err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/*
  * Grows *buf to hold need bytes, doubling from 64 KiB.  Returns -1 when
  * out of memory (*buf is kept).  In reader.c, which needs no other file,
  * shared with the client's output buffer.

@@ -27,6 +27,18 @@ errbuf_set(char *err, size_t size, const char *fmt, ...)
 	return -1;
 }
 
+int
+errmsg_new(char **err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(err, fmt, ap) == -1)
+		*err = NULL;
+	va_end(ap);
+	return -1;
+}
+
 /* Sets rd's error and returns -1. */
 #define reader_fail(rd, ...) errbuf_set((rd)->err, sizeof((rd)->err), \
     __VA_ARGS__)

@@ -19,6 +19,7 @@
 
 #include "jumphash.h"
 #include "nddd.h"
+#include "nddd_impl.h"
 #include "shards_impl.h"
 
 uint32_t
@@ -157,21 +158,7 @@ dup_or_null(const char *p, int *oom)
 	return d;
 }
 
-static int
-shards_fail(char **err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int
-shards_fail(char **err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(err, fmt, ap) == -1)
-		*err = NULL;
-	va_end(ap);
-	return -1;
-}
+#define shards_fail errmsg_new
 
 nddd_shards *
 nddd_shards_open(const char *const *addresses, size_t n,

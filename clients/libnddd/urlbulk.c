@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,34 +108,9 @@ struct nddd_bulk {
 	char err[256];
 };
 
-static int bulk_fail(struct nddd_bulk *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Sets b's error (nddd_bulk_errstr) and returns -1. */
+#define bulk_fail(b, ...) errbuf_set((b)->err, sizeof((b)->err), __VA_ARGS__)
 
-static int
-bulk_fail(struct nddd_bulk *b, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(b->err, sizeof(b->err), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-/* nddd_bulk_new's *err, allocated (NULL when memory is short). */
-static void new_fail(char **err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-new_fail(char **err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(err, fmt, ap) == -1)
-		*err = NULL;
-	va_end(ap);
-}
 
 /* The key mask of namespace ns (NULL or "": none). */
 static int
@@ -219,16 +193,16 @@ nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
 	    dir : "/tmp");
 	/* Said now, not after every URL was read. */
 	if (access(b->dir, W_OK | X_OK) == -1) {
-		new_fail(err, "%s: %s", b->dir, strerror(errno));
+		errmsg_new(err, "%s: %s", b->dir, strerror(errno));
 		goto fail;
 	}
 	/* The daemon's canonicalization makes the keys it will look up. */
 	if (nddd_stats(c, &st) == -1) {
-		new_fail(err, "%s", nddd_errstr(c));
+		errmsg_new(err, "%s", nddd_errstr(c));
 		goto fail;
 	}
 	if (st.canon[0] == '\0') {
-		new_fail(err, "the daemon states no canonicalization (it is too "
+		errmsg_new(err, "the daemon states no canonicalization (it is too "
 		    "old for bulk requests)");
 		goto fail;
 	}
@@ -239,7 +213,7 @@ nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
 		if ((b->canon[t] = nddd_canon_new(st.canon, err)) == NULL)
 			goto fail;
 	if (ns_mask(c->url_opts.ns, b->mask) == -1) {
-		new_fail(err, "cannot make the namespace's key mask");
+		errmsg_new(err, "cannot make the namespace's key mask");
 		goto fail;
 	}
 	if ((b->digests = calloc(b->batch, NDDD_DIGEST_LEN)) == NULL ||
