@@ -60,6 +60,25 @@ add_fence(struct hostrun_writer *w, const uint8_t *key, size_t klen)
 	return 0;
 }
 
+/* Keeps the block being filled in memory, for hostrun_writer_put. */
+static int
+hold_block(struct hostrun_writer *w)
+{
+	if (w->held_len + 4 + w->len > w->held_cap) {
+		size_t cap = 2 * w->held_cap + 4 + w->len;
+		uint8_t *p = realloc(w->held, cap);
+
+		if (p == NULL)
+			return STORE_FAILED;
+		w->held = p;
+		w->held_cap = cap;
+	}
+	le_put32(w->held + w->held_len, (uint32_t)w->len);
+	memcpy(w->held + w->held_len + 4, w->block, w->len);
+	w->held_len += 4 + w->len;
+	return STORE_OK;
+}
+
 static int
 put_block(struct hostrun_writer *w)
 {
@@ -69,9 +88,14 @@ put_block(struct hostrun_writer *w)
 	if (w->count == 0)
 		return STORE_OK;
 	le_put32(w->block, w->count);
-	block_key(k, w->run.id, w->run.nblocks);
-	if ((rc = store_put(w->txn, STORE_URL_HOSTS, k, sizeof(k), w->block,
-	    w->len, 0, NULL)) != STORE_OK)
+	if (w->txn == NULL)
+		rc = hold_block(w);
+	else {
+		block_key(k, w->run.id, w->run.nblocks);
+		rc = store_put(w->txn, STORE_URL_HOSTS, k, sizeof(k),
+		    w->block, w->len, 0, NULL);
+	}
+	if (rc != STORE_OK)
 		return rc;
 	w->run.nblocks++;
 	w->len = 4;
@@ -111,16 +135,15 @@ hostrun_writer_add(struct hostrun_writer *w, const uint8_t *key, size_t klen)
 	return STORE_OK;
 }
 
-int
-hostrun_writer_finish(struct hostrun_writer *w)
+/* The run's directory: its key count, its blocks and their fences. */
+static int
+put_dir(struct hostrun_writer *w)
 {
 	struct hostrun *r = &w->run;
 	size_t len = 8 + 2 * (size_t)r->nblocks + 2, at = 8;
 	uint8_t k[8], *dir;
 	int rc;
 
-	if ((rc = put_block(w)) != STORE_OK)
-		return rc;
 	if (r->nblocks > 0)
 		len += r->fence_off[r->nblocks];
 	if ((dir = malloc(len)) == NULL)
@@ -142,10 +165,45 @@ hostrun_writer_finish(struct hostrun_writer *w)
 	return rc;
 }
 
+int
+hostrun_writer_finish(struct hostrun_writer *w)
+{
+	int rc;
+
+	if ((rc = put_block(w)) != STORE_OK || w->txn == NULL)
+		return rc;
+	return put_dir(w);
+}
+
+int
+hostrun_writer_put(struct hostrun_writer *w, struct store_txn *txn,
+    uint32_t id)
+{
+	uint32_t b = 0;
+	uint8_t k[8];
+	int rc;
+
+	w->txn = txn;
+	w->run.id = id;
+	for (size_t at = 0; at + 4 <= w->held_len; b++) {
+		uint32_t len = le_get32(w->held + at);
+
+		block_key(k, id, b);
+		if ((rc = store_put(txn, STORE_URL_HOSTS, k, sizeof(k),
+		    w->held + at + 4, len, 0, NULL)) != STORE_OK)
+			return rc;
+		at += 4 + len;
+	}
+	return put_dir(w);
+}
+
 void
 hostrun_writer_discard(struct hostrun_writer *w)
 {
 	hostrun_free(&w->run);
+	free(w->held);
+	w->held = NULL;
+	w->held_len = w->held_cap = 0;
 }
 
 void

@@ -17,7 +17,7 @@
  *	block DIR	u32 keys, u32 blocks, then per block its first key:
  *			u16 length, bytes (the fences a search bisects)
  *
- * Threads: the URL writer alone.
+ * Threads: the URL writer alone, but for a writer without a transaction.
  */
 #ifndef NDDD_URLHOSTRUN_H
 #define NDDD_URLHOSTRUN_H
@@ -41,7 +41,12 @@ struct hostrun {
 	uint32_t *fence_off;		/* of block b's, nblocks + 1 */
 };
 
-/* Writes a run key by key, in ascending order, in txn. */
+/*
+ * Writes a run key by key, in ascending order, in txn.  Or, without a
+ * transaction (txn NULL; any thread), only encodes it: the blocks stay in
+ * memory until hostrun_writer_put writes them (a flush's keys, encoded
+ * while the flush writes its segments).
+ */
 struct hostrun_writer {
 	struct store_txn *txn;
 	struct hostrun run;
@@ -52,6 +57,9 @@ struct hostrun_writer {
 	size_t last_len;
 	size_t fences_cap;
 	uint32_t off_cap;
+	uint8_t *held;			/* without a transaction: the blocks,
+					   each a u32 length and its bytes */
+	size_t held_len, held_cap;
 };
 
 void hostrun_writer_init(struct hostrun_writer *w, struct store_txn *txn,
@@ -63,6 +71,11 @@ int hostrun_writer_add(struct hostrun_writer *w, const uint8_t *key,
  * caller frees it).  On failure the caller aborts txn and calls
  * hostrun_writer_discard. */
 int hostrun_writer_finish(struct hostrun_writer *w);
+/* For a writer without a transaction, finished: writes its blocks and the
+ * directory in txn as run id, as hostrun_writer_finish would have. */
+int hostrun_writer_put(struct hostrun_writer *w, struct store_txn *txn,
+    uint32_t id);
+/* Frees what the writer holds, w->run included. */
 void hostrun_writer_discard(struct hostrun_writer *w);
 
 void hostrun_free(struct hostrun *r);

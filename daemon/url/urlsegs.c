@@ -360,6 +360,7 @@ urlset_flush(struct urlset *us, bool checkpoint)
 	    (slot = malloc((n + 1) * sizeof(*slot))) == NULL ||
 	    (dead = malloc((n + 1) * sizeof(*dead))) == NULL)
 		goto out;
+	urlset_texts_prepare(us);
 	urlmem_foreach(us->mem, collect_one, &c);
 	if (urlrec_sort(c.e, c.n, sizeof(*c.e), recs) == -1)
 		goto out;
@@ -468,6 +469,8 @@ abort:
 	if (rc == STORE_TXN_FULL)
 		log_warnx("%s: %s", __func__, store_strstatus(rc));
 out:
+	if (rc != STORE_OK)
+		urlset_texts_discard(us);
 	free(ids.ids);
 	free(c.e);
 	free(recs);

@@ -158,6 +158,9 @@ struct urlset {
 		bool partial_pending;	/* the flush being written makes the
 					   store partial */
 		struct hosts_merge *merge;	/* under way, or NULL */
+		struct hosts_round *round;	/* the keys of the texts, made
+						   while a flush writes its
+						   segments, or NULL */
 	} hosts;
 
 	/* Writer: the segments (urlsegs.c). */
@@ -367,6 +370,9 @@ void urlset_text_add(struct urlset *us, uint32_t ns,
     const uint8_t fp[CBF_FP_LEN], const struct url_text *t);
 /* Adds the texts of a replayed frame.  -1 if memory is short. */
 int urlset_texts_replay(const uint8_t *text, size_t len, void *arg);
+/* Has the round's texts' keys made and sorted in a thread of their own,
+ * for urlset_texts_put; no text may be added until then. */
+void urlset_texts_prepare(struct urlset *us);
 /* Writes the round's texts as a run of the index, in txn (a flush's);
  * once committed, urlset_texts_flushed, else urlset_texts_discard. */
 int urlset_texts_put(struct urlset *us, struct store_txn *txn);
