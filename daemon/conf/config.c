@@ -619,6 +619,11 @@ config_load(struct config *cfg, const char *path, char **errors)
  * counting here; a slot is 64 bytes of lock.mdb.  Never fewer than LMDB's
  * default.
  */
+/* The request workers by default: one per CPU, and at least this many,
+ * for a worker whose batch waits for the disk holds its reads in flight
+ * meanwhile: with two, a store past memory was checked 10% slower
+ * (BENCHMARKS.md, "The second round's targets"). */
+#define CONFIG_WORKERS_MIN		4
 #define CONFIG_READERS_PER_WORKER	2
 #define CONFIG_READERS_FIXED		(2 + 1)
 #define CONFIG_READERS_MARGIN		32
@@ -640,7 +645,8 @@ config_validate(struct config *cfg, const char **cause)
 	if (cfg->workers == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-		cfg->workers = n > 0 ? (uint64_t)n : 1;
+		cfg->workers = n > CONFIG_WORKERS_MIN ? (uint64_t)n :
+		    CONFIG_WORKERS_MIN;
 	}
 	if (cfg->max_batch * 16 > cfg->max_frame) {
 		/* A batch of short URLs must fit one frame. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -69,7 +70,9 @@ START_TEST(test_shipped_file_states_the_defaults)
 	config_defaults(&cfg);
 	ck_assert_int_eq(config_load(&cfg, path, &errors), 0);
 	ck_assert_int_eq(config_validate(&cfg, &cause), 0);
-	ck_assert_uint_ge(cfg.workers, 1);
+	/* workers = 0: one per CPU, at least 4. */
+	ck_assert_uint_ge(cfg.workers, 4);
+	ck_assert_uint_ge(cfg.workers, (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
 	config_clear(&cfg);
 	free(path);
 }
