@@ -21,8 +21,12 @@
 /* Runs of one size merged into one, and the size of the smallest. */
 #define MERGE_FANOUT		8
 #define MERGE_BASE		4096
-/* Runs past which a busy writer merges too. */
-#define HOSTS_RUNS_BUSY		(2 * MERGE_FANOUT)
+/* Runs past which a busy writer merges too.  Each busy step is a
+ * transaction of its own after a group: at 16 runs, a burst of 2 million
+ * durable submits ran 25% slower than with its merges left to the idle
+ * writer (BENCHMARKS.md, "The second round's targets").  64 runs hold
+ * such a burst; a forget reads a block or two of each run. */
+#define HOSTS_RUNS_BUSY		(8 * MERGE_FANOUT)
 /* Why the index may miss URLs, in the store's metadata. */
 #define HOSTS_PARTIAL_KEY	"urls.hosts_partial"
 
