@@ -64,6 +64,10 @@
 # fourth shard added by nddctl reshard under a load of checks
 # (reshard_bench.py; BENCH_SHARDS=0 skips them).
 #
+# Durable submits with the host index on and off (submit_bench.sh: 3
+# rounds of 2,000,000 URLs against Redis appendfsync always, and the bytes
+# nddd wrote to the disk per URL); BENCH_SUBMIT=0 skips them.
+#
 # One URL per request (latency_bench.sh: nddd's durable submits and
 # checks, one in flight, against Redis appendfsync always) and restarts
 # (restart_bench.sh: BENCH_RESTART_URLS URLs, default 10,000,000, and the
@@ -535,6 +539,11 @@ if [ "${BENCH_SHARDS:-1}" != 0 ]; then
 	NDDD_LIBRARY="$bin/../libnddd.so" PYTHONPATH="$root/clients/python" \
 		/usr/bin/python3 "$root/tests/bench/reshard_bench.py" \
 		--bin "$bin" --data "$data/text_corpora/reuters21578"
+fi
+
+if [ "${BENCH_SUBMIT:-1}" != 0 ]; then
+	echo "== durable submits, host index on and off, against Redis (tests/bench/submit_bench.sh)"
+	"$root/tests/bench/submit_bench.sh" "$bin"
 fi
 
 if [ "${BENCH_LATENCY:-1}" != 0 ]; then
