@@ -38,3 +38,43 @@ wait_listening() {
 
 # $1 / $2, to two decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# Starts nddd ($bin/nddd) on a fresh store in $tmp/data and a free port,
+# with the default configuration and the lines of $1 (sections and keys)
+# after it; waits until it listens.  Sets nddd_port and nddd_pid.
+start_nddd() {
+	nddd_port=$(free_port)
+	rm -rf "$tmp/data"
+	cat > "$tmp/c.conf" <<CONF
+[server]
+listen = 127.0.0.1:$nddd_port
+[store]
+data_dir = $tmp/data
+[simhash]
+stopwords = $root/conf/stopwords.txt
+${1:-}
+CONF
+	"$bin/nddd" -c "$tmp/c.conf" --allow-root 2>"$tmp/log" &
+	nddd_pid=$!
+	pids+=("$nddd_pid")
+	wait_listening "$nddd_port"
+}
+
+# Starts Redis durable as crawlers run it (appendfsync always, no
+# snapshots) on a fresh directory and a free port; waits until it answers.
+# Sets redis_port and redis_pid.
+start_redis_durable() {
+	local i
+	redis_port=$(free_port)
+	rm -rf "$tmp/redis"
+	mkdir "$tmp/redis"
+	redis-server --port "$redis_port" --dir "$tmp/redis" \
+	    --logfile "$tmp/redis.log" --appendonly yes \
+	    --appendfsync always --save "" &
+	redis_pid=$!
+	pids+=("$redis_pid")
+	for i in $(seq 500); do
+		redis-cli -p "$redis_port" ping > /dev/null 2>&1 && break
+		sleep 0.02
+	done
+}

@@ -23,45 +23,19 @@ rounds=${ROUNDS:-3}
 . "$root/tests/bench/common.sh"
 
 run_nddd() {
-	local p pid
-	p=$(free_port)
-	rm -rf "$tmp/data"
-	cat > "$tmp/c.conf" <<CONF
-[server]
-listen = 127.0.0.1:$p
-[store]
-data_dir = $tmp/data
-[simhash]
-stopwords = $root/conf/stopwords.txt
-CONF
-	"$bin/nddd" -c "$tmp/c.conf" --allow-root 2>"$tmp/log" &
-	pid=$!
-	pids+=("$pid")
-	wait_listening "$p"
-	"$bin/url_bench" -H "127.0.0.1:$p" -n "$n" -c 1 -w 1 -b 1 \
+	start_nddd
+	"$bin/url_bench" -H "127.0.0.1:$nddd_port" -n "$n" -c 1 -w 1 -b 1 \
 	    --phase all | grep phase= | sed "s/^/round $1 nddd /"
-	kill -TERM "$pid"
-	wait "$pid" || true
+	kill -TERM "$nddd_pid"
+	wait "$nddd_pid" || true
 }
 
 run_redis() {
-	local rp pid i
-	rp=$(free_port)
-	rm -rf "$tmp/redis"
-	mkdir "$tmp/redis"
-	redis-server --port "$rp" --dir "$tmp/redis" \
-	    --logfile "$tmp/redis.log" --appendonly yes \
-	    --appendfsync always --save "" &
-	pid=$!
-	pids+=("$pid")
-	for i in $(seq 500); do
-		redis-cli -p "$rp" ping > /dev/null 2>&1 && break
-		sleep 0.02
-	done
-	"$bin/redis_bench" -p "$rp" -n "$n" -c 1 -w 1 -b 1 | grep phase= |
-	    sed "s/^/round $1 redis /"
-	kill -TERM "$pid"
-	wait "$pid" || true
+	start_redis_durable
+	"$bin/redis_bench" -p "$redis_port" -n "$n" -c 1 -w 1 -b 1 |
+	    grep phase= | sed "s/^/round $1 redis /"
+	kill -TERM "$redis_pid"
+	wait "$redis_pid" || true
 }
 
 if ! command -v redis-server > /dev/null; then

@@ -21,52 +21,27 @@ rounds=${ROUNDS:-3}
 written() { awk '/^write_bytes:/ { print $2 }' "/proc/$1/io"; }
 
 run_nddd() {	# round, host_index (yes or no)
-	local p pid w0 line
-	p=$(free_port)
-	rm -rf "$tmp/data"
-	cat > "$tmp/c.conf" <<CONF
-[server]
-listen = 127.0.0.1:$p
-[store]
-data_dir = $tmp/data
-[urls]
-host_index = $2
-[simhash]
-stopwords = $root/conf/stopwords.txt
-CONF
-	"$bin/nddd" -c "$tmp/c.conf" --allow-root 2>"$tmp/log" &
-	pid=$!
-	pids+=("$pid")
-	wait_listening "$p"
-	w0=$(written "$pid")
-	line=$("$bin/url_bench" -H "127.0.0.1:$p" -n "$n" -c 2 -w 32 \
-	    --phase submit | grep phase=)
-	echo "round $1 nddd host_index=$2 $line disk_bytes_per_url=$(( ($(written "$pid") - w0) / n ))"
+	local w0 line
+	start_nddd "[urls]
+host_index = $2"
+	w0=$(written "$nddd_pid")
+	line=$("$bin/url_bench" -H "127.0.0.1:$nddd_port" -n "$n" -c 2 \
+	    -w 32 --phase submit | grep phase=)
+	echo "round $1 nddd host_index=$2 $line disk_bytes_per_url=$(( ($(written "$nddd_pid") - w0) / n ))"
 	eval "nddd_$2=$(sed -n 's/.*urls_per_s=\([0-9]*\).*/\1/p' <<<"$line")"
-	kill -TERM "$pid"
-	wait "$pid" || true
+	kill -TERM "$nddd_pid"
+	wait "$nddd_pid" || true
 }
 
 run_redis() {	# round
-	local rp pid i line
-	rp=$(free_port)
-	rm -rf "$tmp/redis"
-	mkdir "$tmp/redis"
-	redis-server --port "$rp" --dir "$tmp/redis" \
-	    --logfile "$tmp/redis.log" --appendonly yes \
-	    --appendfsync always --save "" &
-	pid=$!
-	pids+=("$pid")
-	for i in $(seq 500); do
-		redis-cli -p "$rp" ping > /dev/null 2>&1 && break
-		sleep 0.02
-	done
-	line=$("$bin/redis_bench" -p "$rp" -n "$n" -c 2 -w 32 |
+	local line
+	start_redis_durable
+	line=$("$bin/redis_bench" -p "$redis_port" -n "$n" -c 2 -w 32 |
 	    grep "phase=submit")
 	echo "round $1 redis $line"
 	redis=$(sed -n 's/.*urls_per_s=\([0-9]*\).*/\1/p' <<<"$line")
-	kill -TERM "$pid"
-	wait "$pid" || true
+	kill -TERM "$redis_pid"
+	wait "$redis_pid" || true
 }
 
 if ! command -v redis-server > /dev/null; then
