@@ -606,6 +606,12 @@ config_load(struct config *cfg, const char *path, char **errors)
 	return ld.errors ? -1 : 0;
 }
 
+/* The request workers by default: one per CPU, and at least this many,
+ * for a worker whose batch waits for the disk holds its reads in flight
+ * meanwhile: with two, a store past memory was checked 10% slower
+ * (BENCHMARKS.md, "The second round's targets"). */
+#define CONFIG_WORKERS_MIN		4
+
 /*
  * Read transactions of the store held at once.  With MDB_NOTLS each holds
  * a reader slot from its creation to its end (store.c), and the daemon
@@ -619,11 +625,6 @@ config_load(struct config *cfg, const char *path, char **errors)
  * counting here; a slot is 64 bytes of lock.mdb.  Never fewer than LMDB's
  * default.
  */
-/* The request workers by default: one per CPU, and at least this many,
- * for a worker whose batch waits for the disk holds its reads in flight
- * meanwhile: with two, a store past memory was checked 10% slower
- * (BENCHMARKS.md, "The second round's targets"). */
-#define CONFIG_WORKERS_MIN		4
 #define CONFIG_READERS_PER_WORKER	2
 #define CONFIG_READERS_FIXED		(2 + 1)
 #define CONFIG_READERS_MARGIN		32

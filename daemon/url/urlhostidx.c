@@ -179,8 +179,10 @@ urlset_texts_replay(const uint8_t *text, size_t len, void *arg)
  * The round's run: its keys built once, sorted through their offsets, and
  * encoded in blocks.  A flush has that done by a thread of its own
  * (urlset_texts_prepare) while it sorts and writes the segments' records,
- * and waits for it only to write the blocks: the writer is what bounds
- * submits, and making the run was a fifth of its time.
+ * and waits for it only to write the blocks: the one URL writer is what
+ * bounds submits, and this took a sixth of its time (on 2 CPUs the rate
+ * stayed where it was, the CPUs being busy: BENCHMARKS.md, "The second
+ * round's targets").
  */
 struct hosts_round {
 	const uint8_t *texts;		/* the round's, as the flush began */
