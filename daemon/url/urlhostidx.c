@@ -180,7 +180,7 @@ urlset_texts_replay(const uint8_t *text, size_t len, void *arg)
  * encoded in blocks.  A flush has that done by a thread of its own
  * (urlset_texts_prepare) while it sorts and writes the segments' records,
  * and waits for it only to write the blocks: the one URL writer is what
- * bounds submits, and this took a sixth of its time (on 2 CPUs the rate
+ * bounds submits, and this took a fifth of its time (on 2 CPUs the rate
  * stayed where it was, the CPUs being busy: BENCHMARKS.md, "The second
  * round's targets").
  */
