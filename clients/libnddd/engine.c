@@ -105,7 +105,6 @@ nddd_engine_default_stopwords(void)
 	return NULL;
 }
 
-#define engine_fail errmsg_new
 
 nddd_engine *
 nddd_engine_new(const struct nddd_engine_opts *opts, char **err)
@@ -120,13 +119,13 @@ nddd_engine_new(const struct nddd_engine_opts *opts, char **err)
 	*err = NULL;
 	if (o->term_hash != NULL &&
 	    simhash_term_hash_parse(o->term_hash, &th) == -1) {
-		engine_fail(err, "unknown term hash \"%s\" (sdbm-fmix64 or "
+		errmsg_new(err, "unknown term hash \"%s\" (sdbm-fmix64 or "
 		    "sdbm)", o->term_hash);
 		return NULL;
 	}
 	if (o->simd != NULL) {
 		if (simhash_simd_parse(o->simd, &level) == -1) {
-			engine_fail(err, "unknown level \"%s\" (auto, avx512, "
+			errmsg_new(err, "unknown level \"%s\" (auto, avx512, "
 			    "avx2 or scalar)", o->simd);
 			return NULL;
 		}
@@ -135,7 +134,7 @@ nddd_engine_new(const struct nddd_engine_opts *opts, char **err)
 	}
 	if (o->html != NULL && strcmp(o->html, "main") != 0 &&
 	    strcmp(o->html, "whole") != 0) {
-		engine_fail(err, "unknown html mode \"%s\" (main or whole)",
+		errmsg_new(err, "unknown html mode \"%s\" (main or whole)",
 		    o->html);
 		return NULL;
 	}
@@ -154,7 +153,7 @@ nddd_engine_new(const struct nddd_engine_opts *opts, char **err)
 		if (e->stopwords == NULL) {
 			if (o->stopwords != NULL)
 				goto fail;
-			engine_fail(err, "no stop-word list found; give one "
+			errmsg_new(err, "no stop-word list found; give one "
 			    "(a file, or \"none\" for none)");
 			goto err;
 		}

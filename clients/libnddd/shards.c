@@ -158,7 +158,6 @@ dup_or_null(const char *p, int *oom)
 	return d;
 }
 
-#define shards_fail errmsg_new
 
 nddd_shards *
 nddd_shards_open(const char *const *addresses, size_t n,
@@ -172,7 +171,7 @@ nddd_shards_open(const char *const *addresses, size_t n,
 
 	*err = NULL;
 	if (n == 0 || n > NDDD_SHARDS_MAX) {
-		shards_fail(err, "a shard list has 1 to %d addresses, not %zu",
+		errmsg_new(err, "a shard list has 1 to %d addresses, not %zu",
 		    NDDD_SHARDS_MAX, n);
 		return NULL;
 	}
@@ -194,7 +193,7 @@ nddd_shards_open(const char *const *addresses, size_t n,
 		s->shards[i].address = dup_or_null(addresses[i], &oom);
 		for (size_t j = 0; j < i && !oom; j++)
 			if (strcmp(addresses[i], addresses[j]) == 0) {
-				shards_fail(err, "shard %s is listed twice",
+				errmsg_new(err, "shard %s is listed twice",
 				    addresses[i]);
 				goto fail;
 			}
@@ -215,20 +214,20 @@ nddd_shards_open(const char *const *addresses, size_t n,
 			memcpy(s->settings, settings, sizeof(s->settings));
 			first = sh->address;
 		} else if (strcmp(settings, s->settings) != 0) {
-			shards_fail(err, "the shards' settings differ: %s "
+			errmsg_new(err, "the shards' settings differ: %s "
 			    "states \"%s\", %s \"%s\"", first, s->settings,
 			    sh->address, settings);
 			goto fail;
 		}
 	}
 	if (first == NULL) {
-		shards_fail(err, "no shard answers (%s)", s->shards[0].err);
+		errmsg_new(err, "no shard answers (%s)", s->shards[0].err);
 		goto fail;
 	}
 	if (sscanf(s->settings, "%127[^,], near k %u, answer %15[a-z], "
 	    "containment %f, resemblance %f", s->canon_id, &s->k, answer,
 	    &s->containment, &s->resemblance) != 5) {
-		shards_fail(err, "cannot read the settings \"%s\"",
+		errmsg_new(err, "cannot read the settings \"%s\"",
 		    s->settings);
 		goto fail;
 	}
