@@ -199,7 +199,7 @@ struct hosts_round {
 					   memory was short or a text record
 					   was cut */
 	pthread_t thread;
-	bool threaded;			/* thread runs, or ran: join it */
+	bool threaded;			/* thread makes it: join it */
 };
 
 static int
@@ -292,18 +292,31 @@ round_main(void *arg)
 	return NULL;
 }
 
+/* A round of the texts us holds now; NULL if memory is short. */
+static struct hosts_round *
+round_new(struct urlset *us)
+{
+	struct hosts_round *r = calloc(1, sizeof(*r));
+
+	if (r != NULL) {
+		r->texts = us->hosts.texts;
+		r->texts_len = us->hosts.texts_len;
+	}
+	return r;
+}
+
 void
 urlset_texts_prepare(struct urlset *us)
 {
 	struct hosts_round *r;
 
 	if (us->hosts.round != NULL || us->hosts.texts_len == 0 ||
-	    (r = calloc(1, sizeof(*r))) == NULL)
+	    (r = round_new(us)) == NULL)
 		return;
-	r->texts = us->hosts.texts;
-	r->texts_len = us->hosts.texts_len;
-	r->threaded = pthread_create(&r->thread, NULL, round_main, r) == 0;
-	/* Without a thread, urlset_texts_put makes the keys itself. */
+	if (pthread_create(&r->thread, NULL, round_main, r) == 0)
+		r->threaded = true;
+	else
+		r->rc = round_make(r);
 	us->hosts.round = r;
 }
 
@@ -343,17 +356,12 @@ urlset_texts_put(struct urlset *us, struct store_txn *txn)
 		round_free(r);
 		return STORE_OK;
 	}
-	if (r == NULL || r->texts != us->hosts.texts ||
-	    r->texts_len != us->hosts.texts_len) {
-		/* Not prepared (no memory then), or for other texts. */
-		round_free(r);
-		if ((r = calloc(1, sizeof(*r))) == NULL)
+	if (r == NULL) {
+		/* Not prepared: memory was short then. */
+		if ((r = round_new(us)) == NULL)
 			return STORE_FAILED;
-		r->texts = us->hosts.texts;
-		r->texts_len = us->hosts.texts_len;
 		r->rc = round_make(r);
-	} else if (!r->threaded)
-		r->rc = round_make(r);
+	}
 	if ((rc = r->rc) != STORE_OK)
 		goto out;
 	if (r->unindexed > 0 && !us->hosts.partial) {

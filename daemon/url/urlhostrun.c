@@ -79,22 +79,28 @@ hold_block(struct hostrun_writer *w)
 	return STORE_OK;
 }
 
+/* Writes block b of w's run in w's transaction. */
+static int
+store_block(struct hostrun_writer *w, uint32_t b, const uint8_t *data,
+    size_t len)
+{
+	uint8_t k[8];
+
+	block_key(k, w->run.id, b);
+	return store_put(w->txn, STORE_URL_HOSTS, k, sizeof(k), data, len, 0,
+	    NULL);
+}
+
 static int
 put_block(struct hostrun_writer *w)
 {
-	uint8_t k[8];
 	int rc;
 
 	if (w->count == 0)
 		return STORE_OK;
 	le_put32(w->block, w->count);
-	if (w->txn == NULL)
-		rc = hold_block(w);
-	else {
-		block_key(k, w->run.id, w->run.nblocks);
-		rc = store_put(w->txn, STORE_URL_HOSTS, k, sizeof(k),
-		    w->block, w->len, 0, NULL);
-	}
+	rc = w->txn == NULL ? hold_block(w) :
+	    store_block(w, w->run.nblocks, w->block, w->len);
 	if (rc != STORE_OK)
 		return rc;
 	w->run.nblocks++;
@@ -141,7 +147,7 @@ put_dir(struct hostrun_writer *w)
 {
 	struct hostrun *r = &w->run;
 	size_t len = 8 + 2 * (size_t)r->nblocks + 2, at = 8;
-	uint8_t k[8], *dir;
+	uint8_t *dir;
 	int rc;
 
 	if (r->nblocks > 0)
@@ -158,9 +164,7 @@ put_dir(struct hostrun_writer *w)
 		memcpy(dir + at + 2, r->fences + r->fence_off[b], flen);
 		at += 2 + flen;
 	}
-	block_key(k, r->id, DIR_BLOCK);
-	rc = store_put(w->txn, STORE_URL_HOSTS, k, sizeof(k), dir, at, 0,
-	    NULL);
+	rc = store_block(w, DIR_BLOCK, dir, at);
 	free(dir);
 	return rc;
 }
@@ -180,7 +184,6 @@ hostrun_writer_put(struct hostrun_writer *w, struct store_txn *txn,
     uint32_t id)
 {
 	uint32_t b = 0;
-	uint8_t k[8];
 	int rc;
 
 	w->txn = txn;
@@ -188,9 +191,8 @@ hostrun_writer_put(struct hostrun_writer *w, struct store_txn *txn,
 	for (size_t at = 0; at + 4 <= w->held_len; b++) {
 		uint32_t len = le_get32(w->held + at);
 
-		block_key(k, id, b);
-		if ((rc = store_put(txn, STORE_URL_HOSTS, k, sizeof(k),
-		    w->held + at + 4, len, 0, NULL)) != STORE_OK)
+		if ((rc = store_block(w, b, w->held + at + 4, len)) !=
+		    STORE_OK)
 			return rc;
 		at += 4 + len;
 	}
