@@ -4,14 +4,16 @@ Redis the way Python crawlers deduplicate today, in the same run.
 
     PYTHONPATH=clients/python tests/bench/python_bench.py --bin BIN_DIR
 
-nddd (BIN_DIR/nddd) and Redis (redis-server, default persistence) are
-started here on loopback, each with a fresh temporary directory.  nddd runs
+nddd (BIN_DIR/nddd) and Redis (redis-server) are started here on
+loopback, each with a fresh temporary directory.  nddd runs
 three times: with durable submits (its default: an acknowledged submit is
 on disk), with relaxed ones (acknowledged once written to the kernel: like
 Redis's default, it survives a crash of the daemon, not of the machine),
 and relaxed with digests (the client canonicalizes and hashes through
-libnddd.so, as redis-py's client hashes for Redis).  For each, and for
-Redis:
+libnddd.so, as redis-py's client hashes for Redis).  Redis runs twice:
+with its default persistence (the peer of relaxed submits and of checks)
+and with `appendfsync always` (an acknowledged SADD is on disk: the peer of
+durable submits).  For each:
 
   batch-submit  --urls new URLs: nddd Client.submit_urls (batches of
                 1,000, 8 in flight); Redis SADD of each URL's 16-byte MD5
@@ -22,7 +24,8 @@ Redis:
   one-check     the same URLs again: Client.check_url; SISMEMBER
 
 Each phase runs --repeat times on fresh URLs (checks on the URLs of the
-same repeat); every run is printed, and the summary compares medians.
+same repeat), the targets taking turns phase by phase; every run is
+printed, and the summary compares medians.
 Redis's figures include computing the MD5 digests in Python, which nddd's
 client leaves to the daemon (with the URL's canonicalization, which Redis
 does not do at all), or does itself with digests.
@@ -131,15 +134,21 @@ class NdddTarget:
 class RedisTarget:
     KEY = "seen"
 
-    def __init__(self, tmp):
-        self.name = "redis"
-        self.dir = os.path.join(tmp, "redis")
+    def __init__(self, tmp, always):
+        """always: appendfsync always (every write on disk before its
+        reply); otherwise Redis's default persistence."""
+        self.name = "redis always" if always else "redis"
+        self.persistence = ("appendonly yes, appendfsync always" if always
+                            else "default persistence")
+        self.dir = os.path.join(tmp, self.name.replace(" ", "-"))
         os.makedirs(self.dir)
         port = free_port()
+        durable = ["--appendonly", "yes", "--appendfsync", "always"]
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
              "--dir", self.dir, "--logfile",
-             os.path.join(self.dir, "redis.log")])
+             os.path.join(self.dir, "redis.log")] + (durable if always
+                                                     else []))
         wait_port(port, self.proc, "redis-server")
         self.r = redis.Redis(host="127.0.0.1", port=port)
         self.version = self.r.info("server")["redis_version"]
@@ -185,22 +194,25 @@ class RedisTarget:
         self.proc.wait()
 
 
-def run(target, args, figures):
-    """Runs every phase args.repeat times; records URLs/s in figures."""
+def run(targets, args, figures):
+    """Runs every phase args.repeat times on every target, the targets
+    taking turns phase by phase (the machine's speed drifts: each ratio
+    is between figures minutes apart, not one target's run after
+    another's); records URLs/s in figures."""
     for rep in range(args.repeat):
         batch = make_urls("b%d" % rep, args.urls)
         single = make_urls("s%d" % rep, args.single)
-        for phase, fn, urls in (
-                ("batch-submit", target.batch_submit, batch),
-                ("batch-check", target.batch_check, batch),
-                ("one-submit", target.one_submit, single),
-                ("one-check", target.one_check, single)):
-            seconds = timed(fn, urls)
-            rate = len(urls) / seconds
-            figures.setdefault((target.name, phase), []).append(rate)
-            print("%s phase=%s run=%d urls=%d seconds=%.3f urls_per_s=%.0f"
-                  % (target.name, phase, rep + 1, len(urls), seconds, rate),
-                  flush=True)
+        for phase, urls in (("batch-submit", batch), ("batch-check", batch),
+                            ("one-submit", single), ("one-check", single)):
+            for target in targets:
+                seconds = timed(getattr(target, phase.replace("-", "_")),
+                                urls)
+                rate = len(urls) / seconds
+                figures.setdefault((target.name, phase), []).append(rate)
+                print("%s phase=%s run=%d urls=%d seconds=%.3f "
+                      "urls_per_s=%.0f" % (target.name, phase, rep + 1,
+                                           len(urls), seconds, rate),
+                      flush=True)
 
 
 def main():
@@ -218,7 +230,7 @@ def main():
     capacity = args.repeat * (args.urls + args.single) + 1000
     tmp = tempfile.mkdtemp(prefix="nddd-pybench-")
     figures = {}
-    names = []
+    targets = []
     try:
         print("== python client: %d URLs per batch phase (batches of %d, 8 "
               "in flight), %d per one-by-one phase, %d runs each"
@@ -229,32 +241,36 @@ def main():
                                         capacity),
                      lambda: NdddTarget(args.bin, tmp, "relaxed", True,
                                         capacity),
-                     lambda: RedisTarget(tmp)):
-            target = make()
-            try:
-                if isinstance(target, RedisTarget):
-                    print("== redis %s (redis-py %s), default persistence"
-                          % (target.version, redis.__version__), flush=True)
-                names.append(target.name)
-                run(target, args, figures)
-            finally:
-                target.close()
+                     lambda: RedisTarget(tmp, False),
+                     lambda: RedisTarget(tmp, True)):
+            targets.append(make())
+            if isinstance(targets[-1], RedisTarget):
+                print("== %s: redis %s (redis-py %s), %s"
+                      % (targets[-1].name, targets[-1].version,
+                         redis.__version__, targets[-1].persistence),
+                      flush=True)
+        run(targets, args, figures)
     finally:
+        for target in targets:
+            target.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print("== summary: median URLs/s of %d runs; ratio = nddd / redis, same "
-          "run" % args.repeat)
+    print("== summary: median URLs/s of %d runs; ratio = nddd / redis, "
+          "same run: durable submits against redis always, the rest "
+          "against redis (default persistence)" % args.repeat)
+    names = [t.name for t in targets]
     for phase in PHASES:
-        redis_rate = statistics.median(figures[("redis", phase)])
         parts = []
         for name in names:
             rate = statistics.median(figures[(name, phase)])
             part = "%s %.0f/s" % (name, rate)
-            if name != "redis":
-                part += " (ratio %.2f)" % (rate / redis_rate)
+            if not name.startswith("redis"):
+                peer = ("redis always" if name == "nddd durable"
+                        and phase.endswith("submit") else "redis")
+                part += " (ratio %.2f)" % (
+                    rate / statistics.median(figures[(peer, phase)]))
             parts.append(part)
         print("%s: %s" % (phase, ", ".join(parts)))
-
 
 if __name__ == "__main__":
     main()

@@ -1418,6 +1418,19 @@ class TestConnections(DaemonTest):
         # the timeout may or may not have been carried out.
         r = c.check_urls(["http://example.com/a", "http://example.com/b"])
         self.assertTrue(all(x.ok and x.count in (0, 1) for x in r))
+        # The same for a call of one URL, which has a path of its own.
+        self.daemon.pause()
+        try:
+            t0 = time.monotonic()
+            with self.assertRaises(nddd.NdddTimeoutError) as cm:
+                c.check_url("http://example.com/a")
+            self.assertGreaterEqual(time.monotonic() - t0, 0.3)
+            self.assertTrue(cm.exception.sent)
+            self.assertEqual(cm.exception.results, [None])
+            self.assertFalse(c.connected)
+        finally:
+            self.daemon.resume()
+        self.assertIn(c.check_url("http://example.com/a").count, (0, 1))
 
     def test_reconnect_after_restart(self):
         c = self.client
@@ -1577,6 +1590,55 @@ class TestScripted(unittest.TestCase):
             c.delete_urls(["http://example.com/"])
         self.assertTrue(cm.exception.sent)
         self.assertIn("closed the connection", str(cm.exception))
+        srv.close()
+
+    def test_one_url_calls_read_replies_in_pieces(self):
+        # The one-URL path reads its reply however it arrives: a byte at a
+        # time, then a refusal, then a reply and more bytes than it.
+        def script(sock):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            req = _read_frame(sock)
+            resp = pb.Response(id=req.id)
+            resp.urls.counts.append(7)
+            data = resp.SerializeToString()
+            for b in struct.pack(">I", len(data)) + data:
+                sock.sendall(bytes((b,)))
+                time.sleep(0.002)
+            req = _read_frame(sock)
+            resp = pb.Response(id=req.id)
+            resp.status.code = pb.PERMISSION_DENIED
+            resp.status.message = "read-only token"
+            _write_frame(sock, resp)
+            req = _read_frame(sock)
+            resp = pb.Response(id=req.id)
+            resp.urls.counts.append(1)
+            data = resp.SerializeToString()
+            sock.sendall(struct.pack(">I", len(data)) + data + b"\0")
+            sock.recv(1)  # until the client hangs up
+
+        srv = ScriptedServer(script)
+        c = nddd.Client(srv.address)
+        self.assertEqual(c.check_url("http://example.com/").count, 7)
+        with self.assertRaises(nddd.NdddRequestError) as cm:
+            c.submit_url("http://example.com/")
+        self.assertEqual(cm.exception.code, Code.PERMISSION_DENIED)
+        self.assertEqual(cm.exception.results, [None])
+        self.assertTrue(c.connected)  # a refusal keeps the connection
+        with self.assertRaises(nddd.NdddProtocolError) as cm:
+            c.delete_url("http://example.com/")
+        self.assertEqual(cm.exception.results, [None])
+        self.assertFalse(c.connected)
+        srv.close()
+
+    def test_one_url_call_closed_after_request(self):
+        srv = ScriptedServer(_read_frame)  # reads one request, hangs up
+        c = nddd.Client(srv.address)
+        with self.assertRaises(nddd.NdddConnectionError) as cm:
+            c.submit_url("http://example.com/")
+        self.assertTrue(cm.exception.sent)
+        self.assertEqual(cm.exception.results, [None])
+        self.assertIn("closed the connection", str(cm.exception))
+        self.assertFalse(c.connected)
         srv.close()
 
     def test_durability_on_the_wire(self):

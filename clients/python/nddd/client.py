@@ -302,6 +302,30 @@ def _encode_body(body: Union[str, bytes]) -> bytes:
     return body.encode("utf-8") if isinstance(body, str) else bytes(body)
 
 
+def _url_request(field: str, chunk: List[bytes], canon_id: Optional[str],
+                 level: int, ns: str, ttl: int,
+                 with_times: bool) -> "pb.Request":
+    """The Request of the URL operation ``field`` (a UrlBatch) for chunk:
+    encoded URLs, or with canon_id their digests made with that
+    canonicalization."""
+    req = pb.Request()
+    batch = getattr(req, field)
+    if canon_id is None:
+        batch.urls.extend(chunk)
+    else:
+        batch.digests = b"".join(chunk)
+        batch.canon = canon_id
+    if level != pb.DURABILITY_DEFAULT:
+        batch.durability = level
+    if ns:
+        batch.namespace = ns
+    if ttl:
+        batch.ttl_seconds = ttl
+    if with_times:
+        batch.with_times = True
+    return req
+
+
 class Forgotten(int):
     """How many URLs a forget deleted.  complete is False when the store
     holds URLs its host index never saw (stored by nddd 0.3, or while the
@@ -522,22 +546,22 @@ class Client:
                    ttl: Optional[int] = None,
                    with_times: bool = False) -> SubmitResult:
         """submit_urls for one URL."""
-        return self._url_op("url_submit", (url,), SubmitResult, durability,
-                            namespace, ttl, with_times)[0]
+        return self._one_url("url_submit", url, SubmitResult, durability,
+                             namespace, ttl, with_times)
 
     def check_url(self, url: Url, *, namespace: Optional[str] = None,
                   with_times: bool = False) -> CheckResult:
         """check_urls for one URL."""
-        return self._url_op("url_check", (url,), CheckResult, None,
-                            namespace, None, with_times)[0]
+        return self._one_url("url_check", url, CheckResult, None,
+                             namespace, None, with_times)
 
     def delete_url(self, url: Url, *,
                    durability: Optional[str] = None,
                    namespace: Optional[str] = None,
                    with_times: bool = False) -> DeleteResult:
         """delete_urls for one URL."""
-        return self._url_op("url_delete", (url,), DeleteResult, durability,
-                            namespace, None, with_times)[0]
+        return self._one_url("url_delete", url, DeleteResult, durability,
+                             namespace, None, with_times)
 
     def check_urls_bulk(self, urls: Iterable[Url], *,
                         namespace: Optional[str] = None,
@@ -978,14 +1002,23 @@ class Client:
 
     def _call_locked(self, req) -> "pb.Response":
         """_call, for a caller that holds the lock."""
-        replies = []
-        self._exchange(iter(((req, None),)),
-                       lambda ctx, resp: replies.append(resp))
-        resp = replies[0]
+        resp = self._exchange_one(req)
         if resp.HasField("status") and resp.status.code != pb.OK:
             raise NdddRequestError(code_of(resp.status.code),
                                    resp.status.message)
         return resp
+
+    def _url_args(self, field: str, durability: Optional[str],
+                  namespace: Optional[str],
+                  ttl: Optional[int]) -> Tuple[int, str, int]:
+        """The durability level, namespace and time to live a URL
+        operation ``field`` sends, the client's defaults filled in."""
+        level = (self._durability if durability is None
+                 else _durability(durability))
+        if field == "url_check":
+            level = pb.DURABILITY_DEFAULT
+        ns = self.namespace if namespace is None else _namespace(namespace)
+        return level, ns, _ttl(ttl, "ttl")
 
     def _url_op(self, field: str, urls: Iterable[Url], result_cls: type,
                 durability: Optional[str], namespace: Optional[str],
@@ -997,28 +1030,16 @@ class Client:
         if isinstance(urls, (str, bytes, bytearray)):
             raise TypeError("expected an iterable of URLs, got a single "
                             "URL; use the singular method for one")
-        level = (self._durability if durability is None
-                 else _durability(durability))
-        if field == "url_check":
-            level = pb.DURABILITY_DEFAULT
-        ns = self.namespace if namespace is None else _namespace(namespace)
-        ttl = _ttl(ttl, "ttl")
+        level, ns, ttl = self._url_args(field, durability, namespace, ttl)
         urls = list(urls)
         encoded = [_encode_url(u) for u in urls]
         canon_id = None
         causes = None
         if self.digests and urls:
             with self._lock:
-                try:
-                    canon = self._daemon_canon()
-                except NdddError as e:
-                    # Only stats were asked: no URL was carried out.
-                    if isinstance(e, NdddConnectionError):
-                        e.sent = False
-                    e.results = [None] * len(urls)
-                    raise
-                canon_id = canon.id
-                encoded, causes = canon.digests(encoded)
+                canon = self._canon_for(len(urls))
+            canon_id = canon.id
+            encoded, causes = canon.digests(encoded)
         if causes is None:
             return self._send_urls(field, urls, encoded, canon_id,
                                    result_cls, level, ns, ttl, with_times)
@@ -1043,63 +1064,92 @@ class Client:
             raise
         return merge(part)
 
+    def _one_url(self, field: str, url: Url, result_cls: type,
+                 durability: Optional[str], namespace: Optional[str],
+                 ttl: Optional[int], with_times: bool) -> UrlResult:
+        """_url_op for one URL, the short way: one request, answered
+        through _exchange_one (by _call_locked).  A client that asks one URL at a time
+        spends most of each call in Python, so this path does only what
+        one URL needs."""
+        level, ns, ttl = self._url_args(field, durability, namespace, ttl)
+        encoded = _encode_url(url)
+        canon_id = None
+        with self._lock:
+            if self.digests:
+                canon = self._canon_for(1)
+                canon_id = canon.id
+                (encoded,), (cause,) = canon.digests((encoded,))
+                if cause is not None:
+                    return result_cls(url, 0, Status(Code.INVALID_ARGUMENT,
+                                                     cause))
+            req = _url_request(field, [encoded], canon_id, level, ns, ttl,
+                               with_times)
+            try:
+                resp = self._call_locked(req)
+            except NdddError as e:
+                e.results = [None]
+                raise
+        return self._url_results(field, resp, [url], result_cls)[0]
+
     def _send_urls(self, field: str, urls: List[Url], encoded: List[bytes],
                    canon_id: Optional[str], result_cls: type, level: int,
                    ns: str, ttl: int, with_times: bool) -> List[UrlResult]:
         """Sends the URL operation ``field`` for urls, in batches of their
         encoded forms: the URLs themselves, or with canon_id their digests
         made with that canonicalization."""
+        return self._batch_op(
+            urls, encoded,
+            lambda chunk: _url_request(field, chunk, canon_id, level, ns,
+                                       ttl, with_times),
+            lambda resp, chunk: self._url_results(field, resp, chunk,
+                                                  result_cls))
 
-        def build(chunk):
-            req = pb.Request()
-            batch = getattr(req, field)
-            if canon_id is None:
-                batch.urls.extend(chunk)
-            else:
-                batch.digests = b"".join(chunk)
-                batch.canon = canon_id
-            if level != pb.DURABILITY_DEFAULT:
-                batch.durability = level
-            if ns:
-                batch.namespace = ns
-            if ttl:
-                batch.ttl_seconds = ttl
-            if with_times:
-                batch.with_times = True
-            return req
-
-        def read(resp, chunk):
-            if resp.WhichOneof("result") != "urls":
-                raise self._protocol_error("reply to %s has no URL results"
-                                           % field)
-            counts = resp.urls.counts
-            n = len(chunk)
-            if len(counts) != n:
+    def _url_results(self, field: str, resp: "pb.Response", urls: List[Url],
+                     result_cls: type) -> List[UrlResult]:
+        """A result_cls per URL of urls from resp, the reply to their
+        ``field`` request.  Raises NdddProtocolError when the reply does
+        not answer them."""
+        if resp.WhichOneof("result") != "urls":
+            raise self._protocol_error("reply to %s has no URL results"
+                                       % field)
+        counts = resp.urls.counts
+        n = len(urls)
+        if len(counts) != n:
+            raise self._protocol_error(
+                "reply to %s has %d counts for %d URLs"
+                % (field, len(counts), n))
+        # The times, one per URL each, or none when not asked for.
+        times = (resp.urls.first_seen_ms, resp.urls.last_seen_ms,
+                 resp.urls.expires_ms)
+        if any(times):
+            if any(len(t) != n for t in times):
                 raise self._protocol_error(
-                    "reply to %s has %d counts for %d URLs"
-                    % (field, len(counts), n))
-            # The times, one per URL each, or none when not asked for.
-            times = (resp.urls.first_seen_ms, resp.urls.last_seen_ms,
-                     resp.urls.expires_ms)
-            if any(times):
-                if any(len(t) != n for t in times):
-                    raise self._protocol_error(
-                        "reply to %s has %d, %d and %d times for %d URLs"
-                        % ((field,) + tuple(map(len, times)) + (n,)))
-                results = list(map(result_cls, chunk, counts, repeat(None),
-                                   *times))
-            else:
-                results = list(map(result_cls, chunk, counts, repeat(None)))
-            for err in resp.urls.errors:
-                i = err.index
-                if i >= n:
-                    raise self._protocol_error(
-                        "reply to %s names item %d of %d" % (field, i, n))
-                results[i] = result_cls(chunk[i], counts[i], Status(
-                    code_of(err.status.code), err.status.message))
-            return results
+                    "reply to %s has %d, %d and %d times for %d URLs"
+                    % ((field,) + tuple(map(len, times)) + (n,)))
+            results = list(map(result_cls, urls, counts, repeat(None),
+                               *times))
+        else:
+            results = list(map(result_cls, urls, counts, repeat(None)))
+        for err in resp.urls.errors:
+            i = err.index
+            if i >= n:
+                raise self._protocol_error(
+                    "reply to %s names item %d of %d" % (field, i, n))
+            results[i] = result_cls(urls[i], counts[i], Status(
+                code_of(err.status.code), err.status.message))
+        return results
 
-        return self._batch_op(urls, encoded, build, read)
+    def _canon_for(self, n: int) -> "_canon.Canon":
+        """_daemon_canon for a call of n URLs, which fails with
+        results [None] * n, none of them carried out (only stats were
+        asked).  The caller holds the lock."""
+        try:
+            return self._daemon_canon()
+        except NdddError as e:
+            if isinstance(e, NdddConnectionError):
+                e.sent = False
+            e.results = [None] * n
+            raise
 
     def _daemon_canon(self) -> "_canon.Canon":
         """The daemon's canonicalizer, asked of the daemon once per
@@ -1279,6 +1329,118 @@ class Client:
             return self._connect()
         return self._sock
 
+    def _failure(self, e: BaseException, sent: bool) -> BaseException:
+        """What an exchange that failed with e raises: closes the
+        connection, and turns the failures of the connection (OSError,
+        TLS errors, undecodable replies) into NdddErrors; sent tells
+        whether anything of the exchange had been written."""
+        self._drop()
+        if isinstance(e, NdddError):
+            failure = e
+        elif isinstance(e, DecodeError):
+            failure = NdddProtocolError(
+                "undecodable reply from nddd at %s: %s" % (self.address, e),
+                address=self.address, sent=sent)
+        elif isinstance(e, ssl.SSLError):
+            failure = NdddConnectionError(
+                "TLS connection to nddd at %s failed: %s"
+                % (self.address, _tls_failure(e)),
+                address=self.address, sent=sent)
+        elif isinstance(e, OSError):
+            failure = NdddConnectionError(
+                "connection to nddd at %s failed: %s"
+                % (self.address, e.strerror or e),
+                address=self.address, sent=sent)
+        else:
+            return e
+        if failure is not e:
+            failure.__cause__ = e
+        return failure
+
+    def _exchange_one(self, req) -> "pb.Response":
+        """_exchange for one Request: sends it with a fresh id and returns
+        its Response, with the same failures, but without the window's
+        bookkeeping, a large part of what a call of one URL costs in
+        Python.  The caller holds the lock."""
+        sent = False
+        try:
+            sock = self._ready_socket()
+            rid = self._next_id
+            self._next_id = rid + 1
+            req.id = rid
+            if self.token:
+                req.token = self.token
+            data = req.SerializeToString()
+            out = memoryview(_LEN.pack(len(data)) + data)
+            deadline = (None if self.timeout is None
+                        else time.monotonic() + self.timeout)
+            inbuf = bytearray()
+            polling_out = False
+            while True:
+                if out:
+                    try:
+                        n = sock.send(out)
+                    except (BlockingIOError, ssl.SSLWantWriteError,
+                            ssl.SSLWantReadError):
+                        n = 0
+                    if n:
+                        sent = True
+                        out = out[n:]
+                    if bool(out) != polling_out:
+                        # (Only until the request is out: the next call's
+                        # _ready_socket takes a writable socket as closed.)
+                        polling_out = bool(out)
+                        self._poll.modify(sock, select.POLLIN | (
+                            select.POLLOUT if out else 0))
+                if len(inbuf) >= 4:
+                    (length,) = _LEN.unpack_from(inbuf)
+                    if length > max(self.max_frame, DEFAULT_MAX_FRAME):
+                        raise NdddProtocolError(
+                            "reply frame of %d bytes from %s"
+                            % (length, self.address),
+                            address=self.address, sent=sent)
+                    if len(inbuf) - 4 >= length:
+                        break
+                wait_ms = None
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise NdddTimeoutError(
+                            "no reply from nddd at %s within %g s"
+                            % (self.address, self.timeout),
+                            address=self.address, sent=sent)
+                    wait_ms = math.ceil(left * 1000)
+                events = self._poll.poll(wait_ms)
+                if not events or not events[0][1] & _POLLIN_ANY:
+                    continue
+                chunk = _read_some(sock)
+                if chunk is None:
+                    continue
+                if not chunk:
+                    raise NdddConnectionError(
+                        "nddd at %s closed the connection with 1 "
+                        "request(s) unanswered" % self.address,
+                        address=self.address, sent=sent)
+                inbuf += chunk
+            if len(inbuf) != 4 + length:
+                raise NdddProtocolError(
+                    "%d bytes from %s after the only reply awaited"
+                    % (len(inbuf) - 4 - length, self.address),
+                    address=self.address, sent=sent)
+            resp = pb.Response.FromString(bytes(inbuf[4:]))
+            if resp.id == 0:
+                raise NdddRequestError(
+                    code_of(resp.status.code),
+                    resp.status.message + " (nddd closed the connection)")
+            if resp.id != rid:
+                raise NdddProtocolError(
+                    "reply with unknown id %d from %s"
+                    % (resp.id, self.address),
+                    address=self.address, sent=sent)
+            return resp
+        except BaseException as e:
+            raise self._failure(e, sent)
+
     def _exchange(self, requests: Iterator[Tuple[object, object]],
                   handle: Callable[[object, object], Optional[bool]]) -> None:
         """Sends each (Request, context) of requests with a fresh id, up to
@@ -1405,26 +1567,5 @@ class Client:
                     if handle(entry[0], resp) is False:
                         more = False
                 del inbuf[:pos]
-        except NdddError:
-            self._drop()
-            raise
-        except DecodeError as e:
-            self._drop()
-            raise NdddProtocolError(
-                "undecodable reply from nddd at %s: %s" % (self.address, e),
-                address=self.address, sent=sent) from e
-        except ssl.SSLError as e:
-            self._drop()
-            raise NdddConnectionError(
-                "TLS connection to nddd at %s failed: %s"
-                % (self.address, _tls_failure(e)),
-                address=self.address, sent=sent) from e
-        except OSError as e:
-            self._drop()
-            raise NdddConnectionError(
-                "connection to nddd at %s failed: %s"
-                % (self.address, e.strerror or e),
-                address=self.address, sent=sent) from e
-        except BaseException:
-            self._drop()
-            raise
+        except BaseException as e:
+            raise self._failure(e, sent)
