@@ -73,15 +73,36 @@ int sketchidx_insert(struct sketchidx *x, uint32_t id, const uint32_t *keys,
 size_t sketchidx_delete(struct sketchidx *x, uint32_t id,
     const uint32_t *keys, size_t n);
 
-/* A bulk load's entry: document id under key. */
-#define SKETCHIDX_ENTRY(key, id) ((uint64_t)(key) << 32 | (uint32_t)(id))
+/* The most threads a bulk load files shards with. */
+#define SKETCHIDX_LOAD_THREADS	16
 
 /*
- * Files n entries (SKETCHIDX_ENTRY) at start-up, sorting them in place:
- * each bucket is made once, at its size.  Returns 0, or -1 if memory is
- * short (some entries may then be filed).  Writer, before any reader.
+ * What a bulk load files, gathered at start-up: document id under
+ * keys[0..n) for each document added (n <= SKETCH_KEYS, distinct).  add
+ * returns -1 if memory is short (the document is then partly added).
+ * Any thread, one at a time.
  */
-int sketchidx_bulk_load(struct sketchidx *x, uint64_t *entries, size_t n);
+struct sketchidx_stage;
+struct sketchidx_stage *sketchidx_stage_new(void);
+int sketchidx_stage_add(struct sketchidx_stage *st, uint32_t id,
+    const uint32_t *keys, size_t n);
+/* Moves what from gathered to st (a stage per thread, then one). */
+void sketchidx_stage_join(struct sketchidx_stage *st,
+    struct sketchidx_stage *from);
+/* Entries gathered (a document under a key), not filed yet. */
+uint64_t sketchidx_stage_entries(const struct sketchidx_stage *st);
+void sketchidx_stage_free(struct sketchidx_stage *st);
+
+/*
+ * Files what st gathered, giving st's memory back as it goes (the
+ * buckets take it: sketchidx.c says why), each bucket made once, at its
+ * size; the shards are shared out among threads (this one among them; at
+ * most SKETCHIDX_LOAD_THREADS).  Returns 0, st then empty, or -1 if memory
+ * is short (some entries may then be filed, the rest left in st).
+ * Writer, before any reader.
+ */
+int sketchidx_bulk_load(struct sketchidx *x, struct sketchidx_stage *st,
+    unsigned threads);
 
 /*
  * The candidates for a query of sketch q among the documents filter keeps

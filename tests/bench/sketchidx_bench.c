@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "nearidx.h"
@@ -85,7 +86,7 @@ main(int argc, char **argv)
 	struct nearidx *nx;
 	struct sketchidx *sx;
 	uint64_t *fps, *ids, seed = 1, found = 0, cands = 0;
-	uint64_t *entries;
+	struct sketchidx_stage *stage;
 	uint32_t out[256];
 	char *cause = NULL;
 	double t0, tmid, t1;
@@ -112,8 +113,8 @@ main(int argc, char **argv)
 	cfg.expected = n;
 	fps = malloc(n * sizeof(*fps));
 	ids = malloc(n * sizeof(*ids));
-	entries = malloc(n * SKETCH_KEYS * sizeof(*entries));
-	if (fps == NULL || ids == NULL || entries == NULL ||
+	stage = sketchidx_stage_new();
+	if (fps == NULL || ids == NULL || stage == NULL ||
 	    (nx = nearidx_new(&cfg, &cause)) == NULL ||
 	    (sx = sketchidx_new(n)) == NULL) {
 		fprintf(stderr, "sketchidx_bench: %s\n", cause ? cause :
@@ -126,9 +127,11 @@ main(int argc, char **argv)
 		fps[i] = splitmix(&seed);
 		ids[i] = i + 1;
 		keys_of(i + 1, keys);
-		for (int k = 0; k < SKETCH_KEYS; k++)
-			entries[i * SKETCH_KEYS + k] = SKETCHIDX_ENTRY(keys[k],
-			    i + 1);
+		if (sketchidx_stage_add(stage, (uint32_t)(i + 1), keys,
+		    SKETCH_KEYS) == -1) {
+			fprintf(stderr, "sketchidx_bench: out of memory\n");
+			return 1;
+		}
 	}
 	t0 = now();
 	if (nearidx_bulk_load(nx, fps, ids, n, &cause) == -1) {
@@ -137,12 +140,14 @@ main(int argc, char **argv)
 		return 1;
 	}
 	tmid = now();
-	if (sketchidx_bulk_load(sx, entries, n * SKETCH_KEYS) == -1) {
+	/* As the daemon loads it: the shards shared among every CPU. */
+	if (sketchidx_bulk_load(sx, stage, (unsigned)sysconf(
+	    _SC_NPROCESSORS_ONLN)) == -1) {
 		fprintf(stderr, "sketchidx_bench: load: out of memory\n");
 		return 1;
 	}
 	t1 = now();
-	free(entries);
+	sketchidx_stage_free(stage);
 	printf("load docs=%llu seconds=%.2f docs_per_s=%.0f "
 	    "tables_seconds=%.2f sketch_seconds=%.2f\n",
 	    (unsigned long long)n, t1 - t0, (double)n / (t1 - t0),

@@ -180,19 +180,22 @@ END_TEST
 
 /*
  * A bulk load answers as inserts one by one do, also into an index that
- * holds documents already; inserts after it too.
+ * holds documents already; inserts after it too; by one thread or by
+ * several sharing the shards.
  */
 START_TEST(test_bulk_load)
 {
 	enum { N = 20000, POOL = 1000000, BEFORE = 50 };
+	static const unsigned threads[] = { 1, 4 };
+	unsigned t = threads[_i];
 	struct mdoc *docs = calloc(N + 100, sizeof(*docs));
-	uint64_t *entries = malloc(N * SKETCH_KEYS * sizeof(*entries));
+	struct sketchidx_stage *st = sketchidx_stage_new();
 	struct sketchidx *x = sketchidx_new(N), *y = sketchidx_new(0);
-	uint64_t seed = 7;
+	uint64_t seed = 7 + t;
 	size_t n = 0, before = 0;
 
 	ck_assert_ptr_nonnull(docs);
-	ck_assert_ptr_nonnull(entries);
+	ck_assert_ptr_nonnull(st);
 	for (uint32_t i = 0; i < N; i++) {
 		add(y, &docs[i], i + 1, &seed, POOL);
 		if (i < BEFORE) {
@@ -202,19 +205,21 @@ START_TEST(test_bulk_load)
 			before += docs[i].nkeys;
 			continue;
 		}
-		for (size_t k = 0; k < docs[i].nkeys; k++)
-			entries[n++] = SKETCHIDX_ENTRY(docs[i].keys[k],
-			    docs[i].id);
+		ck_assert_int_eq(sketchidx_stage_add(st, docs[i].id,
+		    docs[i].keys, docs[i].nkeys), 0);
+		n += docs[i].nkeys;
 	}
-	ck_assert_int_eq(sketchidx_bulk_load(x, entries, n), 0);
+	ck_assert_uint_eq(sketchidx_stage_entries(st), n);
+	ck_assert_int_eq(sketchidx_bulk_load(x, st, t), 0);
+	ck_assert_uint_eq(sketchidx_stage_entries(st), 0);
 	ck_assert_uint_eq(sketchidx_entries(x), before + n);
 	for (uint32_t i = N; i < N + 100; i++)
 		add(x, &docs[i], i + 1, &seed, POOL);
 	check_queries(x, docs, N + 100, &seed, POOL, 200);
 	check_queries(y, docs, N, &seed, POOL, 200);
+	sketchidx_stage_free(st);
 	sketchidx_free(x);
 	sketchidx_free(y);
-	free(entries);
 	free(docs);
 }
 END_TEST
@@ -368,7 +373,7 @@ sketchidx_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_model);
-	tcase_add_test(tc, test_bulk_load);
+	tcase_add_loop_test(tc, test_bulk_load, 0, 2);
 	tcase_add_test(tc, test_growth);
 	tcase_add_test(tc, test_common_key);
 	tcase_add_test(tc, test_readers_during_writes);
