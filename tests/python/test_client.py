@@ -1584,13 +1584,18 @@ class TestScripted(unittest.TestCase):
         srv.close()
 
     def test_closed_after_request(self):
-        srv = ScriptedServer(_read_frame)  # reads one request, hangs up
-        c = nddd.Client(srv.address)
-        with self.assertRaises(nddd.NdddConnectionError) as cm:
-            c.delete_urls(["http://example.com/"])
-        self.assertTrue(cm.exception.sent)
-        self.assertIn("closed the connection", str(cm.exception))
-        srv.close()
+        # A batch, and a call of one URL (a path of its own).
+        for call in (lambda c: c.delete_urls(["http://example.com/"]),
+                     lambda c: c.submit_url("http://example.com/")):
+            srv = ScriptedServer(_read_frame)  # reads a request, hangs up
+            c = nddd.Client(srv.address)
+            with self.assertRaises(nddd.NdddConnectionError) as cm:
+                call(c)
+            self.assertTrue(cm.exception.sent)
+            self.assertEqual(cm.exception.results, [None])
+            self.assertIn("closed the connection", str(cm.exception))
+            self.assertFalse(c.connected)
+            srv.close()
 
     def test_one_url_calls_read_replies_in_pieces(self):
         # The one-URL path reads its reply however it arrives: a byte at a
@@ -1627,17 +1632,6 @@ class TestScripted(unittest.TestCase):
         with self.assertRaises(nddd.NdddProtocolError) as cm:
             c.delete_url("http://example.com/")
         self.assertEqual(cm.exception.results, [None])
-        self.assertFalse(c.connected)
-        srv.close()
-
-    def test_one_url_call_closed_after_request(self):
-        srv = ScriptedServer(_read_frame)  # reads one request, hangs up
-        c = nddd.Client(srv.address)
-        with self.assertRaises(nddd.NdddConnectionError) as cm:
-            c.submit_url("http://example.com/")
-        self.assertTrue(cm.exception.sent)
-        self.assertEqual(cm.exception.results, [None])
-        self.assertIn("closed the connection", str(cm.exception))
         self.assertFalse(c.connected)
         srv.close()
 

@@ -273,6 +273,16 @@ def _read_some(sock: socket.socket) -> Optional[bytes]:
     return data
 
 
+def _send_some(sock: socket.socket, out) -> int:
+    """Writes what sock takes of out now: the bytes written, 0 when it
+    would block (OpenSSL is then given the same bytes again, and more: it
+    keeps its place).  Raises OSError."""
+    try:
+        return sock.send(out)
+    except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+        return 0
+
+
 def parse_address(address: Address) -> Tuple[str, int]:
     """(host, port) from "HOST:PORT", "[IPv6]:PORT" or a (host, port)
     tuple.  Raises ValueError."""
@@ -1357,6 +1367,36 @@ class Client:
             failure.__cause__ = e
         return failure
 
+    def _await_bytes(self, sock, deadline: Optional[float], sent: bool,
+                     unanswered: int,
+                     write_error: Optional[OSError]) -> Optional[bytes]:
+        """Waits for sock to be readable, until deadline (time.monotonic();
+        None: no limit), and reads what it has: bytes, or None when nothing
+        came (wait again).  Raises NdddTimeoutError past the deadline, and
+        NdddConnectionError when the daemon closed the connection with
+        unanswered requests (write_error: why writing had failed)."""
+        wait_ms = None
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NdddTimeoutError(
+                    "no reply from nddd at %s within %g s"
+                    % (self.address, self.timeout),
+                    address=self.address, sent=sent)
+            wait_ms = math.ceil(left * 1000)
+        events = self._poll.poll(wait_ms)
+        if not events or not events[0][1] & _POLLIN_ANY:
+            return None
+        chunk = _read_some(sock)
+        if chunk is not None and not chunk:
+            raise NdddConnectionError(
+                "nddd at %s closed the connection with %d request(s) "
+                "unanswered%s" % (self.address, unanswered,
+                                  " (%s)" % write_error.strerror
+                                  if write_error else ""),
+                address=self.address, sent=sent)
+        return chunk
+
     def _exchange_one(self, req) -> "pb.Response":
         """_exchange for one Request: sends it with a fresh id and returns
         its Response, with the same failures, but without the window's
@@ -1378,11 +1418,7 @@ class Client:
             polling_out = False
             while True:
                 if out:
-                    try:
-                        n = sock.send(out)
-                    except (BlockingIOError, ssl.SSLWantWriteError,
-                            ssl.SSLWantReadError):
-                        n = 0
+                    n = _send_some(sock, out)
                     if n:
                         sent = True
                         out = out[n:]
@@ -1401,27 +1437,9 @@ class Client:
                             address=self.address, sent=sent)
                     if len(inbuf) - 4 >= length:
                         break
-                wait_ms = None
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise NdddTimeoutError(
-                            "no reply from nddd at %s within %g s"
-                            % (self.address, self.timeout),
-                            address=self.address, sent=sent)
-                    wait_ms = math.ceil(left * 1000)
-                events = self._poll.poll(wait_ms)
-                if not events or not events[0][1] & _POLLIN_ANY:
-                    continue
-                chunk = _read_some(sock)
-                if chunk is None:
-                    continue
-                if not chunk:
-                    raise NdddConnectionError(
-                        "nddd at %s closed the connection with 1 "
-                        "request(s) unanswered" % self.address,
-                        address=self.address, sent=sent)
-                inbuf += chunk
+                chunk = self._await_bytes(sock, deadline, sent, 1, None)
+                if chunk is not None:
+                    inbuf += chunk
             if len(inbuf) != 4 + length:
                 raise NdddProtocolError(
                     "%d bytes from %s after the only reply awaited"
@@ -1496,12 +1514,7 @@ class Client:
                     return
                 if out:
                     try:
-                        n = sock.send(out)
-                    except (BlockingIOError, ssl.SSLWantWriteError,
-                            ssl.SSLWantReadError):
-                        # (OpenSSL is then sent the same bytes again, and
-                        # more: it keeps its place.)
-                        n = 0
+                        n = _send_some(sock, out)
                     except OSError as e:
                         # The daemon is gone or closing; what it said last
                         # (an id 0 reply) may still be readable.
@@ -1512,33 +1525,14 @@ class Client:
                     if n:
                         sent = True
                         del out[:n]
-                if timeout is None:
-                    wait_ms = None
-                else:
-                    oldest = next(iter(pending.values()))[1]
-                    left = oldest + timeout - time.monotonic()
-                    if left <= 0:
-                        raise NdddTimeoutError(
-                            "no reply from nddd at %s within %g s"
-                            % (self.address, timeout),
-                            address=self.address, sent=sent)
-                    wait_ms = math.ceil(left * 1000)
                 poll.modify(sock, select.POLLIN |
                             (select.POLLOUT if out else 0))
-                events = poll.poll(wait_ms)
-                if not events or not events[0][1] & _POLLIN_ANY:
-                    continue
-                chunk = _read_some(sock)
+                chunk = self._await_bytes(
+                    sock, None if timeout is None else
+                    next(iter(pending.values()))[1] + timeout, sent,
+                    len(pending), write_error)
                 if chunk is None:
                     continue
-                if not chunk:
-                    raise NdddConnectionError(
-                        "nddd at %s closed the connection with %d "
-                        "request(s) unanswered%s" % (
-                            self.address, len(pending),
-                            " (%s)" % write_error.strerror
-                            if write_error else ""),
-                        address=self.address, sent=sent)
                 inbuf += chunk
                 pos = 0
                 while len(inbuf) - pos >= 4:
