@@ -1442,16 +1442,20 @@ load_scan(struct store *st, struct load *ld)
 
 	if ((rd = store_reader_new(st)) == NULL)
 		return STORE_FAILED;
-	if (store_reader_begin(rd) == STORE_OK && store_meta_get(rd,
-	    "docs.next_id", buf, sizeof(buf)) == STORE_OK)
-		hi.from = strtoull(buf, NULL, 10) / 2;
-	store_reader_end(rd);
+	if (store_reader_begin(rd) == STORE_OK) {
+		if (store_meta_get(rd, "docs.next_id", buf, sizeof(buf)) ==
+		    STORE_OK)
+			hi.from = strtoull(buf, NULL, 10) / 2;
+		store_reader_end(rd);
+	}
 	store_reader_free(rd);
 	if (hi.from < 2)
 		hi.from = 0;	/* one part: the whole table */
 	ld->end = hi.from;
-	if (hi.from != 0 && (upper.stage = sketchidx_stage_new()) == NULL)
+	if (hi.from != 0 && (upper.stage = sketchidx_stage_new()) == NULL) {
+		ld->bad = "out of memory";
 		return STORE_FAILED;
+	}
 	threaded = hi.from != 0 && pthread_create(&t, NULL, load_part_run,
 	    &hi) == 0;
 	load_part_run(&lo);
@@ -1459,10 +1463,13 @@ load_scan(struct store *st, struct load *ld)
 		pthread_join(t, NULL);
 	else if (hi.from != 0 && lo.rc == STORE_OK)
 		load_part_run(&hi);
-	if (lo.rc == STORE_OK && hi.from != 0 && (hi.rc != STORE_OK ||
-	    load_join(ld, &upper) == -1)) {
-		lo.rc = hi.rc != STORE_OK ? hi.rc : STORE_FAILED;
-		ld->bad = upper.bad != NULL ? upper.bad : "out of memory";
+	if (lo.rc == STORE_OK && hi.from != 0 && hi.rc != STORE_OK) {
+		lo.rc = hi.rc;
+		ld->bad = upper.bad;
+	} else if (lo.rc == STORE_OK && hi.from != 0 &&
+	    load_join(ld, &upper) == -1) {
+		lo.rc = STORE_FAILED;
+		ld->bad = "out of memory";
 	}
 	load_free(&upper);
 	return lo.rc;

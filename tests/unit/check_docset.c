@@ -519,6 +519,58 @@ START_TEST(test_near_and_reopen_against_brute_force)
 }
 END_TEST
 
+/*
+ * A damaged document record refuses the open with a cause, whichever half
+ * of the start-up scan (by id, each half by a thread) reads it; the same
+ * store without it opens with every other document.
+ */
+START_TEST(test_damaged_record_refuses_open)
+{
+	static const uint64_t bad_ids[] = { 3, 97 };	/* of 100: each half */
+	uint64_t bad = bad_ids[_i];
+	struct fixture fx = { .dir = tu_tmpdir() };
+	struct docset_stats stats;
+	struct store_txn *txn;
+	uint8_t key[8];
+	char url[32], *cause;
+
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	for (int i = 0; i < 100; i++) {
+		snprintf(url, sizeof(url), "u%d", i);
+		ck_assert_uint_eq(put(&fx, url, (uint64_t)i * 0x9e3779b9,
+		    NULL).id, (uint64_t)i + 1);
+	}
+	close_docs(&fx);
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_msg(fx.ds != NULL, "%s", cause);
+	docset_free(fx.ds);
+	fx.ds = NULL;
+	for (int i = 0; i < 8; i++)
+		key[i] = (uint8_t)(bad >> (56 - 8 * i));
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	ck_assert_int_eq(store_put(txn, STORE_DOCS, key, sizeof(key), "x", 1,
+	    0, NULL), STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_ptr_null(fx.ds);
+	ck_assert_ptr_nonnull(cause);
+	ck_assert_msg(strstr(cause, "loading documents: a document record "
+	    "has the wrong size") != NULL, "%s", cause);
+	free(cause);
+	ck_assert_int_eq(store_write_begin(fx.st, &txn), STORE_OK);
+	ck_assert_int_eq(store_del(txn, STORE_DOCS, key, sizeof(key)),
+	    STORE_OK);
+	ck_assert_int_eq(store_commit(txn), STORE_OK);
+	open_docs(&fx, SIMHASH_TERM_HASH_SDBM_FMIX64, &cause);
+	ck_assert_msg(fx.ds != NULL, "%s", cause);
+	docset_stats(fx.ds, &stats);
+	ck_assert_uint_eq(stats.docs, 99);
+	close_docs(&fx);
+	tu_rmtree(fx.dir);
+	free(fx.dir);
+}
+END_TEST
+
 START_TEST(test_term_hash_fixed_once_documents_exist)
 {
 	struct fixture fx = { .dir = tu_tmpdir() };
@@ -1031,6 +1083,7 @@ docset_suite(void)
 	tcase_add_test(tc, test_abort_is_taken_back);
 	tcase_add_test(tc, test_near_excludes_only_what_is_there);
 	tcase_add_test(tc, test_near_and_reopen_against_brute_force);
+	tcase_add_loop_test(tc, test_damaged_record_refuses_open, 0, 2);
 	tcase_add_test(tc, test_term_hash_fixed_once_documents_exist);
 	tcase_add_test(tc, test_store_failures_surface);
 	tcase_add_test(tc, test_neighbours_visible_and_failing);
