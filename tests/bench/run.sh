@@ -148,9 +148,10 @@ ${3:-}
 CONF
 }
 
-# A fresh nddd for each run below; $1 names its directory.  Data and
-# configuration under $tmp/$1.
-start_nddd() {	# name, extra configuration lines, binary
+# A fresh nddd for each URL run below; $1 names its directory.  Data and
+# configuration under $tmp/$1, URL capacity for $urls (common.sh's
+# start_nddd starts one on the default configuration).
+start_nddd_in() {	# name, extra configuration lines, binary
 	local name=$1 extra=${2:-} exe=${3:-$bin/nddd}
 	port=$(free_port)
 	write_conf "$tmp/$name" $((urls + 200000)) "$extra"
@@ -187,7 +188,7 @@ url_phases() {
 
 if [ -n "${BENCH_BASELINE_NDDD:-}" ]; then
 	echo "== baseline: $BENCH_BASELINE_NDDD, the same durable phases"
-	start_nddd baseline "" "$BENCH_BASELINE_NDDD"
+	start_nddd_in baseline "" "$BENCH_BASELINE_NDDD"
 	url_phases
 	base_out=$out
 	sed 's/^/baseline /' <<<"$out"
@@ -198,7 +199,7 @@ if [ -n "${BENCH_BASELINE_NDDD:-}" ]; then
 	rm -rf "$tmp/baseline"
 	echo "== nddd"
 fi
-start_nddd durable
+start_nddd_in durable
 durable_port=$port
 url_phases
 echo "$out"
@@ -229,14 +230,14 @@ echo "nddd restart_to_listening_seconds=$(awk -v a="$start" -v b="$ready" 'BEGIN
 stop_nddd
 
 echo "== nddd, relaxed submits (acknowledged once written to the kernel)"
-start_nddd relaxed
+start_nddd_in relaxed
 rout=$("$bin/url_bench" -H "127.0.0.1:$port" -n "$urls" -c "$clients" \
 	-w "$window" "${file_args[@]}" --phase submit --relaxed | grep phase=)
 echo "$rout"
 stop_nddd
 
 echo "== nddd, digests (the client canonicalizes and hashes before the clock, as for Redis)"
-start_nddd digests
+start_nddd_in digests
 dg=$(for ph in submit check check-new; do "$bin/url_bench" \
 	-H "127.0.0.1:$port" -n "$urls" -c "$clients" -w "$window" \
 	"${file_args[@]}" --phase "$ph" --digests; done | grep phase=)
@@ -461,28 +462,15 @@ simd=${BENCH_SIMD:-auto}
 # One fresh nddd per run: $1 the corpus option, $2 its directory, then
 # doc_bench's options.
 doc_run() {
-	local opt=$1 dir=$2 dport
+	local opt=$1 dir=$2
 	shift 2
-	dport=$(free_port)
-	cat > "$tmp/docs.conf" <<CONF
-[server]
-listen = 127.0.0.1:$dport
-[store]
-data_dir = $tmp/docs
-[simhash]
-stopwords = $root/conf/stopwords.txt
-simd = $simd
-CONF
-	rm -rf "$tmp/docs"
-	"$bin/nddd" -c "$tmp/docs.conf" "${as_root[@]}" 2> "$tmp/nddd4.log" &
-	nddd=$!
-	pids+=("$nddd")
-	wait_port "$dport"
-	(cd "$root" && "$bin/doc_bench" -H "127.0.0.1:$dport" "$opt" "$dir" \
-	    -l "$simd" "$@")
-	"$bin/nddctl" -H "127.0.0.1:$dport" stats | grep -E '^(docs|accel\.)'
-	kill -TERM "$nddd"
-	wait "$nddd"
+	start_nddd "simd = $simd"
+	(cd "$root" && "$bin/doc_bench" -H "127.0.0.1:$nddd_port" "$opt" \
+	    "$dir" -l "$simd" "$@")
+	"$bin/nddctl" -H "127.0.0.1:$nddd_port" stats |
+	    grep -E '^(docs|accel\.)'
+	kill -TERM "$nddd_pid"
+	wait "$nddd_pid"
 }
 echo "== documents end to end, sync = full, simd = $simd: the Reuters-21578 bodies x $docrep"
 echo "-- one document per request"
