@@ -526,7 +526,10 @@ sketchidx_candidates(struct sketchidx *x, const struct sketch *q,
  * start-up of millions of documents spends most on (the kernel clears
  * it, and a virtual machine's host may back it then: 0.3 to 1 GB/s on
  * the machines measured, against 7 GB/s and more for a copy), and the
- * entries take about as much as the buckets made from them.
+ * entries take about as much as the buckets made from them.  (The
+ * blocks are reused by threads that allocate from the heap they came
+ * from: on up to 4 CPUs the daemon has one heap, main.c; with more, some
+ * loaders' buckets take fresh pages, as before.)
  */
 #define STAGE_BLOCK	8190	/* entries per block: 64 KiB with its header */
 /* An entry: document id under key. */
