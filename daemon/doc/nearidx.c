@@ -28,14 +28,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "hugemap.h"
 #include "log.h"
 #include "nearidx_alloc.h"
 #include "nearidx_scan.h"
 
 #define TOP16		0xffff000000000000ULL
 #define SEG_DEFAULT	((size_t)2 << 20)	/* segments: one huge page */
+#define DIR_MAPPED	((size_t)64 << 10)	/* directories mapped apart */
 #define GARBAGE_SHARE	10	/* compact past 1/10 garbage ... */
 #define GARBAGE_MIN	(64u << 10)	/* ... and at least this much ... */
 #define VICTIM_PERCENT	25	/* ... a segment at least 1/4 garbage */
@@ -43,7 +44,6 @@
 #define READER_SLOTS	64		/* threads share a slot beyond this */
 #define RECLAIM_BYTES	(4u << 20)	/* retired bytes that call a reclaim */
 #define RECLAIM_EVERY	64		/* mutations between drain checks */
-#define DIR_HUGE	(2u << 20)	/* directories this large get THP */
 #define MAX_LINES	16		/* lines prefetched per bucket */
 #define INFLIGHT_LINES	64		/* lines a batch keeps in flight */
 #define RING		16		/* operations in a batch's pipeline */
@@ -278,17 +278,15 @@ dir_new(struct nearidx *x, unsigned bits)
 	if ((d = calloc(1, sizeof(*d))) == NULL)
 		return NULL;
 	d->bits = bits;
-	if (bytes >= DIR_HUGE) {
-		/* Random probes into a large directory miss the TLB far less
-		 * often on huge pages. */
-		bytes = (bytes + DIR_HUGE - 1) & ~(size_t)(DIR_HUGE - 1);
-		d->slot = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (d->slot == MAP_FAILED) {
+	if (bytes >= DIR_MAPPED) {
+		/* A mapping of its own: its pages cost memory once a document
+		 * is filed in them (an empty index, the smallest directory of
+		 * 512 KiB a table, costs none), and random probes into a large
+		 * directory miss the TLB far less often on huge pages. */
+		if ((d->slot = hugemap_new(bytes, false, &bytes)) == NULL) {
 			free(d);
 			return NULL;
 		}
-		madvise(d->slot, bytes, MADV_HUGEPAGE);
 		d->mapped = 1;
 	} else if ((d->slot = calloc(1, bytes)) == NULL) {
 		free(d);
@@ -305,7 +303,7 @@ dir_unmap(struct nearidx *x, struct dir *d)
 {
 	fixed_add(x, -(int64_t)(d->bytes + sizeof(*d)));
 	if (d->mapped)
-		munmap(d->slot, d->bytes);
+		hugemap_free(d->slot, d->bytes);
 	else
 		free(d->slot);
 	free(d);

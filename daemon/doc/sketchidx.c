@@ -21,6 +21,12 @@
 #define DIR_MIN		8
 #define DIR_MAX		22
 #define FRAG(key)	((uint16_t)(key))
+/* Every shard of an index made for few documents starts with this
+ * directory: its slots are empty and never written, its pages the
+ * system's zero page, so that an index without documents (a daemon of
+ * URLs only) takes no memory for 256 directories.  A shard gets one of its
+ * own with its first entry (dir_own). */
+static struct bucket *empty_dir[(size_t)1 << DIR_MIN];
 /* glibc's header of each block it hands out. */
 #define MALLOC_HEADER	8
 
@@ -110,6 +116,10 @@ sketchidx_new(uint64_t expected)
 		struct shard *s = &x->shards[i];
 
 		s->dir_bits = bits;
+		if (bits == DIR_MIN) {
+			s->dir = empty_dir;
+			continue;
+		}
 		if ((s->dir = calloc((size_t)1 << bits, sizeof(*s->dir))) ==
 		    NULL) {
 			sketchidx_free(x);
@@ -118,6 +128,29 @@ sketchidx_new(uint64_t expected)
 		x->bytes += ((uint64_t)1 << bits) * sizeof(*s->dir);
 	}
 	return x;
+}
+
+/* Gives shard s a directory of its own if it still has the empty one
+ * (write lock held), adding its size to *bytes; -1 if memory is short. */
+static int
+dir_own(struct shard *s, uint64_t *bytes)
+{
+	struct bucket **dir;
+
+	if (s->dir != empty_dir)
+		return 0;
+	if ((dir = calloc((size_t)1 << s->dir_bits, sizeof(*dir))) == NULL)
+		return -1;
+	s->dir = dir;
+	*bytes += ((uint64_t)1 << s->dir_bits) * sizeof(*dir);
+	return 0;
+}
+
+static void
+dir_free(struct bucket **dir)
+{
+	if (dir != empty_dir)
+		free(dir);
 }
 
 void
@@ -132,7 +165,7 @@ sketchidx_free(struct sketchidx *x)
 			continue;
 		for (size_t j = 0; j < (size_t)1 << s->dir_bits; j++)
 			free(s->dir[j]);
-		free(s->dir);
+		dir_free(s->dir);
 	}
 	pthread_rwlock_destroy(&x->lock);
 	free(x);
@@ -215,7 +248,7 @@ nomem:
 		old_bytes += bucket_bytes(s->dir[j]);
 		free(s->dir[j]);
 	}
-	free(s->dir);
+	dir_free(s->dir);
 	s->dir = dir;
 	s->dir_bits = bits;
 	x->bytes += bytes - old_bytes;
@@ -233,7 +266,8 @@ index_add(struct sketchidx *x, uint32_t key, uint32_t id)
 	if (b == NULL || b->n == b->cap) {
 		uint32_t cap = b == NULL ? 4 : b->cap + b->cap / 4 + 4;
 
-		if ((nb = bucket_resize(b, cap)) == NULL)
+		if (dir_own(s, &x->bytes) == -1 ||
+		    (nb = bucket_resize(b, cap)) == NULL)
 			return -1;
 		x->bytes += bucket_bytes(nb) - bucket_bytes(b);
 		free(b);
@@ -643,6 +677,8 @@ load_shard(struct shard *s, const struct stage_block *first, uint32_t *count,
 	unsigned shift = 64 - SHARD_BITS - s->dir_bits;
 	const struct stage_block *b;
 
+	if (first != NULL && dir_own(s, bytes) == -1)
+		return -1;
 	memset(count, 0, nb * sizeof(*count));
 	for (b = first; b != NULL; b = b->next)
 		for (size_t i = 0; i < b->n; i++)

@@ -347,6 +347,14 @@ journal_payload(struct journal *j, size_t len)
 	return j->buf + JOURNAL_FRAME_HEADER;
 }
 
+void
+journal_payload_release(struct journal *j)
+{
+	free(j->buf);
+	j->buf = NULL;
+	j->buf_len = 0;
+}
+
 int
 journal_append(struct journal *j, uint32_t magic, uint32_t count,
     uint32_t aux, size_t len)

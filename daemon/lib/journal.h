@@ -103,6 +103,12 @@ journal_frame_len(size_t len)
  */
 uint8_t *journal_payload(struct journal *j, size_t len);
 /*
+ * Frees the buffer journal_payload keeps for the next frame (as large as
+ * the largest frame yet), for a writer gone quiet; the next call makes a
+ * new one.
+ */
+void journal_payload_release(struct journal *j);
+/*
  * Writes the next frame: the payload of len bytes built in
  * journal_payload's buffer, under this header.  Returns 0, or -1 with
  * errno (ENOSPC: the round's room is short; EIO: the disk); a failed frame

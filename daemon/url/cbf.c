@@ -11,8 +11,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "hugemap.h"
 #include "le.h"
 #include "log.h"
 
@@ -34,30 +34,15 @@ struct cbf {
 	uint64_t saturated;
 };
 
-/* Large filters live in their own mapping with transparent huge pages:
- * random probes then miss the TLB far less often.  The mapping is
- * populated at once: the memory a capacity needs is taken at start-up
- * (and fails it if it is not there), not page by page under load. */
-#define CBF_HUGE (2u << 20)
-
+/* Large filters live in their own mapping with transparent huge pages
+ * (hugemap.h), taken whole at start-up. */
 static void *
 counters_alloc(size_t bytes, size_t *mapped)
 {
-	void *p;
-
 	*mapped = 0;
-	if (bytes < CBF_HUGE)
+	if (bytes < HUGEMAP_PAGE)
 		return calloc(1, bytes);
-	*mapped = (bytes + CBF_HUGE - 1) & ~(size_t)(CBF_HUGE - 1);
-	p = mmap(NULL, *mapped, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	/* Huge pages first, then every page touched once (MAP_POPULATE
-	 * would fault small pages before the advice). */
-	madvise(p, *mapped, MADV_HUGEPAGE);
-	madvise(p, *mapped, MADV_POPULATE_WRITE);
-	return p;
+	return hugemap_new(bytes, true, mapped);
 }
 
 struct cbf *
@@ -83,7 +68,7 @@ cbf_free(struct cbf *f)
 	if (f == NULL)
 		return;
 	if (f->mapped)
-		munmap(f->counters, f->mapped);
+		hugemap_free(f->counters, f->mapped);
 	else
 		free(f->counters);
 	free(f->side);

@@ -13,9 +13,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "fmix64.h"
+#include "hugemap.h"
 #include "le.h"
 
 #define URLIDX_SLOTS		16	/* entries per 64-byte bucket */
@@ -23,7 +23,6 @@
 #define URLIDX_STRIPES		1024	/* version counters per table */
 #define URLIDX_LOAD		0.95	/* of the slots, at capacity */
 #define URLIDX_BFS_NODES	1024	/* buckets a displacement search visits */
-#define URLIDX_HUGE		(2u << 20)
 
 struct urlidx_table {
 	uint32_t *slots;		/* nb * URLIDX_SLOTS, 64-byte aligned */
@@ -106,20 +105,13 @@ table_new(uint64_t nb)
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
 	t->nb = nb;
-	if (bytes >= URLIDX_HUGE) {
-		/* Its own mapping with huge pages: random probes then miss
-		 * the TLB far less often (as the filter does). */
-		t->mapped = (bytes + URLIDX_HUGE - 1) & ~(size_t)(URLIDX_HUGE -
-		    1);
-		t->slots = mmap(NULL, t->mapped, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (t->slots == MAP_FAILED) {
+	if (bytes >= HUGEMAP_PAGE) {
+		/* Its own mapping on huge pages, taken at start-up, as the
+		 * filter's memory is. */
+		if ((t->slots = hugemap_new(bytes, true, &t->mapped)) == NULL) {
 			free(t);
 			return NULL;
 		}
-		madvise(t->slots, t->mapped, MADV_HUGEPAGE);
-		/* Taken at start-up, as the filter's memory is. */
-		madvise(t->slots, t->mapped, MADV_POPULATE_WRITE);
 	} else if ((t->slots = aligned_alloc(64, (bytes + 63) & ~(size_t)63))
 	    == NULL) {
 		free(t);
@@ -135,7 +127,7 @@ table_free(struct urlidx_table *t)
 	if (t == NULL)
 		return;
 	if (t->mapped)
-		munmap(t->slots, t->mapped);
+		hugemap_free(t->slots, t->mapped);
 	else
 		free(t->slots);
 	free(t);

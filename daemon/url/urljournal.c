@@ -176,6 +176,13 @@ urljournal_restart(struct urljournal *uj)
 }
 
 void
+urljournal_release(struct urljournal *uj)
+{
+	if (uj != NULL)
+		journal_payload_release(uj->j);
+}
+
+void
 urljournal_stats(const struct urljournal *uj, struct journal_stats *out)
 {
 	journal_stats(uj->j, out);

@@ -71,6 +71,8 @@ int urljournal_sync(struct urljournal *j);
 uint64_t urljournal_last_seq(const struct urljournal *j);
 /* The store now holds every frame: start the next round at offset 0. */
 void urljournal_restart(struct urljournal *j);
+/* Frees the frame buffer kept between appends (a quiet writer's memory). */
+void urljournal_release(struct urljournal *j);
 
 void urljournal_stats(const struct urljournal *j, struct journal_stats *out);
 

@@ -399,13 +399,13 @@ urlset_free(struct urlset *us)
 		return;
 	if (us->q.started)
 		urlset_stop(us);
+	urlset_export_end(us);
+	urlset_release_scratch(us);
 	urljournal_close(us->journal);
 	urlmem_free(us->mem);
 	urlidx_free(us->rd.idx);
 	cbf_free(us->filter);
 	EVP_MD_free(us->md5);
-	urlset_export_end(us);
-	urlset_release_scratch(us);
 	urlset_reader_free(us->w.wrd);
 	urlns_free(us->ns);
 	free(us->segs.dir);

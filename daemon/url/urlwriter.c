@@ -745,6 +745,7 @@ urlset_release_scratch(struct urlset *us)
 	if (us->w.wrd != NULL)
 		urlset_reader_release(us->w.wrd);
 	urlset_texts_release(us);
+	urljournal_release(us->journal);
 }
 
 /*

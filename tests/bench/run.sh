@@ -193,7 +193,7 @@ if [ -n "${BENCH_BASELINE_NDDD:-}" ]; then
 	base_out=$out
 	sed 's/^/baseline /' <<<"$out"
 	echo "baseline disk_bytes_written_per_url=$disk_bytes (device $disk_dev, the submit phase)"
-	sleep 6
+	sleep 11
 	echo "baseline stored_urls=$stored anonymous_bytes=$(( $(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup") * 1024 ))"
 	stop_nddd
 	rm -rf "$tmp/baseline"
@@ -206,8 +206,9 @@ echo "$out"
 echo "nddd disk_bytes_written_per_url=$disk_bytes (device $disk_dev, the submit phase)"
 "$bin/nddctl" -H "127.0.0.1:$port" stats | grep -E '^url_store\.(journal_bytes_written|store_bytes_written|flushes|merges|segments)' | sed 's/^/nddd /'
 # Memory at rest: once nothing is in flight the daemon gives back what
-# bursts left in its heaps (every 5 s).
-sleep 6
+# bursts left in its heaps (every 5 s, and the URL writer its buffers a
+# second after its last group): two of those trims.
+sleep 11
 anon_kb=$(awk '/^Anonymous:/ { print $2 }' "/proc/$nddd/smaps_rollup")
 filter_bytes=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "cbf.bytes" { print $2 }')
 index_bytes=$("$bin/nddctl" -H "127.0.0.1:$port" stats | awk -F'\t' '$1 == "url_store.index_bytes" { print $2 }')
