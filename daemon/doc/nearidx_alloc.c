@@ -12,7 +12,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+
+#include "hugemap.h"
 
 /* Under AddressSanitizer, memory not handed out is poisoned, so that a
  * read of a recycled segment is caught as it would be with malloc. */
@@ -26,7 +27,6 @@
 #endif
 
 #define SEG_HEAD	((size_t)64)
-#define HUGE_PAGE	((size_t)2 << 20)
 #define POOL_MAX	1
 
 struct nearidx_seg {
@@ -47,29 +47,6 @@ struct nearidx_alloc {
 	uint64_t used;		/* carved in segments in use */
 	uint64_t garbage;	/* dead among them */
 };
-
-/* An anonymous mapping of bytes aligned to align, on huge pages if the
- * system allows them and align is at least one. */
-static void *
-map_aligned(size_t bytes, size_t align)
-{
-	char *p, *aligned;
-	size_t lead;
-
-	p = mmap(NULL, bytes + align, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	aligned = (char *)(((uintptr_t)p + align - 1) &
-	    ~(uintptr_t)(align - 1));
-	lead = (size_t)(aligned - p);
-	if (lead > 0)
-		munmap(p, lead);
-	munmap(aligned + bytes, align - lead);
-	if (align >= HUGE_PAGE)
-		madvise(aligned, bytes, MADV_HUGEPAGE);
-	return aligned;
-}
 
 static struct nearidx_seg *
 seg_of(const struct nearidx_alloc *a, const void *p)
@@ -111,7 +88,7 @@ seg_new(struct nearidx_alloc *a, size_t bytes)
 		link_out(&a->pool, s);
 		a->npool--;
 	} else {
-		if ((s = map_aligned(bytes, a->seg_bytes)) == NULL)
+		if ((s = hugemap_aligned(bytes, a->seg_bytes)) == NULL)
 			return NULL;
 		POISON((char *)s + SEG_HEAD, bytes - SEG_HEAD);
 		a->bytes += bytes;
@@ -141,7 +118,7 @@ unmap_list(struct nearidx_seg *s)
 		size_t bytes = s->bytes;
 
 		UNPOISON(s, bytes);
-		munmap(s, bytes);
+		hugemap_free(s, bytes);
 		s = next;
 	}
 }
@@ -230,7 +207,7 @@ nearidx_alloc_recycle(struct nearidx_alloc *a, struct nearidx_seg *s)
 	}
 	a->bytes -= s->bytes;
 	UNPOISON(s, s->bytes);
-	munmap(s, s->bytes);
+	hugemap_free(s, s->bytes);
 }
 
 uint64_t

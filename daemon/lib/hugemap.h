@@ -1,8 +1,8 @@
 /*
  * hugemap: large tables that every request probes at random (the URL
- * filter and index, the document index's directories) in a mapping of
- * their own on transparent huge pages, where random probes seldom miss
- * the TLB.  The mapping starts on a huge-page boundary but is only as long
+ * filter and index, the document index's directories and segments) in
+ * mappings of their own on transparent huge pages, where random probes
+ * seldom miss the TLB.  The mapping starts on a huge-page boundary but is only as long
  * as the pages the table needs: the tail past the last whole huge page is
  * small pages, not a huge page mostly unused (a filter of 52,000,000 bytes
  * would otherwise hold 419 KiB it never uses).
@@ -22,7 +22,14 @@
  * load.  NULL with errno if the system refuses the mapping.
  */
 void *hugemap_new(size_t bytes, bool populate, size_t *mapped);
-/* Unmaps what hugemap_new returned (p NULL: nothing). */
+/*
+ * An anonymous mapping of bytes (a whole number of pages) that starts at a
+ * multiple of align (a power of two, at least a page), advised to huge
+ * pages if align is a huge page or more.  NULL with errno if the system
+ * refuses it.
+ */
+void *hugemap_aligned(size_t bytes, size_t align);
+/* Unmaps what hugemap_new or hugemap_aligned returned (p NULL: nothing). */
 void hugemap_free(void *p, size_t mapped);
 
 #endif

@@ -2,7 +2,8 @@
  * Tests for hugemap: a mapping starts on a huge-page boundary, is as long
  * as the pages asked for (not rounded to a huge page), reads as zeroes and
  * takes writes; populated, every page is resident at once, and not
- * populated, none is until written.
+ * populated, none is until written.  An aligned mapping starts on the
+ * boundary asked for and ends where asked.
  */
 #include <check.h>
 #include <stdint.h>
@@ -71,6 +72,25 @@ START_TEST(test_populate)
 }
 END_TEST
 
+START_TEST(test_aligned)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t aligns[] = { page, (size_t)64 << 10, HUGEMAP_PAGE,
+	    2 * HUGEMAP_PAGE };
+
+	for (size_t i = 0; i < sizeof(aligns) / sizeof(aligns[0]); i++) {
+		size_t len = aligns[i] + 3 * page;
+		unsigned char *p = hugemap_aligned(len, aligns[i]), v;
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_eq((uintptr_t)p % aligns[i], 0);
+		memset(p, 1, len);
+		ck_assert_int_eq(mincore(p + len, page, &v), -1);
+		hugemap_free(p, len);
+	}
+}
+END_TEST
+
 Suite *hugemap_suite(void);
 
 Suite *
@@ -81,6 +101,7 @@ hugemap_suite(void)
 
 	tcase_add_test(tc, test_shape);
 	tcase_add_test(tc, test_populate);
+	tcase_add_test(tc, test_aligned);
 	suite_add_tcase(s, tc);
 	return s;
 }
