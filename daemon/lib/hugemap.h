@@ -2,10 +2,10 @@
  * hugemap: large tables that every request probes at random (the URL
  * filter and index, the document index's directories and segments) in
  * mappings of their own on transparent huge pages, where random probes
- * seldom miss the TLB.  The mapping starts on a huge-page boundary but is only as long
- * as the pages the table needs: the tail past the last whole huge page is
- * small pages, not a huge page mostly unused (a filter of 52,000,000 bytes
- * would otherwise hold 419 KiB it never uses).
+ * seldom miss the TLB.  A table's mapping starts on a huge-page boundary
+ * but is only as long as the pages the table needs: the tail past the
+ * last whole huge page is small pages, not a huge page mostly unused (a
+ * filter of 52,000,000 bytes would otherwise hold 419 KiB it never uses).
  */
 #ifndef NDDD_HUGEMAP_H
 #define NDDD_HUGEMAP_H
