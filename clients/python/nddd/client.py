@@ -1397,6 +1397,36 @@ class Client:
                 address=self.address, sent=sent)
         return chunk
 
+    def _reply_length(self, inbuf: bytearray, pos: int, sent: bool) -> int:
+        """The length of the reply frame whose 4-byte header is at
+        inbuf[pos:].  Raises NdddProtocolError for a frame no reply may
+        be."""
+        (length,) = _LEN.unpack_from(inbuf, pos)
+        if length > max(self.max_frame, DEFAULT_MAX_FRAME):
+            raise NdddProtocolError(
+                "reply frame of %d bytes from %s" % (length, self.address),
+                address=self.address, sent=sent)
+        return length
+
+    @staticmethod
+    def _reply(data: bytes) -> "pb.Response":
+        """The Response in a reply frame.  Raises NdddRequestError for one
+        of id 0: the daemon refusing the connection or a frame, and
+        closing it."""
+        resp = pb.Response.FromString(data)
+        if resp.id == 0:
+            raise NdddRequestError(
+                code_of(resp.status.code),
+                resp.status.message + " (nddd closed the connection)")
+        return resp
+
+    def _unknown_reply(self, resp: "pb.Response",
+                       sent: bool) -> NdddProtocolError:
+        """What a reply that answers no request sent raises."""
+        return NdddProtocolError(
+            "reply with unknown id %d from %s" % (resp.id, self.address),
+            address=self.address, sent=sent)
+
     def _exchange_one(self, req) -> "pb.Response":
         """_exchange for one Request: sends it with a fresh id and returns
         its Response, with the same failures, but without the window's
@@ -1429,12 +1459,7 @@ class Client:
                         self._poll.modify(sock, select.POLLIN | (
                             select.POLLOUT if out else 0))
                 if len(inbuf) >= 4:
-                    (length,) = _LEN.unpack_from(inbuf)
-                    if length > max(self.max_frame, DEFAULT_MAX_FRAME):
-                        raise NdddProtocolError(
-                            "reply frame of %d bytes from %s"
-                            % (length, self.address),
-                            address=self.address, sent=sent)
+                    length = self._reply_length(inbuf, 0, sent)
                     if len(inbuf) - 4 >= length:
                         break
                 chunk = self._await_bytes(sock, deadline, sent, 1, None)
@@ -1445,16 +1470,9 @@ class Client:
                     "%d bytes from %s after the only reply awaited"
                     % (len(inbuf) - 4 - length, self.address),
                     address=self.address, sent=sent)
-            resp = pb.Response.FromString(bytes(inbuf[4:]))
-            if resp.id == 0:
-                raise NdddRequestError(
-                    code_of(resp.status.code),
-                    resp.status.message + " (nddd closed the connection)")
+            resp = self._reply(bytes(inbuf[4:]))
             if resp.id != rid:
-                raise NdddProtocolError(
-                    "reply with unknown id %d from %s"
-                    % (resp.id, self.address),
-                    address=self.address, sent=sent)
+                raise self._unknown_reply(resp, sent)
             return resp
         except BaseException as e:
             raise self._failure(e, sent)
@@ -1477,7 +1495,6 @@ class Client:
         sock = self._ready_socket()
         poll = self._poll
         timeout = self.timeout
-        max_reply = max(self.max_frame, DEFAULT_MAX_FRAME)
         pending = {}                    # id -> (context, time queued)
         out = bytearray()               # bytes queued, not yet written
         inbuf = bytearray()
@@ -1536,28 +1553,15 @@ class Client:
                 inbuf += chunk
                 pos = 0
                 while len(inbuf) - pos >= 4:
-                    (length,) = _LEN.unpack_from(inbuf, pos)
-                    if length > max_reply:
-                        raise NdddProtocolError(
-                            "reply frame of %d bytes from %s"
-                            % (length, self.address),
-                            address=self.address, sent=sent)
+                    length = self._reply_length(inbuf, pos, sent)
                     if len(inbuf) - pos - 4 < length:
                         break
-                    resp = pb.Response.FromString(
-                        bytes(inbuf[pos + 4:pos + 4 + length]))
+                    resp = self._reply(bytes(inbuf[pos + 4:pos + 4 +
+                                                   length]))
                     pos += 4 + length
-                    if resp.id == 0:
-                        raise NdddRequestError(
-                            code_of(resp.status.code),
-                            resp.status.message
-                            + " (nddd closed the connection)")
                     entry = pending.pop(resp.id, None)
                     if entry is None:
-                        raise NdddProtocolError(
-                            "reply with unknown id %d from %s"
-                            % (resp.id, self.address),
-                            address=self.address, sent=sent)
+                        raise self._unknown_reply(resp, sent)
                     if handle(entry[0], resp) is False:
                         more = False
                 del inbuf[:pos]
