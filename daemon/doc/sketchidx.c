@@ -697,15 +697,16 @@ load_shard(struct shard *s, const struct stage_block *first, uint32_t *count,
 		free(s->dir[j]);
 		s->dir[j] = nbk;
 	}
-	for (b = first; b != NULL; b = b->next)
+	for (b = first; b != NULL; b = b->next) {
 		for (size_t i = 0; i < b->n; i++) {
 			struct bucket *t = s->dir[(b->e[i] >> shift) &
 			    (nb - 1)];
 
 			t->ids[t->n] = (uint32_t)b->e[i];
 			frags(t)[t->n++] = FRAG((uint32_t)(b->e[i] >> 32));
-			s->entries++;
 		}
+		s->entries += b->n;
+	}
 	return 0;
 }
 
@@ -772,13 +773,12 @@ sketchidx_bulk_load(struct sketchidx *x, struct sketchidx_stage *st,
 	bulk_run(&bk);
 	while (started > 0)
 		pthread_join(t[--started], NULL);
-	x->entries = 0;
-	for (unsigned sh = 0; sh < SHARDS; sh++)
+	x->entries = st->entries = 0;
+	for (unsigned sh = 0; sh < SHARDS; sh++) {
 		x->entries += x->shards[sh].entries;
+		st->entries += st->n[sh];	/* what a failure left */
+	}
 	x->bytes += bk.bytes;
-	st->entries = 0;
-	for (unsigned sh = 0; sh < SHARDS; sh++)
-		st->entries += st->n[sh];
 	pthread_rwlock_unlock(&x->lock);
 	return bk.failed ? -1 : 0;
 }
