@@ -25,6 +25,8 @@
 #include "nearidx.h"
 
 #include <immintrin.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,7 @@
 #define RING		16		/* operations in a batch's pipeline */
 #define MAX_BUCKET	0xfffffff0u	/* entries in one bucket */
 #define CACHE_LINE	64
+#define BUILD_AHEAD	64	/* entries a bulk load fetches ahead */
 
 /* Keeps what readers read off the lines that the writer dirties. */
 #define ALIGNED_LINE __attribute__((aligned(CACHE_LINE)))
@@ -167,11 +170,11 @@ static unsigned next_slot;
 
 /* ---- memory ---- */
 
+/* (A bulk load builds tables in threads of their own.) */
 static void
 fixed_add(struct nearidx *x, int64_t delta)
 {
-	__atomic_store_n(&x->fixed_bytes, x->fixed_bytes + (uint64_t)delta,
-	    __ATOMIC_RELAXED);
+	__atomic_fetch_add(&x->fixed_bytes, (uint64_t)delta, __ATOMIC_RELAXED);
 }
 
 static void
@@ -1571,12 +1574,15 @@ sort_u64(uint64_t *v, size_t n)
 /*
  * Fills a fresh directory of table ti with n entries: one counting pass,
  * buckets allocated once, in slot order (so that they lie in memory in
- * that order), one placing pass.  p holds the permuted fingerprints.
+ * that order), one placing pass.  Each pass permutes fps itself: a few
+ * shifts cost less than an array of them to write and read back.  Touches
+ * only table ti's memory, so tables build in threads of their own.
  */
 static struct dir *
-table_build(struct nearidx *x, unsigned ti, const uint64_t *p,
+table_build(struct nearidx *x, unsigned ti, const uint64_t *fps,
     const uint64_t *ids, size_t n, unsigned bits)
 {
+	const struct perm *fwd = &x->t[ti].fwd;
 	struct dir *d;
 	uint32_t *count = NULL;
 	size_t nslots = (size_t)1 << bits;
@@ -1587,7 +1593,8 @@ table_build(struct nearidx *x, unsigned ti, const uint64_t *p,
 	if ((count = calloc(nslots, sizeof(*count))) == NULL)
 		goto err;
 	for (size_t i = 0; i < n; i++)
-		if (++count[p[i] >> (64 - bits)] >= MAX_BUCKET - 1)
+		if (++count[perm_apply(fwd, fps[i]) >> (64 - bits)] >=
+		    MAX_BUCKET - 1)
 			goto err;
 	for (size_t s = 0; s < nslots; s++)
 		if (count[s] > 0 && (d->slot[s] = block_new(x, ti,
@@ -1595,10 +1602,30 @@ table_build(struct nearidx *x, unsigned ti, const uint64_t *p,
 			goto err;
 	free(count);
 	count = NULL;
+	/* Each entry goes to a bucket at random: its directory slot, the
+	 * bucket's header and the lines it is written to are fetched
+	 * ahead, in three stages, so that the misses overlap. */
 	for (size_t i = 0; i < n; i++) {
-		struct block *bk = d->slot[p[i] >> (64 - bits)];
+		uint64_t p = perm_apply(fwd, fps[i]);
+		struct block *bk = d->slot[p >> (64 - bits)];
 
-		entry_set(bk, bk->len++, p[i], with_ids ? (uint32_t)ids[i] : 0,
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(&d->slot[perm_apply(fwd,
+			    fps[i + BUILD_AHEAD]) >> (64 - bits)]);
+		if (i + BUILD_AHEAD / 2 < n)
+			__builtin_prefetch(d->slot[perm_apply(fwd,
+			    fps[i + BUILD_AHEAD / 2]) >> (64 - bits)], 1);
+		if (i + BUILD_AHEAD / 4 < n) {
+			const struct block *ahead = d->slot[perm_apply(fwd,
+			    fps[i + BUILD_AHEAD / 4]) >> (64 - bits)];
+
+			__builtin_prefetch(blk_hi(ahead) + ahead->len, 1);
+			__builtin_prefetch(blk_lo(ahead) + ahead->len, 1);
+			if (with_ids)
+				__builtin_prefetch(blk_id(ahead) + ahead->len,
+				    1);
+		}
+		entry_set(bk, bk->len++, p, with_ids ? (uint32_t)ids[i] : 0,
 		    with_ids);
 	}
 	return d;
@@ -1635,13 +1662,25 @@ distinct_of(const struct nearidx *x, const struct dir *d, uint64_t *out,
 	return m;
 }
 
-/* p[i] = table ti's permutation of fps[i]. */
-static void
-permute_all(const struct nearidx *x, unsigned ti, const uint64_t *fps,
-    size_t n, uint64_t *p)
+/* One table of a bulk load after the first, built in a thread. */
+struct table_job {
+	struct nearidx *x;
+	unsigned ti;
+	const uint64_t *uniq;
+	size_t nu;
+	struct dir *d;		/* NULL if memory was short */
+	pthread_t thread;
+	bool started;
+};
+
+static void *
+table_job_run(void *arg)
 {
-	for (size_t i = 0; i < n; i++)
-		p[i] = perm_apply(&x->t[ti].fwd, fps[i]);
+	struct table_job *j = arg;
+
+	j->d = table_build(j->x, j->ti, j->uniq, NULL, j->nu, bits_for(j->x,
+	    &j->x->t[j->ti], j->nu));
+	return NULL;
 }
 
 int
@@ -1649,8 +1688,10 @@ nearidx_bulk_load(struct nearidx *x, const uint64_t *fps,
     const uint64_t *doc_ids, size_t n, char **cause)
 {
 	struct dir *nd[NEARIDX_MAX_TABLES] = { NULL };
-	uint64_t *uniq = NULL, *scratch = NULL, *p = NULL;
+	struct table_job job[NEARIDX_MAX_TABLES];
+	uint64_t *uniq = NULL, *scratch = NULL;
 	size_t nu = 0, longest = 0;
+	bool short_of_memory = false;
 	unsigned ti;
 
 	*cause = NULL;
@@ -1670,10 +1711,7 @@ nearidx_bulk_load(struct nearidx *x, const uint64_t *fps,
 		}
 	if (n == 0)
 		return 0;
-	if ((p = malloc(n * sizeof(*p))) == NULL)
-		goto err;
-	permute_all(x, 0, fps, n, p);
-	if ((nd[0] = table_build(x, 0, p, doc_ids, n,
+	if ((nd[0] = table_build(x, 0, fps, doc_ids, n,
 	    bits_for(x, &x->t[0], n))) == NULL)
 		goto err;
 	for (size_t s = 0; s < (size_t)1 << nd[0]->bits; s++)
@@ -1686,14 +1724,24 @@ nearidx_bulk_load(struct nearidx *x, const uint64_t *fps,
 	nu = distinct_of(x, nd[0], uniq, scratch);
 	free(scratch);
 	scratch = NULL;
+	/* The other tables at once, the last in this thread (each its own
+	 * memory: table_build). */
 	for (ti = 1; ti < x->ntables; ti++) {
-		permute_all(x, ti, uniq, nu, p);
-		if ((nd[ti] = table_build(x, ti, p, NULL, nu,
-		    bits_for(x, &x->t[ti], nu))) == NULL)
-			goto err;
+		job[ti] = (struct table_job){ x, ti, uniq, nu, NULL, 0, false };
+		if (ti + 1 < x->ntables)
+			job[ti].started = pthread_create(&job[ti].thread, NULL,
+			    table_job_run, &job[ti]) == 0;
+		if (!job[ti].started)
+			table_job_run(&job[ti]);
 	}
+	for (ti = 1; ti < x->ntables; ti++) {
+		if (job[ti].started)
+			pthread_join(job[ti].thread, NULL);
+		short_of_memory |= (nd[ti] = job[ti].d) == NULL;
+	}
+	if (short_of_memory)
+		goto err;
 	free(uniq);
-	free(p);
 	/* Table 0 first: a query meanwhile sees no table without it. */
 	for (ti = 0; ti < x->ntables; ti++) {
 		struct table *t = &x->t[ti];
@@ -1714,7 +1762,6 @@ err:
 		dir_free(x, nd[ti], ti);
 	free(uniq);
 	free(scratch);
-	free(p);
 	if (asprintf(cause, "out of memory loading %zu fingerprints", n) ==
 	    -1)
 		*cause = NULL;
