@@ -463,6 +463,8 @@ open_everything(struct daemon *d)
 static void
 close_everything(struct daemon *d)
 {
+	char *cause = NULL;
+
 	/*
 	 * The loop ends only once every request accepted is finished
 	 * (server_shutdown waits for them, however slow the disk), so no job
@@ -480,7 +482,6 @@ close_everything(struct daemon *d)
 	urlset_stop(d->urls);
 	server_free(d->server);
 	writer_free(d->writer);
-	docset_free(d->docs);
 	stopwords_free(d->stopwords);
 	event_free(d->sigterm);
 	event_free(d->sigint);
@@ -488,6 +489,13 @@ close_everything(struct daemon *d)
 	event_free(d->trim);
 	event_base_free(d->base);
 	urlset_free(d->urls);
+	/* Last: nothing writes to the store after it. */
+	if (docset_save_image(d->docs, &cause) == -1)
+		log_warnx("%s: the documents' restart image: %s (the next "
+		    "start reads the records)", __func__, cause ? cause :
+		    "out of memory");
+	free(cause);
+	docset_free(d->docs);
 	store_close(d->store);
 	config_clear(&d->cfg);
 }

@@ -12,6 +12,8 @@
 
 #include <openssl/evp.h>
 
+#include "clock.h"
+#include "docimage.h"
 #include "le.h"
 #include "log.h"
 #include "sketchidx.h"
@@ -54,6 +56,7 @@ struct docset {
 	float resemblance, containment;
 	uint64_t next_id;	/* writer thread */
 	uint64_t unsketched;	/* writer thread; read by any */
+	bool from_image;	/* opened from the restart image */
 	/* Counts of the verified answers (any thread, atomic). */
 	uint64_t candidates, verified, keys_skipped;
 };
@@ -1246,7 +1249,9 @@ struct load {
 	uint64_t *fps, *ids;
 	uint32_t *nss;
 	size_t n, cap;
-	/* What the sketch index files. */
+	/* The arrays are a restart image's (docimage.h), not to be freed. */
+	bool borrowed;
+	/* What the sketch index files (NULL: the keys are only checked). */
 	struct sketchidx_stage *stage;
 	uint64_t unsketched;
 	uint64_t max_id;
@@ -1321,6 +1326,8 @@ load_keys(struct load *ld, const struct doc_record *r)
 		ld->unsketched++;
 		return 0;
 	}
+	if (ld->stage == NULL)
+		return 0;
 	return sketchidx_stage_add(ld->stage, (uint32_t)r->id, keys, n);
 }
 
@@ -1355,9 +1362,11 @@ load_one(const void *key, size_t klen, const void *val, size_t vlen,
 static void
 load_free(struct load *ld)
 {
-	free(ld->fps);
-	free(ld->ids);
-	free(ld->nss);
+	if (!ld->borrowed) {
+		free(ld->fps);
+		free(ld->ids);
+		free(ld->nss);
+	}
 	free(ld->stray);
 	sketchidx_stage_free(ld->stage);
 }
@@ -1382,7 +1391,8 @@ load_join(struct load *a, struct load *b)
 		if (load_stray(a, b->stray[i].id, b->stray[i].name,
 		    strlen(b->stray[i].name)) == -1)
 			return -1;
-	sketchidx_stage_join(a->stage, b->stage);
+	if (a->stage != NULL)
+		sketchidx_stage_join(a->stage, b->stage);
 	a->unsketched += b->unsketched;
 	if (b->max_id > a->max_id)
 		a->max_id = b->max_id;
@@ -1452,7 +1462,8 @@ load_scan(struct store *st, struct load *ld)
 	if (hi.from < 2)
 		hi.from = 0;	/* one part: the whole table */
 	ld->end = hi.from;
-	if (hi.from != 0 && (upper.stage = sketchidx_stage_new()) == NULL) {
+	if (hi.from != 0 && ld->stage != NULL &&
+	    (upper.stage = sketchidx_stage_new()) == NULL) {
 		ld->bad = "out of memory";
 		return STORE_FAILED;
 	}
@@ -1478,33 +1489,46 @@ load_scan(struct store *st, struct load *ld)
 struct sketch_load {
 	struct sketchidx *x;
 	struct load *ld;
+	const struct docimage *im;	/* the index's image, or NULL */
 	unsigned threads;
 	int rc;
+	const char *why;
 };
 
 static void *
 sketch_load_run(void *arg)
 {
 	struct sketch_load *sl = arg;
+	const void *p;
+	size_t len;
 
-	sl->rc = sketchidx_bulk_load(sl->x, sl->ld->stage, sl->threads);
+	if (sl->im == NULL) {
+		sl->rc = sketchidx_bulk_load(sl->x, sl->ld->stage,
+		    sl->threads);
+		sl->why = "out of memory";
+		return NULL;
+	}
+	docimage_sketches(sl->im, &p, &len);
+	sl->rc = sketchidx_image_load(sl->x, p, len, sl->threads, &sl->why);
 	return NULL;
 }
 
 /*
  * Fills the simhash tables and the sketch index from what the scan
- * gathered, the sketch index in a thread of its own (they share nothing),
- * which shares its shards out among as many threads as there are CPUs:
- * at start-up the sketch index takes three times the tables' time (10
- * million documents, 2 CPUs: 9.2 s alone against 3.4 s).  In this thread
- * alone if no thread can be started.
+ * gathered (or from im, a restart image), the sketch index in a thread of
+ * its own (they share nothing), which shares its shards out among as many
+ * threads as there are CPUs: at start-up the sketch index takes three
+ * times the tables' time (10 million documents, 2 CPUs: 9.2 s alone
+ * against 3.4 s).  In this thread alone if no thread can be started.
+ * *damaged tells a failure the image's.
  */
 static int
-load_tables(struct docset *ds, struct load *ld, char **cause)
+load_tables(struct docset *ds, struct load *ld, const struct docimage *im,
+    bool *damaged, char **cause)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	struct sketch_load sl = { ds->sketches, ld, cpus > 1 ? (unsigned)cpus :
-	    1, -1 };
+	struct sketch_load sl = { ds->sketches, ld, im, cpus > 1 ?
+	    (unsigned)cpus : 1, -1, NULL };
 	pthread_t t;
 	bool threaded;
 	int rc = 0;
@@ -1518,8 +1542,9 @@ load_tables(struct docset *ds, struct load *ld, char **cause)
 	else
 		sketch_load_run(&sl);
 	if (sl.rc == -1) {
-		if (rc == 0 && asprintf(cause, "the sketch index: out of "
-		    "memory") == -1)
+		*damaged = strcmp(sl.why, "damaged") == 0;
+		if (rc == 0 && asprintf(cause, "the sketch index: %s",
+		    sl.why) == -1)
 			*cause = NULL;
 		rc = -1;
 	}
@@ -1604,8 +1629,28 @@ open_namespaces(struct store *st, char **cause)
 	return ns;
 }
 
-struct docset *
-docset_open(struct store *st, const struct docset_options *opts, char **cause)
+/* What the scan would gather, from im: its arrays, borrowed. */
+static void
+load_image(struct load *ld, const struct docimage *im)
+{
+	const struct docimage_docs *d = docimage_docs(im);
+
+	ld->fps = (uint64_t *)d->fps;
+	ld->ids = (uint64_t *)d->ids;
+	ld->nss = (uint32_t *)d->nss;
+	ld->n = ld->cap = d->n;
+	ld->borrowed = true;
+	ld->max_id = d->max_id;
+	ld->unsketched = d->unsketched;
+}
+
+/*
+ * docset_open from the records, or from im (a restart image) if not
+ * NULL; *damaged tells a failure the image's.
+ */
+static struct docset *
+docset_load(struct store *st, const struct docset_options *opts,
+    const struct docimage *im, bool *damaged, char **cause)
 {
 	struct nearidx_config nc;
 	struct docset *ds;
@@ -1613,6 +1658,7 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 	int rc;
 
 	*cause = NULL;
+	*damaged = false;
 	if ((ds = calloc(1, sizeof(*ds))) == NULL)
 		return NULL;
 	ds->st = st;
@@ -1626,9 +1672,11 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 	if ((ds->ns = open_namespaces(st, cause)) == NULL)
 		goto err;
 	ld.ns = ds->ns;
-	if ((ld.stage = sketchidx_stage_new()) == NULL)
+	if (im != NULL)
+		load_image(&ld, im);
+	else if ((ld.stage = sketchidx_stage_new()) == NULL)
 		goto err;
-	if ((rc = load_scan(st, &ld)) != STORE_OK) {
+	else if ((rc = load_scan(st, &ld)) != STORE_OK) {
 		if (asprintf(cause, "loading documents: %s", ld.bad ? ld.bad :
 		    store_strstatus(rc)) == -1)
 			*cause = NULL;
@@ -1645,25 +1693,86 @@ docset_open(struct store *st, const struct docset_options *opts, char **cause)
 		goto err;
 	if (ld.max_id >= ds->next_id)
 		ds->next_id = ld.max_id + 1;
-	if (load_tables(ds, &ld, cause) == -1)
+	if (load_tables(ds, &ld, im, damaged, cause) == -1)
 		goto err;
 	ds->unsketched = ld.unsketched;
-	log_info("%s: %zu documents in %u tables (k = %u, %u blocks, %s), "
-	    "%" PRIu64 " sketch keys", __func__, ld.n, nearidx_tables(ds->idx),
-	    opts->k, opts->blocks, nearidx_simd(ds->idx),
-	    sketchidx_entries(ds->sketches));
-	if (ld.unsketched > 0)
-		log_warnx("%s: %" PRIu64 " documents were stored without a "
-		    "sketch (by nddd 0.4): they are neighbours by Hamming "
-		    "distance alone, unverified, until their pages are "
-		    "submitted again (docs/neardup.md, \"Upgrading\")",
-		    __func__, ld.unsketched);
+	ds->from_image = im != NULL;
 	load_free(&ld);
 	return ds;
 err:
 	load_free(&ld);
 	docset_free(ds);
 	return NULL;
+}
+
+struct docset *
+docset_open(struct store *st, const struct docset_options *opts, char **cause)
+{
+	uint64_t t0 = clock_mono_ms();
+	struct docimage *im = docimage_open(st);
+	struct docset *ds;
+	bool damaged;
+
+	ds = docset_load(st, opts, im, &damaged, cause);
+	if (ds == NULL && damaged) {
+		log_warnx("%s: %s: %s: the documents are read from the store",
+		    __func__, DOCIMAGE_FILE, *cause ? *cause : "damaged");
+		free(*cause);
+		docimage_close(im);
+		im = NULL;
+		ds = docset_load(st, opts, NULL, &damaged, cause);
+	}
+	if (ds != NULL) {
+		log_info("%s: %" PRIu64 " documents in %u tables (k = %u, %u "
+		    "blocks, %s), %" PRIu64 " sketch keys, from %s in %.3f s",
+		    __func__, nearidx_count(ds->idx), nearidx_tables(ds->idx),
+		    opts->k, opts->blocks, nearidx_simd(ds->idx),
+		    sketchidx_entries(ds->sketches), im != NULL ?
+		    "the restart image" : "the records",
+		    (double)(clock_mono_ms() - t0) / 1000);
+		if (ds->unsketched > 0)
+			log_warnx("%s: %" PRIu64 " documents were stored "
+			    "without a sketch (by nddd 0.4): they are "
+			    "neighbours by Hamming distance alone, unverified, "
+			    "until their pages are submitted again "
+			    "(docs/neardup.md, \"Upgrading\")", __func__,
+			    ds->unsketched);
+	}
+	docimage_close(im);
+	return ds;
+}
+
+int
+docset_save_image(struct docset *ds, char **cause)
+{
+	struct load ld = { .ns = ds->ns };
+	uint64_t t0 = clock_mono_ms();
+	struct docimage_docs docs;
+	int rc;
+
+	*cause = NULL;
+	if ((rc = load_scan(ds->st, &ld)) != STORE_OK) {
+		if (asprintf(cause, "reading the documents: %s", ld.bad ?
+		    ld.bad : store_strstatus(rc)) == -1)
+			*cause = NULL;
+		load_free(&ld);
+		return -1;
+	}
+	/* Nothing to save time on; strays are adopted at the next start. */
+	if (ld.n == 0 || ld.nstray > 0) {
+		load_free(&ld);
+		return 0;
+	}
+	docs = (struct docimage_docs){ ld.fps, ld.ids, ld.nss, ld.n,
+	    ld.max_id, ld.unsketched };
+	rc = docimage_save(ds->st, &docs, ds->sketches, cause);
+	if (rc == 0)
+		log_info("%s: %zu documents and %" PRIu64 " sketch keys kept "
+		    "in %s for the next start, in %.1f s", __func__, ld.n,
+		    sketchidx_entries(ds->sketches), DOCIMAGE_FILE,
+		    (double)(clock_mono_ms() - t0) / 1000);
+	load_free(&ld);
+	return rc;
 }
 
 void
@@ -1701,6 +1810,7 @@ docset_stats(struct docset *ds, struct docset_stats *out)
 	out->sketch_entries = sketchidx_entries(ds->sketches);
 	out->sketch_bytes = sketchidx_memory_bytes(ds->sketches);
 	out->unsketched = __atomic_load_n(&ds->unsketched, __ATOMIC_RELAXED);
+	out->from_image = ds->from_image;
 	out->candidates = __atomic_load_n(&ds->candidates, __ATOMIC_RELAXED);
 	out->verified = __atomic_load_n(&ds->verified, __ATOMIC_RELAXED);
 	out->keys_skipped = __atomic_load_n(&ds->keys_skipped,

@@ -13,7 +13,8 @@
  * submission, so a smaller id is an older document.  The tables (nearidx)
  * hold every stored fingerprint, and the sketch index (sketchidx) every
  * sketch's keys, of every namespace; both are rebuilt from the records at
- * start-up, and a query keeps the hits of its own namespace.
+ * start-up (or read from the restart image of a clean stop, docimage.h),
+ * and a query keeps the hits of its own namespace.
  *
  * Neighbours (docs/neardup.md).  The verified answer: the candidates, the
  * documents within the configured k of the fingerprint and those the
@@ -137,6 +138,7 @@ struct docset_stats {
 	uint64_t verified;		/* ... and kept */
 	uint64_t keys_skipped;		/* sketch keys passed over as common */
 	float resemblance, containment;	/* the thresholds */
+	bool from_image;	/* the tables were read from the restart image */
 };
 
 struct docset_verify {
@@ -162,11 +164,18 @@ typedef int (*docset_change_fn)(void *arg, uint64_t txn_id, const char *ns,
 /*
  * Opens the documents of st: checks the term hash against the one stored
  * documents were fingerprinted with (fixed once there are documents),
- * records it otherwise, and loads the tables from every record.  Returns
- * NULL with *cause (caller frees) on failure.
+ * records it otherwise, and loads the tables from every record, or from
+ * the restart image the last clean stop left if the store is as it was
+ * then (docimage.h).  Returns NULL with *cause (caller frees) on failure.
  */
 struct docset *docset_open(struct store *st, const struct docset_options *opts,
     char **cause);
+/*
+ * Leaves the restart image for the next start (none without documents).
+ * Called as the daemon stops, once nothing writes to the store any more.
+ * Returns 0, or -1 with *cause (caller frees; NULL if memory was short).
+ */
+int docset_save_image(struct docset *ds, char **cause);
 void docset_free(struct docset *ds);
 
 /* The configured k: the most a query may ask for. */

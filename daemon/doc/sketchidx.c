@@ -783,6 +783,210 @@ sketchidx_bulk_load(struct sketchidx *x, struct sketchidx_stage *st,
 	return bk.failed ? -1 : 0;
 }
 
+/*
+ * The restart image.  A shard's part: its directory bits (4 bytes, then 4
+ * of padding), its entries (8), a count per slot (4 each), the ids (4
+ * each) and the fragments (2 each), padded to 8 bytes.
+ */
+#define IMAGE_TABLE	((uint64_t)SHARDS * sizeof(uint64_t))
+#define IMAGE_SHARD_HEAD	16
+
+static uint64_t
+image_shard_bytes(unsigned bits, uint64_t entries)
+{
+	uint64_t n = IMAGE_SHARD_HEAD + ((uint64_t)4 << bits) + 6 * entries;
+
+	return (n + 7) & ~(uint64_t)7;
+}
+
+uint64_t
+sketchidx_image_bytes(struct sketchidx *x)
+{
+	uint64_t n = IMAGE_TABLE;
+
+	pthread_rwlock_rdlock(&x->lock);
+	for (unsigned sh = 0; sh < SHARDS; sh++)
+		n += image_shard_bytes(x->shards[sh].dir_bits,
+		    x->shards[sh].entries);
+	pthread_rwlock_unlock(&x->lock);
+	return n;
+}
+
+static bool
+image_shard_write(const struct shard *s, FILE *f)
+{
+	static const uint8_t zeros[8];
+	size_t nb = (size_t)1 << s->dir_bits;
+	uint32_t head[2] = { s->dir_bits, 0 };
+	uint64_t pad = image_shard_bytes(s->dir_bits, s->entries) -
+	    (IMAGE_SHARD_HEAD + 4 * nb + 6 * s->entries);
+	bool ok = fwrite(head, sizeof(head), 1, f) == 1 &&
+	    fwrite(&s->entries, sizeof(s->entries), 1, f) == 1;
+
+	for (size_t j = 0; j < nb && ok; j++) {
+		uint32_t n = s->dir[j] != NULL ? s->dir[j]->n : 0;
+
+		ok = fwrite(&n, sizeof(n), 1, f) == 1;
+	}
+	for (size_t j = 0; j < nb && ok; j++)
+		if (s->dir[j] != NULL)
+			ok = fwrite(s->dir[j]->ids, sizeof(uint32_t),
+			    s->dir[j]->n, f) == s->dir[j]->n;
+	for (size_t j = 0; j < nb && ok; j++)
+		if (s->dir[j] != NULL)
+			ok = fwrite(frags(s->dir[j]), sizeof(uint16_t),
+			    s->dir[j]->n, f) == s->dir[j]->n;
+	return ok && fwrite(zeros, 1, pad, f) == pad;
+}
+
+int
+sketchidx_image_write(struct sketchidx *x, FILE *f)
+{
+	uint64_t off = IMAGE_TABLE;
+	bool ok = true;
+
+	pthread_rwlock_rdlock(&x->lock);
+	for (unsigned sh = 0; sh < SHARDS && ok; sh++) {
+		ok = fwrite(&off, sizeof(off), 1, f) == 1;
+		off += image_shard_bytes(x->shards[sh].dir_bits,
+		    x->shards[sh].entries);
+	}
+	for (unsigned sh = 0; sh < SHARDS && ok; sh++)
+		ok = image_shard_write(&x->shards[sh], f);
+	pthread_rwlock_unlock(&x->lock);
+	return ok ? 0 : -1;
+}
+
+/* An image's load shared by the threads that fill it, as a bulk load. */
+struct image_load {
+	struct sketchidx *x;
+	const uint8_t *p;
+	size_t len;
+	unsigned next;		/* the next shard to take */
+	int64_t bytes;		/* what the index grew by */
+	const char *why;	/* the first failure, or NULL */
+};
+
+/* Fills shard s (just made) from the len bytes at p; NULL, or why not.
+ * Adds what the shard grew by to *bytes. */
+static const char *
+image_shard_load(struct shard *s, const uint8_t *p, size_t len,
+    int64_t *bytes)
+{
+	const uint8_t *count, *ids, *fr;
+	struct bucket **dir;
+	uint64_t entries, sum = 0, at = 0;
+	uint32_t bits;
+	size_t nb;
+
+	if (len < IMAGE_SHARD_HEAD)
+		return "damaged";
+	memcpy(&bits, p, sizeof(bits));
+	memcpy(&entries, p + 8, sizeof(entries));
+	if (bits < DIR_MIN || bits > DIR_MAX || entries > len ||
+	    image_shard_bytes(bits, entries) > len)
+		return "damaged";
+	nb = (size_t)1 << bits;
+	count = p + IMAGE_SHARD_HEAD;
+	ids = count + 4 * nb;
+	fr = ids + 4 * entries;
+	for (size_t j = 0; j < nb; j++) {
+		uint32_t c;
+
+		memcpy(&c, count + 4 * j, sizeof(c));
+		sum += c;
+	}
+	if (sum != entries)
+		return "damaged";
+	if (entries == 0)
+		return NULL;	/* the shard as made */
+	if ((dir = calloc(nb, sizeof(*dir))) == NULL)
+		return "out of memory";
+	*bytes += (int64_t)(nb * sizeof(*dir));
+	if (s->dir != empty_dir)
+		*bytes -= (int64_t)(((size_t)1 << s->dir_bits) *
+		    sizeof(*s->dir));
+	dir_free(s->dir);
+	s->dir = dir;
+	s->dir_bits = bits;
+	for (size_t j = 0; j < nb; j++) {
+		uint32_t c;
+
+		memcpy(&c, count + 4 * j, sizeof(c));
+		if (c == 0)
+			continue;
+		if (c > UINT32_MAX / 2)
+			return "damaged";
+		/* As a bulk load makes them: room for a few more. */
+		if ((dir[j] = bucket_resize(NULL, c + c / 16 + 1)) == NULL)
+			return "out of memory";
+		memcpy(dir[j]->ids, ids + 4 * at, 4 * (size_t)c);
+		memcpy(frags(dir[j]), fr + 2 * at, 2 * (size_t)c);
+		dir[j]->n = c;
+		at += c;
+		s->entries += c;
+		*bytes += (int64_t)bucket_bytes(dir[j]);
+	}
+	return NULL;
+}
+
+static void *
+image_load_run(void *arg)
+{
+	struct image_load *il = arg;
+	int64_t bytes = 0;
+	const char *why = NULL;
+	unsigned sh;
+
+	while (why == NULL && (sh = __atomic_fetch_add(&il->next, 1,
+	    __ATOMIC_RELAXED)) < SHARDS && __atomic_load_n(&il->why,
+	    __ATOMIC_RELAXED) == NULL) {
+		uint64_t off, end = il->len;
+
+		memcpy(&off, il->p + 8 * sh, sizeof(off));
+		if (sh + 1 < SHARDS)
+			memcpy(&end, il->p + 8 * (sh + 1), sizeof(end));
+		if (off < IMAGE_TABLE || off > end || end > il->len)
+			why = "damaged";
+		else
+			why = image_shard_load(&il->x->shards[sh], il->p + off,
+			    end - off, &bytes);
+	}
+	__atomic_fetch_add(&il->bytes, bytes, __ATOMIC_RELAXED);
+	if (why != NULL)
+		__atomic_store_n(&il->why, why, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+int
+sketchidx_image_load(struct sketchidx *x, const void *p, size_t len,
+    unsigned threads, const char **why)
+{
+	struct image_load il = { x, p, len, 0, 0, NULL };
+	pthread_t t[SKETCHIDX_LOAD_THREADS];
+	unsigned started = 0;
+
+	if (len < IMAGE_TABLE || x->entries != 0) {
+		*why = "damaged";
+		return -1;
+	}
+	if (threads > SKETCHIDX_LOAD_THREADS)
+		threads = SKETCHIDX_LOAD_THREADS;
+	pthread_rwlock_wrlock(&x->lock);
+	while (started + 1 < threads && pthread_create(&t[started], NULL,
+	    image_load_run, &il) == 0)
+		started++;
+	image_load_run(&il);
+	while (started > 0)
+		pthread_join(t[--started], NULL);
+	for (unsigned sh = 0; sh < SHARDS; sh++)
+		x->entries += x->shards[sh].entries;
+	x->bytes = (uint64_t)((int64_t)x->bytes + il.bytes);
+	pthread_rwlock_unlock(&x->lock);
+	*why = il.why;
+	return il.why != NULL ? -1 : 0;
+}
+
 int
 sketchidx_has(struct sketchidx *x, uint32_t id, uint32_t key)
 {

@@ -37,6 +37,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sketch.h"
 
@@ -103,6 +104,26 @@ void sketchidx_stage_free(struct sketchidx_stage *st);
  */
 int sketchidx_bulk_load(struct sketchidx *x, struct sketchidx_stage *st,
     unsigned threads);
+
+/*
+ * The index as bytes, for the documents' restart image (docimage.h): a
+ * table of each shard's offset, then each shard: its directory bits and
+ * entries, the entry count of each directory slot, every bucket's ids,
+ * then every bucket's fragments, slot by slot (padded to 8 bytes).  In
+ * this machine's byte order: the image is read back only where it was
+ * written.  _bytes is what _write writes; _write returns 0, or -1 if f
+ * failed.  Any thread, while nothing is filed or taken off.
+ */
+uint64_t sketchidx_image_bytes(struct sketchidx *x);
+int sketchidx_image_write(struct sketchidx *x, FILE *f);
+/*
+ * Fills x, an index just made (sketchidx_new, nothing filed), from the
+ * len bytes of an image at p, the shards shared out among threads as a
+ * bulk load's are.  Returns 0, or -1 with *why "out of memory" or "damaged"
+ * (x then holds part of the image: free it).  Writer, before any reader.
+ */
+int sketchidx_image_load(struct sketchidx *x, const void *p, size_t len,
+    unsigned threads, const char **why);
 
 /*
  * The candidates for a query of sketch q among the documents filter keeps

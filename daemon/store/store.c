@@ -493,6 +493,14 @@ store_open(const struct store_options *opts, char **cause)
 	if (opts->journal_size > 0 && defer_open(st, opts->dir,
 	    opts->journal_size, opts->sync == STORE_SYNC_FULL, cause) == -1)
 		goto err;
+	if ((st->dir = strdup(opts->dir)) == NULL ||
+	    (rc = store_ident_now(st, &st->opened)) != STORE_OK) {
+		if (asprintf(cause, "data directory %s: %s", opts->dir,
+		    st->dir == NULL ? "out of memory" : store_strstatus(rc)) ==
+		    -1)
+			*cause = NULL;
+		goto err;
+	}
 	warm_start(st);
 	return st;
 lmdb_err:
@@ -529,7 +537,44 @@ store_close(struct store *st)
 	if (st->lock_fd != -1)
 		close(st->lock_fd);
 	pthread_mutex_destroy(&st->full_lock);
+	free(st->dir);
 	free(st);
+}
+
+void
+store_ident_at_open(struct store *st, struct store_ident *out)
+{
+	*out = st->opened;
+}
+
+int
+store_ident_now(struct store *st, struct store_ident *out)
+{
+	struct store_txn *rd = store_reader_new(st);
+	mdb_filehandle_t fd;
+	struct stat sb;
+	int rc;
+
+	if (rd == NULL)
+		return STORE_FAILED;
+	if ((rc = store_reader_begin(rd)) == STORE_OK) {
+		out->txn_id = store_txn_id(rd);
+		store_reader_end(rd);
+	}
+	store_reader_free(rd);
+	if (rc != STORE_OK)
+		return rc;
+	if (mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) == -1)
+		return STORE_FAILED;
+	out->dev = (uint64_t)sb.st_dev;
+	out->ino = (uint64_t)sb.st_ino;
+	return STORE_OK;
+}
+
+const char *
+store_dir(struct store *st)
+{
+	return st->dir;
 }
 
 int

@@ -186,6 +186,23 @@ extern int (*store_fault_hook)(const char *call);
 uint64_t store_bytes_used(struct store *st);
 
 /*
+ * What names the store's contents for a file kept beside them (the
+ * documents' restart image, docimage.h): the data file and its last
+ * commit.  Two idents are equal only if nothing was committed between.
+ */
+struct store_ident {
+	uint64_t txn_id;	/* the last commit */
+	uint64_t dev, ino;	/* the data file */
+};
+/* The store as opened, before any write of this process (deferred
+ * commits replayed). */
+void store_ident_at_open(struct store *st, struct store_ident *out);
+/* The store now; stable only while nothing writes.  Returns a status. */
+int store_ident_now(struct store *st, struct store_ident *out);
+/* The data directory. */
+const char *store_dir(struct store *st);
+
+/*
  * Calls fn for every record of t in key order, in one read transaction.
  * Stops early if fn returns non-zero and returns that value; else STORE_OK.
  */

@@ -23,6 +23,8 @@ struct store {
 	MDB_dbi dbi[STORE_NTABLES];
 	int lock_fd;
 	uint64_t map_size;
+	char *dir;
+	struct store_ident opened;	/* store_ident_at_open */
 
 	/* Writes refused for want of room: both writers note them, so
 	 * full_lock guards the episode (full is also read without it). */

@@ -1,10 +1,10 @@
 /*
  * Integration tests of the near-duplicate service with the real daemon:
  * Reuters-21578 submitted in bulk (documents with identical bodies share a
- * group), delete then query, answers and groups unchanged by a restart,
- * kill -9 during a bulk load (every acknowledged document is there and
- * queries agree with brute force over the stored fingerprints), and bad
- * input.
+ * group), delete then query, answers and groups unchanged by a restart
+ * (through the restart image the clean stop left), kill -9 during a bulk
+ * load (every acknowledged document is there and queries agree with brute
+ * force over the stored fingerprints), and bad input.
  */
 #include <check.h>
 #include <ctype.h>
@@ -223,12 +223,21 @@ START_TEST(test_reuters_bulk_groups_restart)
 	/* Restart: ids, groups and answers as before. */
 	{
 		struct nddd_reply *before[50];
+		char *image;
 
 		for (i = 0; i < 50; i++)
 			before[i] = call_get(c, i * 379);
 		nddd_close(c);
 		ck_assert_int_eq(harness_stop(&h), 0);
+		/* The clean stop leaves the restart image, which the start
+		 * reads and removes. */
+		ck_assert_int_ne(asprintf(&image, "%s/docs.image", h.data_dir),
+		    -1);
+		ck_assert_int_eq(access(image, F_OK), 0);
 		harness_start(&h);
+		ck_assert(harness_log_has(&h, "from the restart image"));
+		ck_assert_int_eq(access(image, F_OK), -1);
+		free(image);
 		c = harness_client(&h);
 		for (i = 0; i < 50; i++) {
 			struct nddd_reply *r = call_get(c, i * 379);
@@ -250,6 +259,8 @@ START_TEST(test_reuters_bulk_groups_restart)
 			nddd_reply_free(r);
 			nddd_reply_free(before[i]);
 		}
+		ck_assert_int_eq(nddd_verify(c, &v), 0);
+		ck_assert_msg(v.consistent, "%s", v.detail);
 	}
 	nddd_close(c);
 	ck_assert_int_eq(harness_stop(&h), 0);

@@ -2,11 +2,13 @@
  * Unit tests for sketchidx: the candidates of random queries against a
  * brute-force model (every stored document whose keys meet the query's
  * hashes at least SKETCH_MIN_KEYS times), through inserts, deletes, a
- * bulk load, directory growth and keys too common to read; and readers
+ * bulk load, an image read back, directory growth and keys too common to
+ * read; and readers
  * running while the writer changes the index.
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -246,6 +248,86 @@ START_TEST(test_growth)
 }
 END_TEST
 
+/* x's restart image, in memory; its length in *len. */
+static char *
+image_of(struct sketchidx *x, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(sketchidx_image_write(x, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_uint_eq(*len, sketchidx_image_bytes(x));
+	return buf;
+}
+
+/*
+ * An index read back from its image answers as the index written: shards
+ * whose directories grew past what a new index is sized for, others
+ * empty, after deletes; by one thread or several; and it takes inserts
+ * and deletes after.  An image damaged anywhere (cut short, a byte
+ * changed) is refused as damaged or gives an index that is freed
+ * cleanly, never a crash.
+ */
+START_TEST(test_image)
+{
+	enum { N = 40000, POOL = 1000000 };
+	struct mdoc *docs = calloc(N + 100, sizeof(*docs));
+	struct sketchidx *x = sketchidx_new(0), *y;
+	uint64_t seed = 5 + (uint64_t)_i;
+	unsigned threads = _i ? 3 : 1;
+	const char *why;
+	size_t len;
+	char *img;
+
+	ck_assert_ptr_nonnull(docs);
+	for (uint32_t i = 0; i < N; i++)
+		add(x, &docs[i], i + 1, &seed, POOL);
+	for (uint32_t i = 0; i < N; i += 5) {
+		sketchidx_delete(x, docs[i].id, docs[i].keys, docs[i].nkeys);
+		docs[i].id = 0;
+	}
+	img = image_of(x, &len);
+	/* Sized for more: its directories are larger than the image's. */
+	ck_assert_ptr_nonnull(y = sketchidx_new(20 * N));
+	ck_assert_int_eq(sketchidx_image_load(y, img, len, threads, &why), 0);
+	ck_assert_uint_eq(sketchidx_entries(y), sketchidx_entries(x));
+	check_queries(y, docs, N, &seed, POOL, 200);
+	for (uint32_t i = N; i < N + 100; i++)
+		add(y, &docs[i], i + 1, &seed, POOL);
+	for (uint32_t i = 1; i < N; i += 5) {
+		ck_assert_uint_eq(sketchidx_delete(y, docs[i].id,
+		    docs[i].keys, docs[i].nkeys), docs[i].nkeys);
+		docs[i].id = 0;
+	}
+	check_queries(y, docs, N + 100, &seed, POOL, 200);
+	sketchidx_free(y);
+	/* Damage: cut short, and a byte at random changed (a count, a
+	 * directory's bits, an offset...): refused or harmless. */
+	for (int t = 0; t < 60; t++) {
+		size_t cut = t < 20 ? tu_rand_below(&seed, len) : len;
+		size_t at = tu_rand_below(&seed, len);
+		char saved = img[at];
+		int rc;
+
+		if (t >= 20)
+			img[at] ^= (char)(1 + tu_rand_below(&seed, 255));
+		ck_assert_ptr_nonnull(y = sketchidx_new(0));
+		rc = sketchidx_image_load(y, img, cut, threads, &why);
+		if (t < 20)
+			ck_assert_int_eq(rc, -1);
+		if (rc == -1)
+			ck_assert_str_eq(why, "damaged");
+		sketchidx_free(y);
+		img[at] = saved;
+	}
+	free(img);
+	sketchidx_free(x);
+	free(docs);
+}
+END_TEST
+
 /* A key more than SKETCHIDX_LIST_MAX documents hold is passed over. */
 START_TEST(test_common_key)
 {
@@ -375,6 +457,7 @@ sketchidx_suite(void)
 	tcase_add_test(tc, test_model);
 	tcase_add_loop_test(tc, test_bulk_load, 0, 2);
 	tcase_add_test(tc, test_growth);
+	tcase_add_loop_test(tc, test_image, 0, 2);
 	tcase_add_test(tc, test_common_key);
 	tcase_add_test(tc, test_readers_during_writes);
 	suite_add_tcase(s, tc);
