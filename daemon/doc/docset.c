@@ -1253,6 +1253,7 @@ struct load {
 	bool borrowed;
 	/* What the sketch index files (NULL: the keys are only checked). */
 	struct sketchidx_stage *stage;
+	uint64_t keys;		/* the records' sketch keys */
 	uint64_t unsketched;
 	uint64_t max_id;
 	struct stray_ns *stray;
@@ -1326,6 +1327,7 @@ load_keys(struct load *ld, const struct doc_record *r)
 		ld->unsketched++;
 		return 0;
 	}
+	ld->keys += n;
 	if (ld->stage == NULL)
 		return 0;
 	return sketchidx_stage_add(ld->stage, (uint32_t)r->id, keys, n);
@@ -1393,6 +1395,7 @@ load_join(struct load *a, struct load *b)
 			return -1;
 	if (a->stage != NULL)
 		sketchidx_stage_join(a->stage, b->stage);
+	a->keys += b->keys;
 	a->unsketched += b->unsketched;
 	if (b->max_id > a->max_id)
 		a->max_id = b->max_id;
@@ -1762,6 +1765,16 @@ docset_save_image(struct docset *ds, char **cause)
 	if (ld.n == 0 || ld.nstray > 0) {
 		load_free(&ld);
 		return 0;
+	}
+	/* The sketch index is written from memory: only if it agrees with
+	 * the records, which a start from them would heal. */
+	if (sketchidx_entries(ds->sketches) != ld.keys) {
+		if (asprintf(cause, "the sketch index holds %" PRIu64 " keys, "
+		    "the records %" PRIu64, sketchidx_entries(ds->sketches),
+		    ld.keys) == -1)
+			*cause = NULL;
+		load_free(&ld);
+		return -1;
 	}
 	docs = (struct docimage_docs){ ld.fps, ld.ids, ld.nss, ld.n,
 	    ld.max_id, ld.unsketched };

@@ -1,24 +1,25 @@
 #!/bin/bash
-# Restart times, cold and warm (issue: a daemon ready in seconds after a
-# reboot).  A store of URLS synthetic URLs (url_bench's) and the
-# Reuters-21578 bodies times REP as documents is made with BIN's daemon;
-# then it is restarted 3 times warm and once cold (the page cache dropped:
-# root only, skipped otherwise), each time timed from the start of nddd to
-# its first accepted connection, and its log's start-up lines printed.
+# Restart times, warm and cold (issue: a daemon ready in seconds after a
+# reboot).  A store of URLS synthetic URLs (url_bench's) and DOCS short
+# documents (30 words drawn from 20,000, one per URL of 100,000 hosts,
+# sent with nddctl doc-submit --jsonl) is made with BIN's daemon; then it
+# is restarted warm, in turns, through the restart image its clean stop
+# left and from the records (the image removed first, as after a crash),
+# 3 times each, then once each cold (the page cache dropped: root only,
+# skipped otherwise).  Each start is timed from the start of nddd to its
+# first accepted connection, and its log's start-up lines printed.
 #
 #   tests/bench/restart_bench.sh [BIN]     (default build/release/bin)
-#   URLS=10000000 REP=5 DATA=../shared/data tests/bench/restart_bench.sh
+#   URLS=10000000 DOCS=10000000 tests/bench/restart_bench.sh
 #
-# BIN's nddd is measured; the store is filled by url_bench and doc_bench
-# of build/release/bin (TOOLS), so that an older build can be compared.
-# With verified answers each document is compared with its copies: many
-# copies of one body (a large REP) make the filling slow, not the start.
+# BIN's nddd is measured; the store is filled by url_bench and nddctl of
+# build/release/bin (TOOLS), so that an older build can be compared (one
+# without the image reads the records every time).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(cd "${1:-$root/build/release/bin}" && pwd)
-data=${DATA:-${NDDD_TEST_DATA:-$root/../shared/data}}
 urls=${URLS:-10000000}
-rep=${REP:-5}
+docs=${DOCS:-10000000}
 tools=$(cd "${TOOLS:-$root/build/release/bin}" && pwd)
 . "$root/tests/bench/common.sh"
 
@@ -46,30 +47,58 @@ start() {
 }
 stop() { kill -TERM "$pid"; wait "$pid" || true; }
 
-echo "# $bin: $urls URLs, the Reuters bodies x $rep"
+# The documents, one JSON line each; the same for a given count.
+short_docs() {
+	awk -v n="$1" 'BEGIN {
+		srand(7)
+		for (i = 0; i < n; i++) {
+			line = "{\"url\": \"http://host" i % 100000 \
+			    ".example.org/doc/" i "\", \"text\": \""
+			for (w = 0; w < 30; w++)
+				line = line (w ? " " : "") "w" \
+				    int(rand() * 20000)
+			print line "\"}"
+		}
+	}'
+}
+
+# One start and stop: $1 "warm" or "cold", $2 "image" or "records".
+restart() {
+	[ "$2" = image ] || rm -f "$tmp/data/docs.image"
+	: > "$tmp/log"
+	if [ "$1" = cold ]; then
+		sync
+		echo 3 > /proc/sys/vm/drop_caches
+	fi
+	start
+	printf "%s, %s: %.2f s (" "$1" "$2" "$secs"
+	grep -oE 'from the (restart image|records) in [0-9.]+ s' "$tmp/log" |
+		tr -d '\n'
+	printf "; URLs %s)\n" "$(grep -oE 'segments in [0-9.]+ s' "$tmp/log" |
+		sed 's/^segments //')"
+	stop
+	grep -oE 'kept in docs.image for the next start, in [0-9.]+ s' \
+		"$tmp/log" | sed 's/^/    stop: /' || true
+}
+
+echo "# $bin: $urls URLs, $docs short documents"
 start
 "$tools/url_bench" -H "127.0.0.1:$p" -n "$urls" -c 2 -w 32 --phase submit |
 	grep -o 'phase=submit urls=[0-9]* seconds=[0-9.]* urls_per_s=[0-9]*'
-"$tools/doc_bench" -H "127.0.0.1:$p" --reuters "$data/text_corpora/reuters21578" \
-	-r "$rep" -b 256 -w 4 -L 0 -S "$root/conf/stopwords.txt" 2>&1 |
-	grep -E '^phase=doc-submit ' || true
+t0=$(date +%s)
+short_docs "$docs" | "$tools/nddctl" -H "127.0.0.1:$p" doc-submit --jsonl \
+	--batch 1024 - > /dev/null
+echo "documents submitted in $(( $(date +%s) - t0 )) s"
 stop
-echo "store $(du -sm "$tmp/data" | cut -f1) MB"
-: > "$tmp/log"
+echo "store $(du -sm "$tmp/data/data.mdb" | cut -f1) MB; restart image" \
+	"$(du -sm "$tmp/data/docs.image" 2>/dev/null | cut -f1) MB"
 for r in 1 2 3; do
-	start
-	printf "warm %.2f s\n" "$secs"
-	stop
+	restart warm image
+	restart warm records
 done
-grep -E 'rebuilt|documents in|listening' "$tmp/log" | tail -3
 if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/vm/drop_caches ]; then
-	: > "$tmp/log"
-	sync
-	echo 3 > /proc/sys/vm/drop_caches
-	start
-	printf "cold %.2f s\n" "$secs"
-	stop
-	grep -E 'rebuilt|documents in|listening' "$tmp/log" | tail -3
+	restart cold image
+	restart cold records
 else
 	echo "cold: skipped (dropping the page cache needs root)"
 fi

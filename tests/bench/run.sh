@@ -70,8 +70,9 @@
 #
 # One URL per request (latency_bench.sh: nddd's durable submits and
 # checks, one in flight, against Redis appendfsync always) and restarts
-# (restart_bench.sh: BENCH_RESTART_URLS URLs, default 10,000,000, and the
-# Reuters bodies x 5, restarted warm and cold); BENCH_LATENCY=0 skips them.
+# (restart_bench.sh: BENCH_RESTART_URLS URLs and BENCH_RESTART_DOCS short
+# documents, default 10,000,000 each, restarted warm and cold through the
+# restart image and from the records); BENCH_LATENCY=0 skips them.
 #
 # Bulk checks past RAM (bulk_bench.sh): BENCH_BULK_URLS URLs (default
 # 50,000,000) submitted with nddctl url-submit --bulk, then all checked
@@ -539,7 +540,8 @@ if [ "${BENCH_LATENCY:-1}" != 0 ]; then
 	echo "== one URL per request against Redis (tests/bench/latency_bench.sh)"
 	"$root/tests/bench/latency_bench.sh" "$bin"
 	echo "== restarts, warm and cold (tests/bench/restart_bench.sh)"
-	URLS="${BENCH_RESTART_URLS:-10000000}" DATA="$data" \
+	URLS="${BENCH_RESTART_URLS:-10000000}" \
+		DOCS="${BENCH_RESTART_DOCS:-10000000}" \
 		"$root/tests/bench/restart_bench.sh" "$bin"
 fi
 
