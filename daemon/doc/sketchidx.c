@@ -756,23 +756,33 @@ bulk_run(void *arg)
 	return NULL;
 }
 
-int
-sketchidx_bulk_load(struct sketchidx *x, struct sketchidx_stage *st,
-    unsigned threads)
+/* Runs fn(arg) in this thread and up to threads - 1 more (at most
+ * SKETCHIDX_LOAD_THREADS in all), until each returns: the loaders that
+ * share a load's shards. */
+static void
+run_loaders(void *(*fn)(void *), void *arg, unsigned threads)
 {
-	struct bulk bk = { x, st, 0, 0, 0 };
 	pthread_t t[SKETCHIDX_LOAD_THREADS];
 	unsigned started = 0;
 
 	if (threads > SKETCHIDX_LOAD_THREADS)
 		threads = SKETCHIDX_LOAD_THREADS;
-	pthread_rwlock_wrlock(&x->lock);
-	while (started + 1 < threads && pthread_create(&t[started], NULL,
-	    bulk_run, &bk) == 0)
+	while (started + 1 < threads && pthread_create(&t[started], NULL, fn,
+	    arg) == 0)
 		started++;
-	bulk_run(&bk);
+	fn(arg);
 	while (started > 0)
 		pthread_join(t[--started], NULL);
+}
+
+int
+sketchidx_bulk_load(struct sketchidx *x, struct sketchidx_stage *st,
+    unsigned threads)
+{
+	struct bulk bk = { x, st, 0, 0, 0 };
+
+	pthread_rwlock_wrlock(&x->lock);
+	run_loaders(bulk_run, &bk, threads);
 	x->entries = st->entries = 0;
 	for (unsigned sh = 0; sh < SHARDS; sh++) {
 		x->entries += x->shards[sh].entries;
@@ -963,22 +973,13 @@ sketchidx_image_load(struct sketchidx *x, const void *p, size_t len,
     unsigned threads, const char **why)
 {
 	struct image_load il = { x, p, len, 0, 0, NULL };
-	pthread_t t[SKETCHIDX_LOAD_THREADS];
-	unsigned started = 0;
 
 	if (len < IMAGE_TABLE || x->entries != 0) {
 		*why = "damaged";
 		return -1;
 	}
-	if (threads > SKETCHIDX_LOAD_THREADS)
-		threads = SKETCHIDX_LOAD_THREADS;
 	pthread_rwlock_wrlock(&x->lock);
-	while (started + 1 < threads && pthread_create(&t[started], NULL,
-	    image_load_run, &il) == 0)
-		started++;
-	image_load_run(&il);
-	while (started > 0)
-		pthread_join(t[--started], NULL);
+	run_loaders(image_load_run, &il, threads);
 	for (unsigned sh = 0; sh < SHARDS; sh++)
 		x->entries += x->shards[sh].entries;
 	x->bytes = (uint64_t)((int64_t)x->bytes + il.bytes);
