@@ -177,6 +177,30 @@ class TestCalls(DaemonTest):
             self.client.submit_urls([42])
 
 
+class TestOneUrlEncoding(unittest.TestCase):
+    """A call of one URL encodes its request by hand; protobuf, the
+    reference, reads back the request the batch path builds, whatever the
+    operation, durability, namespace, time to live and times asked."""
+
+    def test_against_protobuf(self):
+        from nddd.client import _one_url_request, _url_request
+        rng = random.Random(11)
+        for field in ("url_submit", "url_check", "url_delete"):
+            for _ in range(200):
+                url = bytes(rng.randrange(256) for _ in range(
+                    rng.choice((0, 1, 127, 128, 300, 20000))))
+                level = rng.choice((pb.DURABILITY_DEFAULT, pb.RELAXED,
+                                    pb.DURABLE))
+                ns = rng.choice(("", "crawl-1", "é" * 70))
+                ttl = rng.choice((0, 1, 127, 128, 2 ** 40))
+                with_times = rng.random() < 0.5
+                got = pb.Request.FromString(_one_url_request(
+                    field, url, level, ns, ttl, with_times))
+                want = _url_request(field, [url], None, level, ns, ttl,
+                                    with_times)
+                self.assertEqual(got, want)
+
+
 class TestDurability(DaemonTest):
     # Relaxed changes wait this long for their fdatasync: the tests see
     # none of those.

@@ -312,6 +312,35 @@ def _encode_body(body: Union[str, bytes]) -> bytes:
     return body.encode("utf-8") if isinstance(body, str) else bytes(body)
 
 
+# Request's URL operations (UrlBatch) and UrlBatch's fields, for a request
+# of one URL encoded here.
+_TAG_URL_OP = {"url_submit": b"\x12", "url_check": b"\x1a",
+               "url_delete": b"\x22"}
+_TAG_URLS = b"\x0a"
+_TAG_DURABILITY = b"\x10"
+_TAG_BATCH_NAMESPACE = b"\x2a"
+_TAG_TTL = b"\x30"
+_WITH_TIMES = b"\x38\x01"
+
+
+def _one_url_request(field: str, url: bytes, level: int, ns: str, ttl: int,
+                     with_times: bool) -> bytes:
+    """_url_request for one URL (no digests), encoded: a Request without
+    its id and token, as _exchange takes them, at a fraction of the cost
+    of building the message."""
+    batch = _TAG_URLS + _varint(len(url)) + url
+    if level != pb.DURABILITY_DEFAULT:
+        batch += _TAG_DURABILITY + _varint(level)
+    if ns:
+        name = ns.encode()
+        batch += _TAG_BATCH_NAMESPACE + _varint(len(name)) + name
+    if ttl:
+        batch += _TAG_TTL + _varint(ttl)
+    if with_times:
+        batch += _WITH_TIMES
+    return _TAG_URL_OP[field] + _varint(len(batch)) + batch
+
+
 def _url_request(field: str, chunk: List[bytes], canon_id: Optional[str],
                  level: int, ns: str, ttl: int,
                  with_times: bool) -> "pb.Request":
@@ -1077,13 +1106,13 @@ class Client:
     def _one_url(self, field: str, url: Url, result_cls: type,
                  durability: Optional[str], namespace: Optional[str],
                  ttl: Optional[int], with_times: bool) -> UrlResult:
-        """_url_op for one URL, the short way: one request, answered
-        through _exchange_one (by _call_locked).  A client that asks one URL at a time
-        spends most of each call in Python, so this path does only what
-        one URL needs."""
+        """_url_op for one URL, the short way: one request (encoded here
+        when it carries the URL), answered through _exchange_one (by
+        _call_locked).  A client that asks one URL at a time spends most
+        of each call in Python, so this path does only what one URL
+        needs."""
         level, ns, ttl = self._url_args(field, durability, namespace, ttl)
         encoded = _encode_url(url)
-        canon_id = None
         with self._lock:
             if self.digests:
                 canon = self._canon_for(1)
@@ -1092,8 +1121,11 @@ class Client:
                 if cause is not None:
                     return result_cls(url, 0, Status(Code.INVALID_ARGUMENT,
                                                      cause))
-            req = _url_request(field, [encoded], canon_id, level, ns, ttl,
-                               with_times)
+                req = _url_request(field, [encoded], canon_id, level, ns,
+                                   ttl, with_times)
+            else:
+                req = _one_url_request(field, encoded, level, ns, ttl,
+                                       with_times)
             try:
                 resp = self._call_locked(req)
             except NdddError as e:
@@ -1122,16 +1154,16 @@ class Client:
         if resp.WhichOneof("result") != "urls":
             raise self._protocol_error("reply to %s has no URL results"
                                        % field)
-        counts = resp.urls.counts
+        batch = resp.urls
+        counts = batch.counts
         n = len(urls)
         if len(counts) != n:
             raise self._protocol_error(
                 "reply to %s has %d counts for %d URLs"
                 % (field, len(counts), n))
         # The times, one per URL each, or none when not asked for.
-        times = (resp.urls.first_seen_ms, resp.urls.last_seen_ms,
-                 resp.urls.expires_ms)
-        if any(times):
+        times = (batch.first_seen_ms, batch.last_seen_ms, batch.expires_ms)
+        if times[0] or times[1] or times[2]:
             if any(len(t) != n for t in times):
                 raise self._protocol_error(
                     "reply to %s has %d, %d and %d times for %d URLs"
@@ -1140,7 +1172,7 @@ class Client:
                                *times))
         else:
             results = list(map(result_cls, urls, counts, repeat(None)))
-        for err in resp.urls.errors:
+        for err in batch.errors:
             i = err.index
             if i >= n:
                 raise self._protocol_error(
@@ -1427,21 +1459,34 @@ class Client:
             "reply with unknown id %d from %s" % (resp.id, self.address),
             address=self.address, sent=sent)
 
+    def _request_frame(self, req, rid: int) -> bytes:
+        """The frame of req, a Request or one encoded as bytes without its
+        id and token (protobuf takes fields in any order), with id rid and
+        the client's token."""
+        if type(req) is bytes:
+            tail = _TAG_ID + _varint(rid)
+            if self.token:
+                token = self.token.encode()
+                tail += _TAG_TOKEN + _varint(len(token)) + token
+            return _LEN.pack(len(req) + len(tail)) + req + tail
+        req.id = rid
+        if self.token:
+            req.token = self.token
+        data = req.SerializeToString()
+        return _LEN.pack(len(data)) + data
+
     def _exchange_one(self, req) -> "pb.Response":
-        """_exchange for one Request: sends it with a fresh id and returns
-        its Response, with the same failures, but without the window's
-        bookkeeping, a large part of what a call of one URL costs in
-        Python.  The caller holds the lock."""
+        """_exchange for one Request (or one encoded, as _exchange takes
+        them): sends it with a fresh id and returns its Response, with the
+        same failures, but without the window's bookkeeping, a large part
+        of what a call of one URL costs in Python.  The caller holds the
+        lock."""
         sent = False
         try:
             sock = self._ready_socket()
             rid = self._next_id
             self._next_id = rid + 1
-            req.id = rid
-            if self.token:
-                req.token = self.token
-            data = req.SerializeToString()
-            out = memoryview(_LEN.pack(len(data)) + data)
+            out = memoryview(self._request_frame(req, rid))
             deadline = (None if self.timeout is None
                         else time.monotonic() + self.timeout)
             inbuf = bytearray()
@@ -1458,13 +1503,13 @@ class Client:
                         polling_out = bool(out)
                         self._poll.modify(sock, select.POLLIN | (
                             select.POLLOUT if out else 0))
-                if len(inbuf) >= 4:
-                    length = self._reply_length(inbuf, 0, sent)
-                    if len(inbuf) - 4 >= length:
-                        break
                 chunk = self._await_bytes(sock, deadline, sent, 1, None)
                 if chunk is not None:
                     inbuf += chunk
+                    if len(inbuf) >= 4:
+                        length = self._reply_length(inbuf, 0, sent)
+                        if len(inbuf) - 4 >= length:
+                            break
             if len(inbuf) != 4 + length:
                 raise NdddProtocolError(
                     "%d bytes from %s after the only reply awaited"
@@ -1511,21 +1556,7 @@ class Client:
                         break
                     rid = self._next_id
                     self._next_id = rid + 1
-                    if type(req) is bytes:
-                        tail = _TAG_ID + _varint(rid)
-                        if self.token:
-                            token = self.token.encode()
-                            tail += _TAG_TOKEN + _varint(len(token)) + token
-                        out += _LEN.pack(len(req) + len(tail))
-                        out += req
-                        out += tail
-                    else:
-                        req.id = rid
-                        if self.token:
-                            req.token = self.token
-                        data = req.SerializeToString()
-                        out += _LEN.pack(len(data))
-                        out += data
+                    out += self._request_frame(req, rid)
                     pending[rid] = (ctx, time.monotonic())
                 if not pending:
                     return
