@@ -165,8 +165,8 @@ head_usable(const struct head *h, uint64_t size, struct store *st,
 		    now.txn_id);
 		return false;
 	}
-	if (h->n > size / 20 || sizeof(*h) + docs_bytes(h->n) +
-	    h->sketch_bytes != size) {
+	if (h->n > size / 20 || h->sketch_bytes > size ||
+	    sizeof(*h) + docs_bytes(h->n) + h->sketch_bytes != size) {
 		snprintf(why, wlen, "damaged: %" PRIu64 " bytes, not what its "
 		    "head says", size);
 		return false;
