@@ -165,6 +165,11 @@ def _varint(n: int) -> bytes:
     out.append(n)
     return bytes(out)
 
+
+def _field(tag: bytes, data: bytes) -> bytes:
+    """A length-delimited protobuf field: its tag, length and bytes."""
+    return tag + _varint(len(data)) + data
+
 #: Values of ``durability``: the protocol's Durability.  None and "default"
 #: leave it to the daemon.
 _DURABILITY = {None: pb.DURABILITY_DEFAULT, "default": pb.DURABILITY_DEFAULT,
@@ -328,17 +333,16 @@ def _one_url_request(field: str, url: bytes, level: int, ns: str, ttl: int,
     """_url_request for one URL (no digests), encoded: a Request without
     its id and token, as _exchange takes them, at a fraction of the cost
     of building the message."""
-    batch = _TAG_URLS + _varint(len(url)) + url
+    batch = _field(_TAG_URLS, url)
     if level != pb.DURABILITY_DEFAULT:
         batch += _TAG_DURABILITY + _varint(level)
     if ns:
-        name = ns.encode()
-        batch += _TAG_BATCH_NAMESPACE + _varint(len(name)) + name
+        batch += _field(_TAG_BATCH_NAMESPACE, ns.encode())
     if ttl:
         batch += _TAG_TTL + _varint(ttl)
     if with_times:
         batch += _WITH_TIMES
-    return _TAG_URL_OP[field] + _varint(len(batch)) + batch
+    return _field(_TAG_URL_OP[field], batch)
 
 
 def _url_request(field: str, chunk: List[bytes], canon_id: Optional[str],
@@ -846,8 +850,7 @@ class Client:
         max_docs, max_bytes, room = self._doc_limits()
         flag = _QUERY_ONLY if query_only else b""
         if namespace:
-            ns = namespace.encode()
-            flag += _TAG_NAMESPACE + _varint(len(ns)) + ns
+            flag += _field(_TAG_NAMESPACE, namespace.encode())
         if match:
             flag += _TAG_MATCH + _varint(match)
         if with_sketch:
@@ -1466,8 +1469,7 @@ class Client:
         if type(req) is bytes:
             tail = _TAG_ID + _varint(rid)
             if self.token:
-                token = self.token.encode()
-                tail += _TAG_TOKEN + _varint(len(token)) + token
+                tail += _field(_TAG_TOKEN, self.token.encode())
             return _LEN.pack(len(req) + len(tail)) + req + tail
         req.id = rid
         if self.token:
