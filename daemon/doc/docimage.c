@@ -68,7 +68,7 @@ write_file(const char *path, const struct head *h,
 {
 	static const uint8_t zeros[8];
 	size_t pad = docs_bytes(docs->n) - 20 * docs->n;
-	FILE *f = fopen(path, "wbx");
+	FILE *f = fopen(path, "wb");
 	int rc, saved;
 
 	if (f == NULL)
@@ -124,8 +124,6 @@ docimage_save(struct store *st, const struct docimage_docs *docs,
 			*cause = NULL;
 		rc = -1;
 	} else {
-		/* A temporary file of a stop that died is stale. */
-		(void)unlink(tmp);
 		if ((rc = write_file(tmp, &h, docs, x)) == -1 ||
 		    (rc = rename(tmp, path)) == -1 ||
 		    (rc = sync_dir(store_dir(st))) == -1) {
