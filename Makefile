@@ -121,8 +121,9 @@ GEN_O := $(B)/gen/nddd.pb-c.o
 # host with its built-in cpu backend; the utilities they use; the shard
 # routing's jump hash, a header alone).
 FP_SRCS := daemon/lib/arena.c daemon/lib/log.c daemon/lib/mailbox.c \
+	daemon/lib/md5.c \
 	daemon/lib/workq.c $(wildcard daemon/text/*.c) daemon/url/urlcanon.c \
-	daemon/accel/accel.c $(wildcard daemon/accel/cpu/*.c)
+	daemon/url/urldigest.c daemon/accel/accel.c $(wildcard daemon/accel/cpu/*.c)
 FP_OBJS := $(FP_SRCS:%.c=$(B)/%.o)
 FP_HDRS := $(wildcard $(filter-out daemon/text/html_entities.h \
 	daemon/text/simhash_%.h,$(FP_SRCS:.c=.h)) daemon/text/simhash_impl.h \
@@ -221,15 +222,18 @@ $(CLIENT_LIB): $(CLIENT_OBJS) $(GEN_O)
 # The client library as a shared object, for bindings that load it (the
 # Python client's digests and the batch job's fingerprints, through
 # ctypes): libnddd, the protocol code, the canonicalizer with its arena,
-# and the simhash engine (daemon/text: its AVX2 and AVX-512 kernels pick
-# their instructions per function, so they need no flags of their own),
-# compiled again as position-independent code into $(B)/pic and linked
-# against protobuf-c, uriparser and OpenSSL.  It exports the nddd_*
-# functions only (not nddd__v1__*: the protocol code, nor urlcanon_* or
-# simhash_*), so that it clashes with nothing of the process loading it.  In the asan variant it keeps UBSan but not ASan, whose runtime must
-# be the first library of the process, which an interpreter's is not; in
-# the release variant it is linked with full RELRO like the programs.
-SO_SRCS := $(CLIENT_SRCS) daemon/url/urlcanon.c daemon/lib/arena.c \
+# the URL digests with MD5, and the simhash engine (daemon/text: its AVX2
+# and AVX-512 kernels pick their instructions per function, so they need
+# no flags of their own), compiled again as position-independent code
+# into $(B)/pic and linked against protobuf-c, uriparser and OpenSSL.  It
+# exports the nddd_* functions only (not nddd__v1__*: the protocol code,
+# nor urlcanon_*, urldigest_*, md5_* or simhash_*), so that it clashes
+# with nothing of the process loading it.  In the asan variant it keeps
+# UBSan but not ASan, whose runtime must be the first library of the
+# process, which an interpreter's is not; in the release variant it is
+# linked with full RELRO like the programs.
+SO_SRCS := $(CLIENT_SRCS) daemon/url/urlcanon.c daemon/url/urldigest.c \
+	daemon/lib/md5.c daemon/lib/arena.c \
 	$(wildcard daemon/text/*.c)
 SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o) $(B)/pic/gen/nddd.pb-c.o
 SO_SAN := $(if $(filter asan,$(VARIANT)),-fsanitize=undefined \
@@ -465,7 +469,7 @@ endif
 
 # Benchmarks that share the URL generator, the naive simhash reference or
 # the corpus reader of tests/lib (which need no Check).
-$(B)/bin/url_bench $(B)/bin/shards_bench: $(B)/bin/%: \
+$(B)/bin/url_bench $(B)/bin/shards_bench $(B)/bin/md5_bench: $(B)/bin/%: \
 	$(B)/tests/bench/%.o $(B)/tests/lib/urlgen.o \
 	$(B)/tests/lib/benchnet.o $(CLIENT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)

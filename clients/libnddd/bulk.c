@@ -193,22 +193,34 @@ static size_t
 canon_batch(nddd_canon *k, const char *const *urls, size_t n,
     struct nddd_url_result *results, unsigned char *digests, size_t *pos)
 {
-	size_t nv = 0;
+	size_t nv = 0, *lens = malloc(n * sizeof(*lens) + 1);
+	const char **causes = malloc(n * sizeof(*causes) + 1);
 
+	if (lens == NULL || causes == NULL)
+		goto oom;
+	for (size_t i = 0; i < n; i++)
+		lens[i] = strlen(urls[i]);
+	canon_digest_many(k, urls, lens, n, digests, causes);
 	for (size_t i = 0; i < n; i++) {
-		const char *cause;
-
-		if (nddd_canon_digest(k, urls[i], strlen(urls[i]),
-		    digests + nv * NDDD_DIGEST_LEN, &cause) == 0) {
+		if (causes[i] == NULL) {
+			/* The valid ones' digests, packed. */
+			memmove(digests + nv * NDDD_DIGEST_LEN,
+			    digests + i * NDDD_DIGEST_LEN, NDDD_DIGEST_LEN);
 			pos[nv++] = i;
 			continue;
 		}
 		results[i].code = NDDD_INVALID_ARGUMENT;
 		results[i].count = 0;
-		if ((results[i].message = strdup(cause)) == NULL)
-			return (size_t)-1;
+		if ((results[i].message = strdup(causes[i])) == NULL)
+			goto oom;
 	}
+	free(lens);
+	free(causes);
 	return nv;
+oom:
+	free(lens);
+	free(causes);
+	return (size_t)-1;
 }
 
 static int

@@ -4,25 +4,20 @@
  * canonicalization its server states (nddd_urls then sends digests, in
  * bulk.c); the other files are listed in nddd_impl.h.
  *
- * Digests are made with urlcanon, the daemon's own canonicalizer (from the
- * fingerprint library), and OpenSSL's MD5, as the daemon keys URLs
- * (urlset_key_canonical): a digest made here and a URL sent as text reach
- * the same record.
+ * Digests are made by urldigest (from the fingerprint library), as the
+ * daemon keys URLs: a digest made here and a URL sent as text reach the
+ * same record.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "nddd.h"
 #include "nddd_impl.h"
-#include "urlcanon.h"
+#include "urldigest.h"
 
 struct nddd_canon {
-	struct urlcanon *uc;
-	EVP_MD *md5;
-	EVP_MD_CTX *md_ctx;
+	struct urldigest *dg;
 	char id[URLCANON_ID_LEN];
 };
 
@@ -74,16 +69,8 @@ nddd_canon_new(const char *canon_id, char **err)
 	if ((k = calloc(1, sizeof(*k))) == NULL)
 		return NULL;
 	urlcanon_id(&opts, k->id);
-	/* The MD5 is fetched once; each digest re-initializes the context
-	 * with it rather than looking it up again. */
-	if ((k->uc = urlcanon_new(&opts)) == NULL ||
-	    (k->md5 = EVP_MD_fetch(NULL, "MD5", NULL)) == NULL ||
-	    (k->md_ctx = EVP_MD_CTX_new()) == NULL ||
-	    !EVP_DigestInit_ex2(k->md_ctx, k->md5, NULL)) {
-		if (k->uc != NULL && asprintf(err, "OpenSSL offers no MD5") ==
-		    -1)
-			*err = NULL;
-		nddd_canon_free(k);
+	if ((k->dg = urldigest_new(&opts)) == NULL) {
+		free(k);
 		return NULL;
 	}
 	return k;
@@ -94,9 +81,7 @@ nddd_canon_free(nddd_canon *k)
 {
 	if (k == NULL)
 		return;
-	EVP_MD_CTX_free(k->md_ctx);
-	EVP_MD_free(k->md5);
-	urlcanon_free(k->uc);
+	urldigest_free(k->dg);
 	free(k);
 }
 
@@ -110,7 +95,8 @@ const char *
 nddd_canon_url(nddd_canon *k, const char *url, size_t len, size_t *out_len,
     const char **cause)
 {
-	return urlcanon_canonicalize(k->uc, url, len, out_len, cause);
+	return urlcanon_canonicalize(urldigest_canon(k->dg), url, len, out_len,
+	    cause);
 }
 
 int
@@ -119,39 +105,41 @@ nddd_canon_digest(nddd_canon *k, const char *url, size_t len,
 {
 	const char *canon;
 	size_t clen;
-	unsigned int mdlen;
 
-	/* What urlset_key_canonical does in the daemon. */
-	if ((canon = urlcanon_canonicalize(k->uc, url, len, &clen,
-	    cause)) == NULL)
-		return -1;
-	if (!EVP_DigestInit_ex2(k->md_ctx, NULL, NULL) ||
-	    !EVP_DigestUpdate(k->md_ctx, canon, clen) ||
-	    !EVP_DigestFinal_ex(k->md_ctx, digest, &mdlen) ||
-	    mdlen != NDDD_DIGEST_LEN) {
-		*cause = "MD5 failed";
-		return -1;
-	}
-	return 0;
+	return urldigest_one(k->dg, url, len, digest, &canon, &clen, cause);
+}
+
+size_t
+canon_digest_many(nddd_canon *k, const char *const *urls, const size_t *lens,
+    size_t n, unsigned char *digests, const char **causes)
+{
+	size_t nvalid = 0;
+
+	for (size_t i = 0; i < n; i += URLDIGEST_BATCH)
+		nvalid += urldigest_many(k->dg, urls + i, lens + i,
+		    n - i < URLDIGEST_BATCH ? n - i : URLDIGEST_BATCH,
+		    digests + i * NDDD_DIGEST_LEN, causes + i, NULL, NULL);
+	return nvalid;
 }
 
 size_t
 nddd_canon_digests(nddd_canon *k, const char *urls, const size_t *lens,
     size_t n, unsigned char *digests, int *valid)
 {
-	const char *cause;
+	const char *ptr[URLDIGEST_BATCH], *causes[URLDIGEST_BATCH];
 	size_t off = 0, nvalid = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		unsigned char *d = digests + i * NDDD_DIGEST_LEN;
+	for (size_t i = 0; i < n; i += URLDIGEST_BATCH) {
+		size_t m = n - i < URLDIGEST_BATCH ? n - i : URLDIGEST_BATCH;
 
-		valid[i] = nddd_canon_digest(k, urls + off, lens[i], d,
-		    &cause) == 0;
-		if (valid[i])
-			nvalid++;
-		else
-			memset(d, 0, NDDD_DIGEST_LEN);
-		off += lens[i];
+		for (size_t j = 0; j < m; j++) {
+			ptr[j] = urls + off;
+			off += lens[i + j];
+		}
+		nvalid += canon_digest_many(k, ptr, lens + i, m,
+		    digests + i * NDDD_DIGEST_LEN, causes);
+		for (size_t j = 0; j < m; j++)
+			valid[i + j] = causes[j] == NULL;
 	}
 	return nvalid;
 }

@@ -205,4 +205,15 @@ int pipeline_run(struct pipeline *p);
 struct nddd_reply *call_for(nddd_client *c, int sent, uint64_t id,
     enum nddd_reply_kind kind, const char *what);
 
+/* canon.c */
+/*
+ * The digests of urls[0..n) (lens[i] bytes each) into digests, as
+ * nddd_canon_digest makes them but eight at a time: causes[i] NULL, or
+ * (static) why URL i is refused, its digest zeros.  Returns how many are
+ * valid.
+ */
+size_t canon_digest_many(nddd_canon *k, const char *const *urls,
+    const size_t *lens, size_t n, unsigned char *digests,
+    const char **causes);
+
 #endif

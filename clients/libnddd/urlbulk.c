@@ -356,17 +356,15 @@ hash_slice(void *arg)
 	const struct hash_slice *h = arg;
 	struct nddd_bulk *b = h->b;
 
+	canon_digest_many(h->canon, h->urls + h->from, h->lens + h->from,
+	    h->to - h->from, b->keys + h->from * NDDD_DIGEST_LEN,
+	    b->causes + h->from);
 	for (size_t i = h->from; i < h->to; i++) {
 		unsigned char *key = b->keys + i * NDDD_DIGEST_LEN;
-		size_t len = h->lens[i] < UINT32_MAX ? h->lens[i] : UINT32_MAX;
 
-		/* Too long for a record is refused as too long all the same. */
-		if (nddd_canon_digest(h->canon, h->urls[i], len, key,
-		    &b->causes[i]) == -1)
-			continue;
-		b->causes[i] = NULL;
-		for (size_t j = 0; j < NDDD_DIGEST_LEN; j++)
-			key[j] ^= b->mask[j];
+		if (b->causes[i] == NULL)
+			for (size_t j = 0; j < NDDD_DIGEST_LEN; j++)
+				key[j] ^= b->mask[j];
 	}
 	return NULL;
 }

@@ -26,18 +26,15 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-
 #include "clock.h"
 #include "jumphash.h"
 #include "log.h"
+#include "md5.h"
 #include "reply.h"
 #include "store.h"
 
 #define SHARD_META_KEY		"shard"
 
-/* Fetched once: an implicit fetch per digest costs more than the digest. */
-static EVP_MD *md5;
 /* How long a change waits for the writes admitted before it. */
 #define SHARD_DRAIN_MS		60000
 
@@ -110,11 +107,6 @@ shard_state_open(struct store *st, const char **cause)
 		*cause = "cannot read the store's shard state";
 		return NULL;
 	}
-	if (md5 == NULL && (md5 = EVP_MD_fetch(NULL, "MD5", NULL)) == NULL) {
-		free(ss);
-		*cause = "OpenSSL has no MD5";
-		return NULL;
-	}
 	pthread_mutex_init(&ss->lock, NULL);
 	pthread_cond_init(&ss->idle, NULL);
 	reply_set_shards(ss->v.shards);
@@ -159,15 +151,12 @@ shard_view_owns(const struct shard_view *v, const uint8_t digest[16],
 bool
 shard_view_owns_url(const struct shard_view *v, const char *url, size_t len)
 {
-	uint8_t digest[EVP_MAX_MD_SIZE];
-	unsigned dlen;
+	uint8_t digest[MD5_DIGEST_LEN];
 	uint32_t route_by;
 
 	if (v->shards == 0)
 		return true;
-	if (md5 == NULL ||
-	    !EVP_Digest(url, len, digest, &dlen, md5, NULL))
-		return true;	/* cannot tell: answer as before */
+	md5_digest(url, len, digest);
 	return shard_view_owns(v, digest, &route_by);
 }
 

@@ -248,6 +248,29 @@ fail_item(struct batch_keys *bk, size_t i, Nddd__V1__Code code,
 	bk->bad[bk->nbad++].cause = cause;
 }
 
+/* URLs of a batch keyed at once (urlset_keys_canonical). */
+struct key_chunk {
+	const char *urls[URLSET_KEY_BATCH];
+	size_t lens[URLSET_KEY_BATCH];
+	struct url_key keys[URLSET_KEY_BATCH];
+	const char *canon[URLSET_KEY_BATCH];
+	size_t canon_len[URLSET_KEY_BATCH];
+	const char *causes[URLSET_KEY_BATCH];
+};
+
+/* Keys URLs [from, from + n) of batch into c. */
+static void
+key_urls(struct url_keyer *k, const Nddd__V1__UrlBatch *batch, size_t from,
+    size_t n, struct key_chunk *c)
+{
+	for (size_t i = 0; i < n; i++) {
+		c->urls[i] = (const char *)batch->urls[from + i].data;
+		c->lens[i] = batch->urls[from + i].len;
+	}
+	urlset_keys_canonical(k, c->urls, c->lens, n, c->keys, c->canon,
+	    c->canon_len, c->causes);
+}
+
 /*
  * Derives the keys of a batch into bk, whose arrays hold its items, in the
  * batch's namespace; the URLs another shard owns (bk->shard) fail with
@@ -259,6 +282,7 @@ derive_keys(struct urlset *us, struct url_keyer *k,
     const Nddd__V1__UrlBatch *batch, struct batch_keys *bk)
 {
 	struct urlset_ns_mask mask;
+	struct key_chunk chunk;
 	bool masked = batch != NULL && batch->namespace_ != NULL &&
 	    batch->namespace_[0] != '\0';
 	bool digests = batch != NULL && batch->digests.len > 0;
@@ -269,33 +293,35 @@ derive_keys(struct urlset *us, struct url_keyer *k,
 		return "digests made with another canonicalization than this "
 		    "server's (its stats say which)";
 	if (masked)
-		urlset_ns_mask(k, batch->namespace_, strlen(batch->namespace_),
+		urlset_ns_mask(batch->namespace_, strlen(batch->namespace_),
 		    &mask);
 	for (size_t i = 0; i < bk->n; i++) {
 		struct url_key *key = &bk->keys[bk->nkeys];
-		const char *cause;
-
-		const char *canon;
-		size_t clen;
+		size_t j = i % URLSET_KEY_BATCH;
 		uint32_t route_by;
 
+		/* URLs are keyed a batch at a time, their MD5s eight at a
+		 * time. */
+		if (!digests && j == 0)
+			key_urls(k, batch, i, bk->n - i < URLSET_KEY_BATCH ?
+			    bk->n - i : URLSET_KEY_BATCH, &chunk);
 		if (digests)
 			urlset_key_digest(us, batch->digests.data +
 			    i * CBF_FP_LEN, key);
-		else if (urlset_key_canonical(k, (const char *)
-		    batch->urls[i].data, batch->urls[i].len, key, &canon,
-		    &clen, &cause) == -1) {
+		else if (chunk.causes[j] != NULL) {
 			fail_item(bk, i, NDDD__V1__CODE__INVALID_ARGUMENT,
-			    cause);
+			    chunk.causes[j]);
 			continue;
-		}
+		} else
+			*key = chunk.keys[j];
 		if (!shard_view_owns(&bk->shard, key->fp, &route_by)) {
 			shard_moved_message(route_by, bk->moved);
 			fail_item(bk, i, NDDD__V1__CODE__MOVED, bk->moved);
 			continue;
 		}
 		if (!digests && bk->texts != NULL &&
-		    keep_text(bk, canon, clen) == -1) {
+		    keep_text(bk, chunk.canon[j],
+		    chunk.canon_len[j]) == -1) {
 			bk->nomem = true;
 			return NULL;
 		}

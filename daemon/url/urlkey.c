@@ -1,12 +1,15 @@
 /*
- * urlkey: a URL's key (urlset.h): the MD5 of its canonical form and the
- * filter counters it names, made by a request worker's own keyer; from a
- * client's digest; in a named namespace, XORed with the namespace's mask.
+ * urlkey: a URL's key (urlset.h): the MD5 of its canonical form
+ * (urldigest.h) and the filter counters it names, made by a request
+ * worker's own keyer; from a client's digest; in a named namespace, XORed
+ * with the namespace's mask.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "md5.h"
+#include "urldigest.h"
 #include "urlset_impl.h"
 
 /* A namespace's mask is the MD5 of this and the namespace's name. */
@@ -15,8 +18,8 @@
 
 struct url_keyer {
 	struct urlset *us;
-	struct urlcanon *canon;
-	EVP_MD_CTX *md_ctx;
+	struct urldigest *dg;
+	uint8_t digests[URLSET_KEY_BATCH][URLDIGEST_LEN];
 };
 
 struct url_keyer *
@@ -27,10 +30,8 @@ urlset_keyer_new(struct urlset *us)
 	if ((k = calloc(1, sizeof(*k))) == NULL)
 		return NULL;
 	k->us = us;
-	if ((k->canon = urlcanon_new(&us->canon)) == NULL ||
-	    (k->md_ctx = EVP_MD_CTX_new()) == NULL ||
-	    !EVP_DigestInit_ex2(k->md_ctx, us->md5, NULL)) {
-		urlset_keyer_free(k);
+	if ((k->dg = urldigest_new(&us->canon)) == NULL) {
+		free(k);
 		return NULL;
 	}
 	return k;
@@ -41,8 +42,7 @@ urlset_keyer_free(struct url_keyer *k)
 {
 	if (k == NULL)
 		return;
-	urlcanon_free(k->canon);
-	EVP_MD_CTX_free(k->md_ctx);
+	urldigest_free(k->dg);
 	free(k);
 }
 
@@ -51,24 +51,28 @@ urlset_key_canonical(struct url_keyer *k, const char *url, size_t len,
     struct url_key *key, const char **canon, size_t *canon_len,
     const char **cause)
 {
-	const char *c;
-	size_t clen;
-	unsigned int mdlen;
-
-	if ((c = urlcanon_canonicalize(k->canon, url, len, &clen,
-	    cause)) == NULL)
+	if (urldigest_one(k->dg, url, len, key->fp, canon, canon_len,
+	    cause) == -1)
 		return -1;
-	/* Re-initializing with no digest named reuses the fetched MD5
-	 * without reallocating its state. */
-	if (!EVP_DigestInit_ex2(k->md_ctx, NULL, NULL) ||
-	    !EVP_DigestUpdate(k->md_ctx, c, clen) ||
-	    !EVP_DigestFinal_ex(k->md_ctx, key->fp, &mdlen) ||
-	    mdlen != CBF_FP_LEN)
-		fatalx("%s: MD5 failed", __func__);
 	cbf_indices(k->us->filter, key->fp, key->idx);
-	*canon = c;
-	*canon_len = clen;
 	return 0;
+}
+
+size_t
+urlset_keys_canonical(struct url_keyer *k, const char *const *urls,
+    const size_t *lens, size_t n, struct url_key *keys, const char **canon,
+    size_t *canon_len, const char **causes)
+{
+	size_t nvalid;
+
+	if (n > URLSET_KEY_BATCH)
+		fatalx("%s: %zu URLs, more than a batch", __func__, n);
+	nvalid = urldigest_many(k->dg, urls, lens, n, &k->digests[0][0],
+	    causes, canon, canon_len);
+	for (size_t i = 0; i < n; i++)
+		if (causes[i] == NULL)
+			urlset_key_digest(k->us, k->digests[i], &keys[i]);
+	return nvalid;
 }
 
 int
@@ -103,36 +107,15 @@ mask_text(const char *name, size_t len, char buf[NS_MASK_TEXT_MAX])
 }
 
 void
-urlset_ns_mask(struct url_keyer *k, const char *name, size_t len,
-    struct urlset_ns_mask *out)
+urlset_ns_mask(const char *name, size_t len, struct urlset_ns_mask *out)
 {
 	char buf[NS_MASK_TEXT_MAX];
-	size_t n = mask_text(name, len, buf);
-	unsigned int mdlen;
-
-	if (!EVP_DigestInit_ex2(k->md_ctx, NULL, NULL) ||
-	    !EVP_DigestUpdate(k->md_ctx, buf, n) ||
-	    !EVP_DigestFinal_ex(k->md_ctx, out->m, &mdlen) ||
-	    mdlen != CBF_FP_LEN)
-		fatalx("%s: MD5 failed", __func__);
-}
-
-void
-urlset_ns_mask_of(const struct urlset *us, const char *name, size_t len,
-    struct urlset_ns_mask *out)
-{
-	char buf[NS_MASK_TEXT_MAX];
-	size_t n;
-	unsigned int mdlen;
 
 	if (len == 0) {
 		memset(out, 0, sizeof(*out));
 		return;
 	}
-	n = mask_text(name, len, buf);
-	if (!EVP_Digest(buf, n, out->m, &mdlen, us->md5, NULL) ||
-	    mdlen != CBF_FP_LEN)
-		fatalx("%s: MD5 failed", __func__);
+	md5_digest(buf, mask_text(name, len, buf), out->m);
 }
 
 void

@@ -18,6 +18,7 @@
  * upgrade cut short by an nddd of format 2 left segments of format 2.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -135,7 +135,7 @@ ns_get(struct urlset *us, struct ns_cache *c, uint32_t id)
 	c->v[lo].id = id;
 	c->v[lo].dropping = info.dropping;
 	memcpy(c->v[lo].name, info.name, sizeof(c->v[lo].name));
-	urlset_ns_mask_of(us, info.name, strlen(info.name), &c->v[lo].mask);
+	urlset_ns_mask(info.name, strlen(info.name), &c->v[lo].mask);
 	c->last = lo;
 	return &c->v[lo];
 }
@@ -848,7 +848,7 @@ urlset_import(struct urlset *us, struct urlset_job *job)
 		if (last == NULL || strcmp(last, m->ns) != 0) {
 			id = urlns_find(us->ns, m->ns, len, NULL);
 			last = m->ns;
-			urlset_ns_mask_of(us, m->ns, len, &mask);
+			urlset_ns_mask(m->ns, len, &mask);
 		}
 		if (id == URLNS_NONE) {
 			/* A text or a removal has nothing to work on. */

@@ -348,7 +348,6 @@ urlset_open(struct store *st, const char *dir,
 	    (us->ns = urlns_open(st, cause)) == NULL)
 		goto err;
 	if ((us->filter = cbf_new(us->m)) == NULL ||
-	    (us->md5 = EVP_MD_fetch(NULL, "MD5", NULL)) == NULL ||
 	    (us->rd.idx = urlidx_new(opts->capacity)) == NULL ||
 	    (us->mem = urlmem_new(entries)) == NULL ||
 	    (us->w.wrd = urlset_reader_new(us)) == NULL) {
@@ -405,7 +404,6 @@ urlset_free(struct urlset *us)
 	urlmem_free(us->mem);
 	urlidx_free(us->rd.idx);
 	cbf_free(us->filter);
-	EVP_MD_free(us->md5);
 	urlset_reader_free(us->w.wrd);
 	urlns_free(us->ns);
 	free(us->segs.dir);

@@ -53,7 +53,7 @@
 #include "cbf.h"
 #include "mailbox.h"
 #include "store.h"
-#include "urlcanon.h"
+#include "urldigest.h"
 #include "urlns.h"
 #include "urlrec.h"
 
@@ -184,8 +184,8 @@ const struct cbf *urlset_filter(const struct urlset *us);
 const char *urlset_canon_id(const struct urlset *us);
 
 /*
- * A canonicalizer and an MD5 context: what deriving keys needs, for one
- * thread.  Returns NULL if memory is short.
+ * A canonicalizer and a batch's scratch memory (urldigest.h): what
+ * deriving keys needs, for one thread.  Returns NULL if memory is short.
  */
 struct url_keyer *urlset_keyer_new(struct urlset *us);
 void urlset_keyer_free(struct url_keyer *k);
@@ -203,6 +203,17 @@ int urlset_key(struct url_keyer *k, const char *url, size_t len,
 int urlset_key_canonical(struct url_keyer *k, const char *url, size_t len,
     struct url_key *key, const char **canon, size_t *canon_len,
     const char **cause);
+/*
+ * The keys of n URLs (at most URLSET_KEY_BATCH) as urlset_key_canonical
+ * makes them, their digests made eight at a time: for URL i, keys[i] and
+ * causes[i] NULL, or causes[i] why it is invalid (keys[i] untouched); if
+ * canon is not NULL, its canonical form in canon[i] and canon_len[i],
+ * valid until the keyer's next call.  Returns how many are valid.
+ */
+#define URLSET_KEY_BATCH	URLDIGEST_BATCH
+size_t urlset_keys_canonical(struct url_keyer *k, const char *const *urls,
+    const size_t *lens, size_t n, struct url_key *keys, const char **canon,
+    size_t *canon_len, const char **causes);
 /* The key of a digest a client computed (the MD5 of a canonical URL). */
 void urlset_key_digest(const struct urlset *us,
     const uint8_t digest[CBF_FP_LEN], struct url_key *key);
@@ -217,9 +228,9 @@ struct urlset_ns_mask {
 	uint8_t m[CBF_FP_LEN];
 };
 
-/* The mask of the namespace named name[0..len) (not empty). */
-void urlset_ns_mask(struct url_keyer *k, const char *name, size_t len,
-    struct urlset_ns_mask *out);
+/* The mask of the namespace named name[0..len) (zero for the default
+ * one, ""); any thread. */
+void urlset_ns_mask(const char *name, size_t len, struct urlset_ns_mask *out);
 /* Turns key, a URL's key in the default namespace, into its key in the
  * namespace of mask. */
 void urlset_key_masked(const struct urlset *us,

@@ -41,8 +41,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <openssl/evp.h>
-
 #include "urlhostrun.h"
 #include "urlidx.h"
 #include "urljournal.h"
@@ -95,7 +93,6 @@ struct urlset {
 	uint64_t capacity;
 	struct urlcanon_options canon;
 	char canon_id[URLCANON_ID_LEN];
-	EVP_MD *md5;			/* fetched once, shared by the keyers */
 	struct urlmem *mem;
 	struct urljournal *journal;
 	uint32_t seg_records;
@@ -407,10 +404,6 @@ int urlset_import(struct urlset *us, struct urlset_job *job);
 void urlset_export_note(struct urlset *us, const struct stage_entry *e);
 void urlset_export_note_texts(struct urlset *us, const uint8_t *texts,
     size_t len);
-/* Any thread: the mask of namespace name[0..len) (zero for the default
- * one), as urlset_ns_mask makes it, without a keyer. */
-void urlset_ns_mask_of(const struct urlset *us, const char *name, size_t len,
-    struct urlset_ns_mask *out);
 
 /* urlmigrate.c: upgrades a format 1 store to segments, in transactions of
  * urlset_migrate_batch records; a format 2 store's segments to format 3,

@@ -63,7 +63,7 @@ make_pool(struct urlset *us)
 	char url[128];
 
 	ck_assert_ptr_nonnull(k);
-	urlset_ns_mask(k, ns_names[1], strlen(ns_names[1]), &mask);
+	urlset_ns_mask(ns_names[1], strlen(ns_names[1]), &mask);
 	for (int u = 0; u < POOL; u++) {
 		struct pool_url *p = &pool[u];
 		size_t clen;

@@ -53,7 +53,7 @@ make_keys(struct urlset *us, const char *host, size_t n,
 	char url[96];
 
 	ck_assert_ptr_nonnull(k);
-	urlset_ns_mask(k, ns_names[1], strlen(ns_names[1]), &mask);
+	urlset_ns_mask(ns_names[1], strlen(ns_names[1]), &mask);
 	for (size_t i = 0; i < n; i++) {
 		snprintf(url, sizeof(url), "http://%s/%zu", host, i);
 		ck_assert_int_eq(urlset_key(k, url, strlen(url), &keys[i][0],

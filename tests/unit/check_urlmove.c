@@ -81,7 +81,7 @@ make_pool(struct urlset *us)
 	char url[96];
 
 	ck_assert_ptr_nonnull(k);
-	urlset_ns_mask(k, ns_names[1], strlen(ns_names[1]), &mask);
+	urlset_ns_mask(ns_names[1], strlen(ns_names[1]), &mask);
 	for (int i = 0; i < POOL; i++) {
 		struct pool_url *p = &pool[i];
 		size_t clen;

@@ -53,7 +53,7 @@ make_keys(struct url_fixture *fx, const char *host)
 	char url[96];
 
 	ck_assert_ptr_nonnull(k);
-	urlset_ns_mask(k, ns_names[1], strlen(ns_names[1]), &mask);
+	urlset_ns_mask(ns_names[1], strlen(ns_names[1]), &mask);
 	for (int u = 0; u < POOL; u++) {
 		snprintf(url, sizeof(url), "http://%s/%d", host, u);
 		ck_assert_int_eq(urlset_key(k, url, strlen(url),

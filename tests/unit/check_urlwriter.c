@@ -67,7 +67,7 @@ make_keys(struct url_fixture *fx)
 		    &pool_keys[0][u], &why), 0);
 	}
 	for (int n = 1; n < NNS; n++) {
-		urlset_ns_mask(k, ns_names[n], strlen(ns_names[n]), &mask);
+		urlset_ns_mask(ns_names[n], strlen(ns_names[n]), &mask);
 		for (int u = 0; u < POOL; u++) {
 			pool_keys[n][u] = pool_keys[0][u];
 			urlset_key_masked(fx->us, &mask, &pool_keys[n][u]);

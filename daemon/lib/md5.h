@@ -1,0 +1,37 @@
+/*
+ * md5: the MD5 digest (RFC 1321) of URLs, the keys of the URL store.
+ *
+ * Why not OpenSSL's EVP, which the rest of nddd uses for digests: a URL
+ * key is one MD5 of about 60 bytes, made millions of times a second, and
+ * OpenSSL 3.0's EVP frees and allocates its digest state at every
+ * re-initialization: about 120 ns a URL beyond the 85 to 140 ns of the
+ * digest itself.  And a batch of URLs is digested eight at a time here,
+ * one message in each 32-bit lane of an AVX2 register, which no library
+ * offers for MD5.  The tests compare every path with OpenSSL's EVP.
+ */
+#ifndef NDDD_MD5_H
+#define NDDD_MD5_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MD5_DIGEST_LEN	16
+
+/* The digest of len bytes at msg. */
+void md5_digest(const void *msg, size_t len, uint8_t out[MD5_DIGEST_LEN]);
+
+/*
+ * The digests of n messages, msgs[i] of lens[i] bytes, into out (16 bytes
+ * each, in order): eight at a time where the CPU has AVX2, one at a time
+ * otherwise (or when md5_use_simd(0) said so).  Messages of any lengths
+ * mix; each lane takes the next message as soon as its own is done.
+ */
+void md5_digests(const void *const *msgs, const size_t *lens, size_t n,
+    uint8_t *out);
+
+/* Whether md5_digests uses AVX2 (the CPU's answer, unless told not to);
+ * md5_use_simd(0) forces one at a time (for tests and benchmarks). */
+int md5_simd(void);
+void md5_use_simd(int on);
+
+#endif
