@@ -95,6 +95,10 @@
 # Simhash engine: simhash_bench, every SIMD level on one thread and all
 # cores, with the naive reference in the same run (BENCH_SIMHASH=0 skips it).
 #
+# URL keys: md5_bench, URL digests a second on one thread, nddd's MD5 one
+# at a time and eight at a time against OpenSSL's EVP, and whole keys
+# (BENCH_MD5=0 skips it).
+#
 # The accelerator plugins' figures come after, from make bench-accel.
 set -euo pipefail
 
@@ -572,4 +576,9 @@ fi
 if [ "${BENCH_SIMHASH:-1}" != 0 ]; then
 	echo "== simhash engine: $bin/simhash_bench"
 	(cd "$root" && NDDD_TEST_DATA="$data" "$bin/simhash_bench" -s 0.1 -r 31 -B 300)
+fi
+
+if [ "${BENCH_MD5:-1}" != 0 ]; then
+	echo "== URL keys: $bin/md5_bench"
+	"$bin/md5_bench" -d "$data" -s 0.3 -r 5
 fi
