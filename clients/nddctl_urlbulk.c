@@ -178,6 +178,9 @@ nddctl_url_bulk(const struct nddctl_common *co, enum nddd_url_op op,
 		    strerror(errno));
 		return NDDCTL_EXIT_USAGE;
 	}
+	/* An answer per URL, millions of lines: written a MiB at a time
+	 * rather than a file system block (nothing is printed before). */
+	setvbuf(stdout, NULL, _IOFBF, (size_t)1 << 20);
 	if ((c = nddctl_connect(co)) == NULL)
 		return NDDCTL_EXIT_UNREACHABLE;
 	nddd_set_durability(c, co->durability);
