@@ -23,8 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "md5.h"
 #include "nddd.h"
 #include "nddd_impl.h"
 
@@ -117,7 +116,6 @@ static int
 ns_mask(const char *ns, unsigned char mask[NDDD_DIGEST_LEN])
 {
 	char text[sizeof(NS_MASK_PREFIX) + NDDD_NAMESPACE_MAX];
-	unsigned int len;
 	int n;
 
 	memset(mask, 0, NDDD_DIGEST_LEN);
@@ -126,9 +124,7 @@ ns_mask(const char *ns, unsigned char mask[NDDD_DIGEST_LEN])
 	n = snprintf(text, sizeof(text), "%s%s", NS_MASK_PREFIX, ns);
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return -1;
-	if (!EVP_Digest(text, (size_t)n, mask, &len, EVP_md5(), NULL) ||
-	    len != NDDD_DIGEST_LEN)
-		return -1;
+	md5_digest(text, (size_t)n, mask);
 	return 0;
 }
 

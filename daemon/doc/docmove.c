@@ -242,16 +242,14 @@ docmove_of(struct docset *ds)
 
 /* The place among shards that owns the document of canonical URL url;
  * -1 if the digest fails. */
-static int
-owner_of(const char *url, size_t url_len, uint32_t shards, uint32_t *owner)
+static uint32_t
+owner_of(const char *url, size_t url_len, uint32_t shards)
 {
 	uint8_t digest[DOCSET_KEY_LEN];
 
 	/* The key in the default namespace is the URL's MD5 alone. */
-	if (docset_key("", 0, url, url_len, digest) == -1)
-		return -1;
-	*owner = jump_hash_owner(digest, shards);
-	return 0;
+	docset_key("", 0, url, url_len, digest);
+	return jump_hash_owner(digest, shards);
 }
 
 /* The change hook: notes, in the store writer's transaction txn_id, that
@@ -264,7 +262,6 @@ note(void *arg, uint64_t txn_id, const char *ns, size_t ns_len,
 	struct docmove *m = arg;
 	struct moved_key *e;
 	uint64_t hash;
-	uint32_t owner;
 	int rc = 0;
 
 	/* Imports are the session's counterpart, not changes to export. */
@@ -273,11 +270,7 @@ note(void *arg, uint64_t txn_id, const char *ns, size_t ns_len,
 	pthread_mutex_lock(&m->lock);
 	if (!m->open)
 		goto out;
-	if (owner_of(url, url_len, m->shards, &owner) == -1) {
-		rc = -1;
-		goto out;
-	}
-	if (owner == m->place)
+	if (owner_of(url, url_len, m->shards) == m->place)
 		goto out;
 	hash = key_hash(ns, ns_len, url, url_len);
 	if ((e = set_find(m, hash, ns, ns_len, url, url_len)) != NULL) {
@@ -440,15 +433,10 @@ static int
 page_one(const struct doc_record *r, void *arg)
 {
 	struct page_scan *ps = arg;
-	uint32_t owner;
 
 	ps->next = r->id + 1;
 	if (!docns_dropping(docset_namespaces(ps->ds), r->ns)) {
-		if (owner_of(r->url, r->url_len, ps->shards, &owner) == -1) {
-			ps->rc = STORE_FAILED;
-			return PAGE_STOP;
-		}
-		if (owner != ps->place) {
+		if (owner_of(r->url, r->url_len, ps->shards) != ps->place) {
 			if (moved_of(r, ps->place, &ps->out[ps->n]) == -1) {
 				log_warnx("%s: out of memory", __func__);
 				ps->rc = STORE_FAILED;
@@ -532,9 +520,7 @@ changed_state(struct docset *ds, struct store_txn *txn,
 	memset(d, 0, sizeof(*d));
 	memcpy(d->ns, e->data, e->ns_len);
 	d->ns[e->ns_len] = '\0';
-	if (docset_key(d->ns, e->ns_len, e->data + e->ns_len, e->url_len,
-	    key) == -1)
-		return STORE_FAILED;
+	docset_key(d->ns, e->ns_len, e->data + e->ns_len, e->url_len, key);
 	nsid = docset_ns_find(ds, d->ns);
 	rc = docset_get(ds, txn, nsid, key, &r);
 	if (rc == STORE_OK) {
@@ -661,8 +647,7 @@ docmove_import(struct docset *ds, struct store_txn *txn,
 	memset(undo, 0, sizeof(*undo));
 	if (!import_valid(d))
 		return DOCMOVE_INVALID;
-	if (docset_key(d->ns, strlen(d->ns), d->url, d->url_len, key) == -1)
-		return STORE_FAILED;
+	docset_key(d->ns, strlen(d->ns), d->url, d->url_len, key);
 	/* Without a session state nothing is noted anyway. */
 	if (m != NULL)
 		m->importing = true;

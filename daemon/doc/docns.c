@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 
 #include "log.h"
+#include "md5.h"
 
 #define NS_PREFIX	"docs.ns"
 #define NS_KEY		"docs.ns/"
@@ -63,16 +63,13 @@ void
 docns_mask(const char *name, size_t len, uint8_t out[DOCNS_MASK_LEN])
 {
 	static const char prefix[] = "nddd.ns/";
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned int mdlen;
+	char text[sizeof(prefix) - 1 + DOCNS_NAME_MAX];
 
-	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL) ||
-	    !EVP_DigestUpdate(ctx, prefix, sizeof(prefix) - 1) ||
-	    !EVP_DigestUpdate(ctx, name, len) ||
-	    !EVP_DigestFinal_ex(ctx, out, &mdlen) ||
-	    mdlen != DOCNS_MASK_LEN)
-		fatalx("%s: MD5 failed", __func__);
-	EVP_MD_CTX_free(ctx);
+	if (len > DOCNS_NAME_MAX)
+		fatalx("%s: a namespace name of %zu bytes", __func__, len);
+	memcpy(text, prefix, sizeof(prefix) - 1);
+	memcpy(text + sizeof(prefix) - 1, name, len);
+	md5_digest(text, sizeof(prefix) - 1 + len, out);
 }
 
 /* Lock held: the position of name in by_name, or where it would go. */

@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "clock.h"
 #include "docimage.h"
 #include "le.h"
 #include "log.h"
+#include "md5.h"
 #include "sketchidx.h"
 
 /*
@@ -1061,29 +1061,25 @@ docset_ns_drop(struct docset *ds, struct store_txn *txn, const char *name,
 	return STORE_OK;
 }
 
-int
+void
 docset_key(const char *ns, size_t ns_len, const char *url, size_t url_len,
     uint8_t key[DOCSET_KEY_LEN])
 {
 	uint8_t mask[DOCNS_MASK_LEN];
-	unsigned int mdlen;
 
-	if (!EVP_Digest(url, url_len, key, &mdlen, EVP_md5(), NULL) ||
-	    mdlen != DOCSET_KEY_LEN)
-		return -1;
+	md5_digest(url, url_len, key);
 	if (ns_len == 0)
-		return 0;
+		return;
 	docns_mask(ns, ns_len, mask);
 	for (size_t i = 0; i < DOCSET_KEY_LEN; i++)
 		key[i] ^= mask[i];
-	return 0;
 }
 
 /* The key of document r. */
-static int
+static void
 record_key(const struct doc_record *r, uint8_t key[DOCSET_KEY_LEN])
 {
-	return docset_key(r->ns_name, r->ns == DOCNS_DEFAULT ? 0 : r->ns_len,
+	docset_key(r->ns_name, r->ns == DOCNS_DEFAULT ? 0 : r->ns_len,
 	    r->url, r->url_len, key);
 }
 
@@ -1114,8 +1110,7 @@ docset_ns_forget(struct docset *ds, struct store_txn *txn, uint32_t id,
 		}
 		if (rc != STORE_OK)
 			return rc;
-		if (record_key(&r, key) == -1)
-			return STORE_FAILED;
+		record_key(&r, key);
 		if ((rc = forget_record(ds, txn, key, &r, &undo[*n])) !=
 		    STORE_OK)
 			return rc;
@@ -1946,8 +1941,8 @@ verify_doc(const void *key, size_t klen, const void *val, size_t vlen,
 		    "memory", r.id);
 	}
 	/* Its URL, in its namespace, must lead back to it. */
-	if (record_key(&r, md5) == -1 ||
-	    lookup_id(vs->txn, md5, &id) != STORE_OK || id != r.id) {
+	record_key(&r, md5);
+	if (lookup_id(vs->txn, md5, &id) != STORE_OK || id != r.id) {
 		vs->out->url_mismatches++;
 		verify_note(vs->out, "its URL does not lead to it", r.id);
 	}

@@ -195,10 +195,9 @@ void *docset_change_hook_arg(struct docset *ds);
 /*
  * The key of the document of canonical URL url[0..url_len) in namespace
  * ns[0..ns_len) (empty: the default one): the URL's MD5, XORed with the
- * namespace's mask (docns_mask) in a named one.  Returns -1 if the digest
- * fails.
+ * namespace's mask (docns_mask) in a named one.
  */
-int docset_key(const char *ns, size_t ns_len, const char *url, size_t url_len,
+void docset_key(const char *ns, size_t ns_len, const char *url, size_t url_len,
     uint8_t key[DOCSET_KEY_LEN]);
 /*
  * Any thread: the id of the namespace named name (checked as URL
