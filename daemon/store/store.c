@@ -418,6 +418,11 @@ warm_start(struct store *st)
 	mdb_filehandle_t fd;
 	uint64_t avail = memroom();
 
+	if (st->warming) {
+		/* The earlier warming is done, or nearly. */
+		pthread_join(st->warm_thread, NULL);
+		st->warming = false;
+	}
 	if (mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) == -1 ||
 	    sb.st_size == 0)
 		return;
@@ -520,6 +525,12 @@ store_max_readers(struct store *st)
 	if (mdb_env_get_maxreaders(st->env, &n) != 0)
 		return 0;
 	return n;
+}
+
+void
+store_warm(struct store *st)
+{
+	warm_start(st);
 }
 
 void

@@ -108,6 +108,13 @@ struct store_txn;
 struct store *store_open(const struct store_options *opts, char **cause);
 void store_close(struct store *st);
 /*
+ * Reads the data file into memory in its own order, in a thread, as at
+ * store_open (see "Warming" in store.c), for a scan of most of it that
+ * follows (the documents' restart image, saved at a stop).  The thread
+ * of an earlier warming is joined first.  One thread at a time calls it.
+ */
+void store_warm(struct store *st);
+/*
  * The reader slots of the environment: readers beyond them fail to begin
  * (at least max_readers; more when an earlier run left a larger table).
  */
