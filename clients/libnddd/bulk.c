@@ -184,6 +184,9 @@ struct url_loop {
 				   when queued */
 };
 
+/* URLs digested at once by canon_batch (urldigest's batch). */
+#define CANON_CHUNK	256
+
 /*
  * Digests of urls[0..n) into digests; the valid ones' positions go to pos,
  * the invalid ones get their result now.  Returns how many are valid, or
@@ -193,34 +196,33 @@ static size_t
 canon_batch(nddd_canon *k, const char *const *urls, size_t n,
     struct nddd_url_result *results, unsigned char *digests, size_t *pos)
 {
-	size_t nv = 0, *lens = malloc(n * sizeof(*lens) + 1);
-	const char **causes = malloc(n * sizeof(*causes) + 1);
+	const char *causes[CANON_CHUNK];
+	size_t lens[CANON_CHUNK], nv = 0;
 
-	if (lens == NULL || causes == NULL)
-		goto oom;
-	for (size_t i = 0; i < n; i++)
-		lens[i] = strlen(urls[i]);
-	canon_digest_many(k, urls, lens, n, digests, causes);
-	for (size_t i = 0; i < n; i++) {
-		if (causes[i] == NULL) {
-			/* The valid ones' digests, packed. */
-			memmove(digests + nv * NDDD_DIGEST_LEN,
-			    digests + i * NDDD_DIGEST_LEN, NDDD_DIGEST_LEN);
-			pos[nv++] = i;
-			continue;
+	for (size_t i = 0; i < n; i += CANON_CHUNK) {
+		size_t m = n - i < CANON_CHUNK ? n - i : CANON_CHUNK;
+
+		for (size_t j = 0; j < m; j++)
+			lens[j] = strlen(urls[i + j]);
+		/* At i, above the valid ones' digests packed so far. */
+		canon_digest_many(k, urls + i, lens, m,
+		    digests + i * NDDD_DIGEST_LEN, causes);
+		for (size_t j = 0; j < m; j++) {
+			if (causes[j] == NULL) {
+				memmove(digests + nv * NDDD_DIGEST_LEN,
+				    digests + (i + j) * NDDD_DIGEST_LEN,
+				    NDDD_DIGEST_LEN);
+				pos[nv++] = i + j;
+				continue;
+			}
+			results[i + j].code = NDDD_INVALID_ARGUMENT;
+			results[i + j].count = 0;
+			if ((results[i + j].message = strdup(causes[j])) ==
+			    NULL)
+				return (size_t)-1;
 		}
-		results[i].code = NDDD_INVALID_ARGUMENT;
-		results[i].count = 0;
-		if ((results[i].message = strdup(causes[i])) == NULL)
-			goto oom;
 	}
-	free(lens);
-	free(causes);
 	return nv;
-oom:
-	free(lens);
-	free(causes);
-	return (size_t)-1;
 }
 
 static int
