@@ -121,7 +121,7 @@ GEN_O := $(B)/gen/nddd.pb-c.o
 # host with its built-in cpu backend; the utilities they use; the shard
 # routing's jump hash, a header alone).
 FP_SRCS := daemon/lib/arena.c daemon/lib/log.c daemon/lib/mailbox.c \
-	daemon/lib/md5.c \
+	daemon/lib/md5.c daemon/lib/nsmask.c \
 	daemon/lib/workq.c $(wildcard daemon/text/*.c) daemon/url/urlcanon.c \
 	daemon/url/urldigest.c daemon/accel/accel.c $(wildcard daemon/accel/cpu/*.c)
 FP_OBJS := $(FP_SRCS:%.c=$(B)/%.o)
@@ -233,7 +233,7 @@ $(CLIENT_LIB): $(CLIENT_OBJS) $(GEN_O)
 # process, which an interpreter's is not; in the release variant it is
 # linked with full RELRO like the programs.
 SO_SRCS := $(CLIENT_SRCS) daemon/url/urlcanon.c daemon/url/urldigest.c \
-	daemon/lib/md5.c daemon/lib/arena.c \
+	daemon/lib/md5.c daemon/lib/nsmask.c daemon/lib/arena.c \
 	$(wildcard daemon/text/*.c)
 SO_OBJS := $(SO_SRCS:%.c=$(B)/pic/%.o) $(B)/pic/gen/nddd.pb-c.o
 SO_SAN := $(if $(filter asan,$(VARIANT)),-fsanitize=undefined \

@@ -136,8 +136,8 @@ nddd_canon_digests(nddd_canon *k, const char *urls, const size_t *lens,
 			ptr[j] = urls + off;
 			off += lens[i + j];
 		}
-		nvalid += canon_digest_many(k, ptr, lens + i, m,
-		    digests + i * NDDD_DIGEST_LEN, causes);
+		nvalid += urldigest_many(k->dg, ptr, lens + i, m,
+		    digests + i * NDDD_DIGEST_LEN, causes, NULL, NULL);
 		for (size_t j = 0; j < m; j++)
 			valid[i + j] = causes[j] == NULL;
 	}

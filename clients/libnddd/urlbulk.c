@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "md5.h"
+#include "nsmask.h"
 #include "nddd.h"
 #include "nddd_impl.h"
 
@@ -39,9 +39,6 @@
  * second one. */
 #define BULK_HASHERS_MAX	4
 #define BULK_HASH_SPLIT		4096
-/* A namespace's key mask is the MD5 of this and its name (the daemon's
- * urlkey.c). */
-#define NS_MASK_PREFIX		"nddd.ns/"
 
 /* Results: a count, or one of these with a code and a message's number. */
 #define RESULT_ERROR		0x80000000u
@@ -111,22 +108,6 @@ struct nddd_bulk {
 #define bulk_fail(b, ...) errbuf_set((b)->err, sizeof((b)->err), __VA_ARGS__)
 
 
-/* The key mask of namespace ns (NULL or "": none). */
-static int
-ns_mask(const char *ns, unsigned char mask[NDDD_DIGEST_LEN])
-{
-	char text[sizeof(NS_MASK_PREFIX) + NDDD_NAMESPACE_MAX];
-	int n;
-
-	memset(mask, 0, NDDD_DIGEST_LEN);
-	if (ns == NULL || ns[0] == '\0')
-		return 0;
-	n = snprintf(text, sizeof(text), "%s%s", NS_MASK_PREFIX, ns);
-	if (n < 0 || (size_t)n >= sizeof(text))
-		return -1;
-	md5_digest(text, (size_t)n, mask);
-	return 0;
-}
 
 /* A file in dir, unlinked at once: it lives as long as fd. */
 static int
@@ -208,7 +189,9 @@ nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
 	for (unsigned t = 0; t < b->hashers; t++)
 		if ((b->canon[t] = nddd_canon_new(st.canon, err)) == NULL)
 			goto fail;
-	if (ns_mask(c->url_opts.ns, b->mask) == -1) {
+	if (ns_mask(c->url_opts.ns != NULL ? c->url_opts.ns : "",
+	    c->url_opts.ns != NULL ? strlen(c->url_opts.ns) : 0,
+	    b->mask) == -1) {
 		errmsg_new(err, "cannot make the namespace's key mask");
 		goto fail;
 	}

@@ -22,7 +22,7 @@
 
 
 #include "log.h"
-#include "md5.h"
+#include "nsmask.h"
 
 #define NS_PREFIX	"docs.ns"
 #define NS_KEY		"docs.ns/"
@@ -62,14 +62,8 @@ struct docns {
 void
 docns_mask(const char *name, size_t len, uint8_t out[DOCNS_MASK_LEN])
 {
-	static const char prefix[] = "nddd.ns/";
-	char text[sizeof(prefix) - 1 + DOCNS_NAME_MAX];
-
-	if (len > DOCNS_NAME_MAX)
+	if (len > DOCNS_NAME_MAX || ns_mask(name, len, out) == -1)
 		fatalx("%s: a namespace name of %zu bytes", __func__, len);
-	memcpy(text, prefix, sizeof(prefix) - 1);
-	memcpy(text + sizeof(prefix) - 1, name, len);
-	md5_digest(text, sizeof(prefix) - 1 + len, out);
 }
 
 /* Lock held: the position of name in by_name, or where it would go. */

@@ -8,13 +8,9 @@
 #include <string.h>
 
 #include "log.h"
-#include "md5.h"
+#include "nsmask.h"
 #include "urldigest.h"
 #include "urlset_impl.h"
-
-/* A namespace's mask is the MD5 of this and the namespace's name. */
-#define NS_MASK_PREFIX		"nddd.ns/"
-#define NS_MASK_TEXT_MAX	(sizeof(NS_MASK_PREFIX) - 1 + URLNS_NAME_MAX)
 
 struct url_keyer {
 	struct urlset *us;
@@ -94,28 +90,11 @@ urlset_key_digest(const struct urlset *us, const uint8_t digest[CBF_FP_LEN],
 	cbf_indices(us->filter, key->fp, key->idx);
 }
 
-/* What a namespace's mask is the MD5 of: "nddd.ns/" and its name;
- * returns its length. */
-static size_t
-mask_text(const char *name, size_t len, char buf[NS_MASK_TEXT_MAX])
-{
-	if (len > URLNS_NAME_MAX)
-		fatalx("%s: a namespace name of %zu bytes", __func__, len);
-	memcpy(buf, NS_MASK_PREFIX, sizeof(NS_MASK_PREFIX) - 1);
-	memcpy(buf + sizeof(NS_MASK_PREFIX) - 1, name, len);
-	return sizeof(NS_MASK_PREFIX) - 1 + len;
-}
-
 void
 urlset_ns_mask(const char *name, size_t len, struct urlset_ns_mask *out)
 {
-	char buf[NS_MASK_TEXT_MAX];
-
-	if (len == 0) {
-		memset(out, 0, sizeof(*out));
-		return;
-	}
-	md5_digest(buf, mask_text(name, len, buf), out->m);
+	if (len > URLNS_NAME_MAX || ns_mask(name, len, out->m) == -1)
+		fatalx("%s: a namespace name of %zu bytes", __func__, len);
 }
 
 void
