@@ -24,6 +24,7 @@ struct harness {
 	char address[64];	/* 127.0.0.1:PORT */
 	int port;
 	pid_t pid;		/* 0 when not running */
+	int started;		/* has been ready once: the port is fixed */
 	char *extra_conf;	/* appended to the generated configuration */
 };
 
