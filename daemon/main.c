@@ -32,6 +32,7 @@
 #include "docset.h"
 #include "httpd.h"
 #include "log.h"
+#include "md5.h"
 #include "metrics.h"
 #include "server.h"
 #include "simhash.h"
@@ -378,6 +379,24 @@ start_accel(struct daemon *d)
 		fatalx("accelerator: %s", cause ? cause : "cannot start");
 }
 
+/* [urls] simd: the lanes the URL digests use (md5.c). */
+static void
+select_url_lanes(enum simhash_simd level)
+{
+	static const int lanes[] = {
+		[SIMHASH_SIMD_AUTO] = MD5_LANES_MAX,
+		[SIMHASH_SIMD_AVX512] = 16,
+		[SIMHASH_SIMD_AVX2] = 8,
+		[SIMHASH_SIMD_SCALAR] = 1,
+	};
+
+	md5_limit_lanes(lanes[level]);
+	if (level != SIMHASH_SIMD_AUTO && md5_lanes() != lanes[level])
+		fatalx("[urls] simd: this CPU has no %s",
+		    simhash_simd_name(level));
+	log_info("URL digests: %d at a time", md5_lanes());
+}
+
 static void
 open_everything(struct daemon *d)
 {
@@ -409,6 +428,7 @@ open_everything(struct daemon *d)
 	char *cause = NULL;
 
 	check_exposure(&d->cfg, tokens != NULL);
+	select_url_lanes(d->cfg.url_simd);
 	if ((d->store = store_open(&so, &cause)) == NULL)
 		fatalx("%s", cause ? cause : "cannot open the store");
 	/* Before the documents open beside the URL set (their opening may

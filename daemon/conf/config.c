@@ -161,6 +161,9 @@ static const struct key keys[] = {
 	/* url_forget by host or prefix needs the URLs' texts: about 100
 	 * bytes of store per URL, and journal bytes per new URL. */
 	{ "urls", "host_index", KEY_BOOL, F(host_index), 0, 0, "yes" },
+	/* The URL digests' lanes (md5.c): every level gives the same keys;
+	 * choosing one measures a slower CPU. */
+	{ "urls", "simd", KEY_SIMD, F(url_simd), 0, 0, "auto" },
 	/* A page's template outweighs its article: pages are judged by
 	 * their main content.  whole: the paper's whole visible text. */
 	{ "text", "html", KEY_HTML, F(html_main), 0, 0, "main" },

@@ -72,6 +72,7 @@ struct config {
 	uint64_t segment_records;	/* records per segment */
 	uint64_t keep_expired_ms;	/* expired URLs kept this long */
 	bool host_index;		/* URLs' texts kept by host */
+	enum simhash_simd url_simd;	/* the URL digests' lanes */
 	/* [text] */
 	bool html_main;			/* HTML judged by its main content */
 	/* [simhash] */

@@ -1,14 +1,15 @@
 /*
- * md5: MD5 (RFC 1321), one message at a time and eight at a time.  See
+ * md5: MD5 (RFC 1321), one message at a time and many at a time.  See
  * md5.h for why nddd has its own.
  *
- * Eight at a time: lane l of each AVX2 register holds message l's state,
- * and a block of each lane's message goes in per round of 64 steps, its
- * 16 words transposed from the lanes' 8 blocks (two 8-by-8 transposes of
- * 32-bit words).  A lane whose message ends gives its digest and takes
- * the next message at once, so URLs of one block and of ten mix without
- * lanes idling behind the longest; idle lanes (at the end) digest a block
- * of zeros that nobody reads.
+ * Many at a time: lane l of each AVX-512 (16 lanes) or AVX2 (8 lanes)
+ * register holds message l's state, and a block of each lane's message
+ * goes in per round of 64 steps, its 16 words transposed from the lanes'
+ * blocks (one 16-by-16 or two 8-by-8 transposes of 32-bit words).  A lane
+ * whose message ends gives its digest and takes the next message at once,
+ * so URLs of one block and of ten mix without lanes idling behind the
+ * longest; idle lanes (at the end) digest a block of zeros that nobody
+ * reads.
  */
 #include "md5.h"
 
@@ -20,7 +21,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define MD5_HAVE_AVX2 1
+#define MD5_HAVE_SIMD 1
 #endif
 
 static const uint32_t md5_iv[4] = {
@@ -163,37 +164,40 @@ md5_digest(const void *msg, size_t len, uint8_t out[MD5_DIGEST_LEN])
 	md5_put(st, out);
 }
 
-/* Eight at a time. */
+/* Many at a time. */
 
 static pthread_once_t md5_once = PTHREAD_ONCE_INIT;
-static bool md5_cpu_avx2;
-static int md5_simd_on = 1;
+static int md5_cpu_lanes = 1;		/* what the CPU can do */
+static int md5_max_lanes = MD5_LANES_MAX;	/* what we were told */
 
 static void
 md5_init(void)
 {
-#ifdef MD5_HAVE_AVX2
+#ifdef MD5_HAVE_SIMD
 	__builtin_cpu_init();
-	md5_cpu_avx2 = __builtin_cpu_supports("avx2");
+	if (__builtin_cpu_supports("avx512f"))
+		md5_cpu_lanes = 16;
+	else if (__builtin_cpu_supports("avx2"))
+		md5_cpu_lanes = 8;
 #endif
 }
 
 int
-md5_simd(void)
+md5_lanes(void)
 {
+	int max = __atomic_load_n(&md5_max_lanes, __ATOMIC_RELAXED);
+
 	pthread_once(&md5_once, md5_init);
-	return md5_cpu_avx2 && __atomic_load_n(&md5_simd_on, __ATOMIC_RELAXED);
+	return md5_cpu_lanes < max ? md5_cpu_lanes : max;
 }
 
 void
-md5_use_simd(int on)
+md5_limit_lanes(int lanes)
 {
-	__atomic_store_n(&md5_simd_on, on != 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&md5_max_lanes, lanes, __ATOMIC_RELAXED);
 }
 
-#ifdef MD5_HAVE_AVX2
-#define AVX2 __attribute__((target("avx2")))
-
+#ifdef MD5_HAVE_SIMD
 /* What a lane digests: its message's full blocks, then its tail's. */
 struct md5_lane {
 	const uint8_t *msg;
@@ -201,24 +205,32 @@ struct md5_lane {
 	size_t blocks;		/* those and the tail's */
 	size_t block;		/* the one it is at */
 	size_t idx;		/* the message's index */
-	const uint8_t *next;	/* that block's bytes */
 	bool busy;
 	uint8_t tail[128];
 };
 
+/*
+ * One block of each lane's message: st[i][l] is state word i of lane l,
+ * next[l] the lane's 64 bytes.
+ */
+typedef void md5_block_fn(uint32_t st[4][MD5_LANES_MAX],
+    const uint8_t *const next[MD5_LANES_MAX]);
+
 static const uint8_t md5_zero_block[64];
 
-static void
-lane_point(struct md5_lane *l)
+static const uint8_t *
+lane_next(const struct md5_lane *l)
 {
-	l->next = l->block < l->full ? l->msg + 64 * l->block :
+	if (!l->busy)
+		return md5_zero_block;	/* digested; nobody reads it */
+	return l->block < l->full ? l->msg + 64 * l->block :
 	    l->tail + 64 * (l->block - l->full);
 }
 
-/* Lane l takes message i. */
+/* Lane l takes message i, from the initial state. */
 static void
-lane_take(struct md5_lane *l, const void *const *msgs, const size_t *lens,
-    size_t i)
+lane_take(struct md5_lane *l, uint32_t st[4][MD5_LANES_MAX], int li,
+    const void *const *msgs, const size_t *lens, size_t i)
 {
 	l->msg = msgs[i];
 	l->full = lens[i] / 64;
@@ -226,16 +238,59 @@ lane_take(struct md5_lane *l, const void *const *msgs, const size_t *lens,
 	l->block = 0;
 	l->idx = i;
 	l->busy = true;
-	lane_point(l);
+	for (int w = 0; w < 4; w++)
+		st[w][li] = md5_iv[w];
 }
 
-/* Lane l idles: it digests zeros that nobody reads. */
+/*
+ * n messages through `lanes` lanes of block(): a lane whose message ends
+ * gives its digest and takes the next message at once.
+ */
 static void
-lane_idle(struct md5_lane *l)
+md5_run_lanes(md5_block_fn *block, int lanes, const void *const *msgs,
+    const size_t *lens, size_t n, uint8_t *out)
 {
-	l->busy = false;
-	l->next = md5_zero_block;
+	struct md5_lane lane[MD5_LANES_MAX];
+	uint32_t st[4][MD5_LANES_MAX];
+	const uint8_t *next[MD5_LANES_MAX];
+	size_t taken = 0;
+	int busy = 0;
+
+	for (int l = 0; l < lanes; l++) {
+		lane[l].busy = false;
+		if (taken < n) {
+			lane_take(&lane[l], st, l, msgs, lens, taken++);
+			busy++;
+		}
+		next[l] = lane_next(&lane[l]);
+	}
+	while (busy > 0) {
+		block(st, next);
+		for (int l = 0; l < lanes; l++) {
+			struct md5_lane *ln = &lane[l];
+
+			if (!ln->busy)
+				continue;
+			if (++ln->block == ln->blocks) {
+				uint32_t one[4];
+
+				for (int w = 0; w < 4; w++)
+					one[w] = st[w][l];
+				md5_put(one, out + MD5_DIGEST_LEN * ln->idx);
+				ln->busy = false;
+				if (taken < n)
+					lane_take(ln, st, l, msgs, lens,
+					    taken++);
+				else
+					busy--;
+			}
+			next[l] = lane_next(ln);
+		}
+	}
 }
+
+#define AVX2	__attribute__((target("avx2")))
+#define AVX512	__attribute__((target("avx512f")))
 
 /* Rows r[0..7] (8 words of each lane) become the columns w[0..7]. */
 AVX2 static inline void
@@ -280,103 +335,129 @@ transpose8(const __m256i r[8], __m256i w[8])
 	(a) = ADD(ROTL32((a), (s)), (b));				\
 } while (0)
 
-/* One block of each lane's message. */
+/* Eight lanes, in AVX2 registers. */
 AVX2 static void
-md5_block8(__m256i st[4], const struct md5_lane lanes[8])
+md5_block8(uint32_t st[4][MD5_LANES_MAX],
+    const uint8_t *const next[MD5_LANES_MAX])
 {
 	const __m256i ones = _mm256_set1_epi32(-1);
-	__m256i r[8], w[16];
-	__m256i a = st[0], b = st[1], c = st[2], d = st[3];
+	__m256i r[8], w[16], s[4], a, b, c, d;
 
 	for (int half = 0; half < 2; half++) {
 		for (int l = 0; l < 8; l++)
 			r[l] = _mm256_loadu_si256((const __m256i *)
-			    (const void *)(lanes[l].next + 32 * half));
+			    (const void *)(next[l] + 32 * half));
 		transpose8(r, w + 8 * half);
 	}
+	for (int i = 0; i < 4; i++)
+		s[i] = _mm256_loadu_si256((const __m256i *)(void *)st[i]);
+	a = s[0], b = s[1], c = s[2], d = s[3];
 #define W(i)	w[i]
 #define K(k)	_mm256_set1_epi32((int)(k))
 	MD5_ROUNDS(a, b, c, d);
 #undef W
 #undef K
-	st[0] = ADD(st[0], a);
-	st[1] = ADD(st[1], b);
-	st[2] = ADD(st[2], c);
-	st[3] = ADD(st[3], d);
+	_mm256_storeu_si256((__m256i *)(void *)st[0], ADD(s[0], a));
+	_mm256_storeu_si256((__m256i *)(void *)st[1], ADD(s[1], b));
+	_mm256_storeu_si256((__m256i *)(void *)st[2], ADD(s[2], c));
+	_mm256_storeu_si256((__m256i *)(void *)st[3], ADD(s[3], d));
 }
 
-AVX2 static void
-md5_digests8(const void *const *msgs, const size_t *lens, size_t n,
-    uint8_t *out)
+/*
+ * Rows r[0..15] (a lane's 16 words each) become the columns w[0..15]:
+ * 32-bit and 64-bit interleaves within 128-bit chunks, then two rounds
+ * of chunk shuffles.
+ */
+AVX512 static inline void
+transpose16(const __m512i r[16], __m512i w[16])
 {
-	struct md5_lane lanes[8];
-	__m256i st[4];
-	uint32_t s[4][8];
-	size_t taken = 0, busy = 0;
+	__m512i t[16], u[16];
 
-	for (int l = 0; l < 8; l++) {
-		for (int i = 0; i < 4; i++)
-			s[i][l] = md5_iv[i];
-		if (taken < n) {
-			lane_take(&lanes[l], msgs, lens, taken++);
-			busy++;
-		} else
-			lane_idle(&lanes[l]);
+	for (int i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
 	}
+	/* u[4g + j], chunk c: word 4c + j of rows 4g .. 4g + 3. */
+	for (int g = 0; g < 4; g++) {
+		u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+		u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+		u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1],
+		    t[4 * g + 3]);
+		u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1],
+		    t[4 * g + 3]);
+	}
+	for (int j = 0; j < 4; j++) {
+		__m512i lo01 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44);
+		__m512i hi01 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xee);
+		__m512i lo23 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44);
+		__m512i hi23 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xee);
+
+		w[j] = _mm512_shuffle_i32x4(lo01, lo23, 0x88);
+		w[4 + j] = _mm512_shuffle_i32x4(lo01, lo23, 0xdd);
+		w[8 + j] = _mm512_shuffle_i32x4(hi01, hi23, 0x88);
+		w[12 + j] = _mm512_shuffle_i32x4(hi01, hi23, 0xdd);
+	}
+}
+
+#undef ADD
+#undef ROTL32
+#undef F1
+#undef F2
+#undef F3
+#undef F4
+#undef STEP
+/* AVX-512 rotates in one instruction and makes each round's function in
+ * one (vpternlogd: the immediate is the function's truth table). */
+#define ADD(x, y)	_mm512_add_epi32((x), (y))
+#define ROTL32(x, s)	_mm512_rol_epi32((x), (s))
+#define F1(b, c, d)	_mm512_ternarylogic_epi32((b), (c), (d), 0xca)
+#define F2(b, c, d)	_mm512_ternarylogic_epi32((d), (b), (c), 0xca)
+#define F3(b, c, d)	_mm512_ternarylogic_epi32((b), (c), (d), 0x96)
+#define F4(b, c, d)	_mm512_ternarylogic_epi32((b), (c), (d), 0x39)
+#define STEP(f, a, b, c, d, w, k, s) do {				\
+	(a) = ADD((a), ADD(f((b), (c), (d)), ADD((w), (k))));		\
+	(a) = ADD(ROTL32((a), (s)), (b));				\
+} while (0)
+
+/* Sixteen lanes, in AVX-512 registers. */
+AVX512 static void
+md5_block16(uint32_t st[4][MD5_LANES_MAX],
+    const uint8_t *const next[MD5_LANES_MAX])
+{
+	__m512i r[16], w[16], s[4], a, b, c, d;
+
+	for (int l = 0; l < 16; l++)
+		r[l] = _mm512_loadu_si512((const void *)next[l]);
+	transpose16(r, w);
 	for (int i = 0; i < 4; i++)
-		st[i] = _mm256_loadu_si256((const __m256i *)(void *)s[i]);
-	while (busy > 0) {
-		bool ended = false;
-
-		md5_block8(st, lanes);
-		for (int l = 0; l < 8; l++) {
-			if (!lanes[l].busy)
-				continue;
-			if (++lanes[l].block < lanes[l].blocks)
-				lane_point(&lanes[l]);
-			else
-				ended = true;
-		}
-		if (!ended)
-			continue;
-		/* A lane done gives its digest and takes the next message,
-		 * from the initial state. */
-		for (int i = 0; i < 4; i++)
-			_mm256_storeu_si256((__m256i *)(void *)s[i], st[i]);
-		for (int l = 0; l < 8; l++) {
-			uint32_t one[4];
-
-			if (!lanes[l].busy || lanes[l].block < lanes[l].blocks)
-				continue;
-			for (int i = 0; i < 4; i++) {
-				one[i] = s[i][l];
-				s[i][l] = md5_iv[i];
-			}
-			md5_put(one, out + MD5_DIGEST_LEN * lanes[l].idx);
-			if (taken < n)
-				lane_take(&lanes[l], msgs, lens, taken++);
-			else {
-				lane_idle(&lanes[l]);
-				busy--;
-			}
-		}
-		for (int i = 0; i < 4; i++)
-			st[i] = _mm256_loadu_si256((const __m256i *)(void *)
-			    s[i]);
-	}
+		s[i] = _mm512_loadu_si512((const void *)st[i]);
+	a = s[0], b = s[1], c = s[2], d = s[3];
+#define W(i)	w[i]
+#define K(k)	_mm512_set1_epi32((int)(k))
+	MD5_ROUNDS(a, b, c, d);
+#undef W
+#undef K
+	_mm512_storeu_si512((void *)st[0], ADD(s[0], a));
+	_mm512_storeu_si512((void *)st[1], ADD(s[1], b));
+	_mm512_storeu_si512((void *)st[2], ADD(s[2], c));
+	_mm512_storeu_si512((void *)st[3], ADD(s[3], d));
 }
 #endif
-
-/* Below this many messages, the lanes would mostly idle. */
-#define MD5_SIMD_MIN	4
 
 void
 md5_digests(const void *const *msgs, const size_t *lens, size_t n,
     uint8_t *out)
 {
-#ifdef MD5_HAVE_AVX2
-	if (n >= MD5_SIMD_MIN && md5_simd()) {
-		md5_digests8(msgs, lens, n, out);
+#ifdef MD5_HAVE_SIMD
+	int lanes = md5_lanes();
+
+	/* Below half the lanes' count of messages, they would mostly idle. */
+	if (lanes == 16 && n >= 8) {
+		md5_run_lanes(md5_block16, 16, msgs, lens, n, out);
+		return;
+	}
+	if (lanes >= 8 && n >= 4) {
+		md5_run_lanes(md5_block8, 8, msgs, lens, n, out);
 		return;
 	}
 #endif

@@ -6,9 +6,10 @@
  * second, and OpenSSL 3.0's EVP frees and allocates its digest state at
  * every re-initialization (md5_bench: 205 to 217 ns a URL through EVP,
  * 147 to 164 ns here one at a time).  And a batch of URLs is digested
- * eight at a time here, one message in each 32-bit lane of an AVX2
- * register, which no library offers for MD5 (64 to 74 ns a URL).  The
- * tests compare every path with OpenSSL's EVP.
+ * sixteen or eight at a time here, one message in each 32-bit lane of an
+ * AVX-512 or AVX2 register, which no library offers for MD5 (64 to 74 ns
+ * a URL with AVX2 on the AMD EPYC without AVX-512).  The tests compare
+ * every path with OpenSSL's EVP.
  */
 #ifndef NDDD_MD5_H
 #define NDDD_MD5_H
@@ -21,18 +22,23 @@
 /* The digest of len bytes at msg. */
 void md5_digest(const void *msg, size_t len, uint8_t out[MD5_DIGEST_LEN]);
 
+/* The most messages digested side by side (the lanes of AVX-512). */
+#define MD5_LANES_MAX	16
+
 /*
  * The digests of n messages, msgs[i] of lens[i] bytes, into out (16 bytes
- * each, in order): eight at a time where the CPU has AVX2, one at a time
- * otherwise (or when md5_use_simd(0) said so).  Messages of any lengths
- * mix; each lane takes the next message as soon as its own is done.
+ * each, in order): sixteen at a time where the CPU has AVX-512, eight
+ * where it has AVX2, one at a time otherwise (or as md5_limit_lanes
+ * said).  Messages of any lengths mix; each lane takes the next message
+ * as soon as its own is done.
  */
 void md5_digests(const void *const *msgs, const size_t *lens, size_t n,
     uint8_t *out);
 
-/* Whether md5_digests uses AVX2 (the CPU's answer, unless told not to);
- * md5_use_simd(0) forces one at a time (for tests and benchmarks). */
-int md5_simd(void);
-void md5_use_simd(int on);
+/* The lanes md5_digests uses (16, 8 or 1): the CPU's answer, unless told
+ * fewer.  md5_limit_lanes(8) forces AVX2, (1) one at a time, and
+ * (MD5_LANES_MAX) lets the CPU choose again: for tests and benchmarks. */
+int md5_lanes(void);
+void md5_limit_lanes(int lanes);
 
 #endif

@@ -1,15 +1,16 @@
 /*
  * md5_bench: URL digests a second, one thread: the canonical forms of real
  * URL lists (../shared/data/url_lists) and of 100,000 of url_bench's
- * synthetic URLs,
- * digested by OpenSSL's EVP (a context re-initialized per URL, as nddd
- * did before md5.c: the peer), by md5_digest one at a time, and by
- * md5_digests in batches of 256 with the eight AVX2 lanes and with them
- * refused (forced one at a time).  Also the whole key of a URL
- * (canonicalization and digest): with EVP's digest (as before), and by
- * urldigest.h one at a time and in batches.  Each figure is the best of R rounds of at least S
- * seconds, and its ratio to EVP's (the keys: to key_evp's) of the same
- * run; every path's digests are checked against EVP's first.
+ * synthetic URLs, digested by OpenSSL's EVP (a context re-initialized per
+ * URL, as nddd did before md5.c: the peer), by md5_digest one at a time,
+ * and by md5_digests in batches of 256 with the lanes the CPU has (16
+ * with AVX-512, 8 with AVX2), with AVX2's 8 forced and one at a time
+ * forced.  Also the whole key of a URL (canonicalization and digest):
+ * with EVP's digest (as before), and by urldigest.h one at a time and in
+ * batches (the CPU's lanes and AVX2's).  Each figure is the best of R
+ * rounds of at least S seconds, and its ratio to EVP's (the keys: to
+ * key_evp's) of the same run; every path's digests are checked against
+ * EVP's first.
  *
  *   md5_bench [-d datadir] [-s seconds] [-r rounds]
  */
@@ -72,11 +73,13 @@ now(void)
 }
 
 enum path {
-	EVP, ONE, BATCH, BATCH_SCALAR, KEY_EVP, KEY_ONE, KEY_BATCH, NPATHS
+	EVP, ONE, BATCH, BATCH_AVX2, BATCH_SCALAR, KEY_EVP, KEY_ONE,
+	KEY_BATCH, KEY_BATCH_AVX2, NPATHS
 };
 static const char *const path_names[NPATHS] = {
-	"evp", "md5_digest", "md5_digests", "md5_digests_scalar",
-	"key_evp", "key_one", "key_batch",
+	"evp", "md5_digest", "md5_digests", "md5_digests_avx2",
+	"md5_digests_scalar", "key_evp", "key_one", "key_batch",
+	"key_batch_avx2",
 };
 
 /* One pass of path p over u's URLs into out. */
@@ -89,7 +92,10 @@ pass(enum path p, const struct urls *u, uint8_t *out, EVP_MD_CTX *ctx,
 	size_t clen;
 	unsigned int mdlen;
 
-	md5_use_simd(p != BATCH_SCALAR);
+	/* The slower paths forced: what a CPU without AVX-512 (or AVX2)
+	 * runs. */
+	md5_limit_lanes(p == BATCH_SCALAR ? 1 : p == BATCH_AVX2 ||
+	    p == KEY_BATCH_AVX2 ? 8 : MD5_LANES_MAX);
 	for (size_t i = 0; i < u->n; i += B) {
 		size_t m = u->n - i < B ? u->n - i : B;
 		uint8_t *o = out + URLDIGEST_LEN * i;
@@ -110,6 +116,7 @@ pass(enum path p, const struct urls *u, uint8_t *out, EVP_MD_CTX *ctx,
 				    o + URLDIGEST_LEN * j);
 			break;
 		case BATCH:
+		case BATCH_AVX2:
 		case BATCH_SCALAR:
 			md5_digests((const void *const *)(u->p + i),
 			    u->len + i, m, o);
@@ -134,6 +141,7 @@ pass(enum path p, const struct urls *u, uint8_t *out, EVP_MD_CTX *ctx,
 				    &canon, &clen, &causes[0]);
 			break;
 		case KEY_BATCH:
+		case KEY_BATCH_AVX2:
 			(void)urldigest_many(d, u->p + i, u->len + i, m, o,
 			    causes, NULL, NULL);
 			break;
@@ -141,7 +149,7 @@ pass(enum path p, const struct urls *u, uint8_t *out, EVP_MD_CTX *ctx,
 			break;
 		}
 	}
-	md5_use_simd(1);
+	md5_limit_lanes(MD5_LANES_MAX);
 }
 
 static void
@@ -225,8 +233,9 @@ main(int argc, char **argv)
 	if (d == NULL || md5 == NULL || ctx == NULL ||
 	    !EVP_DigestInit_ex2(ctx, md5, NULL))
 		return 1;
-	printf("md5_bench: one thread; AVX2 lanes %s\n",
-	    md5_simd() ? "yes" : "no (this CPU has no AVX2)");
+	printf("md5_bench: one thread; md5_digests lanes %d (%s)\n",
+	    md5_lanes(), md5_lanes() == 16 ? "AVX-512" : md5_lanes() == 8 ?
+	    "AVX2; this CPU has no AVX-512" : "this CPU has no AVX2");
 	snprintf(path, sizeof(path),
 	    "%s/url_lists/ada_url_various_datasets/kasztp.txt", data);
 	urlgen_file(&lists, path);

@@ -297,6 +297,75 @@ kill9_stream(enum nddd_durability durability, uint64_t seed)
 	harness_cleanup(&h);
 }
 
+/*
+ * [urls] simd: URLs submitted by a daemon digesting with one number of
+ * lanes (16, 8, or one at a time) are the same keys to a daemon choosing
+ * its CPU's best, URLs of one to five MD5 blocks mixed in each batch.
+ * A level the CPU lacks is refused at start.
+ */
+START_TEST(test_digest_lanes_agree)
+{
+	static const char *const level[] = { "avx512", "avx2", "scalar" };
+	const size_t n = 3000;
+	char **urls = malloc(n * sizeof(*urls)), conf[64];
+	struct nddd_url_result *res = calloc(n, sizeof(*res));
+	struct nddd_stats st;
+	struct harness h;
+	nddd_client *c;
+	uint64_t *counts;
+
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_ne(asprintf(&urls[i], "http://h%zu.example/%zu/%.*s",
+		    i % 13, i, (int)(i * 37 % 280),
+		    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwx"
+		    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwx"
+		    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwx"
+		    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwx"
+		    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwx"),
+		    -1);
+	harness_init(&h, NULL);
+	snprintf(conf, sizeof(conf), "[urls]\nsimd = %s\n", level[_i]);
+	harness_add_conf(&h, conf);
+	__builtin_cpu_init();
+	if ((_i == 0 && !__builtin_cpu_supports("avx512f")) ||
+	    (_i == 1 && !__builtin_cpu_supports("avx2"))) {
+		char *out = NULL;
+
+		ck_assert_int_ne(harness_start_failing(&h, &out), 0);
+		ck_assert_msg(strstr(out, "this CPU has no") != NULL, "%s", out);
+		free(out);
+		goto done;
+	}
+	harness_start(&h);
+	c = harness_client(&h);
+	free(urls_op(c, NDDD_URL_SUBMIT, (const char *const *)urls, n / 2,
+	    res));
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+
+	harness_add_conf(&h, "[urls]\nsimd = auto\n");
+	harness_start(&h);
+	c = harness_client(&h);
+	counts = urls_op(c, NDDD_URL_CHECK, (const char *const *)urls, n, res);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(counts[i] == (i < n / 2), "%s (%s): count %llu",
+		    urls[i], level[_i], (unsigned long long)counts[i]);
+	free(counts);
+	counts = urls_op(c, NDDD_URL_SUBMIT, (const char *const *)urls, n, res);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(counts[i], i < n / 2 ? 2 : 1);
+	free(counts);
+	ck_assert_int_eq(nddd_stats(c, &st), 0);
+	ck_assert_uint_eq(st.urls, n);
+	nddd_close(c);
+	ck_assert_int_eq(harness_stop(&h), 0);
+done:
+	harness_cleanup(&h);
+	free(res);
+	free_urls(urls, n);
+}
+END_TEST
+
 START_TEST(test_kill9_loses_no_acknowledged_submit)
 {
 	kill9_stream(NDDD_DURABLE, 42 + (uint64_t)_i);
@@ -683,6 +752,7 @@ urls_suite(void)
 	tcase_add_test(tc, test_submit_check_delete);
 	tcase_add_test(tc, test_batch_with_invalid_item);
 	tcase_add_test(tc, test_persistence_across_restart);
+	tcase_add_loop_test(tc, test_digest_lanes_agree, 0, 3);
 	tcase_add_loop_test(tc, test_kill9_loses_no_acknowledged_submit, 0, 3);
 	tcase_add_loop_test(tc, test_kill9_loses_no_relaxed_submit, 0, 3);
 	tcase_add_test(tc, test_merges_bound_dead_records);

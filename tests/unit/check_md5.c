@@ -1,6 +1,7 @@
 /*
  * Tests for md5: RFC 1321's test suite, then every path (one at a time,
- * eight at a time, eight at a time refused) against OpenSSL's EVP MD5, the
+ * eight and sixteen at a time, where the CPU has them) against OpenSSL's
+ * EVP MD5, the
  * reference nddd's URL keys were made with before md5.c: every length up
  * to 300 bytes, random batches mixing lengths of one block to many, and
  * real URL lists.
@@ -31,26 +32,27 @@ hex(const uint8_t d[MD5_DIGEST_LEN], char out[2 * MD5_DIGEST_LEN + 1])
 		snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-/* md5_digests of n messages, with eight at a time allowed or not, equals
- * the reference for each. */
+/* md5_digests of n messages, through each number of lanes this CPU has,
+ * equals the reference for each. */
 static void
 assert_batch(const void *const *msgs, const size_t *lens, size_t n)
 {
+	static const int limits[] = { 1, 8, MD5_LANES_MAX };
 	uint8_t *got = malloc(n * MD5_DIGEST_LEN + 1), want[MD5_DIGEST_LEN];
 
 	ck_assert_ptr_nonnull(got);
-	for (int simd = 0; simd < 2; simd++) {
-		md5_use_simd(simd);
+	for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++) {
+		md5_limit_lanes(limits[k]);
 		md5_digests(msgs, lens, n, got);
 		for (size_t i = 0; i < n; i++) {
 			ref_md5(msgs[i], lens[i], want);
 			if (memcmp(got + MD5_DIGEST_LEN * i, want,
 			    MD5_DIGEST_LEN) != 0)
-				ck_abort_msg("simd %d: message %zu of %zu (%zu "
-				    "bytes) differs", simd, i, n, lens[i]);
+				ck_abort_msg("%d lanes: message %zu of %zu (%zu "
+				    "bytes) differs", md5_lanes(), i, n,
+				    lens[i]);
 		}
 	}
-	md5_use_simd(1);
 	free(got);
 }
 
@@ -93,8 +95,14 @@ START_TEST(test_rfc1321)
 	ck_assert_str_eq(h, suite[0][1]);
 	md5_digests(NULL, NULL, 0, d);
 #if defined(__x86_64__)
-	/* The batches below test the eight lanes where the CPU has them. */
-	ck_assert_int_eq(md5_simd(), __builtin_cpu_supports("avx2") != 0);
+	/* The batches below test the lanes the CPU has. */
+	ck_assert_int_eq(md5_lanes(), __builtin_cpu_supports("avx512f") ? 16 :
+	    __builtin_cpu_supports("avx2") ? 8 : 1);
+	md5_limit_lanes(8);
+	ck_assert_int_eq(md5_lanes(), __builtin_cpu_supports("avx2") ? 8 : 1);
+	md5_limit_lanes(1);
+	ck_assert_int_eq(md5_lanes(), 1);
+	md5_limit_lanes(MD5_LANES_MAX);
 #endif
 }
 END_TEST
