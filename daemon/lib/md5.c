@@ -251,7 +251,7 @@ md5_run_lanes(md5_block_fn *block, int lanes, const void *const *msgs,
     const size_t *lens, size_t n, uint8_t *out)
 {
 	struct md5_lane lane[MD5_LANES_MAX];
-	uint32_t st[4][MD5_LANES_MAX];
+	uint32_t st[4][MD5_LANES_MAX] = { { 0 } };	/* idle lanes: zeros */
 	const uint8_t *next[MD5_LANES_MAX];
 	size_t taken = 0;
 	int busy = 0;
