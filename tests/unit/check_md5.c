@@ -1,10 +1,9 @@
 /*
  * Tests for md5: RFC 1321's test suite, then every path (one at a time,
  * eight and sixteen at a time, where the CPU has them) against OpenSSL's
- * EVP MD5, the
- * reference nddd's URL keys were made with before md5.c: every length up
- * to 300 bytes, random batches mixing lengths of one block to many, and
- * real URL lists.
+ * EVP MD5, the reference nddd's URL keys were made with before md5.c:
+ * every length up to 300 bytes, random batches mixing lengths of one
+ * block to many, and real URL lists.
  */
 #include <check.h>
 #include <openssl/evp.h>
