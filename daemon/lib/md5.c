@@ -33,11 +33,23 @@ static const uint32_t md5_iv[4] = {
 static size_t
 md5_tail(const uint8_t *msg, size_t len, uint8_t tail[128])
 {
-	size_t rest = len % 64, blocks = rest < 56 ? 1 : 2;
+	size_t rest = len % 64, blocks = rest < 56 ? 1 : 2, i = 0;
+	const uint8_t *from = msg + len - rest;
 
-	memset(tail, 0, 128);
-	if (rest > 0)
-		memcpy(tail, msg + len - rest, rest);
+	/* Fixed sizes, which the compiler inlines: for a URL's few bytes a
+	 * call to memset or memcpy costs more than the copy. */
+	memset(tail, 0, 64);
+	if (blocks == 2)
+		memset(tail + 64, 0, 64);
+	if (rest >= 8) {
+		for (; i + 8 <= rest; i += 8)
+			memcpy(tail + i, from + i, 8);
+		/* The last bytes, overlapping the copy before them. */
+		memcpy(tail + rest - 8, from + rest - 8, 8);
+	} else {
+		for (; i < rest; i++)
+			tail[i] = from[i];
+	}
 	tail[rest] = 0x80;
 	le_put64(tail + blocks * 64 - 8, (uint64_t)len * 8);
 	return blocks;
