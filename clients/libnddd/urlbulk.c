@@ -107,8 +107,6 @@ struct nddd_bulk {
 /* Sets b's error (nddd_bulk_errstr) and returns -1. */
 #define bulk_fail(b, ...) errbuf_set((b)->err, sizeof((b)->err), __VA_ARGS__)
 
-
-
 /* A file in dir, unlinked at once: it lives as long as fd. */
 static int
 temp_file(struct nddd_bulk *b, const char *what)
@@ -148,6 +146,8 @@ nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
     const struct nddd_bulk_opts *o, char **err)
 {
 	struct nddd_bulk_opts none = { 0 };
+	/* The client's namespace ("": the default one). */
+	const char *ns = c->url_opts.ns != NULL ? c->url_opts.ns : "";
 	struct nddd_bulk *b;
 	struct nddd_stats st;
 	const char *dir;
@@ -189,9 +189,7 @@ nddd_bulk_new(nddd_client *c, enum nddd_url_op op,
 	for (unsigned t = 0; t < b->hashers; t++)
 		if ((b->canon[t] = nddd_canon_new(st.canon, err)) == NULL)
 			goto fail;
-	if (ns_mask(c->url_opts.ns != NULL ? c->url_opts.ns : "",
-	    c->url_opts.ns != NULL ? strlen(c->url_opts.ns) : 0,
-	    b->mask) == -1) {
+	if (ns_mask(ns, strlen(ns), b->mask) == -1) {
 		errmsg_new(err, "cannot make the namespace's key mask");
 		goto fail;
 	}

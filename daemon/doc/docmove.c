@@ -240,8 +240,7 @@ docmove_of(struct docset *ds)
 	return docset_change_hook_arg(ds);
 }
 
-/* The place among shards that owns the document of canonical URL url;
- * -1 if the digest fails. */
+/* The place among shards that owns the document of canonical URL url. */
 static uint32_t
 owner_of(const char *url, size_t url_len, uint32_t shards)
 {

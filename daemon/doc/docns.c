@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "log.h"
 #include "nsmask.h"
 
@@ -62,7 +61,7 @@ struct docns {
 void
 docns_mask(const char *name, size_t len, uint8_t out[DOCNS_MASK_LEN])
 {
-	if (len > DOCNS_NAME_MAX || ns_mask(name, len, out) == -1)
+	if (ns_mask(name, len, out) == -1)
 		fatalx("%s: a namespace name of %zu bytes", __func__, len);
 }
 

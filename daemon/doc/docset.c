@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "clock.h"
 #include "docimage.h"
 #include "le.h"

@@ -263,7 +263,8 @@ md5_run_lanes(md5_block_fn *block, int lanes, const void *const *msgs,
     const size_t *lens, size_t n, uint8_t *out)
 {
 	struct md5_lane lane[MD5_LANES_MAX];
-	uint32_t st[4][MD5_LANES_MAX] = { { 0 } };	/* idle lanes: zeros */
+	/* Idle lanes digest from zeros. */
+	uint32_t st[4][MD5_LANES_MAX] = { { 0 } };
 	const uint8_t *next[MD5_LANES_MAX];
 	size_t taken = 0;
 	int busy = 0;
@@ -353,7 +354,7 @@ md5_block8(uint32_t st[4][MD5_LANES_MAX],
     const uint8_t *const next[MD5_LANES_MAX])
 {
 	const __m256i ones = _mm256_set1_epi32(-1);
-	__m256i r[8], w[16], s[4], a, b, c, d;
+	__m256i r[8], w[16], s[4], v[4];
 
 	for (int half = 0; half < 2; half++) {
 		for (int l = 0; l < 8; l++)
@@ -362,17 +363,15 @@ md5_block8(uint32_t st[4][MD5_LANES_MAX],
 		transpose8(r, w + 8 * half);
 	}
 	for (int i = 0; i < 4; i++)
-		s[i] = _mm256_loadu_si256((const __m256i *)(void *)st[i]);
-	a = s[0], b = s[1], c = s[2], d = s[3];
+		s[i] = v[i] = _mm256_loadu_si256((const __m256i *)
+		    (void *)st[i]);
 #define W(i)	w[i]
 #define K(k)	_mm256_set1_epi32((int)(k))
-	MD5_ROUNDS(a, b, c, d);
+	MD5_ROUNDS(v[0], v[1], v[2], v[3]);
 #undef W
 #undef K
-	_mm256_storeu_si256((__m256i *)(void *)st[0], ADD(s[0], a));
-	_mm256_storeu_si256((__m256i *)(void *)st[1], ADD(s[1], b));
-	_mm256_storeu_si256((__m256i *)(void *)st[2], ADD(s[2], c));
-	_mm256_storeu_si256((__m256i *)(void *)st[3], ADD(s[3], d));
+	for (int i = 0; i < 4; i++)
+		_mm256_storeu_si256((__m256i *)(void *)st[i], ADD(s[i], v[i]));
 }
 
 /*
@@ -436,23 +435,20 @@ AVX512 static void
 md5_block16(uint32_t st[4][MD5_LANES_MAX],
     const uint8_t *const next[MD5_LANES_MAX])
 {
-	__m512i r[16], w[16], s[4], a, b, c, d;
+	__m512i r[16], w[16], s[4], v[4];
 
 	for (int l = 0; l < 16; l++)
 		r[l] = _mm512_loadu_si512((const void *)next[l]);
 	transpose16(r, w);
 	for (int i = 0; i < 4; i++)
-		s[i] = _mm512_loadu_si512((const void *)st[i]);
-	a = s[0], b = s[1], c = s[2], d = s[3];
+		s[i] = v[i] = _mm512_loadu_si512((const void *)st[i]);
 #define W(i)	w[i]
 #define K(k)	_mm512_set1_epi32((int)(k))
-	MD5_ROUNDS(a, b, c, d);
+	MD5_ROUNDS(v[0], v[1], v[2], v[3]);
 #undef W
 #undef K
-	_mm512_storeu_si512((void *)st[0], ADD(s[0], a));
-	_mm512_storeu_si512((void *)st[1], ADD(s[1], b));
-	_mm512_storeu_si512((void *)st[2], ADD(s[2], c));
-	_mm512_storeu_si512((void *)st[3], ADD(s[3], d));
+	for (int i = 0; i < 4; i++)
+		_mm512_storeu_si512((void *)st[i], ADD(s[i], v[i]));
 }
 #endif
 

@@ -93,7 +93,7 @@ urlset_key_digest(const struct urlset *us, const uint8_t digest[CBF_FP_LEN],
 void
 urlset_ns_mask(const char *name, size_t len, struct urlset_ns_mask *out)
 {
-	if (len > URLNS_NAME_MAX || ns_mask(name, len, out->m) == -1)
+	if (ns_mask(name, len, out->m) == -1)
 		fatalx("%s: a namespace name of %zu bytes", __func__, len);
 }
 
