@@ -40,6 +40,8 @@
 /* A verified answer looks at most this many candidates of each kind
  * (within k; from the sketch index): each costs a record read. */
 #define VERIFY_MAX 4096
+/* A record's fixed fields and its largest sketch: what judges it. */
+#define RECORD_HEAD_MAX	(DOC_FIXED_LEN + SKETCH_WIRE_MAX)
 
 struct docset {
 	struct store *st;
@@ -78,14 +80,18 @@ key_id(const uint8_t *k)
 	return id;
 }
 
-static int
-record_decode(uint64_t id, const void *data, size_t len, struct doc_record *r)
+/*
+ * A record's fixed fields and its sketch into r, all but its URL and
+ * namespace: what a verified answer needs to judge a candidate.  Returns
+ * where the URL starts, or 0 when the record is short.
+ */
+static size_t
+record_head(uint64_t id, const uint8_t *p, size_t len, struct doc_record *r)
 {
-	const uint8_t *p = data, *nul;
-	size_t rest, at = DOC_FIXED_LEN;
+	size_t at = DOC_FIXED_LEN;
 
 	if (len < DOC_FIXED_LEN)
-		return -1;
+		return 0;
 	r->id = id;
 	r->fp = le_get64(p);
 	r->group = le_get64(p + 8);
@@ -97,10 +103,21 @@ record_decode(uint64_t id, const void *data, size_t len, struct doc_record *r)
 		r->group &= ~DOC_HAS_SKETCH;
 		if (len < at + 6 || (r->sketch_len = 6 + 4 * (size_t)p[at +
 		    1]) > len - at)
-			return -1;
+			return 0;
 		r->sketch = p + at;
 		at += r->sketch_len;
 	}
+	return at;
+}
+
+static int
+record_decode(uint64_t id, const void *data, size_t len, struct doc_record *r)
+{
+	const uint8_t *p = data, *nul;
+	size_t rest, at;
+
+	if ((at = record_head(id, p, len, r)) == 0)
+		return -1;
 	r->url = (const char *)p + at;
 	r->url_len = len - at;
 	r->ns = DOCNS_DEFAULT;
@@ -161,24 +178,35 @@ docset_record_sketch(const struct doc_record *r, struct sketch *sk)
 	return 0;
 }
 
+/* Document id's record, undecoded, into v.  Returns a store status. */
+static int
+record_get(struct store_txn *txn, uint64_t id, struct store_val *v)
+{
+	uint8_t key[8];
+
+	id_key(id, key);
+	return store_get(txn, STORE_DOCS, key, sizeof(key), v);
+}
+
+static int
+short_record(uint64_t id)
+{
+	log_warnx("document %" PRIu64 " has a short record", id);
+	return STORE_FAILED;
+}
+
 int
 docset_record(struct docset *ds, struct store_txn *txn, uint64_t id,
     struct doc_record *out)
 {
 	struct store_val v;
-	uint8_t key[8];
 	int rc;
 
 	(void)ds;
-	id_key(id, key);
-	if ((rc = store_get(txn, STORE_DOCS, key, sizeof(key), &v)) !=
-	    STORE_OK)
+	if ((rc = record_get(txn, id, &v)) != STORE_OK)
 		return rc;
-	if (record_decode(id, v.data, v.len, out) == -1) {
-		log_warnx("%s: document %" PRIu64 " has a short record",
-		    __func__, id);
-		return STORE_FAILED;
-	}
+	if (record_decode(id, v.data, v.len, out) == -1)
+		return short_record(id);
 	return STORE_OK;
 }
 
@@ -580,6 +608,7 @@ neighbours_verified(struct docset *ds, struct store_txn *txn, uint32_t ns,
 {
 	uint64_t *ids = malloc(2 * VERIFY_MAX * sizeof(*ids));
 	struct kept *kept = NULL;
+	struct store_val *vals = NULL;
 	struct docset_neighbour *fields = NULL;
 	struct doc_record *recs = NULL;
 	struct sketch rsk;
@@ -589,18 +618,41 @@ neighbours_verified(struct docset *ds, struct store_txn *txn, uint32_t ns,
 
 	if (ids == NULL || (nc = verified_candidates(ds, ns, q, ids)) < 0)
 		goto nomem;
-	if (nc > 0 && (kept = malloc((size_t)nc * sizeof(*kept))) == NULL)
+	if (nc > 0 && ((kept = malloc((size_t)nc * sizeof(*kept))) == NULL ||
+	    (vals = malloc((size_t)nc * sizeof(*vals))) == NULL))
 		goto nomem;
 	__atomic_add_fetch(&ds->candidates, (uint64_t)nc, __ATOMIC_RELAXED);
+	/*
+	 * Every candidate's record found first, in key order, and its head
+	 * fetched: the memory misses of all of them overlap, where reading
+	 * each sketch in turn would wait for each (a sketch is up to 8
+	 * cache lines, most candidates are judged by it and fail).
+	 */
+	qsort(ids, (size_t)nc, sizeof(*ids), cmp_u64);
+	for (int64_t i = 0; i < nc; i++) {
+		if ((rc = record_get(txn, ids[i], &vals[i])) == STORE_NOTFOUND)
+			vals[i].data = NULL;	/* not committed yet */
+		else if (rc != STORE_OK)
+			goto fail;
+		else
+			for (size_t o = 0; o < vals[i].len && o < RECORD_HEAD_MAX;
+			    o += 64)
+				__builtin_prefetch((const uint8_t *)
+				    vals[i].data + o);
+	}
 	for (int64_t i = 0; i < nc; i++) {
 		struct kept *k = &kept[nk];
 		struct sketch_similarity sim;
+		struct store_val v = vals[i];
 
-		rc = docset_record(ds, txn, ids[i], &k->rec);
-		if (rc == STORE_NOTFOUND || (rc == STORE_OK && k->rec.ns != ns))
-			continue;	/* not committed yet, or moved */
-		if (rc != STORE_OK)
+		/* Each is judged by its record's head, and only one kept is
+		 * decoded whole. */
+		if (v.data == NULL)
+			continue;
+		if (record_head(ids[i], v.data, v.len, &k->rec) == 0) {
+			rc = short_record(ids[i]);
 			goto fail;
+		}
 		memset(&k->nb, 0, sizeof(k->nb));
 		k->nb.id = ids[i];
 		k->nb.distance = (unsigned)__builtin_popcountll(q->fp ^
@@ -615,6 +667,12 @@ neighbours_verified(struct docset *ds, struct store_txn *txn, uint32_t ns,
 			k->nb.containment = sim.containment;
 		} else if (k->nb.distance > ds->k)
 			continue;
+		if (record_decode(ids[i], v.data, v.len, &k->rec) == -1) {
+			rc = short_record(ids[i]);
+			goto fail;
+		}
+		if (k->rec.ns != ns)
+			continue;	/* moved */
 		nk++;
 	}
 	__atomic_add_fetch(&ds->verified, nk, __ATOMIC_RELAXED);
@@ -643,6 +701,7 @@ fail:
 done:
 	free(ids);
 	free(kept);
+	free(vals);
 	free(recs);
 	free(fields);
 	return rc;

@@ -465,6 +465,88 @@ START_TEST(test_overflow)
 }
 END_TEST
 
+/* A sketch of a random set: n hashes drawn from pool[0..npool) (sorted,
+ * distinct), each taken with probability 1/2 until n are taken, of a set of
+ * shingles elements. */
+static struct sketch
+random_sketch(const uint32_t *pool, uint32_t npool, uint32_t n,
+    uint32_t shingles, uint64_t *seed)
+{
+	struct sketch s = { .shingles = shingles, .n = 0 };
+
+	for (uint32_t i = 0; i < npool && s.n < n; i++)
+		if (tu_rand(seed) & 1 || npool - i == n - s.n)
+			s.h[s.n++] = pool[i];
+	return s;
+}
+
+/*
+ * Every vector level compares sketches as the scalar code does; sketches
+ * of whole sets (at most SKETCH_K shingles) against the Jaccard similarity
+ * counted by brute force.  Random sets of every size from a shared pool,
+ * its hashes spread or bunched, so that blocks meet in every way.
+ */
+START_TEST(test_levels)
+{
+	static const enum simhash_simd levels[] = { SIMHASH_SIMD_SCALAR,
+	    SIMHASH_SIMD_AVX2, SIMHASH_SIMD_AVX512 };
+	uint64_t seed = 11;
+	uint32_t pool[4 * SKETCH_K];
+	size_t tried = 0;
+
+	for (int round = 0; round < 2000; round++) {
+		uint32_t npool = SKETCH_K + (uint32_t)(tu_rand(&seed) % (3 *
+		    SKETCH_K)), bunch = round % 2 ? 1000 : UINT32_MAX;
+		uint32_t na = (uint32_t)(tu_rand(&seed) % (SKETCH_K + 1));
+		uint32_t nb = (uint32_t)(tu_rand(&seed) % (SKETCH_K + 1));
+		bool whole = round % 3 != 0;
+		uint32_t distinct = 0;
+		struct sketch a, b;
+		struct sketch_similarity want, got;
+		size_t both = 0;
+
+		for (uint32_t i = 0; i < npool; i++)
+			pool[i] = (uint32_t)(tu_rand(&seed) % bunch);
+		qsort(pool, npool, sizeof(pool[0]), cmp_u32);
+		for (uint32_t i = 0; i < npool; i++)
+			if (distinct == 0 || pool[i] != pool[distinct - 1])
+				pool[distinct++] = pool[i];
+		if (!whole)
+			na = nb = SKETCH_K;
+		a = random_sketch(pool, distinct, na, whole ? na : na + 500,
+		    &seed);
+		b = random_sketch(pool, distinct, nb, whole ? nb : nb + 900,
+		    &seed);
+		if (a.n != na || b.n != nb)
+			continue;	/* the pool had too few distinct */
+		ck_assert_int_eq(simhash_simd_select(SIMHASH_SIMD_SCALAR,
+		    NULL), 0);
+		sketch_compare(&a, &b, &want);
+		if (whole && a.n > 0 && b.n > 0) {
+			for (uint32_t i = 0; i < a.n; i++)
+				for (uint32_t j = 0; j < b.n; j++)
+					both += a.h[i] == b.h[j];
+			ck_assert_float_eq_tol(want.resemblance, (double)both /
+			    (double)(a.n + b.n - both), 1e-6);
+		}
+		for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]);
+		    l++) {
+			if (!simhash_simd_supported(levels[l]))
+				continue;
+			ck_assert_int_eq(simhash_simd_select(levels[l], NULL),
+			    0);
+			sketch_compare(&a, &b, &got);
+			ck_assert_msg(got.resemblance == want.resemblance &&
+			    got.containment == want.containment,
+			    "%s: %u and %u hashes", simhash_simd_name(
+			    levels[l]), a.n, b.n);
+		}
+		tried++;
+	}
+	ck_assert_uint_gt(tried, 1000);
+}
+END_TEST
+
 Suite *sketch_suite(void);
 
 Suite *
@@ -481,6 +563,7 @@ sketch_suite(void)
 	tcase_add_test(tc, test_estimates);
 	tcase_add_test(tc, test_encoding);
 	tcase_add_test(tc, test_overflow);
+	tcase_add_test(tc, test_levels);
 	suite_add_tcase(s, tc);
 	return s;
 }
