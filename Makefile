@@ -338,7 +338,7 @@ check: all tests check-layers check-docs
 		$(B)/bin/integration-tests
 
 # A development loop's subset: the unit tests, without the integration
-# tests (about 2 minutes on 2 cores, against make check's 6).
+# tests (about 2 minutes on 2 cores, against make check's 4 to 5).
 check-unit: all $(B)/bin/unit-tests check-layers check-docs
 	$(TEST_ENV) $(B)/bin/unit-tests
 
