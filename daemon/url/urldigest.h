@@ -4,7 +4,8 @@
  * The daemon's request workers and libnddd's clients (which send digests
  * instead of URLs) make it here, so that both make the same one.
  *
- * A batch is canonicalized URL by URL, then digested eight at a time.
+ * A batch is canonicalized URL by URL, then digested several at a time
+ * (md5_digests: sixteen with AVX-512, eight with AVX2).
  */
 #ifndef NDDD_URLDIGEST_H
 #define NDDD_URLDIGEST_H

@@ -20,7 +20,8 @@
  * journal's table), urljournal.c (the journal file), urlrec.c (records
  * and segments' layout), urlidx.c (the index), urlhosts.c and
  * urlhostrun.c (the host index's keys and runs), urlns.c (namespaces),
- * urlcanon.c (canonical URLs).
+ * urlcanon.c (canonical URLs), urldigest.c (a URL's digest, made the
+ * same way by the request workers and by libnddd's clients).
  *
  * Ownership.  struct urlset's groups say whose each part is: those marked
  * "Writer" belong to the URL writer thread once it runs (to the opening
