@@ -486,6 +486,10 @@ $(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \
 	$(B)/tests/lib/simhash_ref.o $(B)/tests/lib/corpus.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+$(B)/bin/sketch_bench: $(B)/tests/bench/sketch_bench.o \
+	$(B)/tests/lib/corpus.o $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 # nddd loads a plugin only from a file and a directory that no one but
 # root and its own user may write (daemon/accel/accel.h): a plugin is made

@@ -267,17 +267,10 @@ simhash_splitmix(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-/*
- * Finds a multiplier that gives every short stop word a slot of its own,
- * in the smallest table where one is likely to be found quickly.  Returns
- * 0 when the table is built, 1 when the list is too large for one (lookups
- * then go through stopwords_contains), -1 when out of memory.
- */
-static int
-simhash_stoptab_build(struct simhash *sh)
+int
+simhash_stoptab_build(struct simhash_stoptab *t, const struct stopwords *sw)
 {
-	const char *const *words = stopwords_list(sh->sw);
-	struct simhash_stoptab *t = &sh->tab;
+	const char *const *words = stopwords_list(sw);
 	uint64_t *h = NULL, seed = 0x6e646464u;
 	uint32_t mul = 0;
 	uint32_t *stamp = NULL;
@@ -367,7 +360,7 @@ simhash_new(enum simhash_term_hash th, const struct stopwords *sw,
 	if (sw != NULL && stopwords_count(sw) > 0) {
 		sh->sw = sw;
 		sh->stop_max = stopwords_max_len(sw);
-		if ((rc = simhash_stoptab_build(sh)) == -1)
+		if ((rc = simhash_stoptab_build(&sh->tab, sw)) == -1)
 			goto err;
 		sh->have_tab = rc == 0;
 	}
@@ -385,9 +378,16 @@ simhash_free(struct simhash *sh)
 {
 	if (sh == NULL)
 		return;
-	free(sh->tab.lo);
-	free(sh->tab.hi);
+	simhash_stoptab_free(&sh->tab);
 	free(sh);
+}
+
+void
+simhash_stoptab_free(struct simhash_stoptab *t)
+{
+	free(t->lo);
+	free(t->hi);
+	t->lo = t->hi = NULL;
 }
 
 enum simhash_term_hash

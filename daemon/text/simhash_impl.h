@@ -1,7 +1,9 @@
 /*
  * simhash_impl: what the engine's front end (simhash.c) and its kernels
  * (simhash_scalar.c, simhash_avx2.c, simhash_avx512.c) share.  Not for use
- * outside the engine, except by its tests.
+ * outside the engine, except by its tests and by the sketch's pass
+ * (sketch.c), which reads text as the kernels normalise it and looks its
+ * terms up in the same stop-word table.
  *
  * A document is cut into windows.  Text and HTML windows are first
  * normalised into the scratch window: separators become SPACE and ASCII
@@ -56,6 +58,18 @@ simhash_stop_slot(const struct simhash_stoptab *t, uint64_t sdbm)
 {
 	return (uint32_t)((uint32_t)sdbm * t->mul) >> t->shift;
 }
+
+/*
+ * Makes t the table of the stop words of sw of at most 15 bytes: finds a
+ * multiplier that gives each a slot of its own, in the smallest table
+ * where one is likely to be found quickly.  Returns 0 when the table is
+ * built, 1 when the list is too large for one (lookups then go through
+ * stopwords_contains), -1 when out of memory.  The sketch's pass
+ * (sketch.c) looks its terms up in one too.
+ */
+int simhash_stoptab_build(struct simhash_stoptab *t,
+    const struct stopwords *sw);
+void simhash_stoptab_free(struct simhash_stoptab *t);
 
 struct simhash {
 	enum simhash_term_hash th;

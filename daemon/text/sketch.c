@@ -1,13 +1,14 @@
 /*
  * sketch: a document's shingle sketch.  See sketch.h.
  *
- * One pass over the text: terms are cut and folded as simhash cuts them,
- * stop words dropped, each kept term hashed; each window of SKETCH_SHINGLE
- * term hashes makes a shingle hash, which a set of the document's hashes
- * counts once and a max-heap of the SKETCH_K smallest keeps.  After the
- * first few hundred shingles a new hash is seldom below the heap's top,
- * so the heap costs little; the set is what costs, and is why the count
- * is exact.
+ * One pass over the text, a window at a time: the window normalised as
+ * simhash's kernels normalise (separators to SPACE, letters folded), its
+ * terms found from a bit mask of its SPACE bytes, each term hashed and
+ * looked up among the stop words mostly without a branch (window()),
+ * each kept term hashed; each run of SKETCH_SHINGLE term hashes makes a
+ * shingle hash, which a set of the document's hashes counts once (its
+ * smallest selected at the end) or, past SKETCH_EXACT_MAX, a max-heap of
+ * the SKETCH_K smallest keeps.  The set is why the count is exact.
  */
 #include "sketch.h"
 
@@ -20,10 +21,22 @@
 
 #include "fmix64.h"
 #include "html.h"
+#include "simhash_impl.h"	/* the stop words' fast table */
 #include "stopwords.h"
+#include "textbytes.h"
 
-/* Bytes of HTML text stripped at a time. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* Bytes of text read at a time (stripped from HTML, or normalised). */
 #define SKETCH_WINDOW 16384
+/* Readable bytes around a window's normalised text: a term's bytes are
+ * loaded as the 16 that end with it, and SPACE pads the end. */
+#define NORM_BEFORE	16
+#define NORM_AFTER	64
+/* Terms a window can hold: a byte and a separator each. */
+#define WINDOW_TERMS	(SKETCH_WINDOW / 2 + 1)
 /* Where a term longer than any stop word stops being kept. */
 #define SKETCH_TERM_KEEP (STOPWORDS_MAX_LEN + 1)
 
@@ -43,8 +56,16 @@ struct stop_table {
 };
 
 struct sketch_scratch {
-	uint8_t cls[256];	/* 0: separator, else the folded byte */
 	struct stop_table stop;
+	/* The stop words of at most 15 bytes, one probe each (simhash's
+	 * table); have_fast: built for stop.of. */
+	struct simhash_stoptab fast;
+	bool have_fast;
+	/* A window of normalised text (NORM_BEFORE into buf), its SPACE
+	 * bytes as bits, and the hashes of the terms it keeps. */
+	uint8_t buf[NORM_BEFORE + SKETCH_WINDOW + NORM_AFTER];
+	uint64_t spaces[SKETCH_WINDOW / 64 + 2];
+	uint64_t kept[WINDOW_TERMS];
 	uint32_t *set;		/* open addressing, 0 = empty */
 	size_t set_cap;		/* a power of two */
 	uint32_t *filled;	/* the slots a document filled, to clear */
@@ -75,16 +96,7 @@ struct pass {
 struct sketch_scratch *
 sketch_scratch_new(void)
 {
-	struct sketch_scratch *sc = calloc(1, sizeof(*sc));
-
-	if (sc == NULL)
-		return NULL;
-	for (int c = 0; c < 256; c++)
-		sc->cls[c] = simhash_byte_is_separator((uint8_t)c) ? 0 :
-		    simhash_byte_fold((uint8_t)c);
-	/* A byte 0 belongs to a term, and folds to 0 like the separators'
-	 * mark: feed tells the two apart by the byte itself. */
-	return sc;
+	return calloc(1, sizeof(struct sketch_scratch));
 }
 
 void
@@ -97,6 +109,7 @@ sketch_scratch_free(struct sketch_scratch *sc)
 	free(sc->vals);
 	free(sc->stop.slots);
 	free(sc->stop.lens);
+	simhash_stoptab_free(&sc->fast);
 	free(sc);
 }
 
@@ -207,15 +220,19 @@ set_grow(struct pass *ps)
 
 /*
  * The k smallest of v[0..n) (distinct) into out, ascending: selected in
- * place, then placed by their top bits below the largest (one counting
- * pass: hashes are uniform, so about one falls in each of 256 buckets)
- * and put in order by an insertion sort, which has little left to do.
+ * place, then placed by their top PLACE_BITS bits below the largest (one
+ * counting pass: hashes are uniform, so about one of SKETCH_K falls in
+ * each bucket) and put in order by an insertion sort, which has little
+ * left to do.
  */
+#define PLACE_BITS	7
+_Static_assert(1u << PLACE_BITS >= SKETCH_K, "a bucket a hash or fewer");
+
 static void
 smallest(uint32_t *v, size_t n, uint32_t k, uint32_t *out)
 {
 	size_t lo = 0, hi = n;
-	uint32_t count[257] = { 0 }, max = 0;
+	uint32_t count[(1u << PLACE_BITS) + 1] = { 0 }, max = 0;
 	unsigned shift = 0;
 
 	/* Quickselect (Lomuto's partition, the values distinct): v[0..k)
@@ -229,12 +246,13 @@ smallest(uint32_t *v, size_t n, uint32_t k, uint32_t *out)
 		pivot = v[at];
 		v[at] = v[hi - 1];
 		v[hi - 1] = pivot;
+		/* Without a branch: whether a hash is below the pivot is a
+		 * coin toss, which a branch would mispredict half the time. */
 		for (size_t i = lo; i + 1 < hi; i++) {
-			if (v[i] < pivot) {
-				t = v[i];
-				v[i] = v[store];
-				v[store++] = t;
-			}
+			t = v[i];
+			v[i] = v[store];
+			v[store] = t;
+			store += t < pivot;
 		}
 		v[hi - 1] = v[store];
 		v[store] = pivot;
@@ -249,11 +267,11 @@ smallest(uint32_t *v, size_t n, uint32_t k, uint32_t *out)
 		k = (uint32_t)n;
 	for (uint32_t i = 0; i < k; i++)
 		max = v[i] > max ? v[i] : max;
-	while (max >> shift > 255)
-		shift++;
+	if (max >> PLACE_BITS != 0)
+		shift = 32 - PLACE_BITS - (unsigned)__builtin_clz(max);
 	for (uint32_t i = 0; i < k; i++)
 		count[(v[i] >> shift) + 1]++;
-	for (int d = 0; d < 256; d++)
+	for (uint32_t d = 0; d < 1u << PLACE_BITS; d++)
 		count[d + 1] += count[d];
 	for (uint32_t i = 0; i < k; i++)
 		out[count[v[i] >> shift]++] = v[i];
@@ -355,6 +373,20 @@ stop_table_build(struct stop_table *t, const struct stopwords *sw)
 	return 0;
 }
 
+/* Both tables of sw's stop words; -1 when memory is short. */
+static int
+stop_tables_build(struct sketch_scratch *sc, const struct stopwords *sw)
+{
+	int rc;
+
+	simhash_stoptab_free(&sc->fast);
+	sc->have_fast = false;
+	if ((rc = simhash_stoptab_build(&sc->fast, sw)) == -1)
+		return -1;
+	sc->have_fast = rc == 0;
+	return stop_table_build(&sc->stop, sw);
+}
+
 /* Whether the term (len bytes, folded, sdbm h) is a stop word of t. */
 static bool
 stop_table_has(const struct stop_table *t, const uint8_t *term, size_t len,
@@ -378,23 +410,11 @@ stop_table_has(const struct stop_table *t, const uint8_t *term, size_t len,
 	return false;
 }
 
-/* The term just read ends: dropped if a stop word, else shingled. */
+/* A kept term, h its hash (fmix64 of its sdbm), after the last ones:
+ * with the two before it, a shingle. */
 static int
-end_term(struct pass *ps)
+push_term(struct pass *ps, uint64_t h)
 {
-	uint64_t h;
-
-	if (ps->term_len == 0)
-		return 0;
-	if (ps->sw != NULL && stop_table_has(&ps->sc->stop, ps->term,
-	    ps->term_len, ps->term_h)) {
-		ps->term_len = 0;
-		ps->term_h = 0;
-		return 0;
-	}
-	h = fmix64(ps->term_h);
-	ps->term_len = 0;
-	ps->term_h = 0;
 	ps->ring[ps->terms % SKETCH_SHINGLE] = h;
 	ps->terms++;
 	if (ps->terms < SKETCH_SHINGLE)
@@ -405,28 +425,235 @@ end_term(struct pass *ps)
 	    ps->ring[(ps->terms - 1) % SKETCH_SHINGLE]));
 }
 
-/* Reads n bytes of text: separators end terms, other bytes extend them.
- * preprocessed: only SPACE separates, and nothing is folded. */
+/* The term carried from window to window ends: dropped if a stop word,
+ * else pushed. */
+static int
+end_term(struct pass *ps)
+{
+	uint64_t h = ps->term_h;
+	size_t len = ps->term_len;
+
+	if (len == 0)
+		return 0;
+	ps->term_len = 0;
+	ps->term_h = 0;
+	if (ps->sw != NULL && stop_table_has(&ps->sc->stop, ps->term, len, h))
+		return 0;
+	return push_term(ps, fmix64(h));
+}
+
+/* The carried term goes on with p[0..n), normalised. */
+static void
+term_extend(struct pass *ps, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		ps->term_h = ps->term_h * SIMHASH_SDBM_MULT + p[i];
+		if (ps->term_len < SKETCH_TERM_KEEP)
+			ps->term[ps->term_len] = p[i];
+		ps->term_len++;
+	}
+}
+
+/* Where the first set bit at or after i is (a set bit follows every
+ * window: its padding). */
+static inline size_t
+next_set(const uint64_t *bits, size_t i)
+{
+	size_t w = i >> 6;
+	uint64_t x = bits[w] & (~0ull << (i & 63));
+
+	while (x == 0)
+		x = bits[++w];
+	return (w << 6) + (size_t)__builtin_ctzll(x);
+}
+
+/* Where the first clear bit at or after i is, or n when none is below n. */
+static inline size_t
+next_clear(const uint64_t *bits, size_t i, size_t n)
+{
+	size_t w = i >> 6, nw = (n + 63) >> 6;
+	uint64_t x;
+
+	if (i >= n)
+		return n;
+	x = ~bits[w] & (~0ull << (i & 63));
+	while (x == 0) {
+		if (++w >= nw)
+			return n;
+		x = ~bits[w];
+	}
+	return (w << 6) + (size_t)__builtin_ctzll(x);
+}
+
+/* The SPACE bytes of p[0..n) as bits, 64 a word (the last word's bits
+ * past n: the padding's, SPACE), then a word of set bits. */
+static void
+space_bits(const uint8_t *p, size_t n, uint64_t *bits)
+{
+	size_t nw = (n + 63) / 64;
+
+	_Static_assert(NORM_AFTER >= 64, "the last word reads padding");
+	bits[nw] = ~0ull;
+	for (size_t w = 0; w < nw; w++) {
+		uint64_t m = 0;
+#ifdef __SSE2__
+		const __m128i sp = _mm_set1_epi8(' ');
+
+		for (int k = 0; k < 4; k++)
+			m |= (uint64_t)(uint16_t)_mm_movemask_epi8(
+			    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)
+			    (p + 64 * w + 16 * k)), sp)) << (16 * k);
+#else
+		for (int k = 0; k < 64; k++)
+			m |= (uint64_t)(p[64 * w + k] == ' ') << k;
+#endif
+		bits[w] = m;
+	}
+}
+
+static uint64_t
+load64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* SIMHASH_SDBM_MULT^i. */
+#define SDBM_P1	SIMHASH_SDBM_MULT
+#define SDBM_P2	(SDBM_P1 * SDBM_P1)
+#define SDBM_P3	(SDBM_P2 * SDBM_P1)
+#define SDBM_P4	(SDBM_P3 * SDBM_P1)
+#define SDBM_P5	(SDBM_P4 * SDBM_P1)
+#define SDBM_P6	(SDBM_P5 * SDBM_P1)
+#define SDBM_P7	(SDBM_P6 * SDBM_P1)
+#define SDBM_P8	(SDBM_P7 * SDBM_P1)
+#define B(x, k)	((x) >> (8 * (k)) & 0xff)
+
+/* sdbm of 8 bytes, the first in the low byte of x. */
+static inline uint64_t
+sdbm8(uint64_t x)
+{
+	return B(x, 0) * SDBM_P7 + B(x, 1) * SDBM_P6 + B(x, 2) * SDBM_P5 +
+	    B(x, 3) * SDBM_P4 + B(x, 4) * SDBM_P3 + B(x, 5) * SDBM_P2 +
+	    B(x, 6) * SDBM_P1 + B(x, 7);
+}
+
+/* sdbm of the 16 bytes of hi then lo (leading 0 bytes add nothing). */
+static inline uint64_t
+sdbm16(uint64_t hi, uint64_t lo)
+{
+	return sdbm8(hi) * SDBM_P8 + sdbm8(lo);
+}
+#undef B
+
+/* The low bytes of a word: a byte's position in the text is its place in
+ * the word on little-endian CPUs. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FAST_TERMS 1
+#else
+#define FAST_TERMS 0
+#endif
+
+/*
+ * The terms of a window's normalised text w[0..n) (SPACE separates; the
+ * bytes before w and NORM_AFTER past n readable, those past n SPACE):
+ * a term that goes on from the last window first, then each whole term,
+ * and a term that reaches n is carried on.  A term of 16 bytes or fewer
+ * is read at once as the 16 bytes that end with it, the bytes before it
+ * masked off: its sdbm a sum of 16 products that do not wait for each
+ * other, and its stop-word key (simhash's: SPACE on the left) the same
+ * bytes, so that one probe and two compares decide.  The kept terms'
+ * hashes are pushed after the window's last, in order.
+ */
+static int
+window(struct pass *ps, const uint8_t *w, size_t n)
+{
+	struct sketch_scratch *sc = ps->sc;
+	const struct simhash_stoptab *ft = &sc->fast;
+	bool fast_stop = ps->sw != NULL && sc->have_fast;
+	size_t i = 0, nk = 0;
+
+	space_bits(w, n, sc->spaces);
+	if (ps->term_len > 0) {
+		i = next_set(sc->spaces, 0);
+		term_extend(ps, w, i < n ? i : n);
+		if (i >= n)
+			return 0;
+		if (end_term(ps) == -1)
+			return -1;
+	}
+	for (;;) {
+		size_t s = next_clear(sc->spaces, i, n), e, len;
+		uint64_t h = 0;
+		bool stop = false;
+
+		if (s >= n)
+			break;
+		e = next_set(sc->spaces, s);
+		if (e >= n) {
+			term_extend(ps, w + s, n - s);
+			break;
+		}
+		len = e - s;
+		if (FAST_TERMS && len <= 16) {
+			uint64_t lo = load64(w + e - 8), hi = load64(w + e - 16);
+			uint64_t mlo = len >= 8 ? ~0ull : ~0ull << (64 - 8 * len);
+			uint64_t mhi = len <= 8 ? 0 : ~0ull << (128 - 8 * len);
+
+			lo &= mlo;
+			hi &= mhi;
+			h = sdbm16(hi, lo);
+			if (fast_stop && len <= SIMHASH_STOP_FAST_MAX) {
+				size_t slot = simhash_stop_slot(ft, h);
+				const uint64_t sp = 0x2020202020202020ull;
+
+				stop = (ft->lo[slot] == (lo | (sp & ~mlo))) &
+				    (ft->hi[slot] == (hi | (sp & ~mhi)));
+			} else if (ps->sw != NULL)
+				stop = stop_table_has(&sc->stop, w + s, len, h);
+		} else {
+			for (size_t k = s; k < e; k++)
+				h = h * SIMHASH_SDBM_MULT + w[k];
+			stop = ps->sw != NULL && stop_table_has(&sc->stop,
+			    w + s, len, h);
+		}
+		sc->kept[nk] = fmix64(h);
+		nk += !stop;
+		i = e;
+	}
+	for (size_t k = 0; k < nk; k++)
+		if (push_term(ps, sc->kept[k]) == -1)
+			return -1;
+	return 0;
+}
+
+/*
+ * Reads n bytes of text a window at a time, each byte normalised (SPACE
+ * for a separator, letters folded: textbytes_norm, by the simhash
+ * kernel's vector code where it has one), or as it is when preprocessed
+ * (where only SPACE separates).
+ */
 static int
 feed(struct pass *ps, const uint8_t *p, size_t n, bool preprocessed)
 {
-	const uint8_t *cls = ps->sc->cls;
+	const struct simhash_kernel *kern = simhash_kernel();
+	uint8_t *w = ps->sc->buf + NORM_BEFORE;
 
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = p[i];
-		bool sep = preprocessed ? c == ' ' : (cls[c] == 0 && c != 0);
+	for (size_t at = 0; at < n; at += SKETCH_WINDOW) {
+		size_t k = n - at < SKETCH_WINDOW ? n - at : SKETCH_WINDOW;
 
-		if (sep) {
-			if (end_term(ps) == -1)
-				return -1;
-			continue;
-		}
-		if (!preprocessed)
-			c = cls[c];
-		ps->term_h = ps->term_h * SIMHASH_SDBM_MULT + c;
-		if (ps->term_len < SKETCH_TERM_KEEP)
-			ps->term[ps->term_len] = c;
-		ps->term_len++;
+		if (preprocessed)
+			memcpy(w, p + at, k);
+		else if (kern->normalize != NULL)
+			kern->normalize(w, p + at, k);
+		else
+			for (size_t i = 0; i < k; i++)
+				w[i] = textbytes_norm[p[at + i]];
+		memset(w + k, ' ', NORM_AFTER);
+		if (window(ps, w, k) == -1)
+			return -1;
 	}
 	return 0;
 }
@@ -488,7 +715,7 @@ sketch_compute(const struct stopwords *sw, struct sketch_scratch *sc,
 	ps->sc = sc;
 	ps->sw = input == SIMHASH_INPUT_PREPROCESSED ? NULL : sw;
 	if (set_reset(sc, 0) == -1 || (ps->sw != NULL && sc->stop.of != sw &&
-	    stop_table_build(&sc->stop, sw) == -1))
+	    stop_tables_build(sc, sw) == -1))
 		goto out;
 	if (input == SIMHASH_INPUT_HTML) {
 		html_strip_init(&hs, doc, len);

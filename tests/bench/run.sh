@@ -93,7 +93,9 @@
 # the same data in the same process (BENCH_NEARIDX=0 skips it).
 #
 # Simhash engine: simhash_bench, every SIMD level on one thread and all
-# cores, with the naive reference in the same run (BENCH_SIMHASH=0 skips it).
+# cores, with the naive reference in the same run; then sketch_bench, a
+# document's sketch against its simhash on one thread (BENCH_SIMHASH=0
+# skips both).
 #
 # URL keys: md5_bench, URL digests a second on one thread, nddd's MD5 one
 # at a time and eight at a time against OpenSSL's EVP, and whole keys
@@ -576,6 +578,8 @@ fi
 if [ "${BENCH_SIMHASH:-1}" != 0 ]; then
 	echo "== simhash engine: $bin/simhash_bench"
 	(cd "$root" && NDDD_TEST_DATA="$data" "$bin/simhash_bench" -s 0.1 -r 31 -B 300)
+	echo "== sketches: $bin/sketch_bench"
+	(cd "$root" && "$bin/sketch_bench" -d "$data")
 fi
 
 if [ "${BENCH_MD5:-1}" != 0 ]; then

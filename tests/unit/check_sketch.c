@@ -16,6 +16,7 @@
 #include "sketch.h"
 #include "stopwords.h"
 #include "testutil.h"
+#include "textbytes.h"
 
 static struct stopwords *sw;
 static struct sketch_scratch *sc;
@@ -465,6 +466,73 @@ START_TEST(test_overflow)
 }
 END_TEST
 
+/*
+ * Texts of every kind of term the pass reads in different ways, against
+ * the reference: stop words (cut by the 16 KiB windows the pass reads,
+ * too), words of 1 to 40 bytes (15, 16 and 17 among them: the longest
+ * read at once and the shortest that are not), upper case, digits, bytes
+ * 0 and above 127, runs of separators of every kind; then the same text
+ * normalised and read as preprocessed, without stop words, against itself
+ * read as text.
+ */
+START_TEST(test_windows)
+{
+	static const char seps[] = " \t\n\r\v\f,.;:!?'\"()[]{}<>-_/\\|@#$%^&*+=~`";
+	const char *const *stops = stopwords_list(sw);
+	size_t nstops = stopwords_count(sw);
+	uint64_t seed = 29;
+
+	for (int round = 0; round < 40; round++) {
+		size_t cap = 20000 + tu_rand_below(&seed, 50000), len = 0;
+		char *text = malloc(cap + 64 + stopwords_max_len(sw));
+
+		ck_assert_ptr_nonnull(text);
+		while (len < cap) {
+			uint64_t r = tu_rand_below(&seed, 10);
+
+			if (r < 4) {
+				const char *w = stops[tu_rand_below(&seed,
+				    nstops)];
+
+				for (size_t i = 0; w[i] != '\0'; i++)
+					text[len++] = r == 0 ? (char)(w[i] &
+					    ~0x20) : w[i];
+			} else {
+				size_t wl = 1 + tu_rand_below(&seed, 40);
+
+				for (size_t i = 0; i < wl; i++) {
+					uint64_t c = tu_rand_below(&seed, 40);
+
+					text[len++] = (char)(c < 26 ? 'a' + c :
+					    c < 30 ? 'A' + c - 26 : c < 34 ?
+					    '0' + c - 30 : c < 36 ? 0 : 0x80 +
+					    tu_rand_below(&seed, 128));
+				}
+			}
+			for (uint64_t k = 1 + tu_rand_below(&seed, 3) / 2;
+			    k > 0; k--)
+				text[len++] = seps[tu_rand_below(&seed,
+				    sizeof(seps) - 1)];
+		}
+		check_against_ref(text, len);
+		if (round % 4 == 0) {
+			struct sketch t, p;
+
+			for (size_t i = 0; i < len; i++)
+				text[i] = (char)textbytes_norm[(uint8_t)
+				    text[i]];
+			ck_assert_int_eq(sketch_compute(NULL, sc,
+			    SIMHASH_INPUT_TEXT, text, len, &t), 0);
+			ck_assert_int_eq(sketch_compute(sw, sc,
+			    SIMHASH_INPUT_PREPROCESSED, text, len, &p), 0);
+			ck_assert_mem_eq(&t, &p, sizeof(t));
+			ck_assert_uint_gt(t.shingles, 1000);
+		}
+		free(text);
+	}
+}
+END_TEST
+
 /* A sketch of a random set: n hashes drawn from pool[0..npool) (sorted,
  * distinct), each taken with probability 1/2 until n are taken, of a set of
  * shingles elements. */
@@ -564,6 +632,7 @@ sketch_suite(void)
 	tcase_add_test(tc, test_encoding);
 	tcase_add_test(tc, test_overflow);
 	tcase_add_test(tc, test_levels);
+	tcase_add_test(tc, test_windows);
 	suite_add_tcase(s, tc);
 	return s;
 }
