@@ -487,7 +487,7 @@ $(B)/bin/simhash_bench: $(B)/tests/bench/simhash_bench.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 $(B)/bin/sketch_bench: $(B)/tests/bench/sketch_bench.o \
-	$(B)/tests/lib/corpus.o $(CORE_LIB)
+	$(B)/tests/lib/corpus.o $(B)/tests/lib/benchnet.o $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 

@@ -40,25 +40,11 @@
 /* Where a term longer than any stop word stops being kept. */
 #define SKETCH_TERM_KEEP (STOPWORDS_MAX_LEN + 1)
 
-/*
- * The stop words by the sdbm hash of each, which the pass computes for
- * every term anyway: one probe and a short compare decide, where
- * stopwords_contains would hash the term again.  Built for the set in
- * use, again if another comes.
- */
-struct stop_table {
-	const struct stopwords *of;
-	const char *const *words;
-	uint8_t *lens;		/* each word's length */
-	uint32_t *slots;	/* word index + 1; 0: empty */
-	uint64_t mask;
-	size_t max_len;
-};
-
 struct sketch_scratch {
-	struct stop_table stop;
 	/* The stop words of at most 15 bytes, one probe each (simhash's
-	 * table); have_fast: built for stop.of. */
+	 * table), built for stop_of; have_fast: one could be (else every
+	 * term goes through stopwords_contains, as in simhash). */
+	const struct stopwords *stop_of;
 	struct simhash_stoptab fast;
 	bool have_fast;
 	/* A window of normalised text (NORM_BEFORE into buf), its SPACE
@@ -107,8 +93,6 @@ sketch_scratch_free(struct sketch_scratch *sc)
 	free(sc->set);
 	free(sc->filled);
 	free(sc->vals);
-	free(sc->stop.slots);
-	free(sc->stop.lens);
 	simhash_stoptab_free(&sc->fast);
 	free(sc);
 }
@@ -321,93 +305,30 @@ add_hash(struct pass *ps, uint32_t v)
 	return 0;
 }
 
-/* sdbm of a word, as the pass hashes terms. */
-static uint64_t
-sdbm(const char *w, size_t len)
-{
-	uint64_t h = 0;
-
-	for (size_t i = 0; i < len; i++)
-		h = h * SIMHASH_SDBM_MULT + (uint8_t)w[i];
-	return h;
-}
-
-/* The first slot of a word of sdbm h: a multiplicative hash, enough to
- * spread a few hundred words. */
-static inline uint64_t
-stop_slot(const struct stop_table *t, uint64_t h)
-{
-	return (h * 0x9E3779B97F4A7C15ULL) >> 40 & t->mask;
-}
-
-/* Makes t the table of sw; -1 when memory is short. */
+/* The fast table of sw's stop words; -1 when memory is short. */
 static int
-stop_table_build(struct stop_table *t, const struct stopwords *sw)
-{
-	const char *const *words = stopwords_list(sw);
-	size_t n = stopwords_count(sw), cap = 64;
-
-	while (cap < 2 * n)
-		cap *= 2;
-	free(t->slots);
-	free(t->lens);
-	t->of = NULL;
-	t->lens = malloc(n + 1);
-	if ((t->slots = calloc(cap, sizeof(*t->slots))) == NULL ||
-	    t->lens == NULL)
-		return -1;
-	t->mask = cap - 1;
-	t->words = words;
-	t->max_len = stopwords_max_len(sw);
-	for (size_t i = 0; words[i] != NULL; i++) {
-		uint64_t j;
-
-		/* A stop word is at most STOPWORDS_MAX_LEN (255) bytes. */
-		t->lens[i] = (uint8_t)strlen(words[i]);
-		j = stop_slot(t, sdbm(words[i], t->lens[i]));
-		while (t->slots[j] != 0)
-			j = (j + 1) & t->mask;
-		t->slots[j] = (uint32_t)i + 1;
-	}
-	t->of = sw;
-	return 0;
-}
-
-/* Both tables of sw's stop words; -1 when memory is short. */
-static int
-stop_tables_build(struct sketch_scratch *sc, const struct stopwords *sw)
+stop_table_build(struct sketch_scratch *sc, const struct stopwords *sw)
 {
 	int rc;
 
 	simhash_stoptab_free(&sc->fast);
 	sc->have_fast = false;
+	sc->stop_of = NULL;
 	if ((rc = simhash_stoptab_build(&sc->fast, sw)) == -1)
 		return -1;
 	sc->have_fast = rc == 0;
-	return stop_table_build(&sc->stop, sw);
+	sc->stop_of = sw;
+	return 0;
 }
 
-/* Whether the term (len bytes, folded, sdbm h) is a stop word of t. */
+/* Whether the term (len bytes, folded) is one of the pass's stop words:
+ * the way of the terms the fast table cannot tell (longer than 15 bytes,
+ * carried from window to window, or of a list too large for one). */
 static bool
-stop_table_has(const struct stop_table *t, const uint8_t *term, size_t len,
-    uint64_t h)
+stop_word(const struct pass *ps, const uint8_t *term, size_t len)
 {
-	if (len > t->max_len)
-		return false;
-	for (uint64_t j = stop_slot(t, h); t->slots[j] != 0;
-	    j = (j + 1) & t->mask) {
-		uint32_t i = t->slots[j] - 1;
-		const char *w = t->words[i];
-		size_t k = 0;
-
-		if (t->lens[i] != len)
-			continue;
-		while (k < len && (uint8_t)w[k] == term[k])
-			k++;
-		if (k == len)
-			return true;
-	}
-	return false;
+	return ps->sw != NULL && len <= STOPWORDS_MAX_LEN &&
+	    stopwords_contains(ps->sw, term, len);
 }
 
 /* A kept term, h its hash (fmix64 of its sdbm), after the last ones:
@@ -437,7 +358,7 @@ end_term(struct pass *ps)
 		return 0;
 	ps->term_len = 0;
 	ps->term_h = 0;
-	if (ps->sw != NULL && stop_table_has(&ps->sc->stop, ps->term, len, h))
+	if (stop_word(ps, ps->term, len))
 		return 0;
 	return push_term(ps, fmix64(h));
 }
@@ -611,13 +532,12 @@ window(struct pass *ps, const uint8_t *w, size_t n)
 
 				stop = (ft->lo[slot] == (lo | (sp & ~mlo))) &
 				    (ft->hi[slot] == (hi | (sp & ~mhi)));
-			} else if (ps->sw != NULL)
-				stop = stop_table_has(&sc->stop, w + s, len, h);
+			} else
+				stop = stop_word(ps, w + s, len);
 		} else {
 			for (size_t k = s; k < e; k++)
 				h = h * SIMHASH_SDBM_MULT + w[k];
-			stop = ps->sw != NULL && stop_table_has(&sc->stop,
-			    w + s, len, h);
+			stop = stop_word(ps, w + s, len);
 		}
 		sc->kept[nk] = fmix64(h);
 		nk += !stop;
@@ -714,8 +634,8 @@ sketch_compute(const struct stopwords *sw, struct sketch_scratch *sc,
 		return -1;
 	ps->sc = sc;
 	ps->sw = input == SIMHASH_INPUT_PREPROCESSED ? NULL : sw;
-	if (set_reset(sc, 0) == -1 || (ps->sw != NULL && sc->stop.of != sw &&
-	    stop_tables_build(sc, sw) == -1))
+	if (set_reset(sc, 0) == -1 || (ps->sw != NULL && sc->stop_of != sw &&
+	    stop_table_build(sc, sw) == -1))
 		goto out;
 	if (input == SIMHASH_INPUT_HTML) {
 		html_strip_init(&hs, doc, len);

@@ -17,21 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "benchnet.h"
 #include "corpus.h"
 #include "simhash.h"
 #include "sketch.h"
 #include "stopwords.h"
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct engines {
 	const struct stopwords *sw;
@@ -49,7 +40,7 @@ best_pass(const struct engines *e, const struct corpus *c,
 	double best = 1e30;
 
 	for (int r = 0; r < rounds; r++) {
-		double t0 = now(), t;
+		double t0 = bench_now(), t;
 
 		for (size_t i = 0; i < c->n; i++) {
 			struct sketch s;
@@ -69,7 +60,7 @@ best_pass(const struct engines *e, const struct corpus *c,
 				*check += fp;
 			}
 		}
-		if ((t = now() - t0) < best)
+		if ((t = bench_now() - t0) < best)
 			best = t;
 	}
 	return best;
